@@ -1,0 +1,168 @@
+//! The response envelope (`statusCode`, `message`, `response`, in that
+//! order) and the one table of error messages, so every handler answers in
+//! the specification's words.
+
+use crate::http::Response;
+use serde::Serialize;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope<'a, T: Serialize> {
+    pub status_code: u16,
+    pub message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<T>,
+}
+
+/// The `message` of a successful response.
+pub const OK: &str = "OK";
+
+fn to_body<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serialising our own plain data cannot fail; an empty body is the
+    // least harmful answer if it ever did.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// 200 with a `response`.
+pub fn ok<T: Serialize>(response: T) -> Response {
+    Response::new(
+        200,
+        to_body(&Envelope {
+            status_code: 200,
+            message: OK,
+            response: Some(response),
+        }),
+    )
+}
+
+/// 200 without a `response` (simple confirmations).
+pub fn ok_empty() -> Response {
+    Response::new(
+        200,
+        to_body(&Envelope::<()> {
+            status_code: 200,
+            message: OK,
+            response: None,
+        }),
+    )
+}
+
+/// An error: status and the message text of the specification / DECISIONS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl ApiError {
+    fn new(status: u16, text: impl std::fmt::Display) -> Self {
+        ApiError {
+            status,
+            message: format!("[HTTP] {text} ({status})"),
+        }
+    }
+    pub fn bad_request(why: impl std::fmt::Display) -> Self {
+        Self::new(400, why)
+    }
+    pub fn auth_required() -> Self {
+        Self::new(401, "Authorization header is required to call API")
+    }
+    pub fn invalid_auth_header() -> Self {
+        Self::new(401, "Invalid authorization header")
+    }
+    pub fn invalid_credential() -> Self {
+        Self::new(401, "Invalid credential")
+    }
+    pub fn read_only(vhost: &str) -> Self {
+        Self::new(403, format_args!("The VirtualHost is read-only: [{vhost}]"))
+    }
+    pub fn vhost_not_found(vhost: &str) -> Self {
+        Self::new(
+            404,
+            format_args!("Could not find the virtual host: [{vhost}]"),
+        )
+    }
+    pub fn controller_not_found() -> Self {
+        Self::new(404, "Controller not found")
+    }
+    pub fn method_not_allowed() -> Self {
+        Self::new(405, "Method not allowed")
+    }
+    pub fn vhost_exists(vhost: &str) -> Self {
+        Self::new(
+            409,
+            format_args!("The virtual host already exists: [{vhost}]"),
+        )
+    }
+    pub fn misdirected(host: &str) -> Self {
+        Self::new(
+            421,
+            format_args!("Misdirected request: host [{host}] is not served"),
+        )
+    }
+    pub fn internal() -> Self {
+        Self::new(500, "Internal Server Error")
+    }
+    /// Errors of the HTTP layer (408, 413, 431, 400, ...).
+    pub fn http(status: u16, text: impl std::fmt::Display) -> Self {
+        Self::new(status, text)
+    }
+    pub fn invalid_json(e: &serde_json::Error) -> Self {
+        let text = e.to_string();
+        let what = match text.find(" at line ") {
+            Some(i) => &text[..i],
+            None => &text,
+        };
+        Self::new(
+            400,
+            format_args!(
+                "Invalid JSON at line {} column {}: {what}",
+                e.line(),
+                e.column()
+            ),
+        )
+    }
+
+    /// The envelope of this error.
+    pub fn envelope(&self) -> Envelope<'_, ()> {
+        Envelope {
+            status_code: self.status,
+            message: &self.message,
+            response: None,
+        }
+    }
+
+    pub fn to_response(&self) -> Response {
+        Response::new(self.status, to_body(&self.envelope()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_order_and_texts() {
+        let r = ApiError::vhost_not_found("x").to_response();
+        assert_eq!(
+            String::from_utf8(r.body).unwrap(),
+            r#"{"statusCode":404,"message":"[HTTP] Could not find the virtual host: [x] (404)"}"#
+        );
+        let r = ok(vec!["a"]);
+        assert_eq!(
+            String::from_utf8(r.body).unwrap(),
+            r#"{"statusCode":200,"message":"OK","response":["a"]}"#
+        );
+    }
+
+    #[test]
+    fn json_error_names_position() {
+        let e = serde_json::from_str::<serde_json::Value>("[1, }").unwrap_err();
+        let msg = ApiError::invalid_json(&e).message;
+        assert!(
+            msg.starts_with("[HTTP] Invalid JSON at line 1 column 5: "),
+            "{msg}"
+        );
+        assert!(msg.ends_with(" (400)"));
+    }
+}

@@ -1,0 +1,250 @@
+//! The management API (OME v1 compatible): one function from a request to a
+//! response over the registry. Order of checks for every request: host
+//! names (421), CORS preflight (204, before authentication), authentication
+//! (401), route (404 / 405), then the handler. CORS headers go on every
+//! answer, errors included, so browsers can read them.
+//!
+//! Not here: sockets, TLS, HTTP framing (see `server` and `http`).
+
+pub mod access;
+pub mod envelope;
+mod vhosts;
+
+use crate::config::ApiConfig;
+use crate::http::{Request, Response};
+use crate::state::store::StateStore;
+use crate::state::vhost::TlsSpec;
+use crate::state::Registry;
+use crate::tls::{ApiCertResolver, VhostCertResolver};
+use envelope::ApiError;
+use std::sync::Arc;
+
+/// What the API handlers work on.
+pub struct Api {
+    pub registry: Registry,
+    pub store: StateStore,
+    access_token: Vec<u8>,
+    cross_domains: Vec<String>,
+    host_names: Vec<String>,
+    /// The API's own certificate files and resolver, when it has a TLS port.
+    api_tls: Option<(TlsSpec, Arc<ApiCertResolver>)>,
+    pub vhost_certs: Arc<VhostCertResolver>,
+}
+
+/// Facts about the connection a request came on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestInfo<'a> {
+    pub tls: bool,
+    pub sni: Option<&'a str>,
+}
+
+impl Api {
+    pub fn new(
+        api: Option<&ApiConfig>,
+        registry: Registry,
+        store: StateStore,
+        api_cert: Option<Arc<ApiCertResolver>>,
+        vhost_certs: Arc<VhostCertResolver>,
+    ) -> Self {
+        Api {
+            registry,
+            store,
+            access_token: api
+                .map(|a| a.access_token.as_bytes().to_vec())
+                .unwrap_or_default(),
+            cross_domains: api.map(|a| a.cross_domains.clone()).unwrap_or_default(),
+            host_names: api.map(|a| a.host_names.clone()).unwrap_or_default(),
+            api_tls: match (api.and_then(|a| a.tls.clone()), api_cert) {
+                (Some(spec), Some(resolver)) if api.is_some_and(|a| a.tls_port.is_some()) => {
+                    Some((spec, resolver))
+                }
+                _ => None,
+            },
+            vhost_certs,
+        }
+    }
+
+    /// Answers one request.
+    pub fn handle(&mut self, req: &Request, info: RequestInfo<'_>) -> Response {
+        let cors = access::cors_headers(req, &self.cross_domains);
+        let mut resp = self.answer(req, info);
+        resp.headers.extend(cors);
+        resp
+    }
+
+    /// Answers an error found by the HTTP layer (408, 413, 431, ...), with
+    /// the CORS headers when the head was read.
+    pub fn error_response(&self, req: Option<&Request>, err: &ApiError) -> Response {
+        let mut resp = err.to_response();
+        if let Some(req) = req {
+            resp.headers
+                .extend(access::cors_headers(req, &self.cross_domains));
+        }
+        resp
+    }
+
+    fn answer(&mut self, req: &Request, info: RequestInfo<'_>) -> Response {
+        if let Err(e) = access::check_host(req, info.sni, &self.host_names) {
+            return e.to_response();
+        }
+        if req.method == "OPTIONS" {
+            return Response::new(204, Vec::new())
+                .with_header("Access-Control-Max-Age", "600")
+                .with_header("Allow", access::ALLOW_METHODS);
+        }
+        if let Err(e) = access::authenticate(req, &self.access_token) {
+            return e
+                .to_response()
+                .with_header("WWW-Authenticate", access::REALM_HEADER);
+        }
+        let route = match Route::parse(req.path()) {
+            Some(r) => r,
+            None => return ApiError::controller_not_found().to_response(),
+        };
+        let method = if req.method == "HEAD" {
+            "GET"
+        } else {
+            req.method.as_str()
+        };
+        let allowed = route.methods();
+        if !allowed.contains(&method) {
+            // Changing a config-file host is forbidden rather than unknown.
+            if let Route::Vhost(name) = &route {
+                if let Some(v) = self.registry.vhost(name) {
+                    if v.origin == crate::state::Origin::ConfigFile
+                        && matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")
+                    {
+                        return ApiError::read_only(name).to_response();
+                    }
+                }
+            }
+            let mut allow: Vec<&str> = allowed.to_vec();
+            if allow.contains(&"GET") {
+                allow.push("HEAD");
+            }
+            allow.push("OPTIONS");
+            return ApiError::method_not_allowed()
+                .to_response()
+                .with_header("Allow", allow.join(", "));
+        }
+        let result = match (&route, method) {
+            (Route::Version, _) => Ok(envelope::ok(serde_json::json!({
+                "name": "kiln",
+                "version": env!("CARGO_PKG_VERSION"),
+                "apiVersion": "v1",
+            }))),
+            (Route::Vhosts, "GET") => Ok(self.list_vhosts()),
+            (Route::Vhosts, _) => self.create_vhosts(&req.body),
+            (Route::Vhost(name), "GET") => self.get_vhost(name),
+            (Route::Vhost(name), _) => self.delete_vhost(name),
+            (Route::ReloadAllCertificates, _) => self.reload_all_certificates(),
+            (Route::ReloadVhostCertificate(name), _) => self.reload_vhost_certificate(name),
+            (Route::ReloadApiCertificate, _) => self.reload_api_certificate(),
+        };
+        result.unwrap_or_else(|e| e.to_response())
+    }
+}
+
+/// The resources the API knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Route {
+    Version,
+    Vhosts,
+    ReloadAllCertificates,
+    Vhost(String),
+    ReloadVhostCertificate(String),
+    ReloadApiCertificate,
+}
+
+impl Route {
+    fn parse(path: &str) -> Option<Route> {
+        let rest = path.strip_prefix("/v1/")?;
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let segments: Vec<&str> = rest.split('/').collect();
+        Some(match segments.as_slice() {
+            ["version"] => Route::Version,
+            ["vhosts"] => Route::Vhosts,
+            ["vhosts:reloadAllCertificates"] => Route::ReloadAllCertificates,
+            ["managers", "api:reloadCertificate"] => Route::ReloadApiCertificate,
+            ["vhosts", name] => {
+                let name = percent_decode(name)?;
+                match name.rsplit_once(':') {
+                    Some((vh, "reloadCertificate")) => {
+                        Route::ReloadVhostCertificate(vh.to_string())
+                    }
+                    Some(_) => return None,
+                    None => Route::Vhost(name),
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    fn methods(&self) -> &'static [&'static str] {
+        match self {
+            Route::Version => &["GET"],
+            Route::Vhosts => &["GET", "POST"],
+            Route::Vhost(_) => &["GET", "DELETE"],
+            Route::ReloadAllCertificates
+            | Route::ReloadVhostCertificate(_)
+            | Route::ReloadApiCertificate => &["POST"],
+        }
+    }
+}
+
+/// Decodes `%XX` escapes in a path segment; `None` if malformed or not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_string());
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3)?;
+            let v = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(Route::parse("/v1/vhosts"), Some(Route::Vhosts));
+        assert_eq!(Route::parse("/v1/vhosts/"), Some(Route::Vhosts));
+        assert_eq!(Route::parse("/v1/vhosts/a"), Some(Route::Vhost("a".into())));
+        assert_eq!(
+            Route::parse("/v1/vhosts/a%2Eb"),
+            Some(Route::Vhost("a.b".into()))
+        );
+        assert_eq!(
+            Route::parse("/v1/vhosts/a:reloadCertificate"),
+            Some(Route::ReloadVhostCertificate("a".into()))
+        );
+        assert_eq!(
+            Route::parse("/v1/vhosts/a%3AreloadCertificate"),
+            Some(Route::ReloadVhostCertificate("a".into()))
+        );
+        assert_eq!(Route::parse("/v1/vhosts/a:nope"), None);
+        assert_eq!(
+            Route::parse("/v1/vhosts:reloadAllCertificates"),
+            Some(Route::ReloadAllCertificates)
+        );
+        assert_eq!(
+            Route::parse("/v1/managers/api:reloadCertificate"),
+            Some(Route::ReloadApiCertificate)
+        );
+        assert_eq!(Route::parse("/v2/vhosts"), None);
+        assert_eq!(Route::parse("/v1/vhosts/%zz"), None);
+    }
+}

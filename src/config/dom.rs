@@ -1,0 +1,132 @@
+//! A small element tree read from XML with the `xml` crate, each element
+//! remembering where it started, so config errors can name line and column.
+//! Text of an element is its character data, trimmed; comments are dropped.
+//! Limits keep a hostile file from exhausting memory (depth, element count).
+
+use xml::common::Position;
+use xml::reader::{EventReader, ParserConfig, XmlEvent};
+
+const MAX_DEPTH: usize = 64;
+const MAX_ELEMENTS: usize = 200_000;
+
+#[derive(Debug, Clone)]
+pub struct Element {
+    pub name: String,
+    pub attributes: Vec<(String, String)>,
+    pub children: Vec<Element>,
+    pub text: String,
+    /// 1-based line and column where the start tag begins.
+    pub line: u64,
+    pub column: u64,
+}
+
+impl Element {
+    pub fn attribute(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A syntax error with its position (1-based).
+#[derive(Debug)]
+pub struct SyntaxError {
+    pub line: u64,
+    pub column: u64,
+    pub message: String,
+}
+
+/// Parses a whole document into its root element.
+pub fn parse(text: &str) -> Result<Element, SyntaxError> {
+    let config = ParserConfig::new()
+        .trim_whitespace(false)
+        .whitespace_to_characters(false)
+        .cdata_to_characters(true)
+        .ignore_comments(true);
+    let mut reader = EventReader::new_with_config(text.as_bytes(), config);
+    let mut stack: Vec<Element> = Vec::new();
+    let mut count = 0usize;
+    loop {
+        let event = reader.next().map_err(|e| {
+            let p = e.position();
+            SyntaxError {
+                line: p.row + 1,
+                column: p.column + 1,
+                message: e.msg().to_string(),
+            }
+        })?;
+        let pos = reader.position();
+        match event {
+            XmlEvent::StartElement {
+                name, attributes, ..
+            } => {
+                count += 1;
+                if stack.len() >= MAX_DEPTH || count > MAX_ELEMENTS {
+                    return Err(SyntaxError {
+                        line: pos.row + 1,
+                        column: pos.column + 1,
+                        message: "document too deep or too large".into(),
+                    });
+                }
+                stack.push(Element {
+                    name: name.local_name,
+                    attributes: attributes
+                        .into_iter()
+                        .map(|a| (a.name.local_name, a.value))
+                        .collect(),
+                    children: Vec::new(),
+                    text: String::new(),
+                    line: pos.row + 1,
+                    column: pos.column + 1,
+                });
+            }
+            XmlEvent::Characters(s) => {
+                if let Some(top) = stack.last_mut() {
+                    top.text.push_str(&s);
+                }
+            }
+            XmlEvent::EndElement { .. } => {
+                let Some(mut done) = stack.pop() else {
+                    continue;
+                };
+                done.text = done.text.trim().to_string();
+                match stack.last_mut() {
+                    Some(parent) => parent.children.push(done),
+                    None => return Ok(done),
+                }
+            }
+            XmlEvent::EndDocument => {
+                return Err(SyntaxError {
+                    line: pos.row + 1,
+                    column: pos.column + 1,
+                    message: "no root element".into(),
+                })
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_and_text() {
+        let doc = "<?xml version=\"1.0\"?>\n<Server version=\"8\">\n  <Name> kiln </Name>\n  <!-- c -->\n  <Bind/>\n</Server>\n";
+        let root = parse(doc).unwrap();
+        assert_eq!(root.name, "Server");
+        assert_eq!(root.attribute("version"), Some("8"));
+        assert_eq!((root.line, root.column), (2, 1));
+        assert_eq!(root.children[0].text, "kiln");
+        assert_eq!((root.children[0].line, root.children[0].column), (3, 3));
+        assert_eq!(root.children[1].name, "Bind");
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let err = parse("<Server>\n  <Name>x</Nme>\n</Server>").unwrap_err();
+        assert_eq!(err.line, 2);
+    }
+}

@@ -1,0 +1,1302 @@
+//! `server.xml` (OME's format, version 8) read into a typed [`Config`].
+//!
+//! Rules (DECISIONS section 1): `${env:NAME}` / `${env:NAME:default}` are
+//! substituted in every text value; every error names file, line, column and
+//! element path; elements OME knows but kiln does not implement are warned
+//! about once each and ignored; any other unknown element is an error. All
+//! errors of a file are collected, so `--check-config` shows them together.
+//!
+//! This module reads and checks; it opens no sockets and loads no
+//! certificates (the caller does, and reports bad files by path).
+
+pub mod dom;
+
+use crate::state::vhost::{
+    AdmissionWebhooks, Enables, HostSpec, Origin, OriginMapStore, OriginPass, OriginUrls, Origins,
+    RedisServer, SignedPolicy, TlsSpec, VhostSpec,
+};
+use dom::Element;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const SUPPORTED_VERSION: &str = "8";
+
+/// The whole configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub file: PathBuf,
+    /// `<Name>`: the server's name, the default `distribution`.
+    pub name: Option<String>,
+    /// `<IP>`: the bind address of every listener (`*` = all IPv4 addresses).
+    pub ip: IpAddr,
+    pub api: Option<ApiConfig>,
+    pub providers: ProviderBinds,
+    pub vhosts: Vec<VhostConfig>,
+    /// `<StateFile>` (kiln extension).
+    pub state_file: PathBuf,
+}
+
+/// The management API server: `<Bind><Managers><API>` plus `<Managers>`.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub port: Option<u16>,
+    pub tls_port: Option<u16>,
+    pub access_token: String,
+    /// `<Managers><API><CrossDomains><Url>`.
+    pub cross_domains: Vec<String>,
+    /// `<Managers><Host><Names><Name>`; empty means any.
+    pub host_names: Vec<String>,
+    /// `<Managers><Host><TLS>`.
+    pub tls: Option<TlsSpec>,
+    pub limits: HttpLimits,
+}
+
+/// Limits of the API's HTTP server (`<Managers><API><Limits>`, kiln extension).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpLimits {
+    pub max_head_bytes: usize,
+    pub max_body_bytes: usize,
+    pub head_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_head_bytes: 16 * 1024,
+            max_body_bytes: 1024 * 1024,
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 4096,
+        }
+    }
+}
+
+/// `<Bind><Providers>`: where streams come in.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderBinds {
+    pub rtmp_port: Option<u16>,
+    pub rtmp_tls_port: Option<u16>,
+    pub srt_port: Option<u16>,
+    pub mpegts_ports: Vec<u16>,
+}
+
+/// A virtual host declared in the file, with its applications.
+#[derive(Debug, Clone)]
+pub struct VhostConfig {
+    pub spec: VhostSpec,
+    pub applications: Vec<AppConfig>,
+    pub line: u64,
+}
+
+/// An application declared in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppConfig {
+    pub name: String,
+    pub output_profiles: Vec<OutputProfileConfig>,
+    pub rtmp: bool,
+    pub srt: bool,
+    /// `<Providers><MPEGTS><StreamMap>`: (stream name pattern, ports).
+    pub mpegts: Option<Vec<StreamMapEntry>>,
+    pub push: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputProfileConfig {
+    pub name: String,
+    pub output_stream_name: String,
+    pub encodes: Vec<EncodeConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodeConfig {
+    pub kind: EncodeKind,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncodeKind {
+    Video,
+    Audio,
+    Data,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamMapEntry {
+    /// Stream name; `${Port}` is replaced by the port.
+    pub name: String,
+    pub ports: Vec<u16>,
+}
+
+/// One problem found in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub line: u64,
+    pub column: u64,
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.path,
+            self.message
+        )
+    }
+}
+
+/// All errors of a file (never empty) or the warnings of a good one.
+#[derive(Debug)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// A loaded configuration and the warnings found on the way.
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<ConfigError>,
+}
+
+/// Reads and checks a file, with `${env:}` resolved from the process environment.
+pub fn load(file: &Path) -> Result<Loaded, ConfigErrors> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        ConfigErrors(vec![ConfigError {
+            file: file.to_path_buf(),
+            line: 0,
+            column: 0,
+            path: String::new(),
+            message: format!("cannot read the file: {e}"),
+        }])
+    })?;
+    parse(file, &text, &|name| std::env::var(name).ok())
+}
+
+/// Checks a document. `env` looks variables up (injected for tests).
+pub fn parse(
+    file: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Loaded, ConfigErrors> {
+    let root = dom::parse(text).map_err(|e| {
+        ConfigErrors(vec![ConfigError {
+            file: file.to_path_buf(),
+            line: e.line,
+            column: e.column,
+            path: String::new(),
+            message: format!("XML syntax error: {}", e.message),
+        }])
+    })?;
+    let mut w = Walker {
+        file: file.to_path_buf(),
+        env,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let config = w.server(&root);
+    if w.errors.is_empty() {
+        Ok(Loaded {
+            config,
+            warnings: w.warnings,
+        })
+    } else {
+        Err(ConfigErrors(w.errors))
+    }
+}
+
+/// Substitutes `${env:NAME}` and `${env:NAME:default}`; other `${...}`
+/// (OME's `${OriginStreamName}`, `${Port}`) are left as they are.
+pub fn substitute_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${env:") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 6..];
+        let Some(end) = after.find('}') else {
+            return Err("unterminated ${env:...}".into());
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(':') {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        if name.is_empty() {
+            return Err("${env:} names no variable".into());
+        }
+        match (env(name), default) {
+            (Some(v), _) => out.push_str(&v),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
+                return Err(format!(
+                    "environment variable {name} is not set and ${{env:{name}}} has no default"
+                ))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A port list: `1935`, `1935/tcp`, `4000/udp`, `4000-4003/udp`, or several
+/// of these separated by commas. Returns the ports and whether `/udp` was said.
+pub fn parse_ports(text: &str) -> Result<(Vec<u16>, Option<&'static str>), String> {
+    let mut ports = Vec::new();
+    let mut proto = None;
+    for part in text.split(',').map(str::trim) {
+        let (range, p) = match part.rsplit_once('/') {
+            Some((r, "tcp")) => (r, Some("tcp")),
+            Some((r, "udp")) => (r, Some("udp")),
+            Some((_, other)) => return Err(format!("unknown transport [{other}] in [{part}]")),
+            None => (part, None),
+        };
+        if p.is_some() {
+            if proto.is_some() && proto != p {
+                return Err("mixed /tcp and /udp".into());
+            }
+            proto = p;
+        }
+        let port = |s: &str| -> Result<u16, String> {
+            match s.trim().parse::<u16>() {
+                Ok(0) | Err(_) => Err(format!("[{s}] is not a port number (1-65535)")),
+                Ok(n) => Ok(n),
+            }
+        };
+        match range.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (port(a)?, port(b)?);
+                if b < a || (b - a) > 1024 {
+                    return Err(format!("bad port range [{range}]"));
+                }
+                ports.extend(a..=b);
+            }
+            None => ports.push(port(range)?),
+        }
+    }
+    Ok((ports, proto))
+}
+
+// Elements OME knows that kiln ignores with a warning, by parent.
+const UNSUPPORTED_SERVER: &[&str] = &[
+    "Type",
+    "PrivacyProtection",
+    "StunServer",
+    "Modules",
+    "Alert",
+    "Analytics",
+];
+const UNSUPPORTED_BIND: &[&str] = &["Publishers"];
+const UNSUPPORTED_BIND_PROVIDERS: &[&str] = &[
+    "WebRTC",
+    "OVT",
+    "RTSP",
+    "RTSPC",
+    "WHIP",
+    "Scheduled",
+    "Multiplex",
+];
+const UNSUPPORTED_WORKERS: &[&str] = &["WorkerCount"];
+const UNSUPPORTED_VHOST: &[&str] = &["CrossDomains"];
+const UNSUPPORTED_APP: &[&str] = &["Decode", "Modules", "Transcoder"];
+const UNSUPPORTED_OUTPUT_PROFILES: &[&str] = &["HWAccels", "HardwareAcceleration", "Decodes"];
+const UNSUPPORTED_OUTPUT_PROFILE: &[&str] = &["Playlist", "Playlists"];
+const UNSUPPORTED_ENCODES: &[&str] = &["Image"];
+const UNSUPPORTED_APP_PROVIDERS: &[&str] = &[
+    "OVT",
+    "WebRTC",
+    "RTSPPull",
+    "RTSP",
+    "WHIP",
+    "Schedule",
+    "Multiplex",
+];
+const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
+    "AppWorkerCount",
+    "StreamWorkerCount",
+    "OVT",
+    "WebRTC",
+    "LLHLS",
+    "HLS",
+    "DASH",
+    "LLDASH",
+    "Thumbnail",
+    "SRT",
+    "File",
+    "RTMPPush",
+    "MPEGTSPush",
+    "SessionLoadBalancingThreadCount",
+];
+const UNSUPPORTED_ORIGINS: &[&str] = &["Properties"];
+const UNSUPPORTED_ORIGIN_PASS: &[&str] = &["ForwardQueryParams"];
+
+/// (Port, TLSPort) of `<Bind><Managers><API>`.
+type ApiPorts = (Option<u16>, Option<u16>);
+
+struct Walker<'e> {
+    file: PathBuf,
+    env: &'e dyn Fn(&str) -> Option<String>,
+    errors: Vec<ConfigError>,
+    warnings: Vec<ConfigError>,
+}
+
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}/{name}")
+    }
+}
+
+impl Walker<'_> {
+    fn error(&mut self, at: &Element, path: &str, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            line: at.line,
+            column: at.column,
+            path: path.to_string(),
+            message: message.into(),
+        });
+    }
+
+    fn warn(&mut self, at: &Element, path: &str, message: impl Into<String>) {
+        self.warnings.push(ConfigError {
+            file: self.file.clone(),
+            line: at.line,
+            column: at.column,
+            path: path.to_string(),
+            message: message.into(),
+        });
+    }
+
+    /// Walks the children of `el`: known names go to `visit` (which returns
+    /// false for a name it does not take), names in `unsupported` are warned
+    /// about, the rest are errors. Non-repeatable names seen twice are errors.
+    fn children<'a>(
+        &mut self,
+        el: &'a Element,
+        path: &str,
+        unsupported: &[&str],
+        repeatable: &[&str],
+        mut visit: impl FnMut(&mut Self, &'a Element, &str) -> bool,
+    ) {
+        let mut seen: Vec<&str> = Vec::new();
+        for child in &el.children {
+            let cpath = join(path, &child.name);
+            if unsupported.contains(&child.name.as_str()) {
+                self.warn(child, &cpath, "not supported by kiln; ignored");
+                continue;
+            }
+            if seen.contains(&child.name.as_str()) && !repeatable.contains(&child.name.as_str()) {
+                self.error(child, &cpath, "appears more than once");
+                continue;
+            }
+            seen.push(&child.name);
+            if !visit(self, child, &cpath) {
+                self.error(child, &cpath, format!("unknown element <{}>", child.name));
+            }
+        }
+    }
+
+    fn text(&mut self, el: &Element, path: &str) -> Option<String> {
+        if !el.children.is_empty() {
+            self.error(el, path, "expected a text value, found child elements");
+            return None;
+        }
+        match substitute_env(&el.text, self.env) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.error(el, path, e);
+                None
+            }
+        }
+    }
+
+    fn nonempty_text(&mut self, el: &Element, path: &str) -> Option<String> {
+        let t = self.text(el, path)?;
+        if t.trim().is_empty() {
+            self.error(el, path, "must not be empty");
+            return None;
+        }
+        Some(t.trim().to_string())
+    }
+
+    fn bool_text(&mut self, el: &Element, path: &str) -> Option<bool> {
+        let t = self.text(el, path)?;
+        match t.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => Some(true),
+            "false" | "0" | "no" => Some(false),
+            other => {
+                self.error(el, path, format!("[{other}] is not true or false"));
+                None
+            }
+        }
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, el: &Element, path: &str) -> Option<T> {
+        let t = self.text(el, path)?;
+        match t.trim().parse::<T>() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.error(el, path, format!("[{}] is not a valid number", t.trim()));
+                None
+            }
+        }
+    }
+
+    /// A single TCP port.
+    fn tcp_port(&mut self, el: &Element, path: &str) -> Option<u16> {
+        let t = self.text(el, path)?;
+        match parse_ports(&t) {
+            Ok((ports, proto)) if ports.len() == 1 && proto != Some("udp") => Some(ports[0]),
+            Ok(_) => {
+                self.error(el, path, format!("[{t}] must be one TCP port"));
+                None
+            }
+            Err(e) => {
+                self.error(el, path, e);
+                None
+            }
+        }
+    }
+
+    /// A single UDP port (`9999` or `9999/udp`).
+    fn udp_port(&mut self, el: &Element, path: &str) -> Option<u16> {
+        let t = self.text(el, path)?;
+        match parse_ports(&t) {
+            Ok((ports, proto)) if ports.len() == 1 && proto != Some("tcp") => Some(ports[0]),
+            Ok(_) => {
+                self.error(el, path, format!("[{t}] must be one UDP port"));
+                None
+            }
+            Err(e) => {
+                self.error(el, path, e);
+                None
+            }
+        }
+    }
+
+    fn udp_ports(&mut self, el: &Element, path: &str) -> Vec<u16> {
+        let Some(t) = self.text(el, path) else {
+            return Vec::new();
+        };
+        match parse_ports(&t) {
+            Ok((_, Some("tcp"))) => {
+                self.error(el, path, format!("[{t}] must be UDP ports"));
+                Vec::new()
+            }
+            Ok((ports, _)) => ports,
+            Err(e) => {
+                self.error(el, path, e);
+                Vec::new()
+            }
+        }
+    }
+
+    fn names_list(&mut self, el: &Element, path: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        self.children(el, path, &[], &["Name"], |w, c, p| {
+            if c.name != "Name" {
+                return false;
+            }
+            if let Some(n) = w.nonempty_text(c, p) {
+                names.push(n);
+            }
+            true
+        });
+        names
+    }
+
+    fn server(&mut self, root: &Element) -> Config {
+        let path = "Server";
+        let mut config = Config {
+            file: self.file.clone(),
+            name: None,
+            ip: IpAddr::from([0, 0, 0, 0]),
+            api: None,
+            providers: ProviderBinds::default(),
+            vhosts: Vec::new(),
+            state_file: default_state_file(&self.file),
+        };
+        if root.name != "Server" {
+            self.error(
+                root,
+                &root.name,
+                format!("the root element must be <Server>, found <{}>", root.name),
+            );
+            return config;
+        }
+        match root.attribute("version") {
+            Some(SUPPORTED_VERSION) => {}
+            Some(v) => {
+                self.error(
+                    root,
+                    path,
+                    format!("configuration version {v} is not supported; kiln reads version {SUPPORTED_VERSION}"),
+                );
+                return config;
+            }
+            None => {
+                self.error(
+                    root,
+                    path,
+                    format!(
+                        "the version attribute is missing; kiln reads version {SUPPORTED_VERSION}"
+                    ),
+                );
+                return config;
+            }
+        }
+        let mut api_bind: Option<(&Element, Option<u16>, Option<u16>)> = None;
+        let mut managers: Option<(&Element, ManagersSection)> = None;
+        self.children(root, path, UNSUPPORTED_SERVER, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => config.name = w.nonempty_text(c, p),
+                "IP" => {
+                    if let Some(t) = w.nonempty_text(c, p) {
+                        if t == "*" {
+                            config.ip = IpAddr::from([0, 0, 0, 0]);
+                        } else if let Ok(ip) = t.parse::<IpAddr>() {
+                            config.ip = ip;
+                        } else {
+                            w.error(c, p, format!("[{t}] is not an IP address or *"));
+                        }
+                    }
+                }
+                "StateFile" => {
+                    if let Some(t) = w.nonempty_text(c, p) {
+                        let f = PathBuf::from(t);
+                        config.state_file = if f.is_relative() {
+                            config_dir(&w.file).join(f)
+                        } else {
+                            f
+                        };
+                    }
+                }
+                "Bind" => {
+                    let (api, providers) = w.bind(c, p);
+                    api_bind = api.map(|(a, b)| (c, a, b));
+                    config.providers = providers;
+                }
+                "Managers" => managers = Some((c, w.managers(c, p))),
+                "VirtualHosts" => config.vhosts = w.vhosts(c, p),
+                _ => return false,
+            }
+            true
+        });
+        // The API server is on when <Bind><Managers><API> is present.
+        if let Some((bind_el, port, tls_port)) = api_bind {
+            let bpath = "Server/Bind/Managers/API";
+            if port.is_none() && tls_port.is_none() {
+                self.error(bind_el, bpath, "neither <Port> nor <TLSPort> is set");
+            }
+            let section = managers
+                .as_ref()
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default();
+            let at = managers.map(|(el, _)| el).unwrap_or(root);
+            match &section.access_token {
+                None => self.error(
+                    at,
+                    "Server/Managers/API/AccessToken",
+                    "required when the API server is enabled",
+                ),
+                Some(t) if t.is_empty() => {
+                    self.error(at, "Server/Managers/API/AccessToken", "must not be empty")
+                }
+                _ => {}
+            }
+            if tls_port.is_some() && section.tls.is_none() {
+                self.error(
+                    bind_el,
+                    bpath,
+                    "<TLSPort> needs a certificate in <Managers><Host><TLS>",
+                );
+            }
+            config.api = Some(ApiConfig {
+                port,
+                tls_port,
+                access_token: section.access_token.unwrap_or_default(),
+                cross_domains: section.cross_domains,
+                host_names: section.host_names,
+                tls: section.tls,
+                limits: section.limits,
+            });
+        }
+        // Ports must not collide.
+        let mut tcp: Vec<(u16, &str)> = Vec::new();
+        if let Some(api) = &config.api {
+            tcp.extend(api.port.map(|p| (p, "API Port")));
+            tcp.extend(api.tls_port.map(|p| (p, "API TLSPort")));
+        }
+        tcp.extend(config.providers.rtmp_port.map(|p| (p, "RTMP Port")));
+        tcp.extend(config.providers.rtmp_tls_port.map(|p| (p, "RTMP TLSPort")));
+        for i in 0..tcp.len() {
+            for j in 0..i {
+                if tcp[i].0 == tcp[j].0 {
+                    let msg = format!("{} and {} are both {}", tcp[j].1, tcp[i].1, tcp[i].0);
+                    self.error(root, "Server/Bind", msg);
+                }
+            }
+        }
+        if let Some(srt) = config.providers.srt_port {
+            if config.providers.mpegts_ports.contains(&srt) {
+                self.error(
+                    root,
+                    "Server/Bind/Providers",
+                    format!("SRT and MPEGTS both use UDP port {srt}"),
+                );
+            }
+        }
+        // Virtual host names are unique.
+        for i in 0..config.vhosts.len() {
+            if config.vhosts[..i]
+                .iter()
+                .any(|v| v.spec.name == config.vhosts[i].spec.name)
+            {
+                let v = &config.vhosts[i];
+                self.errors.push(ConfigError {
+                    file: self.file.clone(),
+                    line: v.line,
+                    column: 1,
+                    path: "Server/VirtualHosts/VirtualHost/Name".into(),
+                    message: format!("virtual host [{}] is declared twice", v.spec.name),
+                });
+            }
+        }
+        config
+    }
+
+    /// `<Bind>`: the API's (Port, TLSPort) when `<Managers><API>` is
+    /// present, and the providers' ports.
+    fn bind(&mut self, el: &Element, path: &str) -> (Option<ApiPorts>, ProviderBinds) {
+        let mut api = None;
+        let mut providers = ProviderBinds::default();
+        self.children(el, path, UNSUPPORTED_BIND, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Managers" => {
+                    w.children(c, p, &[], &[], |w, c, p| {
+                        if c.name != "API" {
+                            return false;
+                        }
+                        let (mut port, mut tls_port) = (None, None);
+                        w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                            match c.name.as_str() {
+                                "Port" => port = w.tcp_port(c, p),
+                                "TLSPort" => tls_port = w.tcp_port(c, p),
+                                _ => return false,
+                            }
+                            true
+                        });
+                        api = Some((port, tls_port));
+                        true
+                    });
+                }
+                "Providers" => {
+                    w.children(c, p, UNSUPPORTED_BIND_PROVIDERS, &[], |w, c, p| {
+                        match c.name.as_str() {
+                            "RTMP" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                                match c.name.as_str() {
+                                    "Port" => providers.rtmp_port = w.tcp_port(c, p),
+                                    "TLSPort" => providers.rtmp_tls_port = w.tcp_port(c, p),
+                                    _ => return false,
+                                }
+                                true
+                            }),
+                            "SRT" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                                match c.name.as_str() {
+                                    "Port" => providers.srt_port = w.udp_port(c, p),
+                                    _ => return false,
+                                }
+                                true
+                            }),
+                            "MPEGTS" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                                match c.name.as_str() {
+                                    "Port" => providers.mpegts_ports = w.udp_ports(c, p),
+                                    _ => return false,
+                                }
+                                true
+                            }),
+                            _ => return false,
+                        }
+                        true
+                    });
+                }
+                _ => return false,
+            }
+            true
+        });
+        (api, providers)
+    }
+
+    fn managers(&mut self, el: &Element, path: &str) -> ManagersSection {
+        let mut m = ManagersSection::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "Host" => w.children(c, p, &[], &[], |w, c, p| {
+                    match c.name.as_str() {
+                        "Names" => m.host_names = w.names_list(c, p),
+                        "TLS" => m.tls = w.tls(c, p),
+                        _ => return false,
+                    }
+                    true
+                }),
+                "API" => w.children(c, p, &[], &[], |w, c, p| {
+                    match c.name.as_str() {
+                        "AccessToken" => {
+                            m.access_token = w.text(c, p).map(|t| t.trim().to_string())
+                        }
+                        "CrossDomains" => w.children(c, p, &[], &["Url"], |w, c, p| {
+                            if c.name != "Url" {
+                                return false;
+                            }
+                            if let Some(u) = w.nonempty_text(c, p) {
+                                m.cross_domains.push(u);
+                            }
+                            true
+                        }),
+                        "Limits" => m.limits = w.limits(c, p),
+                        _ => return false,
+                    }
+                    true
+                }),
+                _ => return false,
+            }
+            true
+        });
+        m
+    }
+
+    fn limits(&mut self, el: &Element, path: &str) -> HttpLimits {
+        let mut l = HttpLimits::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            let positive = |w: &mut Walker, v: Option<u64>| -> Option<u64> {
+                match v {
+                    Some(0) => {
+                        w.error(c, p, "must be greater than 0");
+                        None
+                    }
+                    v => v,
+                }
+            };
+            match c.name.as_str() {
+                "MaxHeadBytes" => {
+                    let v = w.number::<u64>(c, p);
+                    if let Some(v) = positive(w, v) {
+                        l.max_head_bytes = v.max(1024) as usize;
+                    }
+                }
+                "MaxBodyBytes" => {
+                    let v = w.number::<u64>(c, p);
+                    if let Some(v) = positive(w, v) {
+                        l.max_body_bytes = v as usize;
+                    }
+                }
+                "HeadTimeoutMs" => {
+                    let v = w.number::<u64>(c, p);
+                    if let Some(v) = positive(w, v) {
+                        l.head_timeout = Duration::from_millis(v);
+                    }
+                }
+                "IdleTimeoutMs" => {
+                    let v = w.number::<u64>(c, p);
+                    if let Some(v) = positive(w, v) {
+                        l.idle_timeout = Duration::from_millis(v);
+                    }
+                }
+                "MaxConnections" => {
+                    let v = w.number::<u64>(c, p);
+                    if let Some(v) = positive(w, v) {
+                        l.max_connections = v as usize;
+                    }
+                }
+                _ => return false,
+            }
+            true
+        });
+        l
+    }
+
+    fn tls(&mut self, el: &Element, path: &str) -> Option<TlsSpec> {
+        let (mut cert, mut key, mut chain) = (None, None, None);
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "CertPath" => cert = w.nonempty_text(c, p),
+                "KeyPath" => key = w.nonempty_text(c, p),
+                "ChainCertPath" => chain = w.nonempty_text(c, p),
+                _ => return false,
+            }
+            true
+        });
+        match (cert, key) {
+            (Some(cert_path), Some(key_path)) => Some(TlsSpec {
+                cert_path: self.resolve_path(&cert_path),
+                key_path: self.resolve_path(&key_path),
+                chain_cert_path: chain.map(|c| self.resolve_path(&c)),
+            }),
+            (cert, _) => {
+                let missing = if cert.is_none() {
+                    "CertPath"
+                } else {
+                    "KeyPath"
+                };
+                self.error(el, path, format!("<{missing}> is required"));
+                None
+            }
+        }
+    }
+
+    /// Relative certificate paths are relative to the config file's folder.
+    fn resolve_path(&self, p: &str) -> String {
+        let pb = Path::new(p);
+        if pb.is_relative() {
+            config_dir(&self.file)
+                .join(pb)
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            p.to_string()
+        }
+    }
+
+    fn vhosts(&mut self, el: &Element, path: &str) -> Vec<VhostConfig> {
+        let mut out = Vec::new();
+        self.children(el, path, &[], &["VirtualHost"], |w, c, p| {
+            if c.name != "VirtualHost" {
+                return false;
+            }
+            if let Some(v) = w.vhost(c, p) {
+                out.push(v);
+            }
+            true
+        });
+        out
+    }
+
+    fn vhost(&mut self, el: &Element, path: &str) -> Option<VhostConfig> {
+        let mut name = None;
+        let mut distribution = None;
+        let mut host: Option<HostSpec> = None;
+        let mut spec_extra = (None, None, None, None);
+        let mut applications = Vec::new();
+        self.children(el, path, UNSUPPORTED_VHOST, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => name = w.nonempty_text(c, p),
+                "Distribution" => distribution = w.nonempty_text(c, p),
+                "Host" => {
+                    let mut h = HostSpec {
+                        names: Vec::new(),
+                        tls: None,
+                    };
+                    w.children(c, p, &[], &[], |w, c, p| {
+                        match c.name.as_str() {
+                            "Names" => h.names = w.names_list(c, p),
+                            "TLS" => h.tls = w.tls(c, p),
+                            _ => return false,
+                        }
+                        true
+                    });
+                    host = Some(h);
+                }
+                "SignedPolicy" => spec_extra.0 = w.signed_policy(c, p),
+                "AdmissionWebhooks" => spec_extra.1 = w.admission_webhooks(c, p),
+                "Origins" => spec_extra.2 = w.origins(c, p),
+                "OriginMapStore" => spec_extra.3 = w.origin_map_store(c, p),
+                "Applications" => w.children(c, p, &[], &["Application"], |w, c, p| {
+                    if c.name != "Application" {
+                        return false;
+                    }
+                    if let Some(a) = w.application(c, p) {
+                        if applications.iter().any(|x: &AppConfig| x.name == a.name) {
+                            w.error(c, p, format!("application [{}] is declared twice", a.name));
+                        } else {
+                            applications.push(a);
+                        }
+                    }
+                    true
+                }),
+                _ => return false,
+            }
+            true
+        });
+        let Some(name) = name else {
+            self.error(el, path, "<Name> is required");
+            return None;
+        };
+        let host = host.unwrap_or(HostSpec {
+            names: vec!["*".into()],
+            tls: None,
+        });
+        let spec = VhostSpec {
+            name,
+            distribution,
+            host,
+            signed_policy: spec_extra.0,
+            admission_webhooks: spec_extra.1,
+            origins: spec_extra.2,
+            origin_map_store: spec_extra.3,
+            applications: None,
+        };
+        if let Err(e) = spec.validate() {
+            self.error(el, path, e);
+            return None;
+        }
+        Some(VhostConfig {
+            spec,
+            applications,
+            line: el.line,
+        })
+    }
+
+    fn enables(&mut self, el: &Element, path: &str) -> Enables {
+        let mut e = Enables::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "Providers" => e.providers = w.text(c, p),
+                "Publishers" => e.publishers = w.text(c, p),
+                _ => return false,
+            }
+            true
+        });
+        e
+    }
+
+    fn required(&mut self, el: &Element, path: &str, v: Option<String>, name: &str) -> String {
+        match v {
+            Some(v) => v,
+            None => {
+                self.error(el, path, format!("<{name}> is required"));
+                String::new()
+            }
+        }
+    }
+
+    fn signed_policy(&mut self, el: &Element, path: &str) -> Option<SignedPolicy> {
+        let (mut pq, mut sq, mut sk, mut en) = (None, None, None, Enables::default());
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "PolicyQueryKeyName" => pq = w.nonempty_text(c, p),
+                "SignatureQueryKeyName" => sq = w.nonempty_text(c, p),
+                "SecretKey" => sk = w.nonempty_text(c, p),
+                "Enables" => en = w.enables(c, p),
+                _ => return false,
+            }
+            true
+        });
+        Some(SignedPolicy {
+            enables: en,
+            policy_query_key_name: self.required(el, path, pq, "PolicyQueryKeyName"),
+            secret_key: self.required(el, path, sk, "SecretKey"),
+            signature_query_key_name: self.required(el, path, sq, "SignatureQueryKeyName"),
+        })
+    }
+
+    fn admission_webhooks(&mut self, el: &Element, path: &str) -> Option<AdmissionWebhooks> {
+        let (mut url, mut sk, mut timeout, mut en) = (None, None, None, Enables::default());
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "ControlServerUrl" => url = w.nonempty_text(c, p),
+                "SecretKey" => sk = w.text(c, p),
+                "Timeout" => timeout = w.number::<u64>(c, p),
+                "Enables" => en = w.enables(c, p),
+                _ => return false,
+            }
+            true
+        });
+        Some(AdmissionWebhooks {
+            control_server_url: self.required(el, path, url, "ControlServerUrl"),
+            enables: en,
+            secret_key: sk.unwrap_or_default(),
+            timeout: timeout.unwrap_or(3000),
+        })
+    }
+
+    fn origins(&mut self, el: &Element, path: &str) -> Option<Origins> {
+        let mut origin = Vec::new();
+        self.children(el, path, UNSUPPORTED_ORIGINS, &["Origin"], |w, c, p| {
+            if c.name != "Origin" {
+                return false;
+            }
+            let (mut location, mut scheme, mut urls) = (None, None, Vec::new());
+            w.children(c, p, &[], &[], |w, c, p| {
+                match c.name.as_str() {
+                    "Location" => location = w.nonempty_text(c, p),
+                    "Pass" => w.children(c, p, UNSUPPORTED_ORIGIN_PASS, &[], |w, c, p| {
+                        match c.name.as_str() {
+                            "Scheme" => scheme = w.nonempty_text(c, p),
+                            "Urls" => w.children(c, p, &[], &["Url"], |w, c, p| {
+                                if c.name != "Url" {
+                                    return false;
+                                }
+                                urls.extend(w.nonempty_text(c, p));
+                                true
+                            }),
+                            _ => return false,
+                        }
+                        true
+                    }),
+                    _ => return false,
+                }
+                true
+            });
+            origin.push(Origin {
+                location: w.required(c, p, location, "Location"),
+                pass: OriginPass {
+                    scheme: w.required(c, p, scheme, "Pass/Scheme"),
+                    urls: OriginUrls { url: urls },
+                },
+            });
+            true
+        });
+        Some(Origins { origin })
+    }
+
+    fn origin_map_store(&mut self, el: &Element, path: &str) -> Option<OriginMapStore> {
+        let (mut host_name, mut host, mut auth) = (None, None, None);
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "OriginHostName" => host_name = w.nonempty_text(c, p),
+                "RedisServer" => w.children(c, p, &[], &[], |w, c, p| {
+                    match c.name.as_str() {
+                        "Host" => host = w.nonempty_text(c, p),
+                        "Auth" => auth = w.text(c, p),
+                        _ => return false,
+                    }
+                    true
+                }),
+                _ => return false,
+            }
+            true
+        });
+        Some(OriginMapStore {
+            origin_host_name: self.required(el, path, host_name, "OriginHostName"),
+            redis_server: RedisServer {
+                host: self.required(el, path, host, "RedisServer/Host"),
+                auth,
+            },
+        })
+    }
+
+    fn application(&mut self, el: &Element, path: &str) -> Option<AppConfig> {
+        let mut app = AppConfig {
+            name: String::new(),
+            output_profiles: Vec::new(),
+            rtmp: false,
+            srt: false,
+            mpegts: None,
+            push: false,
+        };
+        let mut name = None;
+        self.children(el, path, UNSUPPORTED_APP, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => name = w.nonempty_text(c, p),
+                "Type" => {
+                    if let Some(t) = w.nonempty_text(c, p) {
+                        if t != "live" {
+                            w.error(c, p, format!("application type [{t}] is not supported; kiln serves live applications"));
+                        }
+                    }
+                }
+                "OutputProfiles" => {
+                    w.children(c, p, UNSUPPORTED_OUTPUT_PROFILES, &["OutputProfile"], |w, c, p| {
+                        if c.name != "OutputProfile" {
+                            return false;
+                        }
+                        if let Some(op) = w.output_profile(c, p) {
+                            app.output_profiles.push(op);
+                        }
+                        true
+                    })
+                }
+                "Providers" => w.children(c, p, UNSUPPORTED_APP_PROVIDERS, &[], |w, c, p| {
+                    match c.name.as_str() {
+                        "RTMP" => {
+                            w.no_children(c, p);
+                            app.rtmp = true;
+                        }
+                        "SRT" => {
+                            w.no_children(c, p);
+                            app.srt = true;
+                        }
+                        "MPEGTS" => {
+                            let mut map = Vec::new();
+                            w.children(c, p, &[], &[], |w, c, p| {
+                                if c.name != "StreamMap" {
+                                    return false;
+                                }
+                                w.children(c, p, &[], &["Stream"], |w, c, p| {
+                                    if c.name != "Stream" {
+                                        return false;
+                                    }
+                                    let (mut n, mut ports) = (None, Vec::new());
+                                    w.children(c, p, &[], &[], |w, c, p| {
+                                        match c.name.as_str() {
+                                            "Name" => n = w.nonempty_text(c, p),
+                                            "Port" => ports = w.udp_ports(c, p),
+                                            _ => return false,
+                                        }
+                                        true
+                                    });
+                                    match n {
+                                        Some(name) if !ports.is_empty() => {
+                                            map.push(StreamMapEntry { name, ports })
+                                        }
+                                        _ => w.error(c, p, "<Name> and <Port> are required"),
+                                    }
+                                    true
+                                });
+                                true
+                            });
+                            app.mpegts = Some(map);
+                        }
+                        _ => return false,
+                    }
+                    true
+                }),
+                "Publishers" => w.children(c, p, UNSUPPORTED_APP_PUBLISHERS, &[], |w, c, p| {
+                    if c.name != "Push" {
+                        return false;
+                    }
+                    // OME's <Push> may hold <StreamMap> for automatic pushes;
+                    // kiln drives pushes through the API only.
+                    w.children(c, p, &["StreamMap"], &[], |_, _, _| false);
+                    app.push = true;
+                    true
+                }),
+                _ => return false,
+            }
+            true
+        });
+        let Some(name) = name else {
+            self.error(el, path, "<Name> is required");
+            return None;
+        };
+        if !crate::state::vhost::valid_name(&name) {
+            self.error(
+                el,
+                path,
+                format!("application name [{name}] must be 1-255 letters, digits, '-', '_' or '.'"),
+            );
+            return None;
+        }
+        app.name = name;
+        Some(app)
+    }
+
+    fn no_children(&mut self, el: &Element, path: &str) {
+        self.children(el, path, UNSUPPORTED_WORKERS, &[], |_, _, _| false);
+    }
+
+    fn output_profile(&mut self, el: &Element, path: &str) -> Option<OutputProfileConfig> {
+        let (mut name, mut osn, mut encodes) = (None, None, Vec::new());
+        self.children(el, path, UNSUPPORTED_OUTPUT_PROFILE, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => name = w.nonempty_text(c, p),
+                "OutputStreamName" => osn = w.nonempty_text(c, p),
+                "Encodes" => w.children(
+                    c,
+                    p,
+                    UNSUPPORTED_ENCODES,
+                    &["Video", "Audio", "Data"],
+                    |w, c, p| {
+                        let kind = match c.name.as_str() {
+                            "Video" => EncodeKind::Video,
+                            "Audio" => EncodeKind::Audio,
+                            "Data" => EncodeKind::Data,
+                            _ => return false,
+                        };
+                        if let Some(e) = w.encode(c, p, kind) {
+                            encodes.push(e);
+                        }
+                        true
+                    },
+                ),
+                _ => return false,
+            }
+            true
+        });
+        let Some(name) = name else {
+            self.error(el, path, "<Name> is required");
+            return None;
+        };
+        Some(OutputProfileConfig {
+            name,
+            output_stream_name: osn.unwrap_or_else(|| "${OriginStreamName}".into()),
+            encodes,
+        })
+    }
+
+    fn encode(&mut self, el: &Element, path: &str, kind: EncodeKind) -> Option<EncodeConfig> {
+        let (mut name, mut bypass) = (None, kind == EncodeKind::Data);
+        // Transcoding settings are known to OME; kiln refuses them below
+        // unless <Bypass>true</Bypass> makes them moot.
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => name = w.nonempty_text(c, p),
+                "Bypass" => bypass = w.bool_text(c, p).unwrap_or(false),
+                "Codec" | "Width" | "Height" | "Bitrate" | "Framerate" | "Preset"
+                | "Samplerate" | "Channel" | "BypassIfMatch" | "KeyFrameInterval" | "BFrames"
+                | "Profile" | "ThreadCount" | "Modules" | "Scale" | "Lookahead" | "SkipFrames" => {}
+                _ => return false,
+            }
+            true
+        });
+        if !bypass {
+            self.error(
+                el,
+                path,
+                "only <Bypass>true</Bypass> encodes are supported: kiln relays streams and does not transcode",
+            );
+            return None;
+        }
+        let Some(name) = name else {
+            self.error(el, path, "<Name> is required");
+            return None;
+        };
+        Some(EncodeConfig { kind, name })
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct ManagersSection {
+    host_names: Vec<String>,
+    tls: Option<TlsSpec>,
+    access_token: Option<String>,
+    cross_domains: Vec<String>,
+    limits: HttpLimits,
+}
+
+fn config_dir(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn default_state_file(file: &Path) -> PathBuf {
+    config_dir(file).join("kiln-state.json")
+}
+
+#[cfg(test)]
+mod tests;

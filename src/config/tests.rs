@@ -1,0 +1,219 @@
+use super::*;
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "TOKEN" => Some("secret".into()),
+        "PORT" => Some("9090".into()),
+        _ => None,
+    }
+}
+
+fn load_str(text: &str) -> Result<Loaded, ConfigErrors> {
+    parse(Path::new("/etc/kiln/server.xml"), text, &env)
+}
+
+const GOOD: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<Server version="8">
+  <Name>edge-1</Name>
+  <Type>origin</Type>
+  <IP>127.0.0.1</IP>
+  <Bind>
+    <Managers><API><Port>${env:PORT}</Port><WorkerCount>1</WorkerCount></API></Managers>
+    <Providers>
+      <RTMP><Port>1935</Port></RTMP>
+      <SRT><Port>9999/udp</Port></SRT>
+      <MPEGTS><Port>4000-4003/udp</Port></MPEGTS>
+      <WebRTC><Signalling><Port>3333</Port></Signalling></WebRTC>
+    </Providers>
+  </Bind>
+  <Managers>
+    <Host><Names><Name>*</Name></Names></Host>
+    <API>
+      <AccessToken>${env:TOKEN}</AccessToken>
+      <CrossDomains><Url>*.example.com</Url><Url>http://x.org</Url></CrossDomains>
+      <Limits><HeadTimeoutMs>500</HeadTimeoutMs></Limits>
+    </API>
+  </Managers>
+  <VirtualHosts>
+    <VirtualHost>
+      <Name>default</Name>
+      <Host><Names><Name>*</Name></Names></Host>
+      <AdmissionWebhooks>
+        <ControlServerUrl>http://hook.local/a</ControlServerUrl>
+        <SecretKey></SecretKey>
+        <Timeout>3000</Timeout>
+        <Enables><Providers>rtmp,srt</Providers></Enables>
+      </AdmissionWebhooks>
+      <Applications>
+        <Application>
+          <Name>app</Name>
+          <Type>live</Type>
+          <OutputProfiles>
+            <OutputProfile>
+              <Name>bypass</Name>
+              <OutputStreamName>${OriginStreamName}</OutputStreamName>
+              <Encodes>
+                <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
+                <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
+              </Encodes>
+            </OutputProfile>
+          </OutputProfiles>
+          <Providers><RTMP/><SRT/><MPEGTS><StreamMap><Stream><Name>stream_${Port}</Name><Port>4000-4001</Port></Stream></StreamMap></MPEGTS><WebRTC/></Providers>
+          <Publishers><Push/><LLHLS/></Publishers>
+        </Application>
+      </Applications>
+    </VirtualHost>
+  </VirtualHosts>
+</Server>
+"#;
+
+#[test]
+fn good_config_loads() {
+    let loaded = load_str(GOOD).unwrap();
+    let c = &loaded.config;
+    assert_eq!(c.name.as_deref(), Some("edge-1"));
+    assert_eq!(c.ip.to_string(), "127.0.0.1");
+    let api = c.api.as_ref().unwrap();
+    assert_eq!(api.port, Some(9090));
+    assert_eq!(api.tls_port, None);
+    assert_eq!(api.access_token, "secret");
+    assert_eq!(api.cross_domains, vec!["*.example.com", "http://x.org"]);
+    assert_eq!(api.limits.head_timeout, Duration::from_millis(500));
+    assert_eq!(api.limits.max_body_bytes, 1024 * 1024);
+    assert_eq!(c.providers.rtmp_port, Some(1935));
+    assert_eq!(c.providers.srt_port, Some(9999));
+    assert_eq!(c.providers.mpegts_ports, vec![4000, 4001, 4002, 4003]);
+    assert_eq!(c.vhosts.len(), 1);
+    let v = &c.vhosts[0];
+    assert_eq!(v.spec.name, "default");
+    assert_eq!(v.spec.admission_webhooks.as_ref().unwrap().timeout, 3000);
+    let app = &v.applications[0];
+    assert_eq!(app.name, "app");
+    assert!(app.rtmp && app.srt && app.push);
+    assert_eq!(
+        app.output_profiles[0].output_stream_name,
+        "${OriginStreamName}"
+    );
+    assert_eq!(app.output_profiles[0].encodes.len(), 2);
+    assert_eq!(app.mpegts.as_ref().unwrap()[0].ports, vec![4000, 4001]);
+    assert_eq!(c.state_file, PathBuf::from("/etc/kiln/kiln-state.json"));
+    // Type, WorkerCount, WebRTC (x2), LLHLS are warned about.
+    let warned: Vec<&str> = loaded.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert!(warned.contains(&"Server/Type"), "{warned:?}");
+    assert!(warned.contains(&"Server/Bind/Managers/API/WorkerCount"));
+    assert!(warned.contains(&"Server/Bind/Providers/WebRTC"));
+    assert!(warned
+        .contains(&"Server/VirtualHosts/VirtualHost/Applications/Application/Publishers/LLHLS"));
+}
+
+#[test]
+fn wrong_version_is_refused() {
+    let err = load_str(r#"<Server version="7"></Server>"#).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("version 7") && msg.contains("version 8"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn typo_is_an_error_with_position_and_path() {
+    let text = GOOD
+        .replace("<AccessToken>", "<AcessToken>")
+        .replace("</AccessToken>", "</AcessToken>");
+    let err = load_str(&text).unwrap_err();
+    let first = &err.0[0];
+    assert_eq!(first.path, "Server/Managers/API/AcessToken");
+    assert!(first.message.contains("unknown element"));
+    assert!(first.line > 10 && first.column > 1, "{first}");
+    // and the missing token is reported too
+    assert!(err.to_string().contains("AccessToken: required"), "{err}");
+}
+
+#[test]
+fn missing_env_without_default_is_an_error() {
+    let text = GOOD.replace("${env:TOKEN}", "${env:NOPE}");
+    let err = load_str(&text).unwrap_err();
+    assert!(err.to_string().contains("NOPE is not set"), "{err}");
+    let text = GOOD.replace("${env:TOKEN}", "${env:NOPE:fallback}");
+    assert_eq!(
+        load_str(&text).unwrap().config.api.unwrap().access_token,
+        "fallback"
+    );
+}
+
+#[test]
+fn api_rules() {
+    let no_port = GOOD.replace("<Port>${env:PORT}</Port>", "");
+    assert!(load_str(&no_port)
+        .unwrap_err()
+        .to_string()
+        .contains("neither <Port> nor <TLSPort>"));
+    let tls_without_cert = GOOD.replace("<Port>${env:PORT}</Port>", "<TLSPort>8443</TLSPort>");
+    assert!(load_str(&tls_without_cert)
+        .unwrap_err()
+        .to_string()
+        .contains("<Managers><Host><TLS>"));
+    let empty_token = GOOD.replace("${env:TOKEN}", "");
+    assert!(load_str(&empty_token)
+        .unwrap_err()
+        .to_string()
+        .contains("must not be empty"));
+}
+
+#[test]
+fn api_absent_means_off() {
+    let text = GOOD.replace(
+        "<Managers><API><Port>${env:PORT}</Port><WorkerCount>1</WorkerCount></API></Managers>",
+        "",
+    );
+    assert!(load_str(&text).unwrap().config.api.is_none());
+}
+
+#[test]
+fn transcoding_is_refused() {
+    let text = GOOD.replace(
+        "<Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>",
+        "<Audio><Name>opus</Name><Codec>opus</Codec><Bitrate>128000</Bitrate></Audio>",
+    );
+    let err = load_str(&text).unwrap_err().to_string();
+    assert!(err.contains("does not transcode"), "{err}");
+}
+
+#[test]
+fn ports() {
+    assert_eq!(parse_ports("1935").unwrap(), (vec![1935], None));
+    assert_eq!(parse_ports("1935/tcp").unwrap(), (vec![1935], Some("tcp")));
+    assert_eq!(
+        parse_ports("4000-4002/udp").unwrap(),
+        (vec![4000, 4001, 4002], Some("udp"))
+    );
+    assert!(parse_ports("0").is_err());
+    assert!(parse_ports("70000").is_err());
+    assert!(parse_ports("10/sctp").is_err());
+    assert!(parse_ports("5-1").is_err());
+}
+
+#[test]
+fn duplicate_port_is_an_error() {
+    let text = GOOD.replace(
+        "<RTMP><Port>1935</Port></RTMP>",
+        "<RTMP><Port>9090</Port></RTMP>",
+    );
+    assert!(load_str(&text)
+        .unwrap_err()
+        .to_string()
+        .contains("are both 9090"));
+}
+
+#[test]
+fn syntax_error_is_reported() {
+    let err = load_str("<Server version=\"8\">\n<Bind>\n</Server>").unwrap_err();
+    assert_eq!(err.0[0].line, 3);
+}
+
+#[test]
+fn env_substitution_leaves_ome_variables() {
+    let r = substitute_env("a${env:TOKEN}b${OriginStreamName}", &env).unwrap();
+    assert_eq!(r, "asecretb${OriginStreamName}");
+}

@@ -1,0 +1,18 @@
+//! kiln: a single-threaded live streaming relay with an
+//! OvenMediaEngine-compatible management API. See DESIGN.md in the shared
+//! folder and README.md for the shape; each module says what it is.
+#![deny(unsafe_code)]
+
+pub mod log;
+
+pub mod api;
+pub mod clock;
+pub mod codec;
+pub mod config;
+pub mod http;
+pub mod media;
+pub mod server;
+pub mod state;
+pub mod sys;
+pub mod tls;
+pub mod wildcard;

@@ -1,0 +1,237 @@
+//! The `kiln` command: parse the command line, load and check the
+//! configuration, certificates and state file, then run the poll loop.
+//! Every start-up error is printed and exits 1 before anything is bound.
+
+use kiln::api::Api;
+use kiln::config::{self, Config, ConfigError};
+use kiln::log::{self, Level};
+use kiln::server::{ApiListenerSpec, Server};
+use kiln::state::store::StateStore;
+use kiln::state::Registry;
+use kiln::tls::{self, ApiCertResolver, VhostCert, VhostCertResolver};
+use kiln::{error, info, warn};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const HELP: &str = "\
+kiln: a single-threaded live streaming relay with an OvenMediaEngine-compatible API
+
+USAGE:
+    kiln -c FILE                  run the server with the configuration FILE
+    kiln --check-config -c FILE   check FILE (and the files it names), then exit
+    kiln --version                print the version
+    kiln --help                   print this help
+
+OPTIONS:
+    -c, --config FILE     the server.xml to use
+        --check-config    validate and exit: 0 when good, 1 with the errors
+        --log-level LVL   error, warn, info (default), debug or trace;
+                          the environment variable KILN_LOG does the same
+";
+
+struct Args {
+    config: Option<PathBuf>,
+    check: bool,
+    log_level: Option<Level>,
+}
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let mut args = Args {
+        config: None,
+        check: false,
+        log_level: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Ok(None);
+            }
+            "-V" | "--version" => {
+                println!("kiln {}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            "-c" | "--config" => {
+                args.config = Some(it.next().ok_or("-c needs a file")?.into());
+            }
+            "--check-config" => args.check = true,
+            "--log-level" => {
+                let v = it.next().ok_or("--log-level needs a level")?;
+                args.log_level = Some(Level::parse(&v).ok_or(format!("unknown log level [{v}]"))?);
+            }
+            other => {
+                if let Some(v) = other.strip_prefix("--config=") {
+                    args.config = Some(v.into());
+                } else if let Some(v) = other.strip_prefix("--log-level=") {
+                    args.log_level =
+                        Some(Level::parse(v).ok_or(format!("unknown log level [{v}]"))?);
+                } else {
+                    return Err(format!("unknown argument [{other}]; see kiln --help"));
+                }
+            }
+        }
+    }
+    Ok(Some(args))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(Some(a)) => a,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kiln: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let offset = kiln::sys::local_utc_offset_seconds(kiln::clock::unix_millis_now() / 1000);
+    log::set_utc_offset(offset);
+    let env_level = std::env::var("KILN_LOG")
+        .ok()
+        .and_then(|v| Level::parse(&v));
+    log::set_level(args.log_level.or(env_level).unwrap_or(Level::Info));
+
+    let Some(file) = args.config.clone() else {
+        eprintln!("kiln: no configuration file; use -c FILE (see kiln --help)");
+        return ExitCode::from(2);
+    };
+    match start(&file, args.check) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            error!("{msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn start(file: &Path, check_only: bool) -> Result<(), String> {
+    let loaded = config::load(file).map_err(|e| format!("configuration errors:\n{e}"))?;
+    for w in &loaded.warnings {
+        warn!("{w}");
+    }
+    let config = loaded.config;
+    let certs = load_certificates(&config).map_err(|e| format!("configuration errors:\n{e}"))?;
+    let store = StateStore::new(config.state_file.clone());
+    let saved = store.load().map_err(|e| e.to_string())?;
+    if check_only {
+        println!("{}: configuration is valid", file.display());
+        return Ok(());
+    }
+
+    match kiln::sys::raise_nofile_limit() {
+        Ok((old, new)) if new > old => info!("open files limit raised from {old} to {new}"),
+        Ok(_) => {}
+        Err(e) => warn!("cannot raise the open files limit: {e}"),
+    }
+
+    let mut registry = Registry::from_config(&config);
+    let vhost_certs = Arc::new(VhostCertResolver::default());
+    vhost_certs.install(certs.vhosts);
+    if let Some(saved) = saved {
+        for spec in &saved.vhosts {
+            if let Some(tls_spec) = &spec.host.tls {
+                match tls::load_certified_key(tls_spec) {
+                    Ok(key) => vhost_certs.install(vec![VhostCert {
+                        vhost: spec.name.clone(),
+                        names: spec.host.names.clone(),
+                        key,
+                    }]),
+                    Err(e) => warn!(
+                        "virtual host [{}] from the state file: certificate not loaded: {e}",
+                        spec.name
+                    ),
+                }
+            }
+        }
+        for name in registry.restore(saved) {
+            warn!("virtual host [{name}] in the state file is now declared in the configuration file; the configuration wins");
+        }
+        info!(
+            "state restored from {}: {} virtual host(s) made through the API",
+            store.path().display(),
+            registry.durable().vhosts.len()
+        );
+    }
+
+    let Some(api_config) = config.api.clone() else {
+        info!("API server disabled: no <Bind><Managers><API> in the configuration");
+        let api = Api::new(None, registry, store, None, vhost_certs);
+        let server = Server::bind(api, Vec::new(), Default::default())
+            .map_err(|e| format!("cannot start: {e}"))?;
+        return server.run().map_err(|e| e.to_string());
+    };
+    let api_resolver = certs.api.map(|k| Arc::new(ApiCertResolver::new(k)));
+    let mut listeners = Vec::new();
+    if let Some(port) = api_config.port {
+        listeners.push(ApiListenerSpec {
+            addr: SocketAddr::new(config.ip, port),
+            tls: None,
+        });
+    }
+    if let (Some(port), Some(resolver)) = (api_config.tls_port, &api_resolver) {
+        listeners.push(ApiListenerSpec {
+            addr: SocketAddr::new(config.ip, port),
+            tls: Some(tls::server_config(resolver.clone())),
+        });
+    }
+    let limits = api_config.limits.clone();
+    let api = Api::new(
+        Some(&api_config),
+        registry,
+        store,
+        api_resolver,
+        vhost_certs,
+    );
+    let server = Server::bind(api, listeners, limits).map_err(|e| format!("cannot start: {e}"))?;
+    info!("kiln {} started", env!("CARGO_PKG_VERSION"));
+    server.run().map_err(|e| e.to_string())
+}
+
+struct StartCerts {
+    api: Option<Arc<rustls::sign::CertifiedKey>>,
+    vhosts: Vec<VhostCert>,
+}
+
+/// Loads every certificate the configuration names; a bad file is a
+/// configuration error naming the path.
+fn load_certificates(config: &Config) -> Result<StartCerts, config::ConfigErrors> {
+    let mut errors = Vec::new();
+    let err = |path: &str, line: u64, e: tls::CertError| ConfigError {
+        file: config.file.clone(),
+        line,
+        column: 1,
+        path: path.to_string(),
+        message: format!("bad TLS file {e}"),
+    };
+    let mut api = None;
+    if let Some(api_config) = &config.api {
+        if api_config.tls_port.is_some() {
+            if let Some(spec) = &api_config.tls {
+                match tls::load_certified_key(spec) {
+                    Ok(k) => api = Some(k),
+                    Err(e) => errors.push(err("Server/Managers/Host/TLS", 0, e)),
+                }
+            }
+        }
+    }
+    let mut vhosts = Vec::new();
+    for v in &config.vhosts {
+        if let Some(spec) = &v.spec.host.tls {
+            match tls::load_certified_key(spec) {
+                Ok(key) => vhosts.push(VhostCert {
+                    vhost: v.spec.name.clone(),
+                    names: v.spec.host.names.clone(),
+                    key,
+                }),
+                Err(e) => errors.push(err("Server/VirtualHosts/VirtualHost/Host/TLS", v.line, e)),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(StartCerts { api, vhosts })
+    } else {
+        Err(config::ConfigErrors(errors))
+    }
+}

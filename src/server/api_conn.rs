@@ -1,0 +1,396 @@
+//! One management API connection (HTTP or HTTPS): the glue between a mio
+//! `TcpStream` (through rustls on the TLS port), the sans-IO
+//! [`RequestReader`] and the API handlers. It reads until `WouldBlock`,
+//! answers complete requests in order, writes until `WouldBlock`, and keeps
+//! one deadline (head, body, idle, write stall or linger) for the loop's
+//! timer table.
+//!
+//! Closing is graceful: after the last response is flushed the write side
+//! is shut and what the client still sends is read and dropped for a short
+//! while, so a client that is still sending (a 413 body) gets the response
+//! instead of a reset.
+
+use crate::api::envelope::ApiError;
+use crate::api::{Api, RequestInfo};
+use crate::config::HttpLimits;
+use crate::http::response::CONTINUE;
+use crate::http::{write_response, ReaderLimits, RequestReader};
+use mio::net::TcpStream;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::time::{Duration, Instant};
+
+/// Stop answering more pipelined requests while this much output waits.
+const OUTPUT_HIGH_WATER: usize = 256 * 1024;
+/// How long a closing connection drains what the client still sends.
+const LINGER: Duration = Duration::from_secs(2);
+/// Read buffer size per read call.
+const READ_CHUNK: usize = 16 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Open,
+    /// Answer the output, then close.
+    Closing,
+    /// Write side shut; reading and dropping until EOF or the deadline.
+    Lingering {
+        until: Instant,
+    },
+    Closed,
+}
+
+pub struct ApiConn {
+    stream: TcpStream,
+    pub peer: SocketAddr,
+    tls: Option<Box<rustls::ServerConnection>>,
+    reader: RequestReader,
+    out: Vec<u8>,
+    out_pos: usize,
+    phase: Phase,
+    limits: HttpLimits,
+    /// Last time bytes moved either way.
+    last_activity: Instant,
+    /// When the first byte of the current request head (or the TLS
+    /// handshake) arrived.
+    head_started: Option<Instant>,
+    /// Reading paused because too much unanswered input is buffered.
+    read_paused: bool,
+}
+
+/// What the loop should do after an event.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Status {
+    Open,
+    Closed,
+}
+
+impl ApiConn {
+    pub fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        tls: Option<rustls::ServerConnection>,
+        limits: HttpLimits,
+        now: Instant,
+    ) -> Self {
+        let is_tls = tls.is_some();
+        ApiConn {
+            stream,
+            peer,
+            tls: tls.map(Box::new),
+            reader: RequestReader::new(ReaderLimits {
+                max_head_bytes: limits.max_head_bytes,
+                max_body_bytes: limits.max_body_bytes,
+            }),
+            out: Vec::new(),
+            out_pos: 0,
+            phase: Phase::Open,
+            limits,
+            last_activity: now,
+            head_started: if is_tls { Some(now) } else { None },
+            read_paused: false,
+        }
+    }
+
+    pub fn stream_mut(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+
+    fn handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.is_handshaking())
+    }
+
+    fn pending_output(&self) -> bool {
+        self.out_pos < self.out.len() || self.tls.as_ref().is_some_and(|t| t.wants_write())
+    }
+
+    /// The one deadline of this connection.
+    pub fn deadline(&self) -> Instant {
+        match self.phase {
+            Phase::Lingering { until } => until,
+            _ if self.pending_output() => self.last_activity + self.limits.idle_timeout,
+            _ if self.handshaking() || self.reader.in_head() => {
+                self.head_started.unwrap_or(self.last_activity) + self.limits.head_timeout
+            }
+            _ if self.reader.in_body() => self.last_activity + self.limits.head_timeout,
+            _ => self.last_activity + self.limits.idle_timeout,
+        }
+    }
+
+    /// Handles readiness (either direction; both are attempted).
+    pub fn on_ready(&mut self, api: &mut Api, now: Instant) -> Status {
+        if self.phase == Phase::Closed {
+            return Status::Closed;
+        }
+        if let Err(e) = self.read_input(now) {
+            crate::debug!("api connection {}: read: {e}", self.peer);
+            self.phase = Phase::Closed;
+            return Status::Closed;
+        }
+        self.answer(api, now);
+        self.drive_output(api, now)
+    }
+
+    /// The deadline passed (the loop checked it is due).
+    pub fn on_deadline(&mut self, api: &mut Api, now: Instant) -> Status {
+        match self.phase {
+            Phase::Lingering { .. } | Phase::Closed => {
+                self.phase = Phase::Closed;
+                return Status::Closed;
+            }
+            _ => {}
+        }
+        if self.pending_output() || self.handshaking() || self.reader.is_idle() {
+            // Write stall, TLS handshake never finished, or idle keep-alive:
+            // close without a word.
+            self.phase = Phase::Closed;
+            return Status::Closed;
+        }
+        // A request head or body is incomplete: 408, then close.
+        crate::debug!("api connection {}: request timed out", self.peer);
+        let resp = api.error_response(None, &ApiError::http(408, "Request timeout"));
+        write_response(&resp, false, true, &mut self.out);
+        self.phase = Phase::Closing;
+        self.drive_output(api, now)
+    }
+
+    fn read_input(&mut self, now: Instant) -> io::Result<()> {
+        if self.read_paused {
+            return Ok(());
+        }
+        let mut buf = [0u8; READ_CHUNK];
+        let lingering = matches!(self.phase, Phase::Lingering { .. });
+        let cap = self.limits.max_head_bytes + self.limits.max_body_bytes + READ_CHUNK;
+        loop {
+            if !lingering && self.reader.buffered() > cap {
+                self.read_paused = true;
+                return Ok(());
+            }
+            let n = match &mut self.tls {
+                None => match self.stream.read(&mut buf) {
+                    Ok(0) => return self.eof(),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                },
+                Some(tls) => match tls.read_tls(&mut self.stream) {
+                    Ok(0) => {
+                        self.drain_plaintext(now, lingering)?;
+                        return self.eof();
+                    }
+                    Ok(_) => {
+                        if let Err(e) = tls.process_new_packets() {
+                            // Send the alert rustls queued, then give up.
+                            let _ = tls.write_tls(&mut self.stream);
+                            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                        }
+                        self.last_activity = now;
+                        self.drain_plaintext(now, lingering)?;
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                },
+            };
+            self.last_activity = now;
+            if !lingering {
+                self.accept_bytes(&buf[..n], now);
+            }
+        }
+    }
+
+    /// Moves decrypted bytes from rustls into the request reader.
+    fn drain_plaintext(&mut self, now: Instant, lingering: bool) -> io::Result<()> {
+        let mut buf = [0u8; READ_CHUNK];
+        loop {
+            let Some(tls) = self.tls.as_mut() else {
+                return Ok(());
+            };
+            match tls.reader().read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    if !lingering {
+                        self.accept_bytes(&buf[..n], now);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn accept_bytes(&mut self, data: &[u8], now: Instant) {
+        // The head timer starts with the first byte of a request (or of the
+        // TLS handshake, set at accept).
+        if self.head_started.is_none() || (self.reader.is_idle() && !self.handshaking()) {
+            self.head_started = Some(now);
+        }
+        self.reader.feed(data);
+    }
+
+    fn eof(&mut self) -> io::Result<()> {
+        match self.phase {
+            Phase::Lingering { .. } => {
+                self.phase = Phase::Closed;
+                Ok(())
+            }
+            // Answer what was received in full (a client may half-close
+            // after sending), then close.
+            _ => {
+                self.phase = Phase::Closing;
+                Ok(())
+            }
+        }
+    }
+
+    /// Answers every complete request in the buffer, in order.
+    fn answer(&mut self, api: &mut Api, _now: Instant) {
+        while matches!(self.phase, Phase::Open | Phase::Closing)
+            && self.out.len() - self.out_pos < OUTPUT_HIGH_WATER
+        {
+            match self.reader.next_request() {
+                Ok(Some(req)) => {
+                    let sni = self
+                        .tls
+                        .as_ref()
+                        .and_then(|t| t.server_name().map(str::to_owned));
+                    let info = RequestInfo {
+                        tls: self.tls.is_some(),
+                        sni: sni.as_deref(),
+                    };
+                    let resp = api.handle(&req, info);
+                    let close = !req.keep_alive() || self.phase == Phase::Closing;
+                    crate::debug!(
+                        "api {} {} {} -> {}",
+                        self.peer,
+                        req.method,
+                        req.path(),
+                        resp.status
+                    );
+                    write_response(&resp, req.method == "HEAD", close, &mut self.out);
+                    self.head_started = None;
+                    if close {
+                        self.phase = Phase::Closing;
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    if self.reader.wants_continue() && self.phase == Phase::Open {
+                        self.out.extend_from_slice(CONTINUE);
+                        self.reader.continue_sent();
+                    }
+                    if self.reader.is_idle() {
+                        self.head_started = None;
+                    }
+                    // A half-closed client with an incomplete request gets
+                    // nothing more: close.
+                    return;
+                }
+                Err(e) => {
+                    crate::debug!("api connection {}: {e}", self.peer);
+                    let resp = api.error_response(None, &ApiError::http(e.status(), &e));
+                    write_response(&resp, false, true, &mut self.out);
+                    self.phase = Phase::Closing;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes what is queued; moves through closing and lingering.
+    fn drive_output(&mut self, api: &mut Api, now: Instant) -> Status {
+        loop {
+            match self.write_output(now) {
+                Ok(()) => {}
+                Err(e) => {
+                    crate::debug!("api connection {}: write: {e}", self.peer);
+                    self.phase = Phase::Closed;
+                    return Status::Closed;
+                }
+            }
+            if self.pending_output() {
+                return Status::Open;
+            }
+            if self.out_pos > 0 {
+                self.out.clear();
+                self.out_pos = 0;
+            }
+            // Output drained: resume reading and answering if we paused.
+            if self.read_paused && self.phase == Phase::Open {
+                self.read_paused = false;
+                if let Err(e) = self.read_input(now) {
+                    crate::debug!("api connection {}: read: {e}", self.peer);
+                    self.phase = Phase::Closed;
+                    return Status::Closed;
+                }
+                self.answer(api, now);
+                if self.pending_output() {
+                    continue;
+                }
+            }
+            break;
+        }
+        match self.phase {
+            Phase::Open => Status::Open,
+            Phase::Closing => {
+                if let Some(tls) = self.tls.as_mut() {
+                    tls.send_close_notify();
+                    let _ = tls.write_tls(&mut self.stream);
+                }
+                let _ = self.stream.shutdown(Shutdown::Write);
+                self.phase = Phase::Lingering {
+                    until: now + LINGER,
+                };
+                // Drain whatever already arrived; EOF ends the linger.
+                let _ = self.read_input(now);
+                if self.phase == Phase::Closed {
+                    Status::Closed
+                } else {
+                    Status::Open
+                }
+            }
+            Phase::Lingering { .. } => Status::Open,
+            Phase::Closed => Status::Closed,
+        }
+    }
+
+    fn write_output(&mut self, now: Instant) -> io::Result<()> {
+        match &mut self.tls {
+            None => {
+                while self.out_pos < self.out.len() {
+                    match self.stream.write(&self.out[self.out_pos..]) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(n) => {
+                            self.out_pos += n;
+                            self.last_activity = now;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+            Some(tls) => loop {
+                if self.out_pos < self.out.len() && !tls.is_handshaking() {
+                    let n = tls.writer().write(&self.out[self.out_pos..])?;
+                    self.out_pos += n;
+                }
+                if !tls.wants_write() {
+                    if self.out_pos < self.out.len() && !tls.is_handshaking() {
+                        continue;
+                    }
+                    return Ok(());
+                }
+                match tls.write_tls(&mut self.stream) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(_) => self.last_activity = now,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The virtual host as the API shows and accepts it (OME's JSON shape), and
+//! its validation. The same type is built from `server.xml` and from a
+//! `POST /v1/vhosts` item, so both origins behave alike.
+//!
+//! signedPolicy, admissionWebhooks, origins and originMapStore are validated,
+//! stored, returned and persisted; kiln does not enforce them yet.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VhostSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<String>,
+    pub host: HostSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_policy: Option<SignedPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_webhooks: Option<AdmissionWebhooks>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origins: Option<Origins>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_map_store: Option<OriginMapStore>,
+    /// Applications created together with the host. Kept as given until the
+    /// application model lands; never shown by `GET /v1/vhosts/{vhost}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applications: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostSpec {
+    pub names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TlsSpec {
+    pub cert_path: String,
+    pub key_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_cert_path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Enables {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub providers: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publishers: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignedPolicy {
+    #[serde(default)]
+    pub enables: Enables,
+    pub policy_query_key_name: String,
+    pub secret_key: String,
+    pub signature_query_key_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmissionWebhooks {
+    pub control_server_url: String,
+    #[serde(default)]
+    pub enables: Enables,
+    #[serde(default)]
+    pub secret_key: String,
+    /// Milliseconds (OME's unit).
+    pub timeout: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Origins {
+    pub origin: Vec<Origin>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Origin {
+    pub location: String,
+    pub pass: OriginPass,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OriginPass {
+    pub scheme: String,
+    pub urls: OriginUrls,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OriginUrls {
+    pub url: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OriginMapStore {
+    pub origin_host_name: String,
+    pub redis_server: RedisServer,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RedisServer {
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+}
+
+/// Is `name` a valid virtual host (or application) name: 1-255 characters of
+/// letters, digits, `-`, `_`, `.`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+const PROVIDER_NAMES: &[&str] = &["rtmp", "webrtc", "srt", "mpegts", "rtsp", "ovt", "whip"];
+const PUBLISHER_NAMES: &[&str] = &[
+    "webrtc", "llhls", "hls", "dash", "ovt", "srt", "rtmp", "push",
+];
+
+impl VhostSpec {
+    /// Checks the rules serde cannot express. The message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !valid_name(&self.name) {
+            return Err(format!(
+                "name [{}] must be 1-255 letters, digits, '-', '_' or '.'",
+                self.name
+            ));
+        }
+        if self.host.names.is_empty() {
+            return Err("host.names must not be empty".into());
+        }
+        if let Some(n) = self.host.names.iter().find(|n| n.trim().is_empty()) {
+            return Err(format!("host.names has an empty entry [{n}]"));
+        }
+        if let Some(tls) = &self.host.tls {
+            if tls.cert_path.is_empty() {
+                return Err("host.tls.certPath must not be empty".into());
+            }
+            if tls.key_path.is_empty() {
+                return Err("host.tls.keyPath must not be empty".into());
+            }
+        }
+        if let Some(sp) = &self.signed_policy {
+            check_enables("signedPolicy", &sp.enables)?;
+        }
+        if let Some(aw) = &self.admission_webhooks {
+            check_enables("admissionWebhooks", &aw.enables)?;
+            if !(aw.control_server_url.starts_with("http://")
+                || aw.control_server_url.starts_with("https://"))
+            {
+                return Err("admissionWebhooks.controlServerUrl must be an http(s) URL".into());
+            }
+        }
+        if let Some(o) = &self.origins {
+            for (i, origin) in o.origin.iter().enumerate() {
+                if !origin.location.starts_with('/') {
+                    return Err(format!("origins.origin[{i}].location must start with '/'"));
+                }
+                if origin.pass.urls.url.is_empty() {
+                    return Err(format!(
+                        "origins.origin[{i}].pass.urls.url must not be empty"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True when one of the host's names matches `host` (wildcards allowed).
+    pub fn serves_host_name(&self, host: &str) -> bool {
+        self.host
+            .names
+            .iter()
+            .any(|pattern| crate::wildcard::matches(pattern, host))
+    }
+}
+
+fn check_enables(what: &str, e: &Enables) -> Result<(), String> {
+    for (field, list, allowed) in [
+        ("providers", &e.providers, PROVIDER_NAMES),
+        ("publishers", &e.publishers, PUBLISHER_NAMES),
+    ] {
+        if let Some(list) = list {
+            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if !allowed.contains(&item.to_ascii_lowercase().as_str()) {
+                    return Err(format!(
+                        "{what}.enables.{field}: unknown protocol [{item}] (known: {})",
+                        allowed.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("default"));
+        assert!(valid_name("a.b-c_d9"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("a b"));
+        assert!(!valid_name("a/b"));
+        assert!(!valid_name(&"x".repeat(256)));
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let err =
+            serde_json::from_str::<VhostSpec>(r#"{"name":"a","host":{"names":["*"]},"colour":1}"#)
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn round_trip_keeps_json_types() {
+        let json = r#"{"name":"a","host":{"names":["*"]},"admissionWebhooks":{"controlServerUrl":"http://x/y","secretKey":"","timeout":3000,"enables":{"providers":"rtmp,srt"}}}"#;
+        let spec: VhostSpec = serde_json::from_str(json).unwrap();
+        spec.validate().unwrap();
+        let back = serde_json::to_value(&spec).unwrap();
+        assert_eq!(back["admissionWebhooks"]["timeout"], 3000);
+    }
+}

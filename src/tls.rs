@@ -1,0 +1,201 @@
+//! TLS certificates: loading and checking PEM files into rustls certified
+//! keys, and the resolvers that hand them to new handshakes. A resolver holds
+//! its keys behind a lock so a reload swaps them atomically: handshakes that
+//! start after the swap see the new key, open connections keep theirs.
+//!
+//! - [`ApiCertResolver`]: the API server's one certificate
+//!   (`<Managers><Host><TLS>`).
+//! - [`VhostCertResolver`]: every virtual host's certificate, chosen by SNI
+//!   against the hosts' `host.names`; the media-side TLS listeners (RTMPS)
+//!   use it.
+
+use crate::state::vhost::TlsSpec;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+/// Why a certificate could not be loaded; names the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertError {
+    pub path: String,
+    pub reason: String,
+}
+
+impl fmt::Display for CertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.reason)
+    }
+}
+
+impl std::error::Error for CertError {}
+
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn read_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, CertError> {
+    let err = |reason: String| CertError {
+        path: path.to_string(),
+        reason,
+    };
+    let data = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
+        .collect::<Result<_, _>>()
+        .map_err(|e| err(format!("not a PEM certificate file: {e:?}")))?;
+    if certs.is_empty() {
+        return Err(err("no certificate found in the file".into()));
+    }
+    for c in &certs {
+        rustls::server::ParsedCertificate::try_from(c)
+            .map_err(|e| err(format!("certificate does not parse: {e}")))?;
+    }
+    Ok(certs)
+}
+
+/// Loads the certificate (plus chain) and key of `spec`, checking that the
+/// chain parses and the key parses and matches the certificate.
+pub fn load_certified_key(spec: &TlsSpec) -> Result<Arc<CertifiedKey>, CertError> {
+    let mut chain = read_certs(&spec.cert_path)?;
+    if let Some(chain_path) = &spec.chain_cert_path {
+        chain.extend(read_certs(chain_path)?);
+    }
+    let key_err = |reason: String| CertError {
+        path: spec.key_path.clone(),
+        reason,
+    };
+    let key_data =
+        std::fs::read(&spec.key_path).map_err(|e| key_err(format!("cannot read: {e}")))?;
+    let key = PrivateKeyDer::from_pem_slice(&key_data)
+        .map_err(|e| key_err(format!("not a PEM private key: {e:?}")))?;
+    let provider = provider();
+    let certified = CertifiedKey::from_der(chain, key, &provider).map_err(|e| {
+        key_err(format!(
+            "key does not match the certificate or is unusable: {e}"
+        ))
+    })?;
+    Ok(Arc::new(certified))
+}
+
+/// A rustls server config that takes certificates from `resolver`, with the
+/// ring provider and TLS 1.2 and 1.3.
+pub fn server_config(resolver: Arc<dyn ResolvesServerCert>) -> Arc<rustls::ServerConfig> {
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map(|b| b.with_no_client_auth().with_cert_resolver(resolver));
+    match config {
+        Ok(c) => Arc::new(c),
+        // Both versions are supported by the ring provider; this cannot fail.
+        Err(e) => unreachable!("ring provider lacks TLS 1.2/1.3: {e}"),
+    }
+}
+
+/// The API server's certificate.
+#[derive(Debug)]
+pub struct ApiCertResolver {
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl ApiCertResolver {
+    pub fn new(key: Arc<CertifiedKey>) -> Self {
+        ApiCertResolver {
+            current: RwLock::new(key),
+        }
+    }
+
+    pub fn swap(&self, key: Arc<CertifiedKey>) {
+        match self.current.write() {
+            Ok(mut g) => *g = key,
+            Err(poisoned) => *poisoned.into_inner() = key,
+        }
+    }
+
+    pub fn current(&self) -> Arc<CertifiedKey> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+impl ResolvesServerCert for ApiCertResolver {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current())
+    }
+}
+
+/// One virtual host's certificate and the names it serves.
+#[derive(Debug, Clone)]
+pub struct VhostCert {
+    pub vhost: String,
+    pub names: Vec<String>,
+    pub key: Arc<CertifiedKey>,
+}
+
+/// Virtual hosts' certificates, chosen by SNI.
+#[derive(Debug, Default)]
+pub struct VhostCertResolver {
+    certs: RwLock<Vec<VhostCert>>,
+}
+
+impl VhostCertResolver {
+    /// Replaces (or adds) the certificates of the given hosts at once.
+    pub fn install(&self, certs: Vec<VhostCert>) {
+        let mut guard = match self.certs.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        for c in certs {
+            match guard.iter_mut().find(|x| x.vhost == c.vhost) {
+                Some(slot) => *slot = c,
+                None => guard.push(c),
+            }
+        }
+    }
+
+    /// Forgets a host's certificate (host deleted).
+    pub fn remove(&self, vhost: &str) {
+        let mut guard = match self.certs.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        guard.retain(|c| c.vhost != vhost);
+    }
+
+    /// The key for an SNI name: an exact-pattern match first, then the first
+    /// host whose names match (wildcards), then, without SNI, the first host.
+    pub fn key_for(&self, sni: Option<&str>) -> Option<Arc<CertifiedKey>> {
+        let guard = match self.certs.read() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        match sni {
+            Some(name) => guard
+                .iter()
+                .find(|c| c.names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+                .or_else(|| {
+                    guard
+                        .iter()
+                        .find(|c| c.names.iter().any(|n| crate::wildcard::matches(n, name)))
+                })
+                .map(|c| c.key.clone()),
+            None => guard.first().map(|c| c.key.clone()),
+        }
+    }
+
+    pub fn hosts(&self) -> Vec<String> {
+        match self.certs.read() {
+            Ok(g) => g.iter().map(|c| c.vhost.clone()).collect(),
+            Err(p) => p.into_inner().iter().map(|c| c.vhost.clone()).collect(),
+        }
+    }
+}
+
+impl ResolvesServerCert for VhostCertResolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.key_for(hello.server_name())
+    }
+}
