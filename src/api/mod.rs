@@ -128,11 +128,7 @@ impl Api {
                 .with_header("Allow", allow.join(", "));
         }
         let result = match (&route, method) {
-            (Route::Version, _) => Ok(envelope::ok(serde_json::json!({
-                "name": "kiln",
-                "version": env!("CARGO_PKG_VERSION"),
-                "apiVersion": "v1",
-            }))),
+            (Route::Version, _) => Ok(envelope::ok(Version::CURRENT)),
             (Route::Vhosts, "GET") => Ok(self.list_vhosts()),
             (Route::Vhosts, _) => self.create_vhosts(&req.body),
             (Route::Vhost(name), "GET") => self.get_vhost(name),
@@ -143,6 +139,23 @@ impl Api {
         };
         result.unwrap_or_else(|e| e.to_response())
     }
+}
+
+/// `GET /v1/version`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Version {
+    name: &'static str,
+    version: &'static str,
+    api_version: &'static str,
+}
+
+impl Version {
+    const CURRENT: Version = Version {
+        name: "kiln",
+        version: env!("CARGO_PKG_VERSION"),
+        api_version: "v1",
+    };
 }
 
 /// The resources the API knows.

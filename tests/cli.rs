@@ -1,0 +1,99 @@
+//! The command line: --help, --version, --check-config, bad configs exit 1
+//! with file:line:column and the element path, SIGTERM stops cleanly.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+fn kiln(args: &[&str]) -> std::process::Output {
+    Command::new(kiln_bin()).args(args).output().unwrap()
+}
+
+#[test]
+fn help_and_version() {
+    let out = kiln(&["--help"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--check-config"));
+    let out = kiln(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("kiln {}", env!("CARGO_PKG_VERSION"))
+    );
+    let out = kiln(&["--bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn check_config_accepts_the_example() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/server.xml.example");
+    let out = kiln(&["--check-config", "-c", example]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("configuration is valid"));
+}
+
+#[test]
+fn check_config_reports_errors_with_position_and_path() {
+    let dir = temp_dir("badconfig");
+    let file = dir.join("server.xml");
+    std::fs::write(
+        &file,
+        "<Server version=\"8\">\n  <Bind>\n    <Managers><API><Prot>8081</Prot></API></Managers>\n  </Bind>\n  <Managers><API><AccessToken>t</AccessToken></API></Managers>\n</Server>\n",
+    )
+    .unwrap();
+    let out = kiln(&["--check-config", "-c", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:3:20: Server/Bind/Managers/API/Prot: unknown element <Prot>",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("neither <Port> nor <TLSPort>"), "{err}");
+
+    std::fs::write(&file, "<Server version=\"9\"></Server>").unwrap();
+    let out = kiln(&["--check-config", "-c", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("version 9 is not supported; kiln reads version 8"));
+}
+
+#[test]
+fn bad_tls_file_is_a_config_error_naming_the_path() {
+    let dir = temp_dir("badtls");
+    let opts = ServerOptions {
+        tls: Some((dir.join("missing-cert.pem"), dir.join("missing-key.pem"))),
+        ..Default::default()
+    };
+    let config = write_config(&dir, free_port(), Some(free_port()), &opts);
+    let out = kiln(&["-c", config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing-cert.pem"), "{err}");
+}
+
+#[test]
+fn port_in_use_fails_with_a_message() {
+    let s = Server::start("portbusy");
+    let out = kiln(&["-c", s.config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot start"));
+}
+
+#[test]
+fn sigterm_and_sigint_stop_cleanly() {
+    let mut s = Server::start("sigterm");
+    assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
+    let (took, status) = s.terminate();
+    assert!(status.success(), "{status:?}");
+    eprintln!("SIGTERM to exit: {took:?}");
+    // the port is released
+    assert!(std::net::TcpListener::bind(("127.0.0.1", s.port)).is_ok());
+    assert!(s.log_text().contains("shutting down"));
+}

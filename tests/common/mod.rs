@@ -1,0 +1,395 @@
+//! Test harness: starts the real `kiln` binary with a temporary config on
+//! free loopback ports, talks to it over raw TCP (exact bytes) or with real
+//! clients (curl, openssl), and stops it. Every wait is bounded.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub const TOKEN: &str = "kiln:test-token";
+pub const AUTH: &str = "Basic a2lsbjp0ZXN0LXRva2Vu"; // base64("kiln:test-token")
+
+/// A free TCP port on 127.0.0.1 (bound and released; good enough on loopback).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port")
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh temporary folder for one test.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("kiln-test-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Is a command-line tool here? When it is not: skip with a printed reason,
+/// unless KILN_REQUIRE_INTEROP=1, where a missing tool fails the test.
+pub fn have_tool(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !found {
+        if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("{tool} is required (KILN_REQUIRE_INTEROP=1) but not installed");
+        }
+        eprintln!("SKIP: {tool} is not installed");
+    }
+    found
+}
+
+/// Options for one server.
+pub struct ServerOptions {
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub cross_domains: Vec<String>,
+    pub host_names: Vec<String>,
+    pub limits: String,
+    pub extra_vhosts: String,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            tls: None,
+            cross_domains: vec!["*".into()],
+            host_names: vec!["*".into()],
+            limits: String::new(),
+            extra_vhosts: String::new(),
+        }
+    }
+}
+
+pub struct Server {
+    pub child: Option<Child>,
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub port: u16,
+    pub tls_port: Option<u16>,
+    pub log: PathBuf,
+}
+
+pub fn kiln_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_kiln")
+}
+
+pub fn write_config(dir: &Path, port: u16, tls_port: Option<u16>, opts: &ServerOptions) -> PathBuf {
+    let tls_bind = tls_port
+        .map(|p| format!("<TLSPort>{p}</TLSPort>"))
+        .unwrap_or_default();
+    let tls_files = opts
+        .tls
+        .as_ref()
+        .map(|(c, k)| {
+            format!(
+                "<TLS><CertPath>{}</CertPath><KeyPath>{}</KeyPath></TLS>",
+                c.display(),
+                k.display()
+            )
+        })
+        .unwrap_or_default();
+    let names: String = opts
+        .host_names
+        .iter()
+        .map(|n| format!("<Name>{n}</Name>"))
+        .collect();
+    let cors: String = opts
+        .cross_domains
+        .iter()
+        .map(|u| format!("<Url>{u}</Url>"))
+        .collect();
+    let xml = format!(
+        r#"<?xml version="1.0"?>
+<Server version="8">
+  <Name>kiln-test</Name>
+  <IP>127.0.0.1</IP>
+  <Bind><Managers><API><Port>{port}</Port>{tls_bind}</API></Managers></Bind>
+  <Managers>
+    <Host><Names>{names}</Names>{tls_files}</Host>
+    <API>
+      <AccessToken>{TOKEN}</AccessToken>
+      <CrossDomains>{cors}</CrossDomains>
+      {limits}
+    </API>
+  </Managers>
+  <VirtualHosts>
+    <VirtualHost>
+      <Name>default</Name>
+      <Host><Names><Name>*</Name></Names></Host>
+      <Applications><Application><Name>app</Name><Type>live</Type>
+        <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes>
+          <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
+          <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
+        </Encodes></OutputProfile></OutputProfiles>
+        <Providers><RTMP/></Providers><Publishers><Push/></Publishers>
+      </Application></Applications>
+    </VirtualHost>
+    {extra}
+  </VirtualHosts>
+</Server>
+"#,
+        limits = opts.limits,
+        extra = opts.extra_vhosts,
+    );
+    let path = dir.join("server.xml");
+    std::fs::write(&path, xml).unwrap();
+    path
+}
+
+impl Server {
+    pub fn start(tag: &str) -> Server {
+        Self::start_with(tag, ServerOptions::default())
+    }
+
+    pub fn start_with(tag: &str, opts: ServerOptions) -> Server {
+        let dir = temp_dir(tag);
+        let port = free_port();
+        let tls_port = opts.tls.as_ref().map(|_| free_port());
+        let config = write_config(&dir, port, tls_port, &opts);
+        let mut s = Server {
+            child: None,
+            dir: dir.clone(),
+            config,
+            port,
+            tls_port,
+            log: dir.join("kiln.log"),
+        };
+        s.spawn();
+        s
+    }
+
+    /// Starts the process (again) with the same config and state file.
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new(kiln_bin())
+            .arg("-c")
+            .arg(&self.config)
+            .env("KILN_LOG", "debug")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("kiln starts");
+        self.child = Some(child);
+        wait_for_port(self.port, Duration::from_secs(10));
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn state_file(&self) -> PathBuf {
+        self.dir.join("kiln-state.json")
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL and wait.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM; returns how long the process took to exit and its status.
+    pub fn terminate(&mut self) -> (Duration, std::process::ExitStatus) {
+        let mut c = self.child.take().expect("running");
+        let t0 = Instant::now();
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(c.id().to_string())
+            .status()
+            .unwrap();
+        loop {
+            if let Some(status) = c.try_wait().unwrap() {
+                return (t0.elapsed(), status);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = c.kill();
+                panic!("kiln did not exit within 10 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// One request on a fresh connection.
+    pub fn request(&self, method: &str, path: &str, body: Option<&str>) -> HttpResponse {
+        self.request_with(method, path, &[("Authorization", AUTH)], body)
+    }
+
+    pub fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> HttpResponse {
+        let mut s = connect(self.port);
+        send_request(&mut s, method, path, headers, body, true);
+        read_response(&mut BufReader::new(s), method == "HEAD").expect("a response")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        } else {
+            eprintln!("kiln log ({}):\n{}", self.log.display(), self.log_text());
+        }
+    }
+}
+
+pub fn wait_for_port(port: u16, limit: Duration) {
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if t0.elapsed() > limit {
+            panic!("port {port} did not open within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+pub fn send_request(
+    s: &mut TcpStream,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+    close: bool,
+) {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    if close {
+        req.push_str("Connection: close\r\n");
+    }
+    req.push_str("\r\n");
+    if let Some(b) = body {
+        req.push_str(b);
+    }
+    s.write_all(req.as_bytes()).unwrap();
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    pub fn message(&self) -> String {
+        self.json()["message"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// Reads one response (Content-Length framed, as kiln always sends).
+pub fn read_response<R: BufRead>(r: &mut R, head_only: bool) -> std::io::Result<HttpResponse> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let status: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h)?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((n, v)) = h.split_once(':') {
+            headers.push((n.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; if head_only || status == 100 { 0 } else { len }];
+    r.read_exact(&mut body)?;
+    Ok(HttpResponse {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// Runs curl; returns (status code, body). `args` come before the URL.
+pub fn curl(args: &[&str], url: &str) -> (u16, String, Output) {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "20", "-w", "\n%{http_code}"])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_string(), out)
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost: (cert, key) paths.
+pub fn make_cert(dir: &Path, tag: &str) -> (PathBuf, PathBuf) {
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .unwrap();
+    let cert = dir.join(format!("{tag}-cert.pem"));
+    let key = dir.join(format!("{tag}-key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    (cert, key)
+}

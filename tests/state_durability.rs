@@ -1,0 +1,135 @@
+//! The state file (DECISIONS section 6) against the real binary: API-made
+//! hosts survive a restart and a `kill -9` in the middle of a burst; a
+//! corrupt file stops start-up and is left untouched.
+
+mod common;
+use common::*;
+use std::io::BufReader;
+use std::process::Command;
+
+#[test]
+fn api_hosts_survive_a_restart() {
+    let mut s = Server::start("restart");
+    let r = s.request(
+        "POST",
+        "/v1/vhosts",
+        Some(r#"[{"name":"kept","host":{"names":["kept.example.com"]},"signedPolicy":{"policyQueryKeyName":"policy","signatureQueryKeyName":"signature","secretKey":"s3cret","enables":{"providers":"rtmp"}}},{"name":"gone","host":{"names":["*"]}}]"#),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(s.request("DELETE", "/v1/vhosts/gone", None).status, 200);
+    let before = s.request("GET", "/v1/vhosts/kept", None).body;
+    let (took, status) = s.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(took.as_secs() < 5, "shutdown took {took:?}");
+    s.spawn();
+    let list = s.request("GET", "/v1/vhosts", None).json();
+    assert_eq!(list["response"], serde_json::json!(["default", "kept"]));
+    assert_eq!(s.request("GET", "/v1/vhosts/kept", None).body, before);
+}
+
+#[test]
+fn every_acknowledged_creation_survives_kill9() {
+    let mut s = Server::start("kill9");
+    let port = s.port;
+    // A burst of creations on one keep-alive connection; kill -9 lands in
+    // the middle of it. Every creation that got its 200 must be there.
+    let burst = std::thread::spawn(move || {
+        let mut acknowledged = Vec::new();
+        let mut c = connect(port);
+        let mut r = BufReader::new(c.try_clone().unwrap());
+        for i in 0..2000 {
+            let body = format!(r#"[{{"name":"burst-{i}","host":{{"names":["*"]}}}}]"#);
+            send_request(
+                &mut c,
+                "POST",
+                "/v1/vhosts",
+                &[("Authorization", AUTH)],
+                Some(&body),
+                false,
+            );
+            match read_response(&mut r, false) {
+                Ok(resp) if resp.status == 200 => acknowledged.push(format!("burst-{i}")),
+                _ => break,
+            }
+        }
+        acknowledged
+    });
+    // let some creations through, then kill
+    let t0 = std::time::Instant::now();
+    while !s.state_file().exists() && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    s.kill9();
+    let acknowledged = burst.join().unwrap();
+    assert!(!acknowledged.is_empty());
+    s.spawn();
+    let list = s.request("GET", "/v1/vhosts", None).json();
+    let names: Vec<String> = list["response"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    for name in &acknowledged {
+        assert!(names.contains(name), "{name} was acknowledged and is lost");
+    }
+    eprintln!(
+        "acknowledged before kill -9: {}; present after restart: {}",
+        acknowledged.len(),
+        names.len() - 1
+    );
+}
+
+#[test]
+fn corrupt_state_file_stops_startup_and_is_untouched() {
+    let dir = temp_dir("corrupt");
+    let port = free_port();
+    let config = write_config(&dir, port, None, &ServerOptions::default());
+    let state = dir.join("kiln-state.json");
+    std::fs::write(&state, b"{\"format\":1,\"vhosts\":[{\"name\":").unwrap();
+    let out = Command::new(kiln_bin())
+        .arg("-c")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("corrupt") && err.contains("kiln-state.json"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&state).unwrap(),
+        b"{\"format\":1,\"vhosts\":[{\"name\":"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn state_host_taken_by_the_config_is_skipped() {
+    let dir = temp_dir("collide");
+    let port = free_port();
+    let config = write_config(&dir, port, None, &ServerOptions::default());
+    std::fs::write(
+        dir.join("kiln-state.json"),
+        r#"{"format":1,"vhosts":[{"name":"default","host":{"names":["x"]}},{"name":"extra","host":{"names":["*"]}}]}"#,
+    )
+    .unwrap();
+    let mut s = Server {
+        child: None,
+        dir: dir.clone(),
+        config,
+        port,
+        tls_port: None,
+        log: dir.join("kiln.log"),
+    };
+    s.spawn();
+    let list = s.request("GET", "/v1/vhosts", None).json();
+    assert_eq!(list["response"], serde_json::json!(["default", "extra"]));
+    assert_eq!(
+        s.request("GET", "/v1/vhosts/default", None).json()["response"]["host"]["names"],
+        serde_json::json!(["*"])
+    );
+    assert!(s.log_text().contains("the configuration wins"));
+}
