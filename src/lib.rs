@@ -15,4 +15,5 @@ pub mod server;
 pub mod state;
 pub mod sys;
 pub mod tls;
+pub mod ts;
 pub mod wildcard;

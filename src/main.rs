@@ -97,7 +97,7 @@ fn main() -> ExitCode {
         eprintln!("kiln: no configuration file; use -c FILE (see kiln --help)");
         return ExitCode::from(2);
     };
-    match start(&file, args.check) {
+    match start(&file, args.check, offset) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             error!("{msg}");
@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn start(file: &Path, check_only: bool) -> Result<(), String> {
+fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
     let loaded = config::load(file).map_err(|e| format!("configuration errors:\n{e}"))?;
     for w in &loaded.warnings {
         warn!("{w}");
@@ -157,7 +157,7 @@ fn start(file: &Path, check_only: bool) -> Result<(), String> {
 
     let Some(api_config) = config.api.clone() else {
         info!("API server disabled: no <Bind><Managers><API> in the configuration");
-        let api = Api::new(None, registry, store, None, vhost_certs);
+        let api = Api::new(None, registry, store, None, vhost_certs, offset);
         let server = Server::bind(api, Vec::new(), Default::default())
             .map_err(|e| format!("cannot start: {e}"))?;
         return server.run().map_err(|e| e.to_string());
@@ -183,6 +183,7 @@ fn start(file: &Path, check_only: bool) -> Result<(), String> {
         store,
         api_resolver,
         vhost_certs,
+        offset,
     );
     let server = Server::bind(api, listeners, limits).map_err(|e| format!("cannot start: {e}"))?;
     info!("kiln {} started", env!("CARGO_PKG_VERSION"));

@@ -47,6 +47,41 @@ pub fn ok_empty() -> Response {
     )
 }
 
+/// The answer to a batch creation (`POST /v1/vhosts`, `POST .../apps`): a
+/// bare array of per-item envelopes; the status is the items' common code,
+/// or 207 when they differ (200 for an empty batch). `Ok` items carry their
+/// `response`.
+pub fn batch<T: Serialize>(items: &[Result<T, ApiError>]) -> Response {
+    // Written item by item (not through `Value`, whose maps sort keys) so
+    // each keeps the envelope's key order.
+    let mut body = Vec::with_capacity(64 * items.len() + 2);
+    body.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        let _ = match item {
+            Ok(response) => serde_json::to_writer(
+                &mut body,
+                &Envelope {
+                    status_code: 200,
+                    message: OK,
+                    response: Some(response),
+                },
+            ),
+            Err(e) => serde_json::to_writer(&mut body, &e.envelope()),
+        };
+    }
+    body.push(b']');
+    let code = |item: &Result<T, ApiError>| item.as_ref().map_or_else(|e| e.status, |_| 200);
+    let status = match items.first() {
+        None => 200,
+        Some(first) if items.iter().all(|i| code(i) == code(first)) => code(first),
+        Some(_) => 207,
+    };
+    Response::new(status, body)
+}
+
 /// An error: status and the message text of the specification / DECISIONS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -80,6 +115,24 @@ impl ApiError {
         Self::new(
             404,
             format_args!("Could not find the virtual host: [{vhost}]"),
+        )
+    }
+    pub fn app_not_found(vhost: &str, app: &str) -> Self {
+        Self::new(
+            404,
+            format_args!("Could not find the application: [{vhost}/{app}]"),
+        )
+    }
+    pub fn stream_not_found(vhost: &str, app: &str, stream: &str) -> Self {
+        Self::new(
+            404,
+            format_args!("Could not find the stream: [{vhost}/{app}/{stream}]"),
+        )
+    }
+    pub fn app_exists(vhost: &str, app: &str) -> Self {
+        Self::new(
+            409,
+            format_args!("The application already exists: [{vhost}/{app}]"),
         )
     }
     pub fn controller_not_found() -> Self {

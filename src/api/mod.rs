@@ -7,8 +7,11 @@
 //! Not here: sockets, TLS, HTTP framing (see `server` and `http`).
 
 pub mod access;
+mod apps;
 pub mod envelope;
 mod vhosts;
+
+pub use apps::output_tracks;
 
 use crate::config::ApiConfig;
 use crate::http::{Request, Response};
@@ -29,6 +32,18 @@ pub struct Api {
     /// The API's own certificate files and resolver, when it has a TLS port.
     api_tls: Option<(TlsSpec, Arc<ApiCertResolver>)>,
     pub vhost_certs: Arc<VhostCertResolver>,
+    /// The server's UTC offset, for times the API shows.
+    pub utc_offset: i32,
+    /// What handlers ask the loop to do after the answer (drained by it).
+    pub effects: Vec<Effect>,
+}
+
+/// Work a handler leaves for the loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// End the live sessions of an application (or of every application
+    /// of a host when `app` is `None`): it changed or was deleted.
+    RestartApp { vhost: String, app: Option<String> },
 }
 
 /// Facts about the connection a request came on.
@@ -45,6 +60,7 @@ impl Api {
         store: StateStore,
         api_cert: Option<Arc<ApiCertResolver>>,
         vhost_certs: Arc<VhostCertResolver>,
+        utc_offset: i32,
     ) -> Self {
         Api {
             registry,
@@ -61,6 +77,8 @@ impl Api {
                 _ => None,
             },
             vhost_certs,
+            utc_offset,
+            effects: Vec::new(),
         }
     }
 
@@ -109,7 +127,7 @@ impl Api {
         let allowed = route.methods();
         if !allowed.contains(&method) {
             // Changing a config-file host is forbidden rather than unknown.
-            if let Route::Vhost(name) = &route {
+            if let Some(name) = route.vhost() {
                 if let Some(v) = self.registry.vhost(name) {
                     if v.origin == crate::state::Origin::ConfigFile
                         && matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")
@@ -136,6 +154,13 @@ impl Api {
             (Route::ReloadAllCertificates, _) => self.reload_all_certificates(),
             (Route::ReloadVhostCertificate(name), _) => self.reload_vhost_certificate(name),
             (Route::ReloadApiCertificate, _) => self.reload_api_certificate(),
+            (Route::Apps(vh), "GET") => self.list_apps(vh),
+            (Route::Apps(vh), _) => self.create_apps(vh, &req.body),
+            (Route::App(vh, app), "GET") => self.get_app(vh, app),
+            (Route::App(vh, app), "PATCH") => self.patch_app(vh, app, &req.body),
+            (Route::App(vh, app), _) => self.delete_app(vh, app),
+            (Route::Streams(vh, app), _) => self.list_streams(vh, app),
+            (Route::Stream(vh, app, s), _) => self.get_stream(vh, app, s),
         };
         result.unwrap_or_else(|e| e.to_response())
     }
@@ -167,6 +192,10 @@ enum Route {
     Vhost(String),
     ReloadVhostCertificate(String),
     ReloadApiCertificate,
+    Apps(String),
+    App(String, String),
+    Streams(String, String),
+    Stream(String, String, String),
 }
 
 impl Route {
@@ -179,6 +208,16 @@ impl Route {
             ["vhosts"] => Route::Vhosts,
             ["vhosts:reloadAllCertificates"] => Route::ReloadAllCertificates,
             ["managers", "api:reloadCertificate"] => Route::ReloadApiCertificate,
+            ["vhosts", vh, "apps"] => Route::Apps(percent_decode(vh)?),
+            ["vhosts", vh, "apps", app] => Route::App(percent_decode(vh)?, percent_decode(app)?),
+            ["vhosts", vh, "apps", app, "streams"] => {
+                Route::Streams(percent_decode(vh)?, percent_decode(app)?)
+            }
+            ["vhosts", vh, "apps", app, "streams", s] => Route::Stream(
+                percent_decode(vh)?,
+                percent_decode(app)?,
+                percent_decode(s)?,
+            ),
             ["vhosts", name] => {
                 let name = percent_decode(name)?;
                 match name.rsplit_once(':') {
@@ -201,6 +240,22 @@ impl Route {
             Route::ReloadAllCertificates
             | Route::ReloadVhostCertificate(_)
             | Route::ReloadApiCertificate => &["POST"],
+            Route::Apps(_) => &["GET", "POST"],
+            Route::App(..) => &["GET", "PATCH", "DELETE"],
+            Route::Streams(..) | Route::Stream(..) => &["GET"],
+        }
+    }
+
+    /// The virtual host a route names, if any.
+    fn vhost(&self) -> Option<&str> {
+        match self {
+            Route::Vhost(v)
+            | Route::ReloadVhostCertificate(v)
+            | Route::Apps(v)
+            | Route::App(v, _)
+            | Route::Streams(v, _)
+            | Route::Stream(v, _, _) => Some(v),
+            _ => None,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! Changes are written to the state file before they are applied and
 //! answered; if the write fails nothing changes and the answer is 500.
 
-use super::envelope::{self, ApiError, Envelope};
+use super::envelope::{self, ApiError};
 use super::Api;
 use crate::http::Response;
 use crate::state::vhost::{
@@ -12,6 +12,7 @@ use crate::state::{Origin, Vhost};
 use crate::tls::{self, VhostCert};
 use crate::{error, info, warn};
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// A virtual host as `GET /v1/vhosts/{vhost}` shows it: never `applications`.
@@ -108,16 +109,9 @@ impl Api {
                 }
             }
         }
-        // Entries are serialised one by one (not through `Value`, whose maps
-        // sort keys) so each keeps the envelope's key order.
-        let mut body = Vec::with_capacity(64 * outcomes.len() + 2);
-        body.push(b'[');
-        let mut statuses: Vec<u16> = Vec::with_capacity(outcomes.len());
-        for (i, o) in outcomes.into_iter().enumerate() {
-            if i > 0 {
-                body.push(b',');
-            }
-            match o {
+        let mut results: Vec<Result<Box<RawValue>, ApiError>> = Vec::with_capacity(outcomes.len());
+        for o in outcomes {
+            results.push(match o {
                 ItemOutcome::Created(v, certs) => {
                     let name = v.spec.name.clone();
                     if !certs.is_empty() {
@@ -129,28 +123,12 @@ impl Api {
                     self.registry.add_api_vhost(v.spec);
                     info!("virtual host [{name}] created");
                     let stored = self.registry.vhost(&name).ok_or_else(ApiError::internal)?;
-                    let view = VhostView::of(stored, self.registry.server_name.as_deref());
-                    let entry = Envelope {
-                        status_code: 200,
-                        message: envelope::OK,
-                        response: Some(view),
-                    };
-                    let _ = serde_json::to_writer(&mut body, &entry);
-                    statuses.push(200);
+                    Ok(raw_json(&VhostView::of(stored, self.registry.server_name.as_deref())))
                 }
-                ItemOutcome::Failed(e) => {
-                    let _ = serde_json::to_writer(&mut body, &e.envelope());
-                    statuses.push(e.status);
-                }
-            }
+                ItemOutcome::Failed(e) => Err(e),
+            });
         }
-        body.push(b']');
-        let status = match statuses.first() {
-            None => 200,
-            Some(&first) if statuses.iter().all(|&s| s == first) => first,
-            Some(_) => 207,
-        };
-        Ok(Response::new(status, body))
+        Ok(envelope::batch(&results))
     }
 
     /// Validates one item of a creation request against the registry and the
@@ -226,6 +204,10 @@ impl Api {
         }
         self.registry.remove_vhost(name);
         self.vhost_certs.remove(name);
+        self.effects.push(super::Effect::RestartApp {
+            vhost: name.to_string(),
+            app: None,
+        });
         info!("virtual host [{name}] deleted");
         Ok(envelope::ok_empty())
     }
@@ -304,6 +286,15 @@ impl Api {
             }
         }
     }
+}
+
+/// A view rendered once as JSON text, to embed in a batch answer with its
+/// field order kept.
+pub(super) fn raw_json<T: Serialize>(view: &T) -> Box<RawValue> {
+    serde_json::to_string(view)
+        .ok()
+        .and_then(|s| RawValue::from_string(s).ok())
+        .unwrap_or_else(|| RawValue::from_string("null".into()).unwrap_or_default())
 }
 
 fn extras_set(s: &VhostSpec) -> bool {

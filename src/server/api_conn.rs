@@ -10,22 +10,21 @@
 //! while, so a client that is still sending (a 413 body) gets the response
 //! instead of a reset.
 
+use super::transport::{ReadEnd, Transport, READ_CHUNK};
 use crate::api::envelope::ApiError;
 use crate::api::{Api, RequestInfo};
 use crate::config::HttpLimits;
 use crate::http::response::CONTINUE;
 use crate::http::{write_response, ReaderLimits, RequestReader};
 use mio::net::TcpStream;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::io;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// Stop answering more pipelined requests while this much output waits.
 const OUTPUT_HIGH_WATER: usize = 256 * 1024;
 /// How long a closing connection drains what the client still sends.
 const LINGER: Duration = Duration::from_secs(2);
-/// Read buffer size per read call.
-const READ_CHUNK: usize = 16 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -40,9 +39,8 @@ enum Phase {
 }
 
 pub struct ApiConn {
-    stream: TcpStream,
+    transport: Transport,
     pub peer: SocketAddr,
-    tls: Option<Box<rustls::ServerConnection>>,
     reader: RequestReader,
     out: Vec<u8>,
     out_pos: usize,
@@ -74,9 +72,8 @@ impl ApiConn {
     ) -> Self {
         let is_tls = tls.is_some();
         ApiConn {
-            stream,
+            transport: Transport::new(stream, tls),
             peer,
-            tls: tls.map(Box::new),
             reader: RequestReader::new(ReaderLimits {
                 max_head_bytes: limits.max_head_bytes,
                 max_body_bytes: limits.max_body_bytes,
@@ -92,15 +89,15 @@ impl ApiConn {
     }
 
     pub fn stream_mut(&mut self) -> &mut TcpStream {
-        &mut self.stream
+        self.transport.stream_mut()
     }
 
     fn handshaking(&self) -> bool {
-        self.tls.as_ref().is_some_and(|t| t.is_handshaking())
+        self.transport.handshaking()
     }
 
     fn pending_output(&self) -> bool {
-        self.out_pos < self.out.len() || self.tls.as_ref().is_some_and(|t| t.wants_write())
+        self.out_pos < self.out.len() || self.transport.has_pending_tls()
     }
 
     /// The one deadline of this connection.
@@ -157,91 +154,41 @@ impl ApiConn {
         if self.read_paused {
             return Ok(());
         }
-        let mut buf = [0u8; READ_CHUNK];
         let lingering = matches!(self.phase, Phase::Lingering { .. });
         let cap = self.limits.max_head_bytes + self.limits.max_body_bytes + READ_CHUNK;
-        loop {
-            if !lingering && self.reader.buffered() > cap {
-                self.read_paused = true;
-                return Ok(());
+        let reader = &mut self.reader;
+        let head_started = &mut self.head_started;
+        let handshaking = self.transport.handshaking();
+        let (got, end) = self.transport.read(|data| {
+            if lingering {
+                return true;
             }
-            let n = match &mut self.tls {
-                None => match self.stream.read(&mut buf) {
-                    Ok(0) => return self.eof(),
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                },
-                Some(tls) => match tls.read_tls(&mut self.stream) {
-                    Ok(0) => {
-                        self.drain_plaintext(now, lingering)?;
-                        return self.eof();
-                    }
-                    Ok(_) => {
-                        if let Err(e) = tls.process_new_packets() {
-                            // Send the alert rustls queued, then give up.
-                            let _ = tls.write_tls(&mut self.stream);
-                            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
-                        }
-                        self.last_activity = now;
-                        self.drain_plaintext(now, lingering)?;
-                        continue;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                },
-            };
+            // The head timer starts with the first byte of a request (or of
+            // the TLS handshake, set at accept).
+            if head_started.is_none() || (reader.is_idle() && !handshaking) {
+                *head_started = Some(now);
+            }
+            reader.feed(data);
+            reader.buffered() <= cap
+        })?;
+        if got {
             self.last_activity = now;
-            if !lingering {
-                self.accept_bytes(&buf[..n], now);
+        }
+        match end {
+            ReadEnd::WouldBlock => {}
+            ReadEnd::Paused => self.read_paused = true,
+            ReadEnd::Closed => {
+                self.phase = match self.phase {
+                    // Lingering ends at the client's EOF.
+                    Phase::Lingering { .. } => Phase::Closed,
+                    // Answer what was received in full (a client may
+                    // half-close after sending), then close.
+                    Phase::Closed => Phase::Closed,
+                    _ => Phase::Closing,
+                };
             }
         }
-    }
-
-    /// Moves decrypted bytes from rustls into the request reader.
-    fn drain_plaintext(&mut self, now: Instant, lingering: bool) -> io::Result<()> {
-        let mut buf = [0u8; READ_CHUNK];
-        loop {
-            let Some(tls) = self.tls.as_mut() else {
-                return Ok(());
-            };
-            match tls.reader().read(&mut buf) {
-                Ok(0) => return Ok(()),
-                Ok(n) => {
-                    if !lingering {
-                        self.accept_bytes(&buf[..n], now);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn accept_bytes(&mut self, data: &[u8], now: Instant) {
-        // The head timer starts with the first byte of a request (or of the
-        // TLS handshake, set at accept).
-        if self.head_started.is_none() || (self.reader.is_idle() && !self.handshaking()) {
-            self.head_started = Some(now);
-        }
-        self.reader.feed(data);
-    }
-
-    fn eof(&mut self) -> io::Result<()> {
-        match self.phase {
-            Phase::Lingering { .. } => {
-                self.phase = Phase::Closed;
-                Ok(())
-            }
-            // Answer what was received in full (a client may half-close
-            // after sending), then close.
-            _ => {
-                self.phase = Phase::Closing;
-                Ok(())
-            }
-        }
+        Ok(())
     }
 
     /// Answers every complete request in the buffer, in order.
@@ -251,13 +198,9 @@ impl ApiConn {
         {
             match self.reader.next_request() {
                 Ok(Some(req)) => {
-                    let sni = self
-                        .tls
-                        .as_ref()
-                        .and_then(|t| t.server_name().map(str::to_owned));
                     let info = RequestInfo {
-                        tls: self.tls.is_some(),
-                        sni: sni.as_deref(),
+                        tls: self.transport.is_tls(),
+                        sni: self.transport.sni(),
                     };
                     let resp = api.handle(&req, info);
                     let close = !req.keep_alive() || self.phase == Phase::Closing;
@@ -334,11 +277,7 @@ impl ApiConn {
         match self.phase {
             Phase::Open => Status::Open,
             Phase::Closing => {
-                if let Some(tls) = self.tls.as_mut() {
-                    tls.send_close_notify();
-                    let _ = tls.write_tls(&mut self.stream);
-                }
-                let _ = self.stream.shutdown(Shutdown::Write);
+                self.transport.close_write();
                 self.phase = Phase::Lingering {
                     until: now + LINGER,
                 };
@@ -356,41 +295,11 @@ impl ApiConn {
     }
 
     fn write_output(&mut self, now: Instant) -> io::Result<()> {
-        match &mut self.tls {
-            None => {
-                while self.out_pos < self.out.len() {
-                    match self.stream.write(&self.out[self.out_pos..]) {
-                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                        Ok(n) => {
-                            self.out_pos += n;
-                            self.last_activity = now;
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(())
-            }
-            Some(tls) => loop {
-                if self.out_pos < self.out.len() && !tls.is_handshaking() {
-                    let n = tls.writer().write(&self.out[self.out_pos..])?;
-                    self.out_pos += n;
-                }
-                if !tls.wants_write() {
-                    if self.out_pos < self.out.len() && !tls.is_handshaking() {
-                        continue;
-                    }
-                    return Ok(());
-                }
-                match tls.write_tls(&mut self.stream) {
-                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                    Ok(_) => self.last_activity = now,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            },
+        let n = self.transport.write(&self.out[self.out_pos..])?;
+        if n > 0 {
+            self.out_pos += n;
+            self.last_activity = now;
         }
+        Ok(())
     }
 }

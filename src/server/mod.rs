@@ -11,6 +11,7 @@
 pub mod api_conn;
 pub mod timers;
 pub mod tokens;
+pub mod transport;
 
 use crate::api::Api;
 use crate::config::HttpLimits;

@@ -1,16 +1,22 @@
 //! The registry: one plain-data table of everything kiln manages: virtual
-//! hosts (from the config file or the API) and, as they land, applications,
-//! streams and push tasks. API handlers read and change it; the loop carries
-//! out the effects. [`store`] keeps its API-made part on disk.
+//! hosts (from the config file or the API) with their applications, the live
+//! streams, and (as they land) push tasks. API handlers and the ingest glue
+//! read and change it; the loop carries out the effects. [`store`] keeps
+//! its API-made part on disk.
 
+pub mod app;
 pub mod store;
+pub mod streams;
 pub mod vhost;
 
-use crate::config::{AppConfig, Config};
+use crate::config::Config;
+use app::AppSpec;
 use store::{DurableState, FORMAT};
+use streams::Streams;
 use vhost::VhostSpec;
 
-/// Where a virtual host was declared. Config-file hosts are read-only.
+/// Where a virtual host was declared. Config-file hosts, and their
+/// applications, are read-only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
     ConfigFile,
@@ -19,9 +25,10 @@ pub enum Origin {
 
 #[derive(Debug, Clone)]
 pub struct Vhost {
+    /// The host; `spec.applications` is always `None` here (see `apps`).
     pub spec: VhostSpec,
     pub origin: Origin,
-    pub apps: Vec<AppConfig>,
+    pub apps: Vec<AppSpec>,
 }
 
 impl Vhost {
@@ -33,6 +40,10 @@ impl Vhost {
             .or(server_name)
             .unwrap_or("kiln")
     }
+
+    pub fn app(&self, name: &str) -> Option<&AppSpec> {
+        self.apps.iter().find(|a| a.name == name)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -40,6 +51,8 @@ pub struct Registry {
     /// Creation order, config-file hosts first.
     vhosts: Vec<Vhost>,
     pub server_name: Option<String>,
+    /// Live streams (run-time only).
+    pub streams: Streams,
 }
 
 impl Registry {
@@ -51,10 +64,11 @@ impl Registry {
                 .map(|v| Vhost {
                     spec: v.spec.clone(),
                     origin: Origin::ConfigFile,
-                    apps: v.applications.clone(),
+                    apps: v.applications.iter().map(AppSpec::from_config).collect(),
                 })
                 .collect(),
             server_name: config.name.clone(),
+            streams: Streams::default(),
         }
     }
 
@@ -80,11 +94,21 @@ impl Registry {
         self.vhosts.iter().find(|v| v.spec.name == name)
     }
 
-    pub fn add_api_vhost(&mut self, spec: VhostSpec) {
+    pub fn vhost_mut(&mut self, name: &str) -> Option<&mut Vhost> {
+        self.vhosts.iter_mut().find(|v| v.spec.name == name)
+    }
+
+    pub fn app(&self, vhost: &str, app: &str) -> Option<&AppSpec> {
+        self.vhost(vhost).and_then(|v| v.app(app))
+    }
+
+    /// Adds a host made through the API; its `applications` become its apps.
+    pub fn add_api_vhost(&mut self, mut spec: VhostSpec) {
+        let apps = spec.applications.take().unwrap_or_default();
         self.vhosts.push(Vhost {
             spec,
             origin: Origin::Api,
-            apps: Vec::new(),
+            apps,
         });
     }
 
@@ -93,7 +117,8 @@ impl Registry {
         Some(self.vhosts.remove(i))
     }
 
-    /// The part of the registry the state file keeps.
+    /// The part of the registry the state file keeps: API-made hosts with
+    /// their applications.
     pub fn durable(&self) -> DurableState {
         DurableState {
             format: FORMAT,
@@ -101,7 +126,15 @@ impl Registry {
                 .vhosts
                 .iter()
                 .filter(|v| v.origin == Origin::Api)
-                .map(|v| v.spec.clone())
+                .map(|v| {
+                    let mut spec = v.spec.clone();
+                    spec.applications = if v.apps.is_empty() {
+                        None
+                    } else {
+                        Some(v.apps.clone())
+                    };
+                    spec
+                })
                 .collect(),
         }
     }

@@ -22,10 +22,10 @@ pub struct VhostSpec {
     pub origins: Option<Origins>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_map_store: Option<OriginMapStore>,
-    /// Applications created together with the host. Kept as given until the
-    /// application model lands; never shown by `GET /v1/vhosts/{vhost}`.
+    /// Applications created together with the host; never shown by
+    /// `GET /v1/vhosts/{vhost}` (see `/apps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub applications: Option<Vec<serde_json::Value>>,
+    pub applications: Option<Vec<super::app::AppSpec>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +153,15 @@ impl VhostSpec {
             }
             if tls.key_path.is_empty() {
                 return Err("host.tls.keyPath must not be empty".into());
+            }
+        }
+        if let Some(apps) = &self.applications {
+            for (i, app) in apps.iter().enumerate() {
+                app.validate()
+                    .map_err(|e| format!("applications[{i}]: {e}"))?;
+                if apps[..i].iter().any(|a| a.name == app.name) {
+                    return Err(format!("applications: [{}] appears twice", app.name));
+                }
             }
         }
         if let Some(sp) = &self.signed_policy {

@@ -1,0 +1,429 @@
+//! Application and stream handlers (DECISIONS section 8). Changing or
+//! deleting an application restarts it: the loop ends its sessions (an
+//! [`Effect`](super::Effect)). Config-file hosts' applications are read-only.
+
+use super::envelope::{self, ApiError};
+use super::vhosts::raw_json;
+use super::{Api, Effect};
+use crate::clock;
+use crate::media::{MediaKind, Track};
+use crate::state::app::{
+    AppSpec, EncodeTarget, OutputProfile, OutputProfiles, Providers, Publishers,
+};
+use crate::state::streams::LiveStream;
+use crate::state::{Origin, Vhost};
+use crate::{error, info};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// An application as `GET .../apps/{app}` shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AppView<'a> {
+    name: &'a str,
+    dynamic: bool,
+    #[serde(rename = "type")]
+    app_type: &'a str,
+    output_profiles: &'a OutputProfiles,
+    providers: &'a Providers,
+    publishers: &'a Publishers,
+}
+
+impl<'a> AppView<'a> {
+    fn of(app: &'a AppSpec, origin: Origin) -> Self {
+        AppView {
+            name: &app.name,
+            dynamic: origin == Origin::Api,
+            app_type: &app.app_type,
+            output_profiles: &app.output_profiles,
+            providers: &app.providers,
+            publishers: &app.publishers,
+        }
+    }
+}
+
+/// `PATCH .../apps/{app}`: the fields that may change.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AppPatch {
+    name: Option<String>,
+    #[serde(rename = "type")]
+    app_type: Option<String>,
+    output_profiles: Option<OutputProfiles>,
+    providers: Option<Providers>,
+    publishers: Option<Publishers>,
+}
+
+impl Api {
+    pub(super) fn vhost_or_404(&self, vhost: &str) -> Result<&Vhost, ApiError> {
+        self.registry
+            .vhost(vhost)
+            .ok_or_else(|| ApiError::vhost_not_found(vhost))
+    }
+
+    pub(super) fn app_or_404(
+        &self,
+        vhost: &str,
+        app: &str,
+    ) -> Result<(&Vhost, &AppSpec), ApiError> {
+        let v = self.vhost_or_404(vhost)?;
+        let a = v
+            .app(app)
+            .ok_or_else(|| ApiError::app_not_found(vhost, app))?;
+        Ok((v, a))
+    }
+
+    fn writable_vhost(&self, vhost: &str) -> Result<&Vhost, ApiError> {
+        let v = self.vhost_or_404(vhost)?;
+        if v.origin == Origin::ConfigFile {
+            return Err(ApiError::read_only(vhost));
+        }
+        Ok(v)
+    }
+
+    /// Writes the state with `vhost`'s applications replaced by `apps`,
+    /// then applies it. Nothing changes if the write fails.
+    fn commit_apps(&mut self, vhost: &str, apps: Vec<AppSpec>) -> Result<(), ApiError> {
+        let mut durable = self.registry.durable();
+        if let Some(spec) = durable.vhosts.iter_mut().find(|s| s.name == vhost) {
+            spec.applications = if apps.is_empty() {
+                None
+            } else {
+                Some(apps.clone())
+            };
+        }
+        if let Err(e) = self.store.save(&durable) {
+            error!(
+                "cannot write the state file {}: {e}; applications of [{vhost}] not changed",
+                self.store.path().display()
+            );
+            return Err(ApiError::internal());
+        }
+        if let Some(v) = self.registry.vhost_mut(vhost) {
+            v.apps = apps;
+        }
+        Ok(())
+    }
+
+    pub(super) fn list_apps(&self, vhost: &str) -> Result<super::Response, ApiError> {
+        let v = self.vhost_or_404(vhost)?;
+        let names: Vec<&str> = v.apps.iter().map(|a| a.name.as_str()).collect();
+        Ok(envelope::ok(names))
+    }
+
+    pub(super) fn get_app(&self, vhost: &str, app: &str) -> Result<super::Response, ApiError> {
+        let (v, a) = self.app_or_404(vhost, app)?;
+        Ok(envelope::ok(AppView::of(a, v.origin)))
+    }
+
+    pub(super) fn create_apps(
+        &mut self,
+        vhost: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        let current = self.writable_vhost(vhost)?.apps.clone();
+        let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
+        let Value::Array(items) = value else {
+            return Err(ApiError::bad_request("Request body must be an array"));
+        };
+        let mut apps = current;
+        let mut results: Vec<Result<String, ApiError>> = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let checked = serde_json::from_value::<AppSpec>(item)
+                .map_err(|e| {
+                    ApiError::bad_request(format_args!("Invalid application (item {i}): {e}"))
+                })
+                .and_then(|spec| {
+                    spec.validate().map_err(|e| {
+                        ApiError::bad_request(format_args!("Invalid application (item {i}): {e}"))
+                    })?;
+                    if apps.iter().any(|a| a.name == spec.name) {
+                        return Err(ApiError::app_exists(vhost, &spec.name));
+                    }
+                    Ok(spec)
+                });
+            results.push(checked.map(|spec| {
+                let name = spec.name.clone();
+                apps.push(spec);
+                name
+            }));
+        }
+        if results.iter().any(|r| r.is_ok()) {
+            if let Err(e) = self.commit_apps(vhost, apps) {
+                for r in results.iter_mut() {
+                    if r.is_ok() {
+                        *r = Err(e.clone());
+                    }
+                }
+            }
+        }
+        let views: Vec<Result<Box<RawValue>, ApiError>> = results
+            .into_iter()
+            .map(|r| {
+                r.and_then(|name| {
+                    info!("application [{vhost}/{name}] created");
+                    let (v, a) = self.app_or_404(vhost, &name)?;
+                    Ok(raw_json(&AppView::of(a, v.origin)))
+                })
+            })
+            .collect();
+        Ok(envelope::batch(&views))
+    }
+
+    pub(super) fn patch_app(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        self.app_or_404(vhost, app)?;
+        let v = self.writable_vhost(vhost)?;
+        let patch: AppPatch = serde_json::from_slice(body).map_err(|e| {
+            if e.is_data() {
+                ApiError::bad_request(format_args!("Invalid application: {e}"))
+            } else {
+                ApiError::invalid_json(&e)
+            }
+        })?;
+        let mut apps = v.apps.clone();
+        let Some(target) = apps.iter_mut().find(|a| a.name == app) else {
+            return Err(ApiError::app_not_found(vhost, app));
+        };
+        if let Some(name) = patch.name {
+            if name != app {
+                return Err(ApiError::bad_request("An application cannot be renamed"));
+            }
+        }
+        if let Some(t) = patch.app_type {
+            target.app_type = t;
+        }
+        if let Some(p) = patch.output_profiles {
+            target.output_profiles = p;
+        }
+        if let Some(p) = patch.providers {
+            target.providers = p;
+        }
+        if let Some(p) = patch.publishers {
+            target.publishers = p;
+        }
+        target
+            .validate()
+            .map_err(|e| ApiError::bad_request(format_args!("Invalid application: {e}")))?;
+        self.commit_apps(vhost, apps)?;
+        info!("application [{vhost}/{app}] changed; restarting it");
+        self.effects.push(Effect::RestartApp {
+            vhost: vhost.to_string(),
+            app: Some(app.to_string()),
+        });
+        self.get_app(vhost, app)
+    }
+
+    pub(super) fn delete_app(
+        &mut self,
+        vhost: &str,
+        app: &str,
+    ) -> Result<super::Response, ApiError> {
+        self.app_or_404(vhost, app)?;
+        let v = self.writable_vhost(vhost)?;
+        let apps: Vec<AppSpec> = v.apps.iter().filter(|a| a.name != app).cloned().collect();
+        self.commit_apps(vhost, apps)?;
+        info!("application [{vhost}/{app}] deleted");
+        self.effects.push(Effect::RestartApp {
+            vhost: vhost.to_string(),
+            app: Some(app.to_string()),
+        });
+        Ok(envelope::ok_empty())
+    }
+
+    pub(super) fn list_streams(&self, vhost: &str, app: &str) -> Result<super::Response, ApiError> {
+        self.app_or_404(vhost, app)?;
+        let names: Vec<&str> = self
+            .registry
+            .streams
+            .of_app(vhost, app)
+            .into_iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        Ok(envelope::ok(names))
+    }
+
+    pub(super) fn get_stream(
+        &self,
+        vhost: &str,
+        app: &str,
+        stream: &str,
+    ) -> Result<super::Response, ApiError> {
+        let (_, spec) = self.app_or_404(vhost, app)?;
+        let streams = self.registry.streams.of_app(vhost, app);
+        // By input name, else by one of its output names.
+        let live = streams
+            .iter()
+            .find(|s| s.name == stream)
+            .or_else(|| {
+                streams
+                    .iter()
+                    .find(|s| spec.output_names(&s.name).iter().any(|(n, _)| n == stream))
+            })
+            .ok_or_else(|| ApiError::stream_not_found(vhost, app, stream))?;
+        Ok(envelope::ok(StreamView::of(live, spec, self.utc_offset)))
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StreamView<'a> {
+    name: &'a str,
+    input: InputView<'a>,
+    outputs: Vec<OutputView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InputView<'a> {
+    source_type: &'static str,
+    created_time: String,
+    tracks: Vec<TrackView<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OutputView {
+    name: String,
+    tracks: Vec<TrackView<'static>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrackView<'a> {
+    id: u32,
+    name: std::borrow::Cow<'a, str>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    video: Option<VideoView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audio: Option<AudioView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VideoView {
+    bypass: bool,
+    codec: &'static str,
+    width: u32,
+    height: u32,
+    framerate: f64,
+    bitrate: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AudioView {
+    bypass: bool,
+    codec: &'static str,
+    samplerate: u32,
+    channel: u8,
+    bitrate: String,
+}
+
+fn kind_name(kind: MediaKind) -> &'static str {
+    match kind {
+        MediaKind::Video => "Video",
+        MediaKind::Audio => "Audio",
+        MediaKind::Data => "Data",
+    }
+}
+
+fn track_view(t: &Track, name: String, bypass: bool) -> TrackView<'static> {
+    TrackView {
+        id: t.id,
+        name: name.into(),
+        kind: kind_name(t.kind()),
+        video: t.video.map(|v| VideoView {
+            bypass,
+            codec: t.codec.api_name(),
+            width: v.width,
+            height: v.height,
+            framerate: (v.framerate * 1000.0).round() / 1000.0,
+            bitrate: t.bitrate.to_string(),
+        }),
+        audio: t.audio.map(|a| AudioView {
+            bypass,
+            codec: t.codec.api_name(),
+            samplerate: a.sample_rate,
+            channel: a.channels,
+            bitrate: t.bitrate.to_string(),
+        }),
+    }
+}
+
+/// The name of an input track: its kind, numbered after the first.
+fn input_track_name(tracks: &[Track], t: &Track) -> String {
+    let kind = t.kind();
+    let nth = tracks
+        .iter()
+        .filter(|x| x.kind() == kind)
+        .position(|x| x.id == t.id)
+        .unwrap_or(0);
+    let base = match kind {
+        MediaKind::Video => "video",
+        MediaKind::Audio => "audio",
+        MediaKind::Data => "data",
+    };
+    if nth == 0 {
+        base.to_string()
+    } else {
+        format!("{base}_{}", nth + 1)
+    }
+}
+
+/// The tracks of one output stream: each input track of a kind the profile
+/// has an encode for, named after that encode. Without a profile, every
+/// track under its input name.
+pub fn output_tracks(tracks: &[Track], profile: Option<&OutputProfile>) -> Vec<(Track, String)> {
+    tracks
+        .iter()
+        .filter_map(|t| {
+            let name = match profile {
+                None => input_track_name(tracks, t),
+                Some(p) => p
+                    .encode_name(match t.kind() {
+                        MediaKind::Video => EncodeTarget::Video,
+                        MediaKind::Audio => EncodeTarget::Audio,
+                        MediaKind::Data => EncodeTarget::Data,
+                    })?
+                    .to_string(),
+            };
+            Some((t.clone(), name))
+        })
+        .collect()
+}
+
+impl<'a> StreamView<'a> {
+    fn of(s: &'a LiveStream, spec: &AppSpec, utc_offset: i32) -> Self {
+        let tracks = s.tracks();
+        StreamView {
+            name: &s.name,
+            input: InputView {
+                source_type: s.source.api_name(),
+                created_time: clock::format_iso8601(s.created_ms, utc_offset),
+                tracks: tracks
+                    .iter()
+                    .map(|t| track_view(t, input_track_name(tracks, t), false))
+                    .collect(),
+            },
+            outputs: spec
+                .output_names(&s.name)
+                .into_iter()
+                .map(|(name, profile)| OutputView {
+                    name,
+                    tracks: output_tracks(tracks, profile)
+                        .iter()
+                        .map(|(t, n)| track_view(t, n.clone(), true))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! A TCP connection, plain or through rustls, seen the same way by every
+//! protocol on top (sozu's habit): `read` hands plaintext to a sink until
+//! the socket would block and says whether the peer closed; `write` takes
+//! what it can without blocking. Edge-triggered: both go until `WouldBlock`.
+//!
+//! It never buffers more than rustls does itself (rustls' own limit on
+//! queued plaintext applies to writes).
+
+use mio::net::TcpStream;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+
+/// Size of one read from the socket (or from rustls).
+pub const READ_CHUNK: usize = 16 * 1024;
+
+/// How a read ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEnd {
+    /// Nothing more for now.
+    WouldBlock,
+    /// The peer closed its side (FIN, or TLS close_notify).
+    Closed,
+    /// The sink asked to stop (backpressure); more may be waiting.
+    Paused,
+}
+
+pub struct Transport {
+    stream: TcpStream,
+    tls: Option<Box<rustls::ServerConnection>>,
+}
+
+impl Transport {
+    pub fn new(stream: TcpStream, tls: Option<rustls::ServerConnection>) -> Self {
+        Transport {
+            stream,
+            tls: tls.map(Box::new),
+        }
+    }
+
+    pub fn stream_mut(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    pub fn handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.is_handshaking())
+    }
+
+    /// The SNI name the TLS client asked for.
+    pub fn sni(&self) -> Option<&str> {
+        self.tls.as_ref().and_then(|t| t.server_name())
+    }
+
+    /// Encrypted bytes rustls still has to send.
+    pub fn has_pending_tls(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.wants_write())
+    }
+
+    /// Reads until the socket would block, the peer closes, or `sink`
+    /// returns false. Returns whether any bytes arrived, and how it ended.
+    pub fn read(&mut self, mut sink: impl FnMut(&[u8]) -> bool) -> io::Result<(bool, ReadEnd)> {
+        let mut buf = [0u8; READ_CHUNK];
+        let mut got = false;
+        loop {
+            match &mut self.tls {
+                None => match self.stream.read(&mut buf) {
+                    Ok(0) => return Ok((got, ReadEnd::Closed)),
+                    Ok(n) => {
+                        got = true;
+                        if !sink(&buf[..n]) {
+                            return Ok((got, ReadEnd::Paused));
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        return Ok((got, ReadEnd::WouldBlock))
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                },
+                Some(tls) => {
+                    let eof = match tls.read_tls(&mut self.stream) {
+                        Ok(0) => true,
+                        Ok(_) => false,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            return Ok((got, ReadEnd::WouldBlock))
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    };
+                    got = true;
+                    if let Err(e) = tls.process_new_packets() {
+                        // Send the alert rustls queued, then give up.
+                        let _ = tls.write_tls(&mut self.stream);
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                    }
+                    loop {
+                        match tls.reader().read(&mut buf) {
+                            Ok(0) => return Ok((got, ReadEnd::Closed)),
+                            Ok(n) => {
+                                if !sink(&buf[..n]) {
+                                    return Ok((got, ReadEnd::Paused));
+                                }
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    if eof {
+                        return Ok((got, ReadEnd::Closed));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes as much of `data` as the socket takes now; returns how many
+    /// bytes were taken (for TLS: taken into rustls and flushed as far as
+    /// possible). Errors are the connection's end.
+    pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match &mut self.tls {
+            None => {
+                let mut done = 0;
+                while done < data.len() {
+                    match self.stream.write(&data[done..]) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(n) => done += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(done)
+            }
+            Some(tls) => {
+                let mut done = 0;
+                loop {
+                    if done < data.len() && !tls.is_handshaking() {
+                        done += tls.writer().write(&data[done..])?;
+                    }
+                    if !tls.wants_write() {
+                        if done < data.len() && !tls.is_handshaking() {
+                            continue;
+                        }
+                        return Ok(done);
+                    }
+                    match tls.write_tls(&mut self.stream) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(done),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends our side: TLS close_notify, then FIN. Reading may go on.
+    pub fn close_write(&mut self) {
+        if let Some(tls) = self.tls.as_mut() {
+            tls.send_close_notify();
+            let _ = tls.write_tls(&mut self.stream);
+        }
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}

@@ -1,0 +1,355 @@
+//! The application as the API shows and accepts it (OME's JSON shape:
+//! `outputProfiles.outputProfile[].encodes.{videos,audios,datas}`,
+//! `providers.{rtmp,srt,mpegts.streamMap.stream[]}`, `publishers.push`), and
+//! its validation. Built from `server.xml` and from the API alike.
+//!
+//! kiln relays and never transcodes: every encode must be a bypass; a
+//! transcoding encode is refused with a message that says so.
+
+use crate::config::{AppConfig, EncodeKind};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AppSpec {
+    pub name: String,
+    #[serde(rename = "type", default = "live")]
+    pub app_type: String,
+    /// Shown by GET as OME does; ignored on input.
+    #[serde(default, skip_serializing)]
+    pub dynamic: Option<bool>,
+    #[serde(default)]
+    pub output_profiles: OutputProfiles,
+    #[serde(default)]
+    pub providers: Providers,
+    #[serde(default)]
+    pub publishers: Publishers,
+}
+
+fn live() -> String {
+    "live".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutputProfiles {
+    #[serde(default)]
+    pub output_profile: Vec<OutputProfile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutputProfile {
+    pub name: String,
+    #[serde(default = "origin_stream_name")]
+    pub output_stream_name: String,
+    #[serde(default)]
+    pub encodes: Encodes,
+}
+
+fn origin_stream_name() -> String {
+    "${OriginStreamName}".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Encodes {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub videos: Vec<Encode>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audios: Vec<Encode>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datas: Vec<Encode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Encode {
+    pub name: String,
+    #[serde(default)]
+    pub bypass: bool,
+    /// Transcoding settings (codec, bitrate, ...): accepted only to say
+    /// clearly that kiln does not transcode.
+    #[serde(flatten, skip_serializing)]
+    pub settings: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Providers {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtmp: Option<Empty>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srt: Option<Empty>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpegts: Option<MpegtsProvider>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MpegtsProvider {
+    #[serde(default)]
+    pub stream_map: StreamMap,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StreamMap {
+    #[serde(default)]
+    pub stream: Vec<StreamMapItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StreamMapItem {
+    /// Stream name; `${Port}` is replaced by the port.
+    pub name: String,
+    /// `4000`, `4000/udp` or `4000-4003`.
+    pub port: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Publishers {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<Empty>,
+}
+
+/// Which kind of media an encode names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncodeTarget {
+    Video,
+    Audio,
+    Data,
+}
+
+impl AppSpec {
+    pub fn from_config(c: &AppConfig) -> AppSpec {
+        let enc = |kind: EncodeKind, p: &crate::config::OutputProfileConfig| -> Vec<Encode> {
+            p.encodes
+                .iter()
+                .filter(|e| e.kind == kind)
+                .map(|e| Encode {
+                    name: e.name.clone(),
+                    bypass: true,
+                    settings: Map::new(),
+                })
+                .collect()
+        };
+        AppSpec {
+            name: c.name.clone(),
+            app_type: "live".into(),
+            dynamic: None,
+            output_profiles: OutputProfiles {
+                output_profile: c
+                    .output_profiles
+                    .iter()
+                    .map(|p| OutputProfile {
+                        name: p.name.clone(),
+                        output_stream_name: p.output_stream_name.clone(),
+                        encodes: Encodes {
+                            videos: enc(EncodeKind::Video, p),
+                            audios: enc(EncodeKind::Audio, p),
+                            datas: enc(EncodeKind::Data, p),
+                        },
+                    })
+                    .collect(),
+            },
+            providers: Providers {
+                rtmp: c.rtmp.then(Empty::default),
+                srt: c.srt.then(Empty::default),
+                mpegts: c.mpegts.as_ref().map(|map| MpegtsProvider {
+                    stream_map: StreamMap {
+                        stream: map
+                            .iter()
+                            .map(|s| StreamMapItem {
+                                name: s.name.clone(),
+                                port: ports_text(&s.ports),
+                            })
+                            .collect(),
+                    },
+                }),
+            },
+            publishers: Publishers {
+                push: c.push.then(Empty::default),
+            },
+        }
+    }
+
+    /// Checks what serde cannot. The message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !super::vhost::valid_name(&self.name) {
+            return Err(format!(
+                "name [{}] must be 1-255 letters, digits, '-', '_' or '.'",
+                self.name
+            ));
+        }
+        if self.app_type != "live" {
+            return Err(format!(
+                "type [{}] is not supported; kiln serves live applications",
+                self.app_type
+            ));
+        }
+        let mut profile_names = Vec::new();
+        for p in &self.output_profiles.output_profile {
+            if p.name.is_empty() {
+                return Err("outputProfiles.outputProfile[].name must not be empty".into());
+            }
+            if profile_names.contains(&&p.name) {
+                return Err(format!("output profile [{}] appears twice", p.name));
+            }
+            profile_names.push(&p.name);
+            if p.output_stream_name.trim().is_empty() {
+                return Err(format!(
+                    "output profile [{}]: outputStreamName is empty",
+                    p.name
+                ));
+            }
+            for (kind, list) in [
+                ("videos", &p.encodes.videos),
+                ("audios", &p.encodes.audios),
+                ("datas", &p.encodes.datas),
+            ] {
+                for e in list {
+                    if e.name.is_empty() {
+                        return Err(format!(
+                            "output profile [{}]: encodes.{kind}[].name must not be empty",
+                            p.name
+                        ));
+                    }
+                    if !e.bypass && kind != "datas" {
+                        return Err(format!(
+                            "output profile [{}]: encode [{}] is not a bypass; kiln relays streams and does not transcode (set \"bypass\": true)",
+                            p.name, e.name
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(m) = &self.providers.mpegts {
+            for s in &m.stream_map.stream {
+                crate::config::parse_ports(&s.port).map_err(|e| {
+                    format!("providers.mpegts.streamMap.stream [{}]: port {e}", s.name)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn push_enabled(&self) -> bool {
+        self.publishers.push.is_some()
+    }
+
+    /// MPEG-TS port -> stream name, from the stream map.
+    pub fn mpegts_streams(&self) -> Vec<(u16, String)> {
+        let mut out = Vec::new();
+        if let Some(m) = &self.providers.mpegts {
+            for s in &m.stream_map.stream {
+                if let Ok((ports, _)) = crate::config::parse_ports(&s.port) {
+                    for p in ports {
+                        out.push((p, s.name.replace("${Port}", &p.to_string())));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The output streams a stream named `input` has: (output stream name,
+    /// profile). Without profiles, one output with the input's name.
+    pub fn output_names(&self, input: &str) -> Vec<(String, Option<&OutputProfile>)> {
+        if self.output_profiles.output_profile.is_empty() {
+            return vec![(input.to_string(), None)];
+        }
+        self.output_profiles
+            .output_profile
+            .iter()
+            .map(|p| {
+                (
+                    p.output_stream_name.replace("${OriginStreamName}", input),
+                    Some(p),
+                )
+            })
+            .collect()
+    }
+
+    /// Is `name` the name of some encode in some output profile?
+    pub fn has_encode(&self, name: &str) -> bool {
+        self.output_profiles.output_profile.iter().any(|p| {
+            p.encodes
+                .videos
+                .iter()
+                .chain(&p.encodes.audios)
+                .chain(&p.encodes.datas)
+                .any(|e| e.name == name)
+        })
+    }
+}
+
+impl OutputProfile {
+    /// The name a track of this kind carries in this profile's output:
+    /// the first encode of its kind.
+    pub fn encode_name(&self, target: EncodeTarget) -> Option<&str> {
+        match target {
+            EncodeTarget::Video => self.encodes.videos.first(),
+            EncodeTarget::Audio => self.encodes.audios.first(),
+            EncodeTarget::Data => self.encodes.datas.first(),
+        }
+        .map(|e| e.name.as_str())
+    }
+}
+
+fn ports_text(ports: &[u16]) -> String {
+    match (ports.first(), ports.last()) {
+        (Some(a), Some(b)) if ports.len() > 1 && (*b as usize - *a as usize + 1) == ports.len() => {
+            format!("{a}-{b}")
+        }
+        _ => ports
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ome_shape_round_trips() {
+        let json = r#"{"name":"app","type":"live","outputProfiles":{"outputProfile":[{"name":"bypass","outputStreamName":"${OriginStreamName}","encodes":{"videos":[{"name":"v","bypass":true}],"audios":[{"name":"a","bypass":true}]}}]},"providers":{"rtmp":{},"mpegts":{"streamMap":{"stream":[{"name":"s_${Port}","port":"4000-4001"}]}}},"publishers":{"push":{}}}"#;
+        let spec: AppSpec = serde_json::from_str(json).unwrap();
+        spec.validate().unwrap();
+        assert_eq!(serde_json::to_string(&spec).unwrap(), json);
+        assert_eq!(
+            spec.mpegts_streams(),
+            vec![(4000, "s_4000".to_string()), (4001, "s_4001".to_string())]
+        );
+        assert!(spec.push_enabled());
+        assert_eq!(spec.output_names("cam")[0].0, "cam");
+        assert!(spec.has_encode("a"));
+        assert!(!spec.has_encode("b"));
+    }
+
+    #[test]
+    fn transcoding_is_refused_clearly() {
+        let json = r#"{"name":"app","outputProfiles":{"outputProfile":[{"name":"p","encodes":{"audios":[{"name":"opus","codec":"opus","bitrate":128000}]}}]}}"#;
+        let spec: AppSpec = serde_json::from_str(json).unwrap();
+        let err = spec.validate().unwrap_err();
+        assert!(err.contains("does not transcode"), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_are_named() {
+        let err = serde_json::from_str::<AppSpec>(r#"{"name":"a","colour":1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("colour"));
+    }
+}

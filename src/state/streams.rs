@@ -1,0 +1,266 @@
+//! Live streams: what publishers are sending right now, keyed by
+//! vhost/app/name. A stream is created when a publisher starts (a second
+//! publisher of a live name is refused) and removed when it stops. Each
+//! stream keeps its tracks (codec, configuration, dimensions or sample
+//! rate) and its last GOP, so an output that starts mid-stream begins with
+//! a keyframe.
+//!
+//! Plain data: no sockets. The ingest glue calls in; the API reads.
+
+use crate::media::{Frame, MediaKind, Track, TrackId};
+use std::collections::HashMap;
+
+/// Most bytes (and frames) kept for the last GOP; past this the cache is
+/// dropped until the next keyframe.
+const GOP_MAX_BYTES: usize = 32 * 1024 * 1024;
+const GOP_MAX_FRAMES: usize = 4000;
+
+pub type StreamId = u64;
+
+/// How the stream comes in (OME's `sourceType` spelling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceType {
+    Rtmp,
+    Rtmps,
+    Srt,
+    MpegTs,
+}
+
+impl SourceType {
+    pub fn api_name(self) -> &'static str {
+        match self {
+            SourceType::Rtmp => "Rtmp",
+            SourceType::Rtmps => "Rtmps",
+            SourceType::Srt => "Srt",
+            SourceType::MpegTs => "MpegTs",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct LiveStream {
+    pub id: StreamId,
+    pub vhost: String,
+    pub app: String,
+    pub name: String,
+    pub source: SourceType,
+    /// Unix milliseconds.
+    pub created_ms: i64,
+    /// Opaque id of the publishing session (the loop's token).
+    pub publisher: u64,
+    tracks: Vec<Track>,
+    gop: Vec<Frame>,
+    gop_bytes: usize,
+    pub frames_in: u64,
+    pub bytes_in: u64,
+}
+
+impl LiveStream {
+    pub fn tracks(&self) -> &[Track] {
+        &self.tracks
+    }
+
+    pub fn track(&self, id: TrackId) -> Option<&Track> {
+        self.tracks.iter().find(|t| t.id == id)
+    }
+
+    /// Frames from the last video keyframe on (empty until one arrived).
+    pub fn gop(&self) -> &[Frame] {
+        &self.gop
+    }
+
+    fn has_video(&self) -> bool {
+        self.tracks.iter().any(|t| t.kind() == MediaKind::Video)
+    }
+}
+
+/// Why a stream could not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishError {
+    /// Another publisher sends this name now.
+    AlreadyPublishing,
+}
+
+#[derive(Debug, Default)]
+pub struct Streams {
+    streams: HashMap<StreamId, LiveStream>,
+    next_id: StreamId,
+}
+
+impl Streams {
+    /// Starts a stream; refused when the name is live.
+    pub fn start(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        name: &str,
+        source: SourceType,
+        publisher: u64,
+        now_ms: i64,
+    ) -> Result<StreamId, PublishError> {
+        if self.find(vhost, app, name).is_some() {
+            return Err(PublishError::AlreadyPublishing);
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        self.streams.insert(
+            id,
+            LiveStream {
+                id,
+                vhost: vhost.to_string(),
+                app: app.to_string(),
+                name: name.to_string(),
+                source,
+                created_ms: now_ms,
+                publisher,
+                tracks: Vec::new(),
+                gop: Vec::new(),
+                gop_bytes: 0,
+                frames_in: 0,
+                bytes_in: 0,
+            },
+        );
+        Ok(id)
+    }
+
+    pub fn end(&mut self, id: StreamId) -> Option<LiveStream> {
+        self.streams.remove(&id)
+    }
+
+    pub fn get(&self, id: StreamId) -> Option<&LiveStream> {
+        self.streams.get(&id)
+    }
+
+    pub fn find(&self, vhost: &str, app: &str, name: &str) -> Option<&LiveStream> {
+        self.streams
+            .values()
+            .find(|s| s.vhost == vhost && s.app == app && s.name == name)
+    }
+
+    /// Live streams of an application, oldest first.
+    pub fn of_app(&self, vhost: &str, app: &str) -> Vec<&LiveStream> {
+        let mut v: Vec<&LiveStream> = self
+            .streams
+            .values()
+            .filter(|s| s.vhost == vhost && s.app == app)
+            .collect();
+        v.sort_by_key(|s| s.id);
+        v
+    }
+
+    /// Ids of the streams of an app (or of every app of a host when `app`
+    /// is `None`), for ending them.
+    pub fn ids_of(&self, vhost: &str, app: Option<&str>) -> Vec<StreamId> {
+        self.streams
+            .values()
+            .filter(|s| s.vhost == vhost && app.is_none_or(|a| s.app == a))
+            .map(|s| s.id)
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// Sets (or changes) the stream's tracks. A changed codec configuration
+    /// drops the cached GOP (it was encoded with the old one).
+    pub fn set_tracks(&mut self, id: StreamId, tracks: Vec<Track>) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            if s.tracks != tracks {
+                s.tracks = tracks;
+                s.gop.clear();
+                s.gop_bytes = 0;
+            }
+        }
+    }
+
+    /// Records a frame: counters and the GOP cache.
+    pub fn on_frame(&mut self, id: StreamId, frame: &Frame) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        s.frames_in += 1;
+        s.bytes_in += frame.data.len() as u64;
+        let kind = s.track(frame.track).map(|t| t.kind());
+        let is_video = kind == Some(MediaKind::Video);
+        if is_video && frame.keyframe {
+            s.gop.clear();
+            s.gop_bytes = 0;
+        } else if s.gop.is_empty() && s.has_video() {
+            // Nothing before the first keyframe is useful to a new output.
+            return;
+        }
+        if !s.has_video() && frame.keyframe && s.gop_bytes > 256 * 1024 {
+            // Audio only: keep a short tail.
+            s.gop.clear();
+            s.gop_bytes = 0;
+        }
+        if s.gop.len() >= GOP_MAX_FRAMES || s.gop_bytes + frame.data.len() > GOP_MAX_BYTES {
+            s.gop.clear();
+            s.gop_bytes = 0;
+            return;
+        }
+        s.gop_bytes += frame.data.len();
+        s.gop.push(frame.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::media::{Codec, CodecConfig, VideoParams};
+    use bytes::Bytes;
+
+    fn video_track() -> Track {
+        Track {
+            id: 1,
+            codec: Codec::H264,
+            config: CodecConfig::None,
+            video: Some(VideoParams::default()),
+            audio: None,
+            bitrate: 0,
+        }
+    }
+
+    fn frame(key: bool, pts: i64) -> Frame {
+        Frame {
+            track: 1,
+            pts,
+            dts: pts,
+            keyframe: key,
+            data: Bytes::from_static(b"x"),
+        }
+    }
+
+    #[test]
+    fn second_publisher_is_refused() {
+        let mut s = Streams::default();
+        let id = s.start("v", "a", "cam", SourceType::Rtmp, 1, 0).unwrap();
+        assert_eq!(
+            s.start("v", "a", "cam", SourceType::Srt, 2, 0),
+            Err(PublishError::AlreadyPublishing)
+        );
+        assert!(s.start("v", "a", "cam2", SourceType::Srt, 2, 0).is_ok());
+        s.end(id);
+        assert!(s.start("v", "a", "cam", SourceType::Srt, 3, 0).is_ok());
+    }
+
+    #[test]
+    fn gop_starts_at_keyframe() {
+        let mut s = Streams::default();
+        let id = s.start("v", "a", "cam", SourceType::Rtmp, 1, 0).unwrap();
+        s.set_tracks(id, vec![video_track()]);
+        s.on_frame(id, &frame(false, 0));
+        assert!(s.get(id).unwrap().gop().is_empty());
+        s.on_frame(id, &frame(true, 1));
+        s.on_frame(id, &frame(false, 2));
+        assert_eq!(s.get(id).unwrap().gop().len(), 2);
+        s.on_frame(id, &frame(true, 3));
+        assert_eq!(s.get(id).unwrap().gop().len(), 1);
+        assert_eq!(s.get(id).unwrap().frames_in, 4);
+    }
+}
