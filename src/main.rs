@@ -5,7 +5,7 @@
 use kiln::api::Api;
 use kiln::config::{self, Config, ConfigError};
 use kiln::log::{self, Level};
-use kiln::server::{ApiListenerSpec, Server};
+use kiln::server::{Listen, ListenerSpec, Server, Service};
 use kiln::state::store::StateStore;
 use kiln::state::Registry;
 use kiln::tls::{self, ApiCertResolver, VhostCert, VhostCertResolver};
@@ -155,37 +155,66 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
         );
     }
 
-    let Some(api_config) = config.api.clone() else {
-        info!("API server disabled: no <Bind><Managers><API> in the configuration");
-        let api = Api::new(None, registry, store, None, vhost_certs, offset);
-        let server = Server::bind(api, Vec::new(), Default::default())
-            .map_err(|e| format!("cannot start: {e}"))?;
-        return server.run().map_err(|e| e.to_string());
+    let mut listen = Listen {
+        mpegts_quiet: config.providers.mpegts_quiet,
+        ..Listen::default()
     };
-    let api_resolver = certs.api.map(|k| Arc::new(ApiCertResolver::new(k)));
-    let mut listeners = Vec::new();
-    if let Some(port) = api_config.port {
-        listeners.push(ApiListenerSpec {
+    if let Some(port) = config.providers.rtmp_port {
+        listen.tcp.push(ListenerSpec {
+            service: Service::Rtmp,
             addr: SocketAddr::new(config.ip, port),
             tls: None,
         });
     }
-    if let (Some(port), Some(resolver)) = (api_config.tls_port, &api_resolver) {
-        listeners.push(ApiListenerSpec {
+    if let Some(port) = config.providers.rtmp_tls_port {
+        if vhost_certs.hosts().is_empty() {
+            warn!("RTMPS port {port}: no virtual host has a certificate yet; TLS handshakes fail until one does");
+        }
+        listen.tcp.push(ListenerSpec {
+            service: Service::Rtmp,
             addr: SocketAddr::new(config.ip, port),
-            tls: Some(tls::server_config(resolver.clone())),
+            tls: Some(tls::server_config(vhost_certs.clone())),
         });
     }
-    let limits = api_config.limits.clone();
+    for port in &config.providers.mpegts_ports {
+        listen.mpegts.push(SocketAddr::new(config.ip, *port));
+    }
+
+    let api_config = config.api.clone();
+    let limits = api_config
+        .as_ref()
+        .map(|a| a.limits.clone())
+        .unwrap_or_default();
+    let mut api_resolver = None;
+    match &api_config {
+        None => info!("API server disabled: no <Bind><Managers><API> in the configuration"),
+        Some(api_config) => {
+            api_resolver = certs.api.map(|k| Arc::new(ApiCertResolver::new(k)));
+            if let Some(port) = api_config.port {
+                listen.tcp.push(ListenerSpec {
+                    service: Service::Api,
+                    addr: SocketAddr::new(config.ip, port),
+                    tls: None,
+                });
+            }
+            if let (Some(port), Some(resolver)) = (api_config.tls_port, &api_resolver) {
+                listen.tcp.push(ListenerSpec {
+                    service: Service::Api,
+                    addr: SocketAddr::new(config.ip, port),
+                    tls: Some(tls::server_config(resolver.clone())),
+                });
+            }
+        }
+    }
     let api = Api::new(
-        Some(&api_config),
+        api_config.as_ref(),
         registry,
         store,
         api_resolver,
         vhost_certs,
         offset,
     );
-    let server = Server::bind(api, listeners, limits).map_err(|e| format!("cannot start: {e}"))?;
+    let server = Server::bind(api, listen, limits).map_err(|e| format!("cannot start: {e}"))?;
     info!("kiln {} started", env!("CARGO_PKG_VERSION"));
     server.run().map_err(|e| e.to_string())
 }

@@ -76,12 +76,27 @@ impl Default for HttpLimits {
 }
 
 /// `<Bind><Providers>`: where streams come in.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ProviderBinds {
     pub rtmp_port: Option<u16>,
     pub rtmp_tls_port: Option<u16>,
     pub srt_port: Option<u16>,
     pub mpegts_ports: Vec<u16>,
+    /// How long an MPEG-TS port may be quiet before its stream ends
+    /// (`<MPEGTS><StreamTimeoutMs>`, kiln extension; default 5 s).
+    pub mpegts_quiet: Duration,
+}
+
+impl Default for ProviderBinds {
+    fn default() -> Self {
+        ProviderBinds {
+            rtmp_port: None,
+            rtmp_tls_port: None,
+            srt_port: None,
+            mpegts_ports: Vec::new(),
+            mpegts_quiet: Duration::from_secs(5),
+        }
+    }
 }
 
 /// A virtual host declared in the file, with its applications.
@@ -734,6 +749,15 @@ impl Walker<'_> {
                             "MPEGTS" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
                                 match c.name.as_str() {
                                     "Port" => providers.mpegts_ports = w.udp_ports(c, p),
+                                    "StreamTimeoutMs" => {
+                                        if let Some(ms) = w.number::<u64>(c, p) {
+                                            if ms == 0 {
+                                                w.error(c, p, "must be greater than 0");
+                                            } else {
+                                                providers.mpegts_quiet = Duration::from_millis(ms);
+                                            }
+                                        }
+                                    }
                                     _ => return false,
                                 }
                                 true

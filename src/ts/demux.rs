@@ -317,7 +317,7 @@ impl Demuxer {
                 };
                 // The next packet's sync byte, when already here, vouches
                 // for this packet's length (a cut inside it shows there).
-                let next_ok = buf.get(pos + PACKET_SIZE).map_or(true, |&b| b == SYNC_BYTE);
+                let next_ok = buf.get(pos + PACKET_SIZE).is_none_or(|&b| b == SYNC_BYTE);
                 if packet[0] == SYNC_BYTE && next_ok {
                     self.handle_packet(packet);
                     pos += PACKET_SIZE;

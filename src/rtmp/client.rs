@@ -1,0 +1,759 @@
+//! [`ClientSession`]: the publishing side of RTMP that kiln runs to push a
+//! stream to another server (nginx-rtmp, ffmpeg -listen, YouTube, Facebook,
+//! Twitch...). Drives handshake -> connect -> releaseStream, FCPublish,
+//! createStream -> publish, then writes metadata, sequence headers and
+//! frames. Answers pings and sends acknowledgements.
+//!
+//! The command sequence copies ffmpeg's (`flashVer` "FMLE/3.0 ...",
+//! `type` "nonprivate", errors to releaseStream / FCPublish ignored), the
+//! most widely accepted. Frame times are rebased so the first frame sent is
+//! at 0 ms, and kept monotonic per track.
+//!
+//! Not here: sockets, TLS, reconnecting (the push task makes a new session),
+//! playing.
+
+use std::collections::VecDeque;
+
+use crate::media::{Codec, Frame, MediaKind, Ticks, Track, TrackId, TICKS_PER_MS};
+
+use super::amf0::{self, Amf0Value};
+use super::chunk::{csid, message_type, MessageStreamId, RtmpConnection, RtmpMessage};
+use super::command::{parse_command, write_command, Command};
+use super::flv;
+use super::handshake::ClientHandshake;
+use super::RtmpError;
+
+/// Where and what to publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// The application, e.g. "live2".
+    pub app: String,
+    /// The URL up to and including the application, e.g.
+    /// "rtmp://a.rtmp.youtube.com/live2".
+    pub tc_url: String,
+    /// The stream name to publish (may carry `?query`).
+    pub stream_key: String,
+    pub flash_ver: String,
+    /// Outgoing chunk size (announced right after the handshake).
+    pub chunk_size: u32,
+}
+
+impl ClientConfig {
+    /// A config with the default flashVer and chunk size (65536).
+    pub fn new(tc_url: &str, app: &str, stream_key: &str) -> Self {
+        ClientConfig {
+            app: app.to_owned(),
+            tc_url: tc_url.to_owned(),
+            stream_key: stream_key.to_owned(),
+            flash_ver: "FMLE/3.0 (compatible; kiln)".to_owned(),
+            chunk_size: 65536,
+        }
+    }
+
+    /// Splits `rtmp[s]://host[:port]/app[/instance]/key` at the last slash:
+    /// tcUrl is everything before it, app the path of the tcUrl, the key
+    /// everything after. `None` without a scheme, app or key.
+    pub fn from_url(url: &str) -> Option<Self> {
+        let (_, rest) = url.split_once("://")?;
+        let (_host, path) = rest.split_once('/')?;
+        let (app, key) = path.rsplit_once('/')?;
+        if app.is_empty() || key.is_empty() {
+            return None;
+        }
+        let tc_url = &url[..url.len() - key.len() - 1];
+        Some(Self::new(tc_url, app, key))
+    }
+}
+
+/// Where the session is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientState {
+    Handshaking,
+    /// connect sent, waiting for its _result.
+    Connecting,
+    /// createStream sent.
+    CreatingStream,
+    /// publish sent, waiting for NetStream.Publish.Start.
+    PublishPending,
+    Publishing,
+    /// close() was called.
+    Closed,
+    /// The server refused or the stream broke.
+    Failed,
+}
+
+/// What happened on a client session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// connect succeeded.
+    Connected,
+    /// NetStream.Publish.Start: send tracks and frames now.
+    Publishing,
+    /// The server said no (its description, or its code), or the stream
+    /// broke. The session is Failed.
+    Error(String),
+}
+
+const TXN_CONNECT: f64 = 1.0;
+const TXN_RELEASE: f64 = 2.0;
+const TXN_FCPUBLISH: f64 = 3.0;
+const TXN_CREATE_STREAM: f64 = 4.0;
+const TXN_PUBLISH: f64 = 5.0;
+
+#[derive(Debug, Clone, Copy)]
+struct OutTrack {
+    id: TrackId,
+    last_ms: i64,
+}
+
+/// The publishing side of one RTMP connection (see the module docs).
+#[derive(Debug)]
+pub struct ClientSession {
+    config: ClientConfig,
+    handshake: ClientHandshake,
+    conn: RtmpConnection,
+    state: ClientState,
+    events: VecDeque<ClientEvent>,
+    stream_id: MessageStreamId,
+    next_txn: f64,
+    video: Option<(OutTrack, Track)>,
+    audio: Option<(OutTrack, Track)>,
+    base_dts: Option<Ticks>,
+    scratch: Vec<u8>,
+}
+
+impl ClientSession {
+    /// Starts the session: C0 + C1 are pending output at once.
+    pub fn new(config: ClientConfig) -> Self {
+        let mut conn = RtmpConnection::default();
+        let handshake = ClientHandshake::new(conn.output.writer());
+        ClientSession {
+            config,
+            handshake,
+            conn,
+            state: ClientState::Handshaking,
+            events: VecDeque::new(),
+            stream_id: 0,
+            next_txn: TXN_PUBLISH + 1.0,
+            video: None,
+            audio: None,
+            base_dts: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn state(&self) -> ClientState {
+        self.state
+    }
+
+    pub fn is_publishing(&self) -> bool {
+        self.state == ClientState::Publishing
+    }
+
+    /// The next event, in order.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// Bytes to write to the socket. Its length is the backlog a push task
+    /// can watch to drop frames for a slow destination.
+    pub fn pending_output(&self) -> &[u8] {
+        self.conn.output.pending()
+    }
+
+    /// Marks `n` bytes of [`pending_output`](Self::pending_output) written.
+    pub fn consume_output(&mut self, n: usize) {
+        self.conn.output.consume(n);
+    }
+
+    /// Feeds bytes read from the socket. An error is fatal (the state is
+    /// then Failed).
+    pub fn handle_input(&mut self, data: &[u8]) -> Result<(), RtmpError> {
+        if matches!(self.state, ClientState::Closed | ClientState::Failed) {
+            return Err(RtmpError::Closed);
+        }
+        let r = self.input(data);
+        if let Err(e) = &r {
+            self.fail(e.to_string());
+        }
+        r
+    }
+
+    fn fail(&mut self, reason: String) {
+        if self.state != ClientState::Failed {
+            self.state = ClientState::Failed;
+            self.events.push_back(ClientEvent::Error(reason));
+        }
+    }
+
+    fn input(&mut self, mut data: &[u8]) -> Result<(), RtmpError> {
+        if !self.handshake.is_done() {
+            let n = self.handshake.handle(data, self.conn.output.writer())?;
+            data = &data[n..];
+            if !self.handshake.is_done() {
+                return Ok(());
+            }
+            self.after_handshake();
+        }
+        self.conn.handle_input(data)?;
+        while let Some(msg) = self.conn.next_message()? {
+            self.on_message(&msg)?;
+            if self.state == ClientState::Failed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn after_handshake(&mut self) {
+        self.conn.write_set_chunk_size(self.config.chunk_size);
+        let obj = Amf0Value::Object(vec![
+            ("app".into(), self.config.app.clone().into()),
+            ("type".into(), "nonprivate".into()),
+            ("flashVer".into(), self.config.flash_ver.clone().into()),
+            ("tcUrl".into(), self.config.tc_url.clone().into()),
+        ]);
+        self.send_command(0, "connect", TXN_CONNECT, &[obj]);
+        self.state = ClientState::Connecting;
+    }
+
+    fn send_command(
+        &mut self,
+        stream_id: MessageStreamId,
+        name: &str,
+        txn: f64,
+        values: &[Amf0Value],
+    ) {
+        self.scratch.clear();
+        write_command(&mut self.scratch, name, txn, values);
+        let cs = if stream_id == 0 {
+            csid::COMMAND
+        } else {
+            csid::STREAM
+        };
+        self.conn.write_message(
+            cs,
+            0,
+            message_type::COMMAND_AMF0,
+            stream_id,
+            &[&self.scratch],
+        );
+    }
+
+    fn on_message(&mut self, msg: &RtmpMessage) -> Result<(), RtmpError> {
+        if !matches!(
+            msg.type_id,
+            message_type::COMMAND_AMF0 | message_type::COMMAND_AMF3
+        ) {
+            return Ok(());
+        }
+        let Some(cmd) = parse_command(msg)? else {
+            return Ok(());
+        };
+        match cmd.name.as_str() {
+            "_result" => self.on_result(&cmd),
+            "_error" => {
+                let t = cmd.transaction_id;
+                // Adobe leftovers some servers refuse: ignore, as ffmpeg does.
+                if t != TXN_RELEASE && t != TXN_FCPUBLISH {
+                    self.fail(reason(&cmd, "request refused"));
+                }
+            }
+            "onStatus" => {
+                if cmd.status_level() == Some("error") {
+                    self.fail(reason(&cmd, "stream refused"));
+                } else if cmd.status_code() == Some("NetStream.Publish.Start")
+                    && self.state == ClientState::PublishPending
+                {
+                    self.state = ClientState::Publishing;
+                    self.events.push_back(ClientEvent::Publishing);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_result(&mut self, cmd: &Command) {
+        let t = cmd.transaction_id;
+        if t == TXN_CONNECT && self.state == ClientState::Connecting {
+            if cmd.status_level() == Some("error") {
+                self.fail(reason(cmd, "connect refused"));
+                return;
+            }
+            self.events.push_back(ClientEvent::Connected);
+            let key: Amf0Value = self.config.stream_key.clone().into();
+            self.send_command(
+                0,
+                "releaseStream",
+                TXN_RELEASE,
+                &[Amf0Value::Null, key.clone()],
+            );
+            self.send_command(0, "FCPublish", TXN_FCPUBLISH, &[Amf0Value::Null, key]);
+            self.send_command(0, "createStream", TXN_CREATE_STREAM, &[Amf0Value::Null]);
+            self.state = ClientState::CreatingStream;
+        } else if t == TXN_CREATE_STREAM && self.state == ClientState::CreatingStream {
+            let id = cmd
+                .args
+                .iter()
+                .find_map(Amf0Value::as_f64)
+                .filter(|v| *v >= 1.0 && *v <= f64::from(u32::MAX))
+                .map(|v| v as u32);
+            let Some(id) = id else {
+                self.fail("createStream returned no stream id".into());
+                return;
+            };
+            self.stream_id = id;
+            let key: Amf0Value = self.config.stream_key.clone().into();
+            self.send_command(
+                id,
+                "publish",
+                TXN_PUBLISH,
+                &[Amf0Value::Null, key, "live".into()],
+            );
+            self.state = ClientState::PublishPending;
+        }
+    }
+
+    fn require_publishing(&self) -> Result<(), RtmpError> {
+        match self.state {
+            ClientState::Publishing => Ok(()),
+            ClientState::Closed | ClientState::Failed => Err(RtmpError::Closed),
+            _ => Err(RtmpError::Protocol("not publishing yet")),
+        }
+    }
+
+    /// Announces the tracks: @setDataFrame onMetaData, then the sequence
+    /// headers. The first video (H.264/H.265) and the first audio (AAC/MP3)
+    /// track are sent; frames of other tracks are ignored. Call again when
+    /// a track's configuration changes.
+    pub fn send_tracks(&mut self, tracks: &[Track]) -> Result<(), RtmpError> {
+        self.require_publishing()?;
+        let video = tracks
+            .iter()
+            .find(|t| matches!(t.codec, Codec::H264 | Codec::H265));
+        let audio = tracks
+            .iter()
+            .find(|t| matches!(t.codec, Codec::Aac | Codec::Mp3));
+        let keep = |old: &Option<(OutTrack, Track)>, t: &Track| OutTrack {
+            id: t.id,
+            last_ms: old.as_ref().map_or(0, |(o, _)| o.last_ms),
+        };
+        self.video = video.map(|t| (keep(&self.video, t), t.clone()));
+        self.audio = audio.map(|t| (keep(&self.audio, t), t.clone()));
+
+        self.scratch.clear();
+        amf0::encode_all(
+            &[
+                "@setDataFrame".into(),
+                "onMetaData".into(),
+                Amf0Value::EcmaArray(metadata(video, audio)),
+            ],
+            &mut self.scratch,
+        );
+        self.conn.write_message(
+            csid::STREAM,
+            0,
+            message_type::DATA_AMF0,
+            self.stream_id,
+            &[&self.scratch],
+        );
+        if let Some((o, t)) = &self.video {
+            self.scratch.clear();
+            flv::write_video_sequence_header(t, &mut self.scratch)?;
+            let ts = o.last_ms as u32;
+            self.conn.write_message(
+                csid::VIDEO,
+                ts,
+                message_type::VIDEO,
+                self.stream_id,
+                &[&self.scratch],
+            );
+        }
+        if let Some((o, t)) = &self.audio {
+            self.scratch.clear();
+            if flv::write_audio_sequence_header(t, &mut self.scratch)? {
+                let ts = o.last_ms as u32;
+                self.conn.write_message(
+                    csid::AUDIO,
+                    ts,
+                    message_type::AUDIO,
+                    self.stream_id,
+                    &[&self.scratch],
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one frame of an announced track (others are ignored).
+    pub fn send_frame(&mut self, frame: &Frame) -> Result<(), RtmpError> {
+        self.require_publishing()?;
+        let kind = match (&self.video, &self.audio) {
+            (Some((o, _)), _) if o.id == frame.track => MediaKind::Video,
+            (_, Some((o, _))) if o.id == frame.track => MediaKind::Audio,
+            _ => return Ok(()),
+        };
+        let base = *self.base_dts.get_or_insert(frame.dts);
+        let ms = |t: Ticks| t.saturating_sub(base).div_euclid(TICKS_PER_MS);
+        let (out, track) = match kind {
+            MediaKind::Video => self.video.as_mut(),
+            _ => self.audio.as_mut(),
+        }
+        .ok_or(RtmpError::Closed)?;
+        let dts_ms = ms(frame.dts).max(out.last_ms);
+        out.last_ms = dts_ms;
+        let ts = dts_ms as u32; // wraps after 49 days, as RTMP does
+        if kind == MediaKind::Video {
+            let cts = ms(frame.pts).saturating_sub(dts_ms).clamp(0, 0x7F_FFFF) as i32;
+            let (h, n) = flv::video_frame_header(track.codec, frame.keyframe, cts)?;
+            self.conn.write_message(
+                csid::VIDEO,
+                ts,
+                message_type::VIDEO,
+                self.stream_id,
+                &[&h[..n], &frame.data],
+            );
+        } else {
+            let (h, n) = flv::audio_frame_header(track)?;
+            self.conn.write_message(
+                csid::AUDIO,
+                ts,
+                message_type::AUDIO,
+                self.stream_id,
+                &[&h[..n], &frame.data],
+            );
+        }
+        Ok(())
+    }
+
+    /// Ends the publishing: FCUnpublish and deleteStream. The state becomes
+    /// Closed; flush the output, then close the socket.
+    pub fn close(&mut self) {
+        if matches!(
+            self.state,
+            ClientState::Publishing | ClientState::PublishPending
+        ) {
+            let key: Amf0Value = self.config.stream_key.clone().into();
+            let t = self.txn();
+            self.send_command(0, "FCUnpublish", t, &[Amf0Value::Null, key]);
+            let t = self.txn();
+            let id = f64::from(self.stream_id);
+            self.send_command(0, "deleteStream", t, &[Amf0Value::Null, id.into()]);
+        }
+        if self.state != ClientState::Failed {
+            self.state = ClientState::Closed;
+        }
+    }
+
+    fn txn(&mut self) -> f64 {
+        self.next_txn += 1.0;
+        self.next_txn
+    }
+}
+
+fn reason(cmd: &Command, fallback: &str) -> String {
+    cmd.status_description()
+        .filter(|d| !d.is_empty())
+        .or(cmd.status_code())
+        .unwrap_or(fallback)
+        .to_owned()
+}
+
+/// The onMetaData properties for the announced tracks.
+fn metadata(video: Option<&Track>, audio: Option<&Track>) -> Vec<(String, Amf0Value)> {
+    let mut m: Vec<(String, Amf0Value)> = vec![("duration".into(), 0.0.into())];
+    if let Some(v) = video {
+        let p = v.video.unwrap_or_default();
+        if p.width > 0 && p.height > 0 {
+            m.push(("width".into(), f64::from(p.width).into()));
+            m.push(("height".into(), f64::from(p.height).into()));
+        }
+        if p.framerate > 0.0 {
+            m.push(("framerate".into(), p.framerate.into()));
+        }
+        let id = match v.codec {
+            Codec::H265 => f64::from(u32::from_be_bytes(*b"hvc1")),
+            _ => 7.0,
+        };
+        m.push(("videocodecid".into(), id.into()));
+        if v.bitrate > 0 {
+            m.push((
+                "videodatarate".into(),
+                (f64::from(v.bitrate) / 1000.0).into(),
+            ));
+        }
+    }
+    if let Some(a) = audio {
+        let id = if a.codec == Codec::Mp3 { 2.0 } else { 10.0 };
+        m.push(("audiocodecid".into(), id.into()));
+        if let Some(p) = a.audio {
+            m.push(("audiosamplerate".into(), f64::from(p.sample_rate).into()));
+            m.push(("audiosamplesize".into(), 16.0.into()));
+            m.push(("stereo".into(), (p.channels > 1).into()));
+            m.push(("audiochannels".into(), f64::from(p.channels).into()));
+        }
+        if a.bitrate > 0 {
+            m.push((
+                "audiodatarate".into(),
+                (f64::from(a.bitrate) / 1000.0).into(),
+            ));
+        }
+    }
+    m.push(("encoder".into(), "kiln".into()));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rtmp::flv::tests::{aac_track, h264_track};
+    use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
+    use bytes::Bytes;
+    use proptest::prelude::*;
+
+    #[test]
+    fn url_split() {
+        let c = ClientConfig::from_url("rtmp://a.rtmp.youtube.com/live2/abcd-efgh").unwrap();
+        assert_eq!(c.app, "live2");
+        assert_eq!(c.tc_url, "rtmp://a.rtmp.youtube.com/live2");
+        assert_eq!(c.stream_key, "abcd-efgh");
+        let c = ClientConfig::from_url("rtmps://h:443/app/inst/key?x=1").unwrap();
+        assert_eq!(c.app, "app/inst");
+        assert_eq!(c.tc_url, "rtmps://h:443/app/inst");
+        assert_eq!(c.stream_key, "key?x=1");
+        assert!(ClientConfig::from_url("rtmp://host/app").is_none());
+        assert!(ClientConfig::from_url("host/app/key").is_none());
+    }
+
+    /// Shuttles bytes both ways, cutting every transfer into pieces of the
+    /// sizes in `splits` (cycled). Returns the server's events.
+    fn pump(
+        c: &mut ClientSession,
+        s: &mut ServerSession,
+        splits: &[usize],
+        k: &mut usize,
+        accept: bool,
+    ) -> Vec<ServerEvent> {
+        let mut events = Vec::new();
+        loop {
+            let mut moved = false;
+            while !c.pending_output().is_empty() {
+                let n = splits[*k % splits.len()].min(c.pending_output().len());
+                *k += 1;
+                let chunk = c.pending_output()[..n].to_vec();
+                c.consume_output(n);
+                s.handle_input(&chunk).unwrap();
+                moved = true;
+            }
+            while let Some(e) = s.poll_event() {
+                match &e {
+                    ServerEvent::Connect { .. } => s.accept_connect(),
+                    ServerEvent::Publish { .. } if accept => s.accept_publish(),
+                    ServerEvent::Publish { .. } => s.reject_publish("go away"),
+                    _ => {}
+                }
+                events.push(e);
+            }
+            while !s.pending_output().is_empty() {
+                let n = splits[*k % splits.len()].min(s.pending_output().len());
+                *k += 1;
+                let chunk = s.pending_output()[..n].to_vec();
+                s.consume_output(n);
+                let _ = c.handle_input(&chunk);
+                moved = true;
+            }
+            if !moved {
+                return events;
+            }
+        }
+    }
+
+    fn frames() -> Vec<Frame> {
+        let mut v = Vec::new();
+        for i in 0..30i64 {
+            let dts = 900_000 + i * 2970;
+            v.push(Frame {
+                track: 1,
+                pts: dts + 5940,
+                dts,
+                keyframe: i % 10 == 0,
+                data: Bytes::from(vec![
+                    0,
+                    0,
+                    0,
+                    3,
+                    if i % 10 == 0 { 0x65 } else { 0x41 },
+                    i as u8,
+                    7,
+                ]),
+            });
+            v.push(Frame {
+                track: 2,
+                pts: dts + 90,
+                dts: dts + 90,
+                keyframe: true,
+                data: Bytes::from(vec![0x21, i as u8]),
+            });
+        }
+        v
+    }
+
+    fn publish_through(splits: &[usize], n_bytes: usize) {
+        let mut c = ClientSession::new(ClientConfig::from_url("rtmp://h/live/key").unwrap());
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut k = 0;
+        let ev = pump(&mut c, &mut s, splits, &mut k, true);
+        assert!(
+            matches!(&ev[0], ServerEvent::Connect { app, tc_url, .. } if app == "live" && tc_url == "rtmp://h/live")
+        );
+        assert!(matches!(&ev[1], ServerEvent::Publish { stream_name, .. } if stream_name == "key"));
+        assert_eq!(c.poll_event(), Some(ClientEvent::Connected));
+        assert_eq!(c.poll_event(), Some(ClientEvent::Publishing));
+        let tracks = vec![h264_track(), aac_track()];
+        c.send_tracks(&tracks).unwrap();
+        let sent = frames();
+        let mut ev = Vec::new();
+        for f in &sent {
+            c.send_frame(f).unwrap();
+            if n_bytes > 0 && c.pending_output().len() > n_bytes {
+                ev.extend(pump(&mut c, &mut s, splits, &mut k, true));
+            }
+        }
+        ev.extend(pump(&mut c, &mut s, splits, &mut k, true));
+        c.close();
+        ev.extend(pump(&mut c, &mut s, splits, &mut k, true));
+        assert!(matches!(&ev[0], ServerEvent::Metadata(m) if m.get_f64("width") == Some(640.0)));
+        let ServerEvent::TracksChanged(t) = &ev[2] else {
+            panic!("{:?}", ev[2])
+        };
+        assert_eq!(t[0].config, tracks[0].config);
+        assert_eq!(t[1].config, tracks[1].config);
+        let got: Vec<&Frame> = ev
+            .iter()
+            .filter_map(|e| match e {
+                ServerEvent::Frame(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got.len(), sent.len());
+        for (g, f) in got.iter().zip(&sent) {
+            assert_eq!(g.track, f.track);
+            assert_eq!(g.dts, f.dts - 900_000);
+            assert_eq!(g.pts, f.pts - 900_000);
+            assert_eq!(g.keyframe, f.keyframe);
+            assert_eq!(g.data, f.data);
+        }
+        assert_eq!(ev.last(), Some(&ServerEvent::Unpublish));
+    }
+
+    #[test]
+    fn client_publishes_to_server_in_memory() {
+        publish_through(&[usize::MAX], 0);
+        publish_through(&[1], 100);
+        publish_through(&[7, 1500, 3, 64000], 10);
+    }
+
+    #[test]
+    fn hevc_publishes_over_enhanced_rtmp() {
+        let mut c = ClientSession::new(ClientConfig::from_url("rtmp://h/live/key").unwrap());
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut k = 0;
+        pump(&mut c, &mut s, &[usize::MAX], &mut k, true);
+        let track = crate::rtmp::flv::tests::h265_track();
+        c.send_tracks(std::slice::from_ref(&track)).unwrap();
+        let frames: Vec<Frame> = (0..5i64)
+            .map(|i| Frame {
+                track: 1,
+                pts: i * 3600 + if i % 2 == 1 { 7200 } else { 0 },
+                dts: i * 3600,
+                keyframe: i == 0,
+                data: Bytes::from(vec![
+                    0,
+                    0,
+                    0,
+                    3,
+                    if i == 0 { 0x26 } else { 0x02 },
+                    1,
+                    i as u8,
+                ]),
+            })
+            .collect();
+        for f in &frames {
+            c.send_frame(f).unwrap();
+        }
+        let ev = pump(&mut c, &mut s, &[usize::MAX], &mut k, true);
+        assert!(matches!(&ev[0], ServerEvent::Metadata(m)
+            if m.get_f64("videocodecid") == Some(f64::from(u32::from_be_bytes(*b"hvc1")))));
+        let ServerEvent::TracksChanged(t) = &ev[1] else {
+            panic!("{:?}", ev[1])
+        };
+        assert_eq!(t[0].config, track.config);
+        let got: Vec<Frame> = ev
+            .into_iter()
+            .filter_map(|e| match e {
+                ServerEvent::Frame(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, frames);
+    }
+
+    #[test]
+    fn rejected_publish_reaches_client() {
+        let mut c = ClientSession::new(ClientConfig::from_url("rtmp://h/live/key").unwrap());
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut k = 0;
+        pump(&mut c, &mut s, &[usize::MAX], &mut k, false);
+        assert_eq!(c.poll_event(), Some(ClientEvent::Connected));
+        assert_eq!(c.poll_event(), Some(ClientEvent::Error("go away".into())));
+        assert_eq!(c.state(), ClientState::Failed);
+        assert!(c.send_frame(&frames()[0]).is_err());
+    }
+
+    #[test]
+    fn timestamps_rebased_and_monotonic() {
+        let mut c = ClientSession::new(ClientConfig::from_url("rtmp://h/live/key").unwrap());
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut k = 0;
+        pump(&mut c, &mut s, &[usize::MAX], &mut k, true);
+        c.send_tracks(&[h264_track(), aac_track()]).unwrap();
+        let mk = |track, dts| Frame {
+            track,
+            pts: dts,
+            dts,
+            keyframe: true,
+            data: Bytes::from_static(&[0, 0, 0, 1, 0x65]),
+        };
+        for f in [
+            mk(1, 9000),
+            mk(2, 8100),
+            mk(1, 11970),
+            mk(1, 10980),
+            mk(7, 0),
+        ] {
+            c.send_frame(&f).unwrap();
+        }
+        let ev = pump(&mut c, &mut s, &[usize::MAX], &mut k, true);
+        let dts: Vec<(u32, i64)> = ev
+            .iter()
+            .filter_map(|e| match e {
+                ServerEvent::Frame(f) => Some((f.track, f.dts)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dts, vec![(1, 0), (2, 0), (1, 2970), (1, 2970)]);
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..8000)) {
+            crate::rtmp::fuzz::fuzz_client(&data);
+        }
+
+        #[test]
+        fn any_split_publishes(splits in prop::collection::vec(1usize..5000, 1..10)) {
+            publish_through(&splits, 50);
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! MPEG-TS over UDP ingest: one socket per configured port. The first
+//! datagram on a port starts the stream its application's `<StreamMap>`
+//! names for that port; the demuxer joins mid-stream and resyncs after
+//! loss; the stream ends after a quiet period without datagrams.
+
+use super::rtmp_ingest::IngestOutput;
+use crate::state::streams::{SourceType, StreamId};
+use crate::state::Registry;
+use crate::ts::{DemuxEvent, Demuxer};
+use mio::net::UdpSocket;
+use std::io;
+use std::time::{Duration, Instant};
+
+/// Largest datagram read (UDP's maximum payload).
+const MAX_DATAGRAM: usize = 65_536;
+
+struct Session {
+    demuxer: Demuxer,
+    stream: StreamId,
+    last_datagram: Instant,
+}
+
+pub struct TsPort {
+    socket: UdpSocket,
+    pub port: u16,
+    quiet: Duration,
+    session: Option<Session>,
+    buf: Vec<u8>,
+    owner: u64,
+    /// Datagrams dropped because no application maps this port.
+    unmapped: u64,
+}
+
+/// The (vhost, app, stream name) a port feeds: the first application, in
+/// registry order, whose stream map has the port.
+pub fn mapped_stream(registry: &Registry, port: u16) -> Option<(String, String, String)> {
+    registry.vhosts().iter().find_map(|v| {
+        v.apps.iter().find_map(|a| {
+            a.mpegts_streams()
+                .into_iter()
+                .find(|(p, _)| *p == port)
+                .map(|(_, name)| (v.spec.name.clone(), a.name.clone(), name))
+        })
+    })
+}
+
+impl TsPort {
+    pub fn new(socket: UdpSocket, port: u16, quiet: Duration, owner: u64) -> Self {
+        TsPort {
+            socket,
+            port,
+            quiet,
+            session: None,
+            buf: vec![0u8; MAX_DATAGRAM],
+            owner,
+            unmapped: 0,
+        }
+    }
+
+    pub fn socket_mut(&mut self) -> &mut UdpSocket {
+        &mut self.socket
+    }
+
+    pub fn stream(&self) -> Option<StreamId> {
+        self.session.as_ref().map(|s| s.stream)
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.session.as_ref().map(|s| s.last_datagram + self.quiet)
+    }
+
+    pub fn on_ready(&mut self, registry: &mut Registry, now: Instant, out: &mut IngestOutput) {
+        loop {
+            let n = match self.socket.recv_from(&mut self.buf) {
+                Ok((n, _)) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    crate::debug!("mpegts port {}: recv: {e}", self.port);
+                    return;
+                }
+            };
+            if self.session.is_none() && !self.start(registry, now, out) {
+                continue;
+            }
+            let Some(session) = self.session.as_mut() else {
+                continue;
+            };
+            session.last_datagram = now;
+            session.demuxer.push(&self.buf[..n]);
+            let id = session.stream;
+            while let Some(event) = session.demuxer.poll_event() {
+                match event {
+                    DemuxEvent::TracksChanged(tracks) => {
+                        registry.streams.set_tracks(id, tracks);
+                        out.tracks_changed = true;
+                    }
+                    DemuxEvent::Frame(frame) => {
+                        registry.streams.on_frame(id, &frame);
+                        out.frames.push(frame);
+                    }
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, registry: &mut Registry, now: Instant, out: &mut IngestOutput) -> bool {
+        let Some((vhost, app, name)) = mapped_stream(registry, self.port) else {
+            if self.unmapped == 0 {
+                crate::warn!(
+                    "mpegts port {}: datagrams arrive but no application's StreamMap has this port; dropping them",
+                    self.port
+                );
+            }
+            self.unmapped += 1;
+            return false;
+        };
+        match registry.streams.start(
+            &vhost,
+            &app,
+            &name,
+            SourceType::MpegTs,
+            self.owner,
+            crate::clock::unix_millis_now(),
+        ) {
+            Ok(id) => {
+                crate::info!(
+                    "stream [{vhost}/{app}/{name}] started by MPEG-TS on UDP port {}",
+                    self.port
+                );
+                self.session = Some(Session {
+                    demuxer: Demuxer::new(),
+                    stream: id,
+                    last_datagram: now,
+                });
+                out.started = Some(id);
+                true
+            }
+            Err(_) => {
+                if self.unmapped == 0 {
+                    crate::warn!(
+                        "mpegts port {}: stream [{vhost}/{app}/{name}] is already published by another source; dropping datagrams",
+                        self.port
+                    );
+                }
+                self.unmapped += 1;
+                false
+            }
+        }
+    }
+
+    /// The quiet period passed (or the app restarted): the stream ends; the
+    /// next datagram starts it again.
+    pub fn end(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
+        if let Some(session) = self.session.take() {
+            if let Some(s) = registry.streams.end(session.stream) {
+                crate::info!(
+                    "stream [{}/{}/{}] ended (MPEG-TS port {} quiet; {} frames in)",
+                    s.vhost,
+                    s.app,
+                    s.name,
+                    self.port,
+                    s.frames_in
+                );
+            }
+            out.ended = Some(session.stream);
+        }
+        self.unmapped = 0;
+    }
+}
