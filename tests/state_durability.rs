@@ -123,6 +123,7 @@ fn state_host_taken_by_the_config_is_skipped() {
         port,
         tls_port: None,
         log: dir.join("kiln.log"),
+        media: MediaPorts::default(),
     };
     s.spawn();
     let list = s.request("GET", "/v1/vhosts", None).json();

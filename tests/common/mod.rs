@@ -58,6 +58,11 @@ pub struct ServerOptions {
     pub host_names: Vec<String>,
     pub limits: String,
     pub extra_vhosts: String,
+    /// Open the media ports (RTMP, MPEG-TS/UDP, SRT; RTMPS when
+    /// `vhost_tls` is set).
+    pub media: bool,
+    /// The default vhost's certificate (served on RTMPS by SNI).
+    pub vhost_tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl Default for ServerOptions {
@@ -68,6 +73,8 @@ impl Default for ServerOptions {
             host_names: vec!["*".into()],
             limits: String::new(),
             extra_vhosts: String::new(),
+            media: false,
+            vhost_tls: None,
         }
     }
 }
@@ -79,6 +86,24 @@ pub struct Server {
     pub port: u16,
     pub tls_port: Option<u16>,
     pub log: PathBuf,
+    pub media: MediaPorts,
+}
+
+/// The media ports of a server (0 when not opened).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MediaPorts {
+    pub rtmp: u16,
+    pub rtmps: u16,
+    pub mpegts: u16,
+    pub srt: u16,
+}
+
+/// A free UDP port on 127.0.0.1.
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .expect("no free UDP port")
 }
 
 pub fn kiln_bin() -> &'static str {
@@ -86,6 +111,57 @@ pub fn kiln_bin() -> &'static str {
 }
 
 pub fn write_config(dir: &Path, port: u16, tls_port: Option<u16>, opts: &ServerOptions) -> PathBuf {
+    write_config_with_media(dir, port, tls_port, opts, MediaPorts::default())
+}
+
+pub fn write_config_with_media(
+    dir: &Path,
+    port: u16,
+    tls_port: Option<u16>,
+    opts: &ServerOptions,
+    media: MediaPorts,
+) -> PathBuf {
+    let mut providers = String::new();
+    if media.rtmp != 0 {
+        providers.push_str(&format!("<RTMP><Port>{}</Port>", media.rtmp));
+        if media.rtmps != 0 {
+            providers.push_str(&format!("<TLSPort>{}</TLSPort>", media.rtmps));
+        }
+        providers.push_str("</RTMP>");
+    }
+    if media.srt != 0 {
+        providers.push_str(&format!("<SRT><Port>{}</Port></SRT>", media.srt));
+    }
+    if media.mpegts != 0 {
+        providers.push_str(&format!(
+            "<MPEGTS><Port>{}/udp</Port><StreamTimeoutMs>1000</StreamTimeoutMs></MPEGTS>",
+            media.mpegts
+        ));
+    }
+    let providers = if providers.is_empty() {
+        String::new()
+    } else {
+        format!("<Providers>{providers}</Providers>")
+    };
+    let stream_map = if media.mpegts != 0 {
+        format!(
+            "<MPEGTS><StreamMap><Stream><Name>ts_${{Port}}</Name><Port>{}</Port></Stream></StreamMap></MPEGTS>",
+            media.mpegts
+        )
+    } else {
+        String::new()
+    };
+    let vhost_tls = opts
+        .vhost_tls
+        .as_ref()
+        .map(|(c, k)| {
+            format!(
+                "<TLS><CertPath>{}</CertPath><KeyPath>{}</KeyPath></TLS>",
+                c.display(),
+                k.display()
+            )
+        })
+        .unwrap_or_default();
     let tls_bind = tls_port
         .map(|p| format!("<TLSPort>{p}</TLSPort>"))
         .unwrap_or_default();
@@ -115,7 +191,7 @@ pub fn write_config(dir: &Path, port: u16, tls_port: Option<u16>, opts: &ServerO
 <Server version="8">
   <Name>kiln-test</Name>
   <IP>127.0.0.1</IP>
-  <Bind><Managers><API><Port>{port}</Port>{tls_bind}</API></Managers></Bind>
+  <Bind><Managers><API><Port>{port}</Port>{tls_bind}</API></Managers>{providers}</Bind>
   <Managers>
     <Host><Names>{names}</Names>{tls_files}</Host>
     <API>
@@ -127,13 +203,13 @@ pub fn write_config(dir: &Path, port: u16, tls_port: Option<u16>, opts: &ServerO
   <VirtualHosts>
     <VirtualHost>
       <Name>default</Name>
-      <Host><Names><Name>*</Name></Names></Host>
+      <Host><Names><Name>*</Name></Names>{vhost_tls}</Host>
       <Applications><Application><Name>app</Name><Type>live</Type>
         <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes>
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
         </Encodes></OutputProfile></OutputProfiles>
-        <Providers><RTMP/></Providers><Publishers><Push/></Publishers>
+        <Providers><RTMP/><SRT/>{stream_map}</Providers><Publishers><Push/></Publishers>
       </Application></Applications>
     </VirtualHost>
     {extra}
@@ -157,8 +233,23 @@ impl Server {
         let dir = temp_dir(tag);
         let port = free_port();
         let tls_port = opts.tls.as_ref().map(|_| free_port());
-        let config = write_config(&dir, port, tls_port, &opts);
+        let media = if opts.media {
+            MediaPorts {
+                rtmp: free_port(),
+                rtmps: if opts.vhost_tls.is_some() {
+                    free_port()
+                } else {
+                    0
+                },
+                mpegts: free_udp_port(),
+                srt: free_udp_port(),
+            }
+        } else {
+            MediaPorts::default()
+        };
+        let config = write_config_with_media(&dir, port, tls_port, &opts, media);
         let mut s = Server {
+            media,
             child: None,
             dir: dir.clone(),
             config,

@@ -1,0 +1,293 @@
+//! Streams in, from real publishers: ffmpeg over RTMP, RTMPS (checking the
+//! vhost certificate) and MPEG-TS over UDP. Each stream must show in the API
+//! with its codecs, size and sample rate, and go when the publisher stops.
+//! Hostile bytes on every media port never stop the server.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// ffmpeg publishing a test pattern (H.264 + AAC) for `secs` seconds.
+fn publish(secs: u32, extra: &[&str], format: &str, url: &str) -> Child {
+    let secs = secs.to_string();
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args([
+            "-t",
+            &secs,
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "25",
+        ])
+        .args(["-c:a", "aac", "-ac", "2"])
+        .args(extra)
+        .args(["-f", format, url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if t0.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn stream_json(s: &Server, name: &str) -> Option<Value> {
+    let r = s.request(
+        "GET",
+        &format!("/v1/vhosts/default/apps/app/streams/{name}"),
+        None,
+    );
+    (r.status == 200).then(|| r.json()["response"].clone())
+}
+
+/// Waits for the stream to show with both tracks known.
+fn wait_for_tracks(s: &Server, name: &str) -> Value {
+    wait_until(Duration::from_secs(10), || {
+        stream_json(s, name).filter(|v| {
+            v["input"]["tracks"]
+                .as_array()
+                .is_some_and(|t| t.len() == 2)
+        })
+    })
+    .unwrap_or_else(|| panic!("stream {name} never showed with two tracks"))
+}
+
+fn check_tracks(v: &Value, source: &str) {
+    assert_eq!(v["input"]["sourceType"], source);
+    let tracks = v["input"]["tracks"].as_array().unwrap();
+    let video = tracks
+        .iter()
+        .find(|t| t["type"] == "Video")
+        .expect("video track");
+    assert_eq!(video["video"]["codec"], "H264");
+    assert_eq!(video["video"]["width"], 640);
+    assert_eq!(video["video"]["height"], 360);
+    assert_eq!(video["video"]["framerate"], 25.0);
+    let audio = tracks
+        .iter()
+        .find(|t| t["type"] == "Audio")
+        .expect("audio track");
+    assert_eq!(audio["audio"]["codec"], "AAC");
+    assert_eq!(audio["audio"]["samplerate"], 48000);
+    assert_eq!(audio["audio"]["channel"], 2);
+    // The output carries the encode names of the output profile.
+    let out = &v["outputs"][0];
+    let names: Vec<&str> = out["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"bypass_video") && names.contains(&"bypass_audio"),
+        "{names:?}"
+    );
+}
+
+fn wait_gone(s: &Server, name: &str) {
+    wait_until(Duration::from_secs(10), || {
+        stream_json(s, name).is_none().then_some(())
+    })
+    .unwrap_or_else(|| panic!("stream {name} did not go away"));
+}
+
+fn media_server(tag: &str) -> Server {
+    Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn rtmp_stream_appears_and_goes() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = media_server("rtmp");
+    let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
+    let mut ff = publish(3, &[], "flv", &url);
+    let v = wait_for_tracks(&s, "cam");
+    check_tracks(&v, "Rtmp");
+    let list = s
+        .request("GET", "/v1/vhosts/default/apps/app/streams", None)
+        .json();
+    assert_eq!(list["response"], serde_json::json!(["cam"]));
+    assert!(ff.wait().unwrap().success());
+    wait_gone(&s, "cam");
+}
+
+#[test]
+fn rtmp_second_publisher_and_unknown_app_are_refused() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = media_server("rtmprefuse");
+    let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
+    let mut first = publish(6, &[], "flv", &url);
+    wait_for_tracks(&s, "cam");
+    let second = publish(2, &[], "flv", &url).wait_with_output().unwrap();
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("already being published"), "{err}");
+    let unknown = publish(
+        1,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/nope/cam", s.media.rtmp),
+    )
+    .wait_with_output()
+    .unwrap();
+    assert!(!unknown.status.success());
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        err.contains("Could not find the application: [default/nope]"),
+        "{err}"
+    );
+    // the first publisher was not disturbed
+    assert!(stream_json(&s, "cam").is_some());
+    let _ = first.kill();
+    let _ = first.wait();
+    wait_gone(&s, "cam");
+}
+
+#[test]
+fn rtmps_uses_the_vhost_certificate_and_sees_reloads() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let certs = temp_dir("rtmps-certs");
+    let (cert, key) = make_cert(&certs, "vhost");
+    let old_ca = certs.join("old-ca.pem");
+    std::fs::copy(&cert, &old_ca).unwrap();
+    let s = Server::start_with(
+        "rtmps",
+        ServerOptions {
+            media: true,
+            vhost_tls: Some((cert.clone(), key.clone())),
+            ..Default::default()
+        },
+    );
+    let url = format!("rtmps://localhost:{}/app/secure", s.media.rtmps);
+    let old = old_ca.display().to_string();
+    let verify = |ca: &str| -> Vec<String> {
+        vec![
+            "-tls_verify".into(),
+            "1".into(),
+            "-ca_file".into(),
+            ca.to_string(),
+        ]
+    };
+    let args = verify(&old);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut ff = publish(2, &args, "flv", &url);
+    check_tracks(&wait_for_tracks(&s, "secure"), "Rtmps");
+    assert!(ff.wait().unwrap().success());
+    wait_gone(&s, "secure");
+
+    // a new certificate, reloaded: new handshakes see it
+    let (new_cert, new_key) = make_cert(&certs, "next");
+    std::fs::copy(&new_cert, &cert).unwrap();
+    std::fs::copy(&new_key, &key).unwrap();
+    assert_eq!(
+        s.request("POST", "/v1/vhosts/default:reloadCertificate", None)
+            .status,
+        200
+    );
+    let refused = publish(1, &args, "flv", &url).wait_with_output().unwrap();
+    assert!(
+        !refused.status.success(),
+        "the old CA must no longer verify"
+    );
+    let new = new_cert.display().to_string();
+    let args = verify(&new);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ok = publish(1, &args, "flv", &url).wait_with_output().unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let _ = std::fs::remove_dir_all(certs);
+}
+
+#[test]
+fn mpegts_udp_stream_appears_and_goes_after_quiet() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = media_server("mpegts");
+    let name = format!("ts_{}", s.media.mpegts);
+    let url = format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts);
+    let mut ff = publish(3, &[], "mpegts", &url);
+    check_tracks(&wait_for_tracks(&s, &name), "MpegTs");
+    assert!(ff.wait().unwrap().success());
+    // StreamTimeoutMs is 1000 in the test config
+    wait_gone(&s, &name);
+}
+
+#[test]
+fn hostile_bytes_on_media_ports_never_stop_the_server() {
+    let s = media_server("hostile");
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut noise = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect()
+    };
+    // RTMP: random bytes, a truncated handshake, a valid C0 then garbage.
+    for payload in [noise(4096), vec![3u8; 700], {
+        let mut v = vec![3u8];
+        v.extend(noise(1536));
+        v.extend(noise(3000));
+        v
+    }] {
+        if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", s.media.rtmp)) {
+            let _ = c.write_all(&payload);
+        }
+        assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
+    }
+    // UDP: random datagrams and half TS packets on the MPEG-TS and SRT ports.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for i in 0..300 {
+        let mut d = noise(1 + (i * 37) % 1400);
+        if i % 3 == 0 {
+            d[0] = 0x47;
+        }
+        let _ = udp.send_to(&d, ("127.0.0.1", s.media.mpegts));
+        let _ = udp.send_to(&d, ("127.0.0.1", s.media.srt));
+    }
+    assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
+    // and a real publisher still works afterwards
+    if have_tool("ffmpeg") {
+        let url = format!("rtmp://127.0.0.1:{}/app/after", s.media.rtmp);
+        let mut ff = publish(2, &[], "flv", &url);
+        wait_for_tracks(&s, "after");
+        let _ = ff.wait();
+    }
+}
