@@ -145,13 +145,15 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
                 }
             }
         }
-        for name in registry.restore(saved) {
-            warn!("virtual host [{name}] in the state file is now declared in the configuration file; the configuration wins");
+        for why in registry.restore(saved) {
+            warn!("{why}");
         }
+        let durable = registry.durable();
         info!(
-            "state restored from {}: {} virtual host(s) made through the API",
+            "state restored from {}: {} virtual host(s) made through the API, {} push task(s)",
             store.path().display(),
-            registry.durable().vhosts.len()
+            durable.vhosts.len(),
+            durable.pushes.len()
         );
     }
 

@@ -199,3 +199,21 @@ impl ResolvesServerCert for VhostCertResolver {
         self.key_for(hello.server_name())
     }
 }
+
+/// The client config push outputs use for RTMPS: the web PKI roots
+/// (Mozilla's, compiled in), TLS 1.2 and 1.3.
+pub fn client_config() -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    client_config_with_roots(roots)
+}
+
+/// A client config trusting `roots` (tests add their own CA).
+pub fn client_config_with_roots(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
+    match rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+    {
+        Ok(b) => Arc::new(b.with_root_certificates(roots).with_no_client_auth()),
+        Err(e) => unreachable!("ring provider lacks TLS 1.2/1.3: {e}"),
+    }
+}

@@ -84,7 +84,13 @@ impl Api {
 
     /// Writes the state with `vhost`'s applications replaced by `apps`,
     /// then applies it. Nothing changes if the write fails.
-    fn commit_apps(&mut self, vhost: &str, apps: Vec<AppSpec>) -> Result<(), ApiError> {
+    /// `removed`: an application being deleted, whose push tasks go too.
+    fn commit_apps(
+        &mut self,
+        vhost: &str,
+        apps: Vec<AppSpec>,
+        removed: Option<&str>,
+    ) -> Result<(), ApiError> {
         let mut durable = self.registry.durable();
         if let Some(spec) = durable.vhosts.iter_mut().find(|s| s.name == vhost) {
             spec.applications = if apps.is_empty() {
@@ -92,6 +98,11 @@ impl Api {
             } else {
                 Some(apps.clone())
             };
+        }
+        if let Some(app) = removed {
+            durable
+                .pushes
+                .retain(|p| !(p.vhost == vhost && p.app == app));
         }
         if let Err(e) = self.store.save(&durable) {
             error!(
@@ -102,6 +113,9 @@ impl Api {
         }
         if let Some(v) = self.registry.vhost_mut(vhost) {
             v.apps = apps;
+        }
+        if let Some(app) = removed {
+            self.drop_pushes_of(vhost, Some(app));
         }
         Ok(())
     }
@@ -150,7 +164,7 @@ impl Api {
             }));
         }
         if results.iter().any(|r| r.is_ok()) {
-            if let Err(e) = self.commit_apps(vhost, apps) {
+            if let Err(e) = self.commit_apps(vhost, apps, None) {
                 for r in results.iter_mut() {
                     if r.is_ok() {
                         *r = Err(e.clone());
@@ -210,7 +224,7 @@ impl Api {
         target
             .validate()
             .map_err(|e| ApiError::bad_request(format_args!("Invalid application: {e}")))?;
-        self.commit_apps(vhost, apps)?;
+        self.commit_apps(vhost, apps, None)?;
         info!("application [{vhost}/{app}] changed; restarting it");
         self.effects.push(Effect::RestartApp {
             vhost: vhost.to_string(),
@@ -227,7 +241,7 @@ impl Api {
         self.app_or_404(vhost, app)?;
         let v = self.writable_vhost(vhost)?;
         let apps: Vec<AppSpec> = v.apps.iter().filter(|a| a.name != app).cloned().collect();
-        self.commit_apps(vhost, apps)?;
+        self.commit_apps(vhost, apps, Some(app))?;
         info!("application [{vhost}/{app}] deleted");
         self.effects.push(Effect::RestartApp {
             vhost: vhost.to_string(),

@@ -9,7 +9,10 @@
 pub mod access;
 mod apps;
 pub mod envelope;
+mod push;
 mod vhosts;
+
+pub use push::PushView;
 
 pub use apps::output_tracks;
 
@@ -44,6 +47,15 @@ pub enum Effect {
     /// End the live sessions of an application (or of every application
     /// of a host when `app` is `None`): it changed or was deleted.
     RestartApp { vhost: String, app: Option<String> },
+    /// Tasks were added: open sessions for those that can start.
+    PushesChanged,
+    /// A task was stopped (already removed from the table): close its
+    /// session cleanly.
+    StopPush {
+        vhost: String,
+        app: String,
+        id: String,
+    },
 }
 
 /// Facts about the connection a request came on.
@@ -159,6 +171,15 @@ impl Api {
             (Route::App(vh, app), "GET") => self.get_app(vh, app),
             (Route::App(vh, app), "PATCH") => self.patch_app(vh, app, &req.body),
             (Route::App(vh, app), _) => self.delete_app(vh, app),
+            (Route::AppAction(vh, app, AppAction::StartPush), _) => {
+                self.start_push(vh, app, &req.body)
+            }
+            (Route::AppAction(vh, app, AppAction::StopPush), _) => {
+                self.stop_push(vh, app, &req.body)
+            }
+            (Route::AppAction(vh, app, AppAction::Pushes), _) => {
+                self.list_pushes(vh, app, &req.body)
+            }
             (Route::Streams(vh, app), _) => self.list_streams(vh, app),
             (Route::Stream(vh, app, s), _) => self.get_stream(vh, app, s),
         };
@@ -183,6 +204,14 @@ impl Version {
     };
 }
 
+/// Actions on an application (`.../apps/{app}:name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AppAction {
+    StartPush,
+    StopPush,
+    Pushes,
+}
+
 /// The resources the API knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
@@ -194,6 +223,7 @@ enum Route {
     ReloadApiCertificate,
     Apps(String),
     App(String, String),
+    AppAction(String, String, AppAction),
     Streams(String, String),
     Stream(String, String, String),
 }
@@ -209,7 +239,22 @@ impl Route {
             ["vhosts:reloadAllCertificates"] => Route::ReloadAllCertificates,
             ["managers", "api:reloadCertificate"] => Route::ReloadApiCertificate,
             ["vhosts", vh, "apps"] => Route::Apps(percent_decode(vh)?),
-            ["vhosts", vh, "apps", app] => Route::App(percent_decode(vh)?, percent_decode(app)?),
+            ["vhosts", vh, "apps", app] => {
+                let vh = percent_decode(vh)?;
+                let app = percent_decode(app)?;
+                match app.rsplit_once(':') {
+                    None => Route::App(vh, app),
+                    Some((name, action)) => {
+                        let action = match action {
+                            "startPush" => AppAction::StartPush,
+                            "stopPush" => AppAction::StopPush,
+                            "pushes" => AppAction::Pushes,
+                            _ => return None,
+                        };
+                        Route::AppAction(vh, name.to_string(), action)
+                    }
+                }
+            }
             ["vhosts", vh, "apps", app, "streams"] => {
                 Route::Streams(percent_decode(vh)?, percent_decode(app)?)
             }
@@ -242,6 +287,7 @@ impl Route {
             | Route::ReloadApiCertificate => &["POST"],
             Route::Apps(_) => &["GET", "POST"],
             Route::App(..) => &["GET", "PATCH", "DELETE"],
+            Route::AppAction(..) => &["POST"],
             Route::Streams(..) | Route::Stream(..) => &["GET"],
         }
     }
@@ -253,6 +299,7 @@ impl Route {
             | Route::ReloadVhostCertificate(v)
             | Route::Apps(v)
             | Route::App(v, _)
+            | Route::AppAction(v, _, _)
             | Route::Streams(v, _)
             | Route::Stream(v, _, _) => Some(v),
             _ => None,

@@ -195,6 +195,7 @@ impl Api {
         }
         let mut durable = self.registry.durable();
         durable.vhosts.retain(|s| s.name != name);
+        durable.pushes.retain(|p| p.vhost != name);
         if let Err(e) = self.store.save(&durable) {
             error!(
                 "cannot write the state file {}: {e}; virtual host [{name}] not deleted",
@@ -204,6 +205,7 @@ impl Api {
         }
         self.registry.remove_vhost(name);
         self.vhost_certs.remove(name);
+        self.drop_pushes_of(name, None);
         self.effects.push(super::Effect::RestartApp {
             vhost: name.to_string(),
             app: None,

@@ -1,26 +1,41 @@
 //! The poll loop: one `mio::Poll` on one thread owns every socket. Endpoints
-//! (listeners, connections) live in a generation-checked [`TokenTable`];
-//! deadlines live in [`Timers`], and the poll sleeps until the nearest one.
-//! Sockets are edge-triggered: each endpoint reads and writes until
-//! `WouldBlock`, and is registered once for both directions.
+//! (listeners, API connections, ingest sessions, push sessions) live in a
+//! generation-checked [`TokenTable`]; deadlines live in [`Timers`], and the
+//! poll sleeps until the nearest one. Sockets are edge-triggered: each
+//! endpoint reads and writes until `WouldBlock`, and is registered once for
+//! the directions it needs.
 //!
-//! SIGINT and SIGTERM end the loop: listeners and connections are dropped
-//! (closed) and `run` returns. The state file needs no flush at that point:
-//! every change was written before it was answered.
+//! Media flows ingest -> registry (tracks, GOP) -> the stream's push
+//! sessions, each with its own bounded queue. Push tasks advance here: a
+//! task whose stream exists gets a session; a session's reports move the
+//! task through `connecting`, `pushing`, `ready` and `error`; failed tasks
+//! retry on their back-off timer.
+//!
+//! SIGINT and SIGTERM end the loop: endpoints are dropped (closed) and `run`
+//! returns. The state file needs no flush: every change was written before
+//! it was answered.
 
 pub mod api_conn;
+pub mod push_out;
+pub mod resolver;
 pub mod rtmp_ingest;
 pub mod timers;
 pub mod tokens;
 pub mod transport;
 pub mod ts_ingest;
 
-use crate::api::{Api, Effect};
+use crate::api::{output_tracks, Api, Effect};
 use crate::config::HttpLimits;
+use crate::media::TrackId;
+use crate::state::push::{self, PushState};
+use crate::state::streams::StreamId;
 use api_conn::{ApiConn, Status};
 use mio::net::{TcpListener, TcpStream, UdpSocket};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
+use push_out::{PushOut, Report, StartMedia, TaskKey};
+use resolver::Resolver;
 use rtmp_ingest::{IngestOutput, RtmpIngest};
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,6 +45,9 @@ use tokens::TokenTable;
 use ts_ingest::TsPort;
 
 const SIGNAL_TOKEN: Token = Token(usize::MAX);
+const WAKER_TOKEN: Token = Token(usize::MAX - 1);
+/// The timer that retries failed push tasks.
+const RETRY_TOKEN: Token = Token(usize::MAX - 2);
 /// How long a listener rests when the process is out of file descriptors.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
@@ -52,7 +70,7 @@ pub struct ListenerSpec {
 #[derive(Default)]
 pub struct Listen {
     pub tcp: Vec<ListenerSpec>,
-    /// MPEG-TS over UDP: (address, port) per port.
+    /// MPEG-TS over UDP: one address per port.
     pub mpegts: Vec<SocketAddr>,
     /// How long an MPEG-TS port may be quiet before its stream ends.
     pub mpegts_quiet: Duration,
@@ -63,6 +81,13 @@ enum Endpoint {
     ApiConn(Box<ApiConn>),
     RtmpConn(Box<RtmpIngest>),
     TsPort(Box<TsPort>),
+    Push(Box<PushOut>),
+}
+
+struct Entry {
+    endpoint: Endpoint,
+    /// The deadline a timer is armed for (at most one live timer each).
+    armed: Option<Instant>,
 }
 
 struct Listener {
@@ -75,18 +100,27 @@ struct Listener {
 
 pub struct Server {
     poll: Poll,
-    endpoints: TokenTable<Endpoint>,
+    endpoints: TokenTable<Entry>,
     timers: Timers,
     api: Api,
     limits: HttpLimits,
     api_conns: usize,
     shutdown: bool,
+    resolver: Resolver,
+    tls_client: Arc<rustls::ClientConfig>,
+    /// Task -> its session.
+    sessions: HashMap<TaskKey, Token>,
+    /// Stream -> the push sessions fed by it.
+    subscribers: HashMap<StreamId, Vec<Token>>,
+    retry_armed: Option<Instant>,
+    jitter: u32,
 }
 
 impl Server {
     /// Binds the listeners. Nothing is served until [`Server::run`].
     pub fn bind(api: Api, listen: Listen, limits: HttpLimits) -> io::Result<Self> {
         let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
         let mut endpoints = TokenTable::default();
         for spec in listen.tcp {
             let mut listener = bind_listener(spec.addr)
@@ -94,19 +128,22 @@ impl Server {
             let token = endpoints.vacant_token();
             poll.registry()
                 .register(&mut listener, token, Interest::READABLE)?;
-            let scheme = match (spec.service, spec.tls.is_some()) {
+            let what = match (spec.service, spec.tls.is_some()) {
                 (Service::Api, false) => "API server listening on http",
                 (Service::Api, true) => "API server listening on https",
                 (Service::Rtmp, false) => "RTMP ingest listening on rtmp",
                 (Service::Rtmp, true) => "RTMPS ingest listening on rtmps",
             };
-            crate::info!("{scheme}://{}", listener.local_addr()?);
-            endpoints.insert(Endpoint::Listener(Listener {
-                service: spec.service,
-                listener,
-                tls: spec.tls,
-                paused_until: None,
-            }));
+            crate::info!("{what}://{}", listener.local_addr()?);
+            endpoints.insert(Entry {
+                endpoint: Endpoint::Listener(Listener {
+                    service: spec.service,
+                    listener,
+                    tls: spec.tls,
+                    paused_until: None,
+                }),
+                armed: None,
+            });
         }
         for addr in listen.mpegts {
             let mut socket =
@@ -115,12 +152,15 @@ impl Server {
             poll.registry()
                 .register(&mut socket, token, Interest::READABLE)?;
             crate::info!("MPEG-TS ingest listening on udp://{addr}");
-            endpoints.insert(Endpoint::TsPort(Box::new(TsPort::new(
-                socket,
-                addr.port(),
-                listen.mpegts_quiet,
-                token.0 as u64,
-            ))));
+            endpoints.insert(Entry {
+                endpoint: Endpoint::TsPort(Box::new(TsPort::new(
+                    socket,
+                    addr.port(),
+                    listen.mpegts_quiet,
+                    token.0 as u64,
+                ))),
+                armed: None,
+            });
         }
         Ok(Server {
             poll,
@@ -130,7 +170,18 @@ impl Server {
             limits,
             api_conns: 0,
             shutdown: false,
+            resolver: Resolver::start(waker)?,
+            tls_client: crate::tls::client_config(),
+            sessions: HashMap::new(),
+            subscribers: HashMap::new(),
+            retry_armed: None,
+            jitter: std::process::id(),
         })
+    }
+
+    /// Replaces the roots push outputs trust for RTMPS (tests).
+    pub fn set_push_tls(&mut self, config: Arc<rustls::ClientConfig>) {
+        self.tls_client = config;
     }
 
     /// Serves until SIGINT or SIGTERM.
@@ -142,6 +193,8 @@ impl Server {
         self.poll
             .registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
+        // Tasks restored from the state file wait for their streams.
+        self.reconcile_pushes(Instant::now());
         let mut events = Events::with_capacity(1024);
         while !self.shutdown {
             let timeout = self.timers.timeout(Instant::now());
@@ -153,15 +206,16 @@ impl Server {
             }
             let now = Instant::now();
             for event in events.iter() {
-                let token = event.token();
-                if token == SIGNAL_TOKEN {
-                    for sig in signals.pending() {
-                        crate::info!("signal {sig} received; shutting down");
-                        self.shutdown = true;
+                match event.token() {
+                    SIGNAL_TOKEN => {
+                        for sig in signals.pending() {
+                            crate::info!("signal {sig} received; shutting down");
+                            self.shutdown = true;
+                        }
                     }
-                    continue;
+                    WAKER_TOKEN => self.on_resolved(now),
+                    token => self.on_ready(token, now),
                 }
-                self.on_ready(token, now);
             }
             self.fire_timers(Instant::now());
         }
@@ -170,72 +224,154 @@ impl Server {
         Ok(())
     }
 
+    /// Arms the endpoint's timer for `deadline` unless one is armed earlier.
+    fn arm(&mut self, token: Token, deadline: Instant) {
+        if let Some(entry) = self.endpoints.get_mut(token) {
+            if entry.armed.is_none_or(|at| deadline < at) {
+                entry.armed = Some(deadline);
+                self.timers.schedule(deadline, token);
+            }
+        }
+    }
+
     fn on_ready(&mut self, token: Token, now: Instant) {
         let mut out = IngestOutput::default();
-        match self.endpoints.get_mut(token) {
-            Some(Endpoint::Listener(_)) => self.accept(token, now),
-            Some(Endpoint::ApiConn(conn)) => {
+        let Some(entry) = self.endpoints.get_mut(token) else {
+            return;
+        };
+        match &mut entry.endpoint {
+            Endpoint::Listener(_) => self.accept(token, now),
+            Endpoint::ApiConn(conn) => {
                 let status = conn.on_ready(&mut self.api, now);
                 let deadline = conn.deadline();
-                self.after_conn(token, status, deadline);
+                match status {
+                    Status::Open => self.arm(token, deadline),
+                    Status::Closed => self.remove_endpoint(token),
+                }
                 self.apply_effects(now);
             }
-            Some(Endpoint::RtmpConn(conn)) => {
+            Endpoint::RtmpConn(conn) => {
                 conn.on_ready(&mut self.api.registry, now, &mut out);
                 if conn.is_closed() {
                     self.remove_endpoint(token);
                 } else {
-                    self.timers.schedule(conn.deadline(), token);
+                    let d = conn.deadline();
+                    self.arm(token, d);
                 }
             }
-            Some(Endpoint::TsPort(port)) => {
-                let had = port.deadline().is_some();
+            Endpoint::TsPort(port) => {
                 port.on_ready(&mut self.api.registry, now, &mut out);
-                if let (false, Some(d)) = (had, port.deadline()) {
-                    self.timers.schedule(d, token);
+                if let Some(d) = port.deadline() {
+                    self.arm(token, d);
                 }
             }
-            None => {}
+            Endpoint::Push(session) => {
+                session.on_ready(self.poll.registry(), token, now);
+                self.after_push(token, now);
+            }
         }
-        self.dispatch(out);
+        self.dispatch(out, now);
     }
 
-    /// Hands what ingest produced to the stream's outputs.
-    fn dispatch(&mut self, out: IngestOutput) {
-        // Push outputs subscribe here (next milestone); ingest already
-        // keeps the registry's streams, tracks and GOPs current.
-        let _ = out;
-    }
-
-    fn after_conn(&mut self, token: Token, status: Status, deadline: Instant) {
-        match status {
-            Status::Open => self.timers.schedule(deadline, token),
-            Status::Closed => self.remove_endpoint(token),
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(token) = self.timers.pop_due(now) {
+            if token == RETRY_TOKEN {
+                self.retry_armed = None;
+                self.reconcile_pushes(now);
+                continue;
+            }
+            let Some(entry) = self.endpoints.get_mut(token) else {
+                continue;
+            };
+            // Only the armed entry counts; the others are stale.
+            match entry.armed {
+                Some(at) if at <= now => entry.armed = None,
+                _ => continue,
+            }
+            let mut out = IngestOutput::default();
+            match &mut entry.endpoint {
+                Endpoint::ApiConn(conn) => {
+                    let deadline = conn.deadline();
+                    if deadline > now {
+                        self.arm(token, deadline);
+                        continue;
+                    }
+                    match conn.on_deadline(&mut self.api, now) {
+                        Status::Open => {
+                            let d = conn.deadline();
+                            self.arm(token, d);
+                        }
+                        Status::Closed => self.remove_endpoint(token),
+                    }
+                }
+                Endpoint::RtmpConn(conn) => {
+                    let deadline = conn.deadline();
+                    if deadline > now {
+                        self.arm(token, deadline);
+                        continue;
+                    }
+                    conn.on_deadline(&mut self.api.registry, &mut out);
+                    self.remove_endpoint(token);
+                }
+                Endpoint::TsPort(port) => {
+                    let Some(deadline) = port.deadline() else {
+                        continue;
+                    };
+                    if deadline > now {
+                        self.arm(token, deadline);
+                        continue;
+                    }
+                    port.end(&mut self.api.registry, &mut out);
+                }
+                Endpoint::Push(session) => {
+                    if session.deadline() <= now {
+                        session.on_deadline(now);
+                    }
+                    self.after_push(token, now);
+                }
+                Endpoint::Listener(l) => {
+                    l.paused_until = None;
+                    self.accept(token, now);
+                }
+            }
+            self.dispatch(out, now);
         }
     }
 
     /// Drops an endpoint (closing its socket).
     fn remove_endpoint(&mut self, token: Token) {
-        match self.endpoints.remove(token) {
-            Some(Endpoint::ApiConn(mut conn)) => {
-                let _ = self.poll.registry().deregister(conn.stream_mut());
+        let Some(entry) = self.endpoints.remove(token) else {
+            return;
+        };
+        let registry = self.poll.registry();
+        match entry.endpoint {
+            Endpoint::ApiConn(mut conn) => {
+                let _ = registry.deregister(conn.stream_mut());
                 self.api_conns -= 1;
             }
-            Some(Endpoint::RtmpConn(mut conn)) => {
-                let _ = self.poll.registry().deregister(conn.stream_mut());
+            Endpoint::RtmpConn(mut conn) => {
+                let _ = registry.deregister(conn.stream_mut());
             }
-            Some(Endpoint::TsPort(mut port)) => {
-                let _ = self.poll.registry().deregister(port.socket_mut());
+            Endpoint::TsPort(mut port) => {
+                let _ = registry.deregister(port.socket_mut());
             }
-            Some(Endpoint::Listener(mut l)) => {
-                let _ = self.poll.registry().deregister(&mut l.listener);
+            Endpoint::Listener(mut l) => {
+                let _ = registry.deregister(&mut l.listener);
             }
-            None => {}
+            Endpoint::Push(mut session) => {
+                session.deregister(registry);
+                if self.sessions.get(&session.key) == Some(&token) {
+                    self.sessions.remove(&session.key);
+                }
+                if let Some(list) = self.subscribers.get_mut(&session.stream) {
+                    list.retain(|t| *t != token);
+                }
+            }
         }
     }
 
     /// Carries out what API handlers asked for.
-    fn apply_effects(&mut self, _now: Instant) {
+    fn apply_effects(&mut self, now: Instant) {
         for effect in std::mem::take(&mut self.api.effects) {
             match effect {
                 Effect::RestartApp { vhost, app } => {
@@ -245,17 +381,35 @@ impl Server {
                         else {
                             continue;
                         };
-                        self.end_publisher(Token(owner as usize));
+                        self.end_publisher(Token(owner as usize), now);
                     }
+                }
+                Effect::PushesChanged => self.reconcile_pushes(now),
+                Effect::StopPush { vhost, app, id } => {
+                    let key = TaskKey { vhost, app, id };
+                    if let Some(token) = self.sessions.remove(&key) {
+                        if let Some(Entry {
+                            endpoint: Endpoint::Push(session),
+                            ..
+                        }) = self.endpoints.get_mut(token)
+                        {
+                            session.close(true, now);
+                            if let Some(list) = self.subscribers.get_mut(&session.stream) {
+                                list.retain(|t| *t != token);
+                            }
+                        }
+                        self.after_push(token, now);
+                    }
+                    crate::info!("push [{}/{}/{}] stopped", key.vhost, key.app, key.id);
                 }
             }
         }
     }
 
     /// Ends the session that publishes a stream (its app restarted).
-    fn end_publisher(&mut self, token: Token) {
+    fn end_publisher(&mut self, token: Token, now: Instant) {
         let mut out = IngestOutput::default();
-        match self.endpoints.get_mut(token) {
+        match self.endpoints.get_mut(token).map(|e| &mut e.endpoint) {
             Some(Endpoint::RtmpConn(conn)) => {
                 conn.close(&mut self.api.registry, &mut out);
                 self.remove_endpoint(token);
@@ -263,58 +417,275 @@ impl Server {
             Some(Endpoint::TsPort(port)) => port.end(&mut self.api.registry, &mut out),
             _ => {}
         }
-        self.dispatch(out);
+        self.dispatch(out, now);
     }
 
-    fn fire_timers(&mut self, now: Instant) {
-        while let Some(token) = self.timers.pop_due(now) {
-            match self.endpoints.get_mut(token) {
-                Some(Endpoint::ApiConn(conn)) => {
-                    let deadline = conn.deadline();
-                    if deadline > now {
-                        // Moved later since this entry was set.
-                        self.timers.schedule(deadline, token);
-                        continue;
-                    }
-                    let status = conn.on_deadline(&mut self.api, now);
-                    let deadline = conn.deadline();
-                    self.after_conn(token, status, deadline);
-                }
-                Some(Endpoint::RtmpConn(conn)) => {
-                    let deadline = conn.deadline();
-                    if deadline > now {
-                        self.timers.schedule(deadline, token);
-                        continue;
-                    }
-                    let mut out = IngestOutput::default();
-                    conn.on_deadline(&mut self.api.registry, &mut out);
-                    self.remove_endpoint(token);
-                    self.dispatch(out);
-                }
-                Some(Endpoint::TsPort(port)) => {
-                    let Some(deadline) = port.deadline() else {
+    /// Hands what ingest produced to the stream's push sessions.
+    fn dispatch(&mut self, out: IngestOutput, now: Instant) {
+        if let Some(id) = out.stream {
+            let subs = self.subscribers.get(&id).cloned().unwrap_or_default();
+            if out.tracks_changed {
+                for &token in &subs {
+                    let Some(selection) = self.selection_for(token) else {
                         continue;
                     };
-                    if deadline > now {
-                        self.timers.schedule(deadline, token);
+                    if let Some(Endpoint::Push(s)) =
+                        self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
+                    {
+                        s.on_tracks(selection.0, selection.1, now);
+                    }
+                }
+            }
+            if !out.frames.is_empty() {
+                for &token in &subs {
+                    if let Some(Endpoint::Push(s)) =
+                        self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
+                    {
+                        for f in &out.frames {
+                            s.on_frame(f, now);
+                        }
+                    }
+                }
+            }
+            for &token in &subs {
+                self.after_push(token, now);
+            }
+        }
+        if let Some(ended) = out.ended {
+            for token in self.subscribers.remove(&ended).unwrap_or_default() {
+                if let Some(Endpoint::Push(s)) =
+                    self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
+                {
+                    s.close(false, now);
+                }
+                self.after_push(token, now);
+            }
+        }
+        if out.started.is_some() || out.ended.is_some() {
+            self.reconcile_pushes(now);
+        }
+    }
+
+    /// The (tracks, selected ids) a push session should send now.
+    fn selection_for(&self, token: Token) -> Option<(Vec<crate::media::Track>, Vec<TrackId>)> {
+        let Some(Entry {
+            endpoint: Endpoint::Push(s),
+            ..
+        }) = self.endpoints.get(token)
+        else {
+            return None;
+        };
+        let reg = &self.api.registry;
+        let task = reg.pushes.get(&s.key.vhost, &s.key.app, &s.key.id)?;
+        let (stream_id, profile) =
+            reg.output_stream(&s.key.vhost, &s.key.app, &task.spec.stream_name)?;
+        let tracks = reg.streams.get(stream_id)?.tracks().to_vec();
+        let named = output_tracks(&tracks, profile);
+        let ids = push::select_tracks(&task.spec, &tracks, &|t| {
+            named
+                .iter()
+                .find(|(x, _)| x.id == t.id)
+                .map(|(_, n)| n.clone())
+        });
+        Some((tracks, ids))
+    }
+
+    /// Gives every task that can run a session, and arms the retry timer.
+    fn reconcile_pushes(&mut self, now: Instant) {
+        let mut next_retry: Option<Instant> = None;
+        let keys: Vec<TaskKey> = self
+            .api
+            .registry
+            .pushes
+            .all()
+            .iter()
+            .map(|t| TaskKey {
+                vhost: t.spec.vhost.clone(),
+                app: t.spec.app.clone(),
+                id: t.spec.id.clone(),
+            })
+            .collect();
+        for key in keys {
+            if self.sessions.contains_key(&key) {
+                continue;
+            }
+            let reg = &mut self.api.registry;
+            let Some(task) = reg.pushes.get(&key.vhost, &key.app, &key.id) else {
+                continue;
+            };
+            if task.state == PushState::Error {
+                match task.retry_at {
+                    Some(at) if at > now => {
+                        next_retry = Some(next_retry.map_or(at, |n: Instant| n.min(at)));
                         continue;
                     }
-                    let mut out = IngestOutput::default();
-                    port.end(&mut self.api.registry, &mut out);
-                    self.dispatch(out);
+                    _ => {}
                 }
-                Some(Endpoint::Listener(l)) => {
-                    l.paused_until = None;
-                    self.accept(token, now);
-                }
-                None => {}
             }
+            let stream = reg
+                .output_stream(&key.vhost, &key.app, &task.spec.stream_name)
+                .map(|(id, _)| id);
+            match stream {
+                Some(id) => self.start_session(key, id, now),
+                None => {
+                    if let Some(t) = reg.pushes.get_mut(&key.vhost, &key.app, &key.id) {
+                        if t.state != PushState::Ready {
+                            t.state = PushState::Ready;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(at) = next_retry {
+            if self.retry_armed.is_none_or(|armed| at < armed) {
+                self.retry_armed = Some(at);
+                self.timers.schedule(at, RETRY_TOKEN);
+            }
+        }
+    }
+
+    fn start_session(&mut self, key: TaskKey, stream_id: StreamId, now: Instant) {
+        let token = self.endpoints.vacant_token();
+        let reg = &self.api.registry;
+        let Some(task) = reg.pushes.get(&key.vhost, &key.app, &key.id) else {
+            return;
+        };
+        let Some((_, profile)) = reg.output_stream(&key.vhost, &key.app, &task.spec.stream_name)
+        else {
+            return;
+        };
+        let Some(stream) = reg.streams.get(stream_id) else {
+            return;
+        };
+        let tracks = stream.tracks().to_vec();
+        let named = output_tracks(&tracks, profile);
+        let selected = push::select_tracks(&task.spec, &tracks, &|t| {
+            named
+                .iter()
+                .find(|(x, _)| x.id == t.id)
+                .map(|(_, n)| n.clone())
+        });
+        let (host, port) = task.destination.host_port();
+        let host = host.to_string();
+        let session = PushOut::new(
+            key.clone(),
+            task,
+            StartMedia {
+                stream: stream_id,
+                tracks,
+                selected,
+                gop: stream.gop(),
+            },
+            &self.tls_client,
+            now,
+        );
+        crate::info!(
+            "push [{}/{}/{}]: connecting to {}",
+            key.vhost,
+            key.app,
+            key.id,
+            task.spec.url
+        );
+        if let Some(t) = self
+            .api
+            .registry
+            .pushes
+            .get_mut(&key.vhost, &key.app, &key.id)
+        {
+            t.session_started(crate::clock::unix_millis_now());
+        }
+        self.endpoints.insert(Entry {
+            endpoint: Endpoint::Push(Box::new(session)),
+            armed: None,
+        });
+        self.sessions.insert(key, token);
+        self.subscribers.entry(stream_id).or_default().push(token);
+        if let Some(addrs) = self.resolver.resolve(token, &host, port) {
+            if let Some(Endpoint::Push(s)) = self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
+            {
+                s.on_resolved(Ok(addrs), self.poll.registry(), token, now);
+            }
+        }
+        self.after_push(token, now);
+    }
+
+    fn on_resolved(&mut self, now: Instant) {
+        let answers: Vec<_> = self.resolver.answers().collect();
+        for a in answers {
+            if let Some(Endpoint::Push(s)) =
+                self.endpoints.get_mut(a.token).map(|e| &mut e.endpoint)
+            {
+                s.on_resolved(a.result, self.poll.registry(), a.token, now);
+            }
+            self.after_push(a.token, now);
+        }
+    }
+
+    /// Applies a push session's reports to its task; removes it when done.
+    fn after_push(&mut self, token: Token, now: Instant) {
+        let Some(Entry {
+            endpoint: Endpoint::Push(s),
+            ..
+        }) = self.endpoints.get_mut(token)
+        else {
+            return;
+        };
+        let reports = s.take_reports();
+        let done = s.is_done();
+        let deadline = s.deadline();
+        let (sent, dropped) = (s.sent_bytes, s.dropped_frames());
+        let key = s.key.clone();
+        let detached = s.detached;
+        let mut retry = None;
+        if !detached {
+            if let Some(task) = self
+                .api
+                .registry
+                .pushes
+                .get_mut(&key.vhost, &key.app, &key.id)
+            {
+                task.sent_bytes = sent;
+                task.dropped_frames = dropped;
+                for r in reports {
+                    match r {
+                        Report::Pushing => {
+                            crate::info!("push [{}/{}/{}]: pushing", key.vhost, key.app, key.id);
+                            task.session_pushing(now);
+                        }
+                        Report::Ended(err) => {
+                            self.jitter =
+                                self.jitter.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                            retry = task.session_ended(
+                                now,
+                                crate::clock::unix_millis_now(),
+                                err,
+                                (self.jitter >> 16) & 1023,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        if done {
+            self.remove_endpoint(token);
+            if let Some(at) = retry {
+                if self.retry_armed.is_none_or(|armed| at < armed) {
+                    self.retry_armed = Some(at);
+                    self.timers.schedule(at, RETRY_TOKEN);
+                }
+            }
+        } else {
+            self.arm(token, deadline);
         }
     }
 
     fn accept(&mut self, token: Token, now: Instant) {
         loop {
-            let Some(Endpoint::Listener(l)) = self.endpoints.get_mut(token) else {
+            let Some(Entry {
+                endpoint: Endpoint::Listener(l),
+                ..
+            }) = self.endpoints.get_mut(token)
+            else {
                 return;
             };
             if l.paused_until.is_some() {
@@ -331,7 +702,7 @@ impl Server {
                         ACCEPT_PAUSE.as_millis()
                     );
                     l.paused_until = Some(now + ACCEPT_PAUSE);
-                    self.timers.schedule(now + ACCEPT_PAUSE, token);
+                    self.arm(token, now + ACCEPT_PAUSE);
                     return;
                 }
                 Err(e) => {
@@ -356,62 +727,48 @@ impl Server {
                 },
                 None => None,
             };
-            match service {
-                Service::Api => self.add_api_conn(stream, peer, tls, now),
-                Service::Rtmp => self.add_rtmp_conn(stream, peer, tls, now),
+            self.add_conn(service, stream, peer, tls, now);
+        }
+    }
+
+    fn add_conn(
+        &mut self,
+        service: Service,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        tls: Option<rustls::ServerConnection>,
+        now: Instant,
+    ) {
+        let _ = stream.set_nodelay(true);
+        let token = self.endpoints.vacant_token();
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            crate::warn!("cannot register a connection from {peer}: {e}");
+            return;
+        }
+        let (endpoint, deadline) = match service {
+            Service::Api => {
+                let conn = ApiConn::new(stream, peer, tls, self.limits.clone(), now);
+                let d = conn.deadline();
+                self.api_conns += 1;
+                (Endpoint::ApiConn(Box::new(conn)), d)
             }
-        }
-    }
-
-    fn add_rtmp_conn(
-        &mut self,
-        mut stream: TcpStream,
-        peer: SocketAddr,
-        tls: Option<rustls::ServerConnection>,
-        now: Instant,
-    ) {
-        let _ = stream.set_nodelay(true);
-        let token = self.endpoints.vacant_token();
-        if let Err(e) = self.poll.registry().register(
-            &mut stream,
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            crate::warn!("cannot register RTMP connection from {peer}: {e}");
-            return;
-        }
-        crate::debug!("rtmp connection from {peer}");
-        let conn = RtmpIngest::new(stream, peer, tls, token.0 as u64, now);
-        let deadline = conn.deadline();
-        self.endpoints.insert(Endpoint::RtmpConn(Box::new(conn)));
-        self.timers.schedule(deadline, token);
-        self.on_ready(token, now);
-    }
-
-    fn add_api_conn(
-        &mut self,
-        mut stream: TcpStream,
-        peer: SocketAddr,
-        tls: Option<rustls::ServerConnection>,
-        now: Instant,
-    ) {
-        let _ = stream.set_nodelay(true);
-        let token = self.endpoints.vacant_token();
-        if let Err(e) = self.poll.registry().register(
-            &mut stream,
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            crate::warn!("cannot register connection from {peer}: {e}");
-            return;
-        }
-        let conn = ApiConn::new(stream, peer, tls, self.limits.clone(), now);
-        let deadline = conn.deadline();
-        self.endpoints.insert(Endpoint::ApiConn(Box::new(conn)));
-        self.api_conns += 1;
-        self.timers.schedule(deadline, token);
-        // Data may already be waiting (edge-triggered: no event for it
-        // until more arrives on some platforms); try at once.
+            Service::Rtmp => {
+                crate::debug!("rtmp connection from {peer}");
+                let conn = RtmpIngest::new(stream, peer, tls, token.0 as u64, now);
+                let d = conn.deadline();
+                (Endpoint::RtmpConn(Box::new(conn)), d)
+            }
+        };
+        self.endpoints.insert(Entry {
+            endpoint,
+            armed: None,
+        });
+        self.arm(token, deadline);
+        // Data may already be waiting; try at once.
         self.on_ready(token, now);
     }
 }

@@ -22,6 +22,8 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// What one read turn produced for the rest of the server.
 #[derive(Debug, Default)]
 pub struct IngestOutput {
+    /// The stream the frames and tracks belong to.
+    pub stream: Option<StreamId>,
     /// Frames for the stream's outputs, in order.
     pub frames: Vec<Frame>,
     /// The stream's tracks changed (new outputs must restart their muxers).
@@ -219,12 +221,14 @@ impl RtmpIngest {
                     if let Some(id) = self.stream {
                         registry.streams.set_tracks(id, tracks);
                         out.tracks_changed = true;
+                        out.stream = Some(id);
                     }
                 }
                 ServerEvent::Frame(frame) => {
                     if let Some(id) = self.stream {
                         registry.streams.on_frame(id, &frame);
                         out.frames.push(frame);
+                        out.stream = Some(id);
                     }
                 }
                 ServerEvent::Metadata(_) => {}

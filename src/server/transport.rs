@@ -26,14 +26,30 @@ pub enum ReadEnd {
 
 pub struct Transport {
     stream: TcpStream,
-    tls: Option<Box<rustls::ServerConnection>>,
+    tls: Option<Box<rustls::Connection>>,
 }
 
 impl Transport {
     pub fn new(stream: TcpStream, tls: Option<rustls::ServerConnection>) -> Self {
         Transport {
             stream,
-            tls: tls.map(Box::new),
+            tls: tls.map(|c| Box::new(rustls::Connection::Server(c))),
+        }
+    }
+
+    /// The client side (push outputs): TLS when `tls` is set.
+    pub fn client(stream: TcpStream, tls: Option<rustls::ClientConnection>) -> Self {
+        Transport {
+            stream,
+            tls: tls.map(|c| Box::new(rustls::Connection::Client(c))),
+        }
+    }
+
+    /// Starts TLS as the client on an established connection.
+    pub fn with_client_tls(self, tls: rustls::ClientConnection) -> Self {
+        Transport {
+            stream: self.stream,
+            tls: Some(Box::new(rustls::Connection::Client(tls))),
         }
     }
 
@@ -51,7 +67,10 @@ impl Transport {
 
     /// The SNI name the TLS client asked for.
     pub fn sni(&self) -> Option<&str> {
-        self.tls.as_ref().and_then(|t| t.server_name())
+        match self.tls.as_deref() {
+            Some(rustls::Connection::Server(s)) => s.server_name(),
+            _ => None,
+        }
     }
 
     /// Encrypted bytes rustls still has to send.

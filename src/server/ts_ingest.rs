@@ -89,6 +89,7 @@ impl TsPort {
             session.last_datagram = now;
             session.demuxer.push(&self.buf[..n]);
             let id = session.stream;
+            out.stream = Some(id);
             while let Some(event) = session.demuxer.poll_event() {
                 match event {
                     DemuxEvent::TracksChanged(tracks) => {

@@ -5,6 +5,7 @@
 //! its API-made part on disk.
 
 pub mod app;
+pub mod push;
 pub mod store;
 pub mod streams;
 pub mod vhost;
@@ -53,6 +54,8 @@ pub struct Registry {
     pub server_name: Option<String>,
     /// Live streams (run-time only).
     pub streams: Streams,
+    /// Push publishing tasks.
+    pub pushes: push::PushTable,
 }
 
 impl Registry {
@@ -69,6 +72,7 @@ impl Registry {
                 .collect(),
             server_name: config.name.clone(),
             streams: Streams::default(),
+            pushes: push::PushTable::default(),
         }
     }
 
@@ -78,9 +82,28 @@ impl Registry {
         let mut skipped = Vec::new();
         for spec in state.vhosts {
             if self.vhost(&spec.name).is_some() {
-                skipped.push(spec.name);
+                skipped.push(format!(
+                    "virtual host [{}] in the state file is now declared in the configuration file; the configuration wins",
+                    spec.name
+                ));
             } else {
                 self.add_api_vhost(spec);
+            }
+        }
+        for spec in state.pushes {
+            if self.app(&spec.vhost, &spec.app).is_none() {
+                skipped.push(format!(
+                    "push [{}/{}/{}] in the state file: the application is gone; dropped",
+                    spec.vhost, spec.app, spec.id
+                ));
+                continue;
+            }
+            match push::parse_url(spec.protocol, &spec.url) {
+                Ok(dest) => self.pushes.insert(push::PushTask::new(spec, dest)),
+                Err(e) => skipped.push(format!(
+                    "push [{}/{}/{}] in the state file: {e}; dropped",
+                    spec.vhost, spec.app, spec.id
+                )),
             }
         }
         skipped
@@ -92,6 +115,23 @@ impl Registry {
 
     pub fn vhost(&self, name: &str) -> Option<&Vhost> {
         self.vhosts.iter().find(|v| v.spec.name == name)
+    }
+
+    /// The live stream whose output `output_name` is, with the output
+    /// profile that makes it (None: no profiles, the input itself).
+    pub fn output_stream(
+        &self,
+        vhost: &str,
+        app: &str,
+        output_name: &str,
+    ) -> Option<(streams::StreamId, Option<&app::OutputProfile>)> {
+        let spec = self.app(vhost, app)?;
+        self.streams.of_app(vhost, app).into_iter().find_map(|s| {
+            spec.output_names(&s.name)
+                .into_iter()
+                .find(|(n, _)| n == output_name)
+                .map(|(_, profile)| (s.id, profile))
+        })
     }
 
     pub fn vhost_mut(&mut self, name: &str) -> Option<&mut Vhost> {
@@ -136,6 +176,7 @@ impl Registry {
                     spec
                 })
                 .collect(),
+            pushes: self.pushes.specs(),
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct DurableState {
     /// API-made virtual hosts in creation order.
     #[serde(default)]
     pub vhosts: Vec<VhostSpec>,
+    /// Push tasks in creation order (counters and states are not kept).
+    #[serde(default)]
+    pub pushes: Vec<super::push::PushSpec>,
 }
 
 #[derive(Debug)]
@@ -129,6 +132,7 @@ mod tests {
         let state = DurableState {
             format: FORMAT,
             vhosts: vec![spec],
+            pushes: Vec::new(),
         };
         store.save(&state).unwrap();
         assert_eq!(store.load().unwrap(), Some(state));

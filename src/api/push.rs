@@ -1,0 +1,249 @@
+//! `:startPush`, `:stopPush` and `:pushes` (specification "Start/Stop push
+//! publishing", "Get push publishing state"; DECISIONS section 7). The
+//! handlers change the task table and persist it; the loop starts and stops
+//! the sessions (effects).
+
+use super::envelope::{self, ApiError};
+use super::{Api, Effect};
+use crate::clock;
+use crate::state::push::{self, PushTask, StartPushRequest};
+use crate::state::store::DurableState;
+use crate::{error, info};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// A task as the API shows it (the specification's fields, then lastError).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushView<'a> {
+    id: &'a str,
+    state: &'static str,
+    vhost: &'a str,
+    app: &'a str,
+    stream: StreamView<'a>,
+    protocol: &'static str,
+    url: &'a str,
+    stream_key: &'a str,
+    sent_bytes: u64,
+    sent_time: u64,
+    sequence: u64,
+    #[serde(rename = "totalsentBytes")]
+    total_sent_bytes: u64,
+    #[serde(rename = "totalsentTime")]
+    total_sent_time: u64,
+    created_time: String,
+    start_time: String,
+    finish_time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StreamView<'a> {
+    name: &'a str,
+    track_ids: &'a [u32],
+    variant_names: &'a [String],
+}
+
+impl<'a> PushView<'a> {
+    pub fn of(t: &'a PushTask, now: Instant, offset: i32) -> Self {
+        let time = |ms: Option<i64>| clock::format_iso8601(ms.unwrap_or(0), offset);
+        let sent_time = t.sent_ms(now);
+        PushView {
+            id: &t.spec.id,
+            state: t.state.name(),
+            vhost: &t.spec.vhost,
+            app: &t.spec.app,
+            stream: StreamView {
+                name: &t.spec.stream_name,
+                track_ids: &t.spec.track_ids,
+                variant_names: &t.spec.variant_names,
+            },
+            protocol: t.spec.protocol.name(),
+            url: &t.spec.url,
+            stream_key: &t.spec.stream_key,
+            sent_bytes: t.sent_bytes,
+            sent_time,
+            sequence: t.sequence,
+            total_sent_bytes: t.ended_bytes + t.sent_bytes,
+            total_sent_time: t.ended_ms + sent_time,
+            created_time: time(Some(t.spec.created_ms)),
+            start_time: time(t.start_ms),
+            finish_time: time(t.finish_ms),
+            last_error: t.last_error.as_deref(),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct IdBody {
+    id: Option<String>,
+}
+
+fn parse_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        if e.is_data() {
+            ApiError::bad_request(format_args!("Invalid request: {e}"))
+        } else {
+            ApiError::invalid_json(&e)
+        }
+    })
+}
+
+impl Api {
+    /// vhost (404), app (404, also when push is not enabled).
+    fn push_app(&self, vhost: &str, app: &str) -> Result<(), ApiError> {
+        let (_, a) = self.app_or_404(vhost, app)?;
+        if !a.push_enabled() {
+            return Err(ApiError::http(
+                404,
+                format_args!("Push publishing is not enabled for the application: [{vhost}/{app}]"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn save(&self, durable: &DurableState, what: &str) -> Result<(), ApiError> {
+        self.store.save(durable).map_err(|e| {
+            error!(
+                "cannot write the state file {}: {e}; {what}",
+                self.store.path().display()
+            );
+            ApiError::internal()
+        })
+    }
+
+    pub(super) fn start_push(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        self.push_app(vhost, app)?;
+        let value: serde_json::Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
+        if !value.is_object() {
+            return Err(ApiError::bad_request("Request body must be an object"));
+        }
+        let req: StartPushRequest = serde_json::from_value(value)
+            .map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))?;
+        let spec_app = self.registry.app(vhost, app).cloned();
+        let has_encode = |n: &str| spec_app.as_ref().is_some_and(|a| a.has_encode(n));
+        let (spec, destination) =
+            push::validate_start(req, vhost, app, clock::unix_millis_now(), &has_encode)
+                .map_err(ApiError::bad_request)?;
+        if self.registry.pushes.get(vhost, app, &spec.id).is_some() {
+            return Err(ApiError::http(
+                409,
+                format_args!("Duplicate ID: [{}]", spec.id),
+            ));
+        }
+        let mut durable = self.registry.durable();
+        durable.pushes.push(spec.clone());
+        self.save(&durable, "push not started")?;
+        let id = spec.id.clone();
+        info!(
+            "push [{vhost}/{app}/{id}] created: {} {} for stream [{}]",
+            spec.protocol.name(),
+            spec.url,
+            spec.stream_name
+        );
+        let live = self
+            .registry
+            .output_stream(vhost, app, &spec.stream_name)
+            .is_some();
+        let mut task = PushTask::new(spec, destination);
+        if live {
+            // The loop opens the session right after this answer.
+            task.session_started(clock::unix_millis_now());
+        }
+        self.registry.pushes.insert(task);
+        self.effects.push(Effect::PushesChanged);
+        let task = self
+            .registry
+            .pushes
+            .get(vhost, app, &id)
+            .ok_or_else(ApiError::internal)?;
+        Ok(envelope::ok(PushView::of(
+            task,
+            Instant::now(),
+            self.utc_offset,
+        )))
+    }
+
+    pub(super) fn stop_push(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        self.push_app(vhost, app)?;
+        let req: IdBody = parse_body(body)?;
+        let Some(id) = req.id.filter(|s| !s.is_empty()) else {
+            return Err(ApiError::bad_request("Missing required field(s): id"));
+        };
+        if self.registry.pushes.get(vhost, app, &id).is_none() {
+            return Err(ApiError::http(
+                404,
+                format_args!("Could not find the push: [{vhost}/{app}/{id}]"),
+            ));
+        }
+        let mut durable = self.registry.durable();
+        durable
+            .pushes
+            .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id));
+        self.save(&durable, "push not stopped")?;
+        if let Some(mut task) = self.registry.pushes.remove(vhost, app, &id) {
+            task.state = push::PushState::Stopping;
+            info!("push [{vhost}/{app}/{id}] stopping");
+            self.effects.push(Effect::StopPush {
+                vhost: vhost.to_string(),
+                app: app.to_string(),
+                id,
+            });
+        }
+        Ok(envelope::ok_empty())
+    }
+
+    pub(super) fn list_pushes(
+        &self,
+        vhost: &str,
+        app: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        self.push_app(vhost, app)?;
+        let req: IdBody = if body.iter().all(|b| b.is_ascii_whitespace()) {
+            IdBody::default()
+        } else {
+            parse_body(body)?
+        };
+        let now = Instant::now();
+        let views: Vec<PushView> = self
+            .registry
+            .pushes
+            .of_app(vhost, app)
+            .into_iter()
+            .filter(|t| req.id.as_ref().is_none_or(|id| &t.spec.id == id))
+            .map(|t| PushView::of(t, now, self.utc_offset))
+            .collect();
+        Ok(envelope::ok(views))
+    }
+
+    /// Removes the push tasks of an app (or host) being deleted, from the
+    /// durable state given and from the table; the loop closes sessions.
+    pub(super) fn drop_pushes_of(&mut self, vhost: &str, app: Option<&str>) {
+        for t in self.registry.pushes.remove_of(vhost, app) {
+            info!(
+                "push [{}/{}/{}] ended: its application is gone",
+                t.spec.vhost, t.spec.app, t.spec.id
+            );
+            self.effects.push(Effect::StopPush {
+                vhost: t.spec.vhost,
+                app: t.spec.app,
+                id: t.spec.id,
+            });
+        }
+    }
+}

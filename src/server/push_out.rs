@@ -1,0 +1,729 @@
+//! One push session: the socket glue between a live stream's frames and a
+//! destination. RTMP/RTMPS over TCP drives the sans-IO RTMP
+//! [`ClientSession`]; MPEG-TS over UDP drives the TS [`Muxer`] and sends
+//! 1316-byte datagrams, paced. Each session has its own bounded
+//! [`FrameQueue`], so a slow destination only ever drops its own frames.
+//!
+//! The session reports what happened ([`Report`]); the loop turns reports
+//! into task state (`connecting` -> `pushing` -> `ready`/`error`).
+
+use super::transport::{ReadEnd, Transport};
+use crate::media::{Frame, MediaKind, Track, TrackId};
+use crate::push::pacing::Pacer;
+use crate::push::queue::FrameQueue;
+use crate::rtmp::client::{ClientConfig, ClientEvent, ClientSession};
+use crate::state::push::{Destination, PushTask};
+use crate::state::streams::StreamId;
+use crate::ts::Muxer;
+use mio::net::{TcpStream, UdpSocket};
+use mio::{Interest, Token};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Most bytes a destination may have queued before it drops to keyframes.
+pub const QUEUE_BYTES: usize = 8 * 1024 * 1024;
+/// Keep at most this much RTMP output waiting in the session's buffer;
+/// the rest waits as frames in the queue (where the drop policy applies).
+const RTMP_HIGH_WATER: usize = 256 * 1024;
+/// TS bytes muxed ahead of the socket.
+const UDP_HIGH_WATER: usize = 64 * 1024;
+/// One datagram: 7 TS packets.
+const DATAGRAM: usize = 1316;
+/// From start to `pushing`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A destination that takes nothing for this long has failed.
+const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a clean close may take.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Identifies a task.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TaskKey {
+    pub vhost: String,
+    pub app: String,
+    pub id: String,
+}
+
+/// The stream a session starts from.
+pub struct StartMedia<'a> {
+    pub stream: StreamId,
+    pub tracks: Vec<Track>,
+    /// The task's tracks among them.
+    pub selected: Vec<TrackId>,
+    /// The stream's last GOP (sent first, so the destination starts on a
+    /// keyframe).
+    pub gop: &'a [Frame],
+}
+
+/// What the loop learns from a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// The destination accepted the stream.
+    Pushing,
+    /// The session is over: `None` for a clean end, else why it failed.
+    Ended(Option<String>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Resolving,
+    Connecting,
+    /// RTMP: connected, handshake and publish in progress.
+    Handshaking,
+    Pushing,
+    Closing {
+        until: Instant,
+    },
+    Done,
+}
+
+enum Output {
+    Rtmp {
+        transport: Option<Transport>,
+        session: Box<ClientSession>,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        server_name: String,
+        /// The destination said NetStream.Publish.Start.
+        publishing: bool,
+        tracks_sent: bool,
+    },
+    Udp {
+        socket: Option<UdpSocket>,
+        ttl: Option<u32>,
+        muxer: Option<Box<Muxer>>,
+        ts: Vec<u8>,
+        ts_pos: usize,
+        pacer: Pacer,
+        refused: u64,
+    },
+}
+
+pub struct PushOut {
+    pub key: TaskKey,
+    pub stream: StreamId,
+    /// The stream's tracks and the selected ones.
+    tracks: Vec<Track>,
+    selected: Vec<TrackId>,
+    queue: FrameQueue,
+    output: Output,
+    phase: Phase,
+    addrs: Vec<SocketAddr>,
+    started: Instant,
+    last_progress: Instant,
+    /// Bytes written to the destination in this session.
+    pub sent_bytes: u64,
+    reports: Vec<Report>,
+    /// The task was stopped: close cleanly and report nothing.
+    pub detached: bool,
+}
+
+fn video_of(tracks: &[Track], selected: &[TrackId]) -> Option<TrackId> {
+    tracks
+        .iter()
+        .find(|t| t.kind() == MediaKind::Video && selected.contains(&t.id))
+        .map(|t| t.id)
+}
+
+impl PushOut {
+    /// A session for a task, starting from the stream's last GOP.
+    pub fn new(
+        key: TaskKey,
+        task: &PushTask,
+        media: StartMedia<'_>,
+        tls_roots: &Arc<rustls::ClientConfig>,
+        now: Instant,
+    ) -> Self {
+        let StartMedia {
+            stream,
+            tracks,
+            selected,
+            gop,
+        } = media;
+        let output = match &task.destination {
+            Destination::Rtmp {
+                tls,
+                host,
+                app,
+                tc_url,
+                ..
+            } => Output::Rtmp {
+                transport: None,
+                session: Box::new(ClientSession::new(ClientConfig::new(
+                    tc_url,
+                    app,
+                    &task.spec.stream_key,
+                ))),
+                tls: tls.then(|| tls_roots.clone()),
+                server_name: host.clone(),
+                publishing: false,
+                tracks_sent: false,
+            },
+            Destination::Udp { ttl, .. } => Output::Udp {
+                socket: None,
+                ttl: *ttl,
+                muxer: None,
+                ts: Vec::with_capacity(UDP_HIGH_WATER * 2),
+                ts_pos: 0,
+                pacer: Pacer::new(DATAGRAM * 32, now),
+                refused: 0,
+            },
+            // The SRT output is built by `push_srt` (see the loop).
+            Destination::Srt { .. } => Output::Udp {
+                socket: None,
+                ttl: None,
+                muxer: None,
+                ts: Vec::new(),
+                ts_pos: 0,
+                pacer: Pacer::new(DATAGRAM * 32, now),
+                refused: 0,
+            },
+        };
+        let mut queue = FrameQueue::new(QUEUE_BYTES, video_of(&tracks, &selected));
+        for f in gop.iter().filter(|f| selected.contains(&f.track)) {
+            queue.push(f.clone());
+        }
+        PushOut {
+            key,
+            stream,
+            tracks,
+            selected,
+            queue,
+            output,
+            phase: Phase::Resolving,
+            addrs: Vec::new(),
+            started: now,
+            last_progress: now,
+            sent_bytes: 0,
+            reports: Vec::new(),
+            detached: false,
+        }
+    }
+
+    pub fn take_reports(&mut self) -> Vec<Report> {
+        std::mem::take(&mut self.reports)
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    pub fn dropped_frames(&self) -> u64 {
+        self.queue.dropped_frames
+    }
+
+    pub fn deadline(&self) -> Instant {
+        match self.phase {
+            Phase::Resolving | Phase::Connecting | Phase::Handshaking => {
+                self.started + CONNECT_TIMEOUT
+            }
+            Phase::Closing { until } => until,
+            Phase::Done => self.last_progress,
+            Phase::Pushing => {
+                let stall = self.last_progress + STALL_TIMEOUT;
+                match &self.output {
+                    Output::Udp {
+                        pacer, ts, ts_pos, ..
+                    } if ts.len() - ts_pos >= DATAGRAM => pacer.ready_at(DATAGRAM).min(stall),
+                    _ => stall,
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, why: String) {
+        match self.phase {
+            Phase::Done => return,
+            // The session already ended cleanly; this is the close itself.
+            Phase::Closing { .. } => {
+                self.phase = Phase::Done;
+                return;
+            }
+            _ => {}
+        }
+        crate::info!(
+            "push [{}/{}/{}]: {why}",
+            self.key.vhost,
+            self.key.app,
+            self.key.id
+        );
+        self.phase = Phase::Done;
+        if !self.detached {
+            self.reports.push(Report::Ended(Some(why)));
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.phase != Phase::Done {
+            self.phase = Phase::Done;
+            if !self.detached {
+                self.reports.push(Report::Ended(None));
+            }
+        }
+    }
+
+    /// The destination's addresses are known: connect (or open the socket).
+    pub fn on_resolved(
+        &mut self,
+        result: Result<Vec<SocketAddr>, String>,
+        registry: &mio::Registry,
+        token: Token,
+        now: Instant,
+    ) {
+        if self.phase != Phase::Resolving {
+            return;
+        }
+        match result {
+            Err(e) => self.fail(e),
+            Ok(addrs) => {
+                self.addrs = addrs;
+                self.connect_next(registry, token, now);
+            }
+        }
+    }
+
+    fn connect_next(&mut self, registry: &mio::Registry, token: Token, now: Instant) {
+        let Some(addr) = (!self.addrs.is_empty()).then(|| self.addrs.remove(0)) else {
+            self.fail("no address of the destination could be reached".into());
+            return;
+        };
+        let result: io::Result<()> = match &mut self.output {
+            Output::Rtmp { transport, .. } => TcpStream::connect(addr).and_then(|mut s| {
+                registry.register(&mut s, token, Interest::READABLE | Interest::WRITABLE)?;
+                *transport = Some(Transport::client(s, None));
+                Ok(())
+            }),
+            Output::Udp { socket, ttl, .. } => open_udp(addr, *ttl).and_then(|mut s| {
+                registry.register(&mut s, token, Interest::WRITABLE)?;
+                *socket = Some(s);
+                Ok(())
+            }),
+        };
+        match result {
+            Err(e) => {
+                if self.addrs.is_empty() {
+                    self.fail(format!("cannot connect to {addr}: {e}"));
+                } else {
+                    self.connect_next(registry, token, now);
+                }
+            }
+            Ok(()) => match self.output {
+                Output::Rtmp { .. } => self.phase = Phase::Connecting,
+                Output::Udp { .. } => {
+                    // UDP has no handshake: pushing from the first datagram.
+                    self.phase = Phase::Pushing;
+                    self.last_progress = now;
+                    self.reports.push(Report::Pushing);
+                    self.rebuild_muxer();
+                    self.pump(now);
+                }
+            },
+        }
+    }
+
+    /// The stream's tracks changed: re-select, and restart the muxer or
+    /// send the RTMP headers again.
+    pub fn on_tracks(&mut self, tracks: Vec<Track>, selected: Vec<TrackId>, now: Instant) {
+        self.queue.set_video(video_of(&tracks, &selected));
+        self.tracks = tracks;
+        self.selected = selected;
+        match &mut self.output {
+            Output::Rtmp { tracks_sent, .. } => *tracks_sent = false,
+            Output::Udp { .. } => self.rebuild_muxer(),
+        }
+        self.pump(now);
+    }
+
+    fn selected_tracks(&self) -> Vec<Track> {
+        self.tracks
+            .iter()
+            .filter(|t| self.selected.contains(&t.id))
+            .cloned()
+            .collect()
+    }
+
+    fn rebuild_muxer(&mut self) {
+        let tracks = self.selected_tracks();
+        if let Output::Udp { muxer, .. } = &mut self.output {
+            *muxer = if tracks.is_empty() {
+                None
+            } else {
+                match Muxer::new(&tracks) {
+                    Ok(m) => Some(Box::new(m)),
+                    Err(e) => {
+                        crate::warn!(
+                            "push [{}/{}/{}]: cannot mux these tracks: {e}",
+                            self.key.vhost,
+                            self.key.app,
+                            self.key.id
+                        );
+                        None
+                    }
+                }
+            };
+        }
+    }
+
+    /// A frame of the stream.
+    pub fn on_frame(&mut self, frame: &Frame, now: Instant) {
+        if !self.selected.contains(&frame.track)
+            || matches!(self.phase, Phase::Closing { .. } | Phase::Done)
+        {
+            return;
+        }
+        if let Output::Udp { pacer, .. } = &mut self.output {
+            pacer.on_input(frame.data.len(), now);
+        }
+        self.queue.push(frame.clone());
+        if self.phase == Phase::Pushing {
+            self.pump(now);
+        }
+    }
+
+    /// Socket readiness (either direction).
+    pub fn on_ready(&mut self, registry: &mio::Registry, token: Token, now: Instant) {
+        match self.phase {
+            Phase::Connecting => self.check_connected(registry, token, now),
+            Phase::Resolving | Phase::Done => return,
+            _ => {}
+        }
+        if let Output::Rtmp { .. } = self.output {
+            self.rtmp_read(now);
+        }
+        self.pump(now);
+    }
+
+    /// The deadline passed.
+    pub fn on_deadline(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Resolving => self.fail("resolving the destination timed out".into()),
+            Phase::Connecting | Phase::Handshaking => {
+                self.fail("the destination did not accept the stream within 10 s".into())
+            }
+            Phase::Closing { .. } => self.phase = Phase::Done,
+            Phase::Pushing => {
+                if now >= self.last_progress + STALL_TIMEOUT {
+                    self.fail("the destination took no data for 30 s".into());
+                } else {
+                    self.pump(now);
+                }
+            }
+            Phase::Done => {}
+        }
+    }
+
+    /// Ends the session cleanly: the stream ended (`detached` false: the
+    /// task goes back to `ready`) or the task was stopped (`detached`).
+    pub fn close(&mut self, detached: bool, now: Instant) {
+        self.detached |= detached;
+        match self.phase {
+            Phase::Done | Phase::Closing { .. } => return,
+            Phase::Resolving | Phase::Connecting => {
+                self.finish();
+                return;
+            }
+            _ => {}
+        }
+        match &mut self.output {
+            Output::Rtmp {
+                session, transport, ..
+            } => {
+                session.close();
+                if let Some(t) = transport {
+                    let _ = flush_rtmp(t, session, &mut self.sent_bytes);
+                    t.close_write();
+                }
+            }
+            Output::Udp { .. } => {
+                // Send what is muxed, unpaced: the stream is over.
+                self.flush_udp(now, true);
+            }
+        }
+        if !self.detached {
+            self.reports.push(Report::Ended(None));
+        }
+        self.phase = match self.output {
+            Output::Rtmp { .. } => Phase::Closing {
+                until: now + CLOSE_TIMEOUT,
+            },
+            Output::Udp { .. } => Phase::Done,
+        };
+    }
+
+    fn check_connected(&mut self, registry: &mio::Registry, token: Token, now: Instant) {
+        let Output::Rtmp {
+            transport,
+            tls,
+            server_name,
+            ..
+        } = &mut self.output
+        else {
+            return;
+        };
+        let Some(t) = transport.as_mut() else {
+            return;
+        };
+        let stream = t.stream_mut();
+        if let Ok(Some(e)) | Err(e) = stream.take_error() {
+            let _ = registry.deregister(stream);
+            *transport = None;
+            if self.addrs.is_empty() {
+                self.fail(format!("cannot connect: {e}"));
+            } else {
+                self.connect_next(registry, token, now);
+            }
+            return;
+        }
+        match stream.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+            Err(e) => {
+                self.fail(format!("cannot connect: {e}"));
+                return;
+            }
+        }
+        let _ = stream.set_nodelay(true);
+        if let Some(cfg) = tls.clone() {
+            let started = rustls::pki_types::ServerName::try_from(server_name.clone())
+                .map_err(|e| format!("invalid TLS server name [{server_name}]: {e}"))
+                .and_then(|name| {
+                    rustls::ClientConnection::new(cfg, name).map_err(|e| format!("TLS: {e}"))
+                });
+            match started {
+                Ok(c) => {
+                    let Some(old) = transport.take() else { return };
+                    *transport = Some(old.with_client_tls(c));
+                }
+                Err(why) => {
+                    self.fail(why);
+                    return;
+                }
+            }
+        }
+        self.phase = Phase::Handshaking;
+        self.last_progress = now;
+    }
+
+    fn rtmp_read(&mut self, now: Instant) {
+        let Output::Rtmp {
+            transport: Some(t),
+            session,
+            ..
+        } = &mut self.output
+        else {
+            return;
+        };
+        let mut failure = None;
+        let result = t.read(|data| match session.handle_input(data) {
+            Ok(()) => true,
+            Err(e) => {
+                failure = Some(e.to_string());
+                false
+            }
+        });
+        let closed = match result {
+            Ok((_, end)) => end == ReadEnd::Closed,
+            Err(e) => {
+                failure.get_or_insert(e.to_string());
+                true
+            }
+        };
+        let mut events = Vec::new();
+        while let Some(ev) = session.poll_event() {
+            events.push(ev);
+        }
+        for ev in events {
+            match ev {
+                ClientEvent::Connected => {}
+                ClientEvent::Publishing => {
+                    if let Output::Rtmp { publishing, .. } = &mut self.output {
+                        *publishing = true;
+                    }
+                    if self.phase == Phase::Handshaking {
+                        self.phase = Phase::Pushing;
+                        self.last_progress = now;
+                        self.reports.push(Report::Pushing);
+                    }
+                }
+                ClientEvent::Error(why) => {
+                    failure.get_or_insert(format!("the destination refused: {why}"));
+                }
+            }
+        }
+        if let Some(why) = failure {
+            self.fail(why);
+        } else if closed {
+            match self.phase {
+                Phase::Closing { .. } => self.phase = Phase::Done,
+                _ => self.fail("the destination closed the connection".into()),
+            }
+        }
+    }
+
+    /// Moves queued frames into the output and the output to the socket.
+    fn pump(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Pushing | Phase::Handshaking | Phase::Closing { .. } => {}
+            _ => return,
+        }
+        match &mut self.output {
+            Output::Rtmp { .. } => self.pump_rtmp(now),
+            Output::Udp { .. } => self.flush_udp(now, false),
+        }
+    }
+
+    fn pump_rtmp(&mut self, now: Instant) {
+        let selected = self.selected_tracks();
+        let Output::Rtmp {
+            transport: Some(t),
+            session,
+            publishing,
+            tracks_sent,
+            ..
+        } = &mut self.output
+        else {
+            return;
+        };
+        let mut failure = None;
+        if *publishing && self.phase == Phase::Pushing {
+            if !*tracks_sent && !selected.is_empty() {
+                match session.send_tracks(&selected) {
+                    Ok(()) => *tracks_sent = true,
+                    Err(e) => failure = Some(format!("RTMP: {e}")),
+                }
+            }
+            while *tracks_sent
+                && failure.is_none()
+                && session.pending_output().len() < RTMP_HIGH_WATER
+            {
+                let Some(f) = self.queue.pop() else { break };
+                if let Err(e) = session.send_frame(&f) {
+                    failure = Some(format!("RTMP: {e}"));
+                }
+            }
+        }
+        let before = self.sent_bytes;
+        if let Err(e) = flush_rtmp(t, session, &mut self.sent_bytes) {
+            failure.get_or_insert(format!("write: {e}"));
+        }
+        if self.sent_bytes > before || session.pending_output().is_empty() {
+            self.last_progress = now;
+        }
+        if let Some(why) = failure {
+            self.fail(why);
+        }
+    }
+
+    fn flush_udp(&mut self, now: Instant, unpaced: bool) {
+        let Output::Udp {
+            socket: Some(socket),
+            muxer,
+            ts,
+            ts_pos,
+            pacer,
+            refused,
+            ..
+        } = &mut self.output
+        else {
+            return;
+        };
+        let mut failure = None;
+        loop {
+            // Mux ahead of the socket, up to the high-water mark.
+            while ts.len() - *ts_pos < UDP_HIGH_WATER {
+                let Some(m) = muxer.as_mut() else { break };
+                let Some(f) = self.queue.pop() else { break };
+                if let Err(e) = m.write_frame(&f, ts) {
+                    crate::debug!("push mux: {e}");
+                }
+            }
+            let pending = ts.len() - *ts_pos;
+            if pending == 0 || (pending < DATAGRAM && !unpaced) {
+                break;
+            }
+            let n = pending.min(DATAGRAM);
+            if !unpaced && !pacer.try_send(n, now) {
+                break;
+            }
+            match socket.send(&ts[*ts_pos..*ts_pos + n]) {
+                Ok(sent) => {
+                    *ts_pos += n;
+                    self.sent_bytes += sent as u64;
+                    self.last_progress = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    // Nobody listens there (yet): UDP carries on.
+                    *ts_pos += n;
+                    *refused += 1;
+                    self.last_progress = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failure = Some(format!("send: {e}"));
+                    break;
+                }
+            }
+            if *ts_pos > UDP_HIGH_WATER {
+                ts.drain(..*ts_pos);
+                *ts_pos = 0;
+            }
+        }
+        if let Some(why) = failure {
+            self.fail(why);
+        }
+    }
+
+    pub fn deregister(&mut self, registry: &mio::Registry) {
+        match &mut self.output {
+            Output::Rtmp {
+                transport: Some(t), ..
+            } => {
+                let _ = registry.deregister(t.stream_mut());
+            }
+            Output::Udp {
+                socket: Some(s), ..
+            } => {
+                let _ = registry.deregister(s);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn flush_rtmp(t: &mut Transport, session: &mut ClientSession, sent: &mut u64) -> io::Result<()> {
+    loop {
+        let pending = session.pending_output();
+        if pending.is_empty() && !t.has_pending_tls() {
+            return Ok(());
+        }
+        let n = t.write(pending)?;
+        if n == 0 {
+            return Ok(());
+        }
+        session.consume_output(n);
+        *sent += n as u64;
+    }
+}
+
+fn open_udp(addr: SocketAddr, ttl: Option<u32>) -> io::Result<UdpSocket> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    let _ = socket.set_send_buffer_size(1024 * 1024);
+    if let Some(ttl) = ttl {
+        if addr.is_ipv4() {
+            socket.set_multicast_ttl_v4(ttl)?;
+            socket.set_ttl_v4(ttl)?;
+        } else {
+            socket.set_multicast_hops_v6(ttl)?;
+            socket.set_unicast_hops_v6(ttl)?;
+        }
+    }
+    socket.set_nonblocking(true)?;
+    socket.connect(&addr.into())?;
+    Ok(UdpSocket::from_std(socket.into()))
+}

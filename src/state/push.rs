@@ -1,0 +1,778 @@
+//! Push publishing tasks: the table, their request validation, destination
+//! URLs, track selection, states and counters (specification "Push
+//! publishing task", DECISIONS section 7).
+//!
+//! A task is keyed by vhost/app/id. It waits in `ready` until its stream
+//! exists, goes `connecting` -> `pushing`, falls to `error` on a failure and
+//! retries after a back-off (1 s doubling to 30 s, with jitter, reset after
+//! 30 s of pushing), returns to `ready` when the stream ends, and on
+//! `:stopPush` goes through `stopping` to `stopped` and is removed.
+//!
+//! Plain data and pure functions of `now`; the loop owns the sockets.
+
+use crate::media::{MediaKind, Track, TrackId};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// The protocols a task pushes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Rtmp,
+    Srt,
+    Mpegts,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Rtmp => "rtmp",
+            Protocol::Srt => "srt",
+            Protocol::Mpegts => "mpegts",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushState {
+    Ready,
+    Connecting,
+    Pushing,
+    Stopping,
+    Stopped,
+    Error,
+}
+
+impl PushState {
+    pub fn name(self) -> &'static str {
+        match self {
+            PushState::Ready => "ready",
+            PushState::Connecting => "connecting",
+            PushState::Pushing => "pushing",
+            PushState::Stopping => "stopping",
+            PushState::Stopped => "stopped",
+            PushState::Error => "error",
+        }
+    }
+}
+
+/// Where a task sends, parsed from its URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    Rtmp {
+        tls: bool,
+        host: String,
+        port: u16,
+        /// The application path (`live2`, `app/inst`).
+        app: String,
+        /// The URL as given, the RTMP tcUrl.
+        tc_url: String,
+    },
+    Udp {
+        host: String,
+        port: u16,
+        ttl: Option<u32>,
+    },
+    Srt {
+        host: String,
+        port: u16,
+        latency: Duration,
+        timeout: Option<Duration>,
+        stream_id: Option<String>,
+        payload_size: usize,
+    },
+}
+
+impl Destination {
+    pub fn host_port(&self) -> (&str, u16) {
+        match self {
+            Destination::Rtmp { host, port, .. }
+            | Destination::Udp { host, port, .. }
+            | Destination::Srt { host, port, .. } => (host, *port),
+        }
+    }
+}
+
+/// What the state file keeps of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PushSpec {
+    pub id: String,
+    pub vhost: String,
+    pub app: String,
+    pub stream_name: String,
+    #[serde(default)]
+    pub variant_names: Vec<String>,
+    #[serde(default)]
+    pub track_ids: Vec<TrackId>,
+    pub protocol: Protocol,
+    pub url: String,
+    #[serde(default)]
+    pub stream_key: String,
+    pub created_ms: i64,
+}
+
+/// `:startPush` body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartPushRequest {
+    pub id: Option<String>,
+    pub stream: Option<StreamSelector>,
+    pub protocol: Option<String>,
+    pub url: Option<String>,
+    pub stream_key: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StreamSelector {
+    pub name: Option<String>,
+    #[serde(default)]
+    pub variant_names: Vec<String>,
+    #[serde(default)]
+    pub track_ids: Vec<TrackId>,
+}
+
+/// Checks a `:startPush` body in the order DECISIONS section 7 gives
+/// (after vhost and app, which the caller checked): required fields (all
+/// missing ones named), protocol, URL scheme, options. `has_encode` tells
+/// whether a variant name is an encode of the application.
+pub fn validate_start(
+    req: StartPushRequest,
+    vhost: &str,
+    app: &str,
+    now_ms: i64,
+    has_encode: &dyn Fn(&str) -> bool,
+) -> Result<(PushSpec, Destination), String> {
+    let mut missing = Vec::new();
+    let id = req.id.filter(|s| !s.is_empty());
+    if id.is_none() {
+        missing.push("id");
+    }
+    let stream_name = req
+        .stream
+        .as_ref()
+        .and_then(|s| s.name.clone())
+        .filter(|s| !s.is_empty());
+    if stream_name.is_none() {
+        missing.push("stream.name");
+    }
+    let protocol_text = req.protocol.clone().filter(|s| !s.is_empty());
+    if protocol_text.is_none() {
+        missing.push("protocol");
+    }
+    let url = req.url.clone().filter(|s| !s.is_empty());
+    if url.is_none() {
+        missing.push("url");
+    }
+    let stream_key = req.stream_key.clone().unwrap_or_default();
+    if protocol_text.as_deref() == Some("rtmp") && stream_key.is_empty() {
+        missing.push("streamKey");
+    }
+    if !missing.is_empty() {
+        return Err(format!("Missing required field(s): {}", missing.join(", ")));
+    }
+    let (Some(id), Some(stream_name), Some(protocol_text), Some(url)) =
+        (id, stream_name, protocol_text, url)
+    else {
+        return Err("Missing required fields".into());
+    };
+    if id.len() > 255 || id.chars().any(|c| c.is_control()) {
+        return Err("id must be 1-255 printable characters".into());
+    }
+    let protocol = match protocol_text.as_str() {
+        "rtmp" => Protocol::Rtmp,
+        "srt" => Protocol::Srt,
+        "mpegts" => Protocol::Mpegts,
+        other => {
+            return Err(format!(
+                "Unknown protocol [{other}]; use srt, rtmp or mpegts"
+            ))
+        }
+    };
+    let destination = parse_url(protocol, &url)?;
+    let selector = req.stream.unwrap_or(StreamSelector {
+        name: None,
+        variant_names: Vec::new(),
+        track_ids: Vec::new(),
+    });
+    for v in &selector.variant_names {
+        if !has_encode(v) {
+            return Err(format!(
+                "Unknown variant name [{v}]: no encode of the application's output profiles has it"
+            ));
+        }
+    }
+    Ok((
+        PushSpec {
+            id,
+            vhost: vhost.to_string(),
+            app: app.to_string(),
+            stream_name,
+            variant_names: selector.variant_names,
+            track_ids: selector.track_ids,
+            protocol,
+            url,
+            stream_key: if protocol == Protocol::Rtmp {
+                stream_key
+            } else {
+                req.stream_key.unwrap_or_default()
+            },
+            created_ms: now_ms,
+        },
+        destination,
+    ))
+}
+
+/// Splits `scheme://host[:port][/path][?query]`.
+fn split_url(url: &str) -> Option<(&str, &str, Option<u16>, &str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    if authority.contains('@') {
+        return None;
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p.parse::<u16>().ok().filter(|p| *p != 0)?),
+            None if after.is_empty() => None,
+            None => return None,
+        };
+        (h, port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p.parse::<u16>().ok().filter(|p| *p != 0)?)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return None;
+    }
+    Some((scheme, host, port, path, query))
+}
+
+fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+}
+
+/// Parses a destination URL for a protocol (400 text on error).
+pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
+    let bad = || format!("Invalid url [{url}]");
+    let (scheme, host, port, path, query) = split_url(url).ok_or_else(bad)?;
+    let host = host.to_string();
+    match protocol {
+        Protocol::Rtmp => {
+            let tls = match scheme {
+                "rtmp" => false,
+                "rtmps" => true,
+                _ => {
+                    return Err(format!(
+                        "The url of an rtmp push must start with rtmp:// or rtmps://: [{url}]"
+                    ))
+                }
+            };
+            let app = path.trim_matches('/').to_string();
+            if app.is_empty() {
+                return Err(format!(
+                    "The rtmp url must name the application: rtmp://host[:port]/app ([{url}])"
+                ));
+            }
+            if !query.is_empty() {
+                return Err(format!(
+                    "The rtmp url takes no query; put the key in streamKey ([{url}])"
+                ));
+            }
+            Ok(Destination::Rtmp {
+                tls,
+                host,
+                port: port.unwrap_or(if tls { 443 } else { 1935 }),
+                app,
+                tc_url: url.to_string(),
+            })
+        }
+        Protocol::Mpegts => {
+            if scheme != "udp" {
+                return Err(format!(
+                    "The url of an mpegts push must start with udp://: [{url}]"
+                ));
+            }
+            let port = port
+                .ok_or_else(|| format!("The mpegts url needs a port: udp://host:port ([{url}])"))?;
+            if !path.is_empty() {
+                return Err(bad());
+            }
+            let mut ttl = None;
+            for (k, v) in query_pairs(query) {
+                match k {
+                    "ttl" => {
+                        ttl = Some(
+                            v.parse::<u32>()
+                                .ok()
+                                .filter(|t| (1..=255).contains(t))
+                                .ok_or_else(|| format!("Invalid ttl [{v}]: 1-255"))?,
+                        )
+                    }
+                    other => {
+                        return Err(format!("Unknown mpegts url option [{other}]; known: ttl"))
+                    }
+                }
+            }
+            Ok(Destination::Udp { host, port, ttl })
+        }
+        Protocol::Srt => {
+            if scheme != "srt" {
+                return Err(format!(
+                    "The url of an srt push must start with srt://: [{url}]"
+                ));
+            }
+            let port =
+                port.ok_or_else(|| format!("The srt url needs a port: srt://host:port ([{url}])"))?;
+            if !path.is_empty() {
+                return Err(bad());
+            }
+            let mut latency = Duration::from_millis(120);
+            let mut timeout = None;
+            let mut stream_id = None;
+            let mut payload_size = 1316usize;
+            let micros = |k: &str, v: &str| -> Result<Duration, String> {
+                v.parse::<u64>()
+                    .map(Duration::from_micros)
+                    .map_err(|_| format!("Invalid srt option {k}=[{v}]: microseconds expected"))
+            };
+            for (k, v) in query_pairs(query) {
+                match k {
+                    "mode" => {
+                        if v != "caller" {
+                            return Err(format!("Unsupported srt mode [{v}]: only caller is supported"));
+                        }
+                    }
+                    "latency" => latency = micros(k, v)?,
+                    "timeout" => timeout = Some(micros(k, v)?),
+                    "streamid" => stream_id = Some(percent_decode(v)),
+                    "payload_size" | "pkt_size" => {
+                        payload_size = v
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|n| (188..=1456).contains(n) && n % 188 == 0)
+                            .ok_or_else(|| format!("Invalid srt option {k}=[{v}]: a multiple of 188 up to 1316"))?
+                    }
+                    "passphrase" | "pbkeylen" => {
+                        return Err(format!("Unsupported srt option [{k}]: encryption is not supported yet"))
+                    }
+                    other => {
+                        return Err(format!(
+                            "Unknown srt option [{other}]; known: mode, latency, timeout, streamid, payload_size"
+                        ))
+                    }
+                }
+            }
+            Ok(Destination::Srt {
+                host,
+                port,
+                latency,
+                timeout,
+                stream_id,
+                payload_size,
+            })
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The tracks a task sends from a stream's tracks (DECISIONS section 7):
+/// variantNames and trackIds both select; data tracks always go; an empty
+/// selection sends every track (srt, mpegts) or the lowest-id video and
+/// audio track (rtmp). `named` gives each track's output encode name.
+pub fn select_tracks(
+    spec: &PushSpec,
+    tracks: &[Track],
+    named: &dyn Fn(&Track) -> Option<String>,
+) -> Vec<TrackId> {
+    let carried = |t: &Track| match spec.protocol {
+        Protocol::Rtmp => matches!(
+            t.codec,
+            crate::media::Codec::H264 | crate::media::Codec::Aac
+        ),
+        _ => true,
+    };
+    let explicit = !spec.variant_names.is_empty() || !spec.track_ids.is_empty();
+    let mut ids: Vec<TrackId> = if explicit {
+        tracks
+            .iter()
+            .filter(|t| {
+                t.kind() == MediaKind::Data
+                    || spec.track_ids.contains(&t.id)
+                    || named(t).is_some_and(|n| spec.variant_names.contains(&n))
+            })
+            .filter(|t| carried(t))
+            .map(|t| t.id)
+            .collect()
+    } else if spec.protocol == Protocol::Rtmp {
+        let lowest = |kind: MediaKind| {
+            tracks
+                .iter()
+                .filter(|t| t.kind() == kind && carried(t))
+                .map(|t| t.id)
+                .min()
+        };
+        lowest(MediaKind::Video)
+            .into_iter()
+            .chain(lowest(MediaKind::Audio))
+            .collect()
+    } else {
+        tracks.iter().map(|t| t.id).collect()
+    };
+    if spec.protocol == Protocol::Rtmp {
+        // RTMP carries one video and one audio track.
+        let mut seen = Vec::new();
+        ids.retain(|id| {
+            let kind = tracks.iter().find(|t| t.id == *id).map(|t| t.kind());
+            if seen.contains(&kind) {
+                false
+            } else {
+                seen.push(kind);
+                true
+            }
+        });
+    }
+    ids
+}
+
+/// Back-off before the next attempt: 1 s doubling to 30 s, with up to 25%
+/// jitter from `jitter` (0..=1023).
+pub fn backoff(failures: u32, jitter: u32) -> Duration {
+    let base = 1000u64 << failures.saturating_sub(1).min(5);
+    let base = base.min(30_000);
+    let extra = base * (jitter as u64 % 1024) / 4096;
+    Duration::from_millis(base + extra)
+}
+
+/// A task: its spec, state and counters.
+#[derive(Debug, Clone)]
+pub struct PushTask {
+    pub spec: PushSpec,
+    pub destination: Destination,
+    pub state: PushState,
+    /// Bytes written in the current session.
+    pub sent_bytes: u64,
+    /// When the current session reached `pushing`.
+    pub pushing_since: Option<Instant>,
+    /// Sessions that have ended.
+    pub sequence: u64,
+    pub ended_bytes: u64,
+    pub ended_ms: u64,
+    /// Unix ms when the current (or last) session started / ended.
+    pub start_ms: Option<i64>,
+    pub finish_ms: Option<i64>,
+    pub last_error: Option<String>,
+    /// Consecutive failures, for the back-off.
+    pub failures: u32,
+    /// When to try again (state `error`).
+    pub retry_at: Option<Instant>,
+    /// Frames dropped for this destination (slow consumer).
+    pub dropped_frames: u64,
+}
+
+impl PushTask {
+    pub fn new(spec: PushSpec, destination: Destination) -> Self {
+        PushTask {
+            spec,
+            destination,
+            state: PushState::Ready,
+            sent_bytes: 0,
+            pushing_since: None,
+            sequence: 0,
+            ended_bytes: 0,
+            ended_ms: 0,
+            start_ms: None,
+            finish_ms: None,
+            last_error: None,
+            failures: 0,
+            retry_at: None,
+            dropped_frames: 0,
+        }
+    }
+
+    pub fn sent_ms(&self, now: Instant) -> u64 {
+        self.pushing_since
+            .map(|t| now.saturating_duration_since(t).as_millis() as u64)
+            .unwrap_or(0)
+    }
+
+    /// A session starts connecting.
+    pub fn session_started(&mut self, now_ms: i64) {
+        self.state = PushState::Connecting;
+        self.sent_bytes = 0;
+        self.pushing_since = None;
+        self.start_ms = Some(now_ms);
+        self.retry_at = None;
+    }
+
+    /// The destination accepted the stream.
+    pub fn session_pushing(&mut self, now: Instant) {
+        self.state = PushState::Pushing;
+        self.pushing_since = Some(now);
+    }
+
+    /// The current session ended; `error` says why if it failed. Returns
+    /// when to retry for a failure.
+    pub fn session_ended(
+        &mut self,
+        now: Instant,
+        now_ms: i64,
+        error: Option<String>,
+        jitter: u32,
+    ) -> Option<Instant> {
+        let pushed_ms = self.sent_ms(now);
+        self.ended_bytes += self.sent_bytes;
+        self.ended_ms += pushed_ms;
+        self.sent_bytes = 0;
+        self.pushing_since = None;
+        self.sequence += 1;
+        self.finish_ms = Some(now_ms);
+        match error {
+            Some(e) => {
+                if pushed_ms >= 30_000 {
+                    self.failures = 0;
+                }
+                self.failures = self.failures.saturating_add(1);
+                self.last_error = Some(e);
+                self.state = PushState::Error;
+                let at = now + backoff(self.failures, jitter);
+                self.retry_at = Some(at);
+                Some(at)
+            }
+            None => {
+                self.state = PushState::Ready;
+                self.retry_at = None;
+                None
+            }
+        }
+    }
+}
+
+/// All tasks, in creation order.
+#[derive(Debug, Default)]
+pub struct PushTable {
+    tasks: Vec<PushTask>,
+}
+
+impl PushTable {
+    pub fn get(&self, vhost: &str, app: &str, id: &str) -> Option<&PushTask> {
+        self.tasks
+            .iter()
+            .find(|t| t.spec.vhost == vhost && t.spec.app == app && t.spec.id == id)
+    }
+
+    pub fn get_mut(&mut self, vhost: &str, app: &str, id: &str) -> Option<&mut PushTask> {
+        self.tasks
+            .iter_mut()
+            .find(|t| t.spec.vhost == vhost && t.spec.app == app && t.spec.id == id)
+    }
+
+    pub fn insert(&mut self, task: PushTask) {
+        self.tasks.push(task);
+    }
+
+    pub fn remove(&mut self, vhost: &str, app: &str, id: &str) -> Option<PushTask> {
+        let i = self
+            .tasks
+            .iter()
+            .position(|t| t.spec.vhost == vhost && t.spec.app == app && t.spec.id == id)?;
+        Some(self.tasks.remove(i))
+    }
+
+    /// Tasks of an app, by creation time.
+    pub fn of_app(&self, vhost: &str, app: &str) -> Vec<&PushTask> {
+        let mut v: Vec<&PushTask> = self
+            .tasks
+            .iter()
+            .filter(|t| t.spec.vhost == vhost && t.spec.app == app)
+            .collect();
+        v.sort_by_key(|t| t.spec.created_ms);
+        v
+    }
+
+    pub fn all(&self) -> &[PushTask] {
+        &self.tasks
+    }
+
+    pub fn all_mut(&mut self) -> &mut [PushTask] {
+        &mut self.tasks
+    }
+
+    /// Removes the tasks of an app (or of a whole host).
+    pub fn remove_of(&mut self, vhost: &str, app: Option<&str>) -> Vec<PushTask> {
+        let (gone, kept) = std::mem::take(&mut self.tasks)
+            .into_iter()
+            .partition(|t| t.spec.vhost == vhost && app.is_none_or(|a| t.spec.app == a));
+        self.tasks = kept;
+        gone
+    }
+
+    pub fn specs(&self) -> Vec<PushSpec> {
+        self.tasks.iter().map(|t| t.spec.clone()).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: &str) -> StartPushRequest {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn start(json: &str) -> Result<(PushSpec, Destination), String> {
+        validate_start(req(json), "default", "app", 0, &|n| {
+            n == "bypass_video" || n == "bypass_audio"
+        })
+    }
+
+    #[test]
+    fn missing_fields_are_all_named() {
+        let e = start(r#"{"protocol":"rtmp"}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "Missing required field(s): id, stream.name, url, streamKey"
+        );
+        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt"}"#).unwrap_err();
+        assert_eq!(e, "Missing required field(s): url");
+    }
+
+    #[test]
+    fn urls() {
+        let (_, d) = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"rtmp","url":"rtmp://a.rtmp.youtube.com/live2","streamKey":"k"}"#).unwrap();
+        assert_eq!(
+            d,
+            Destination::Rtmp {
+                tls: false,
+                host: "a.rtmp.youtube.com".into(),
+                port: 1935,
+                app: "live2".into(),
+                tc_url: "rtmp://a.rtmp.youtube.com/live2".into()
+            }
+        );
+        let (_, d) = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"rtmp","url":"rtmps://live-api-s.facebook.com:443/rtmp/","streamKey":"k"}"#).unwrap();
+        assert!(matches!(
+            d,
+            Destination::Rtmp {
+                tls: true,
+                port: 443,
+                ..
+            }
+        ));
+        let (_, d) = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"mpegts","url":"udp://239.0.0.1:5000?ttl=4"}"#).unwrap();
+        assert_eq!(
+            d,
+            Destination::Udp {
+                host: "239.0.0.1".into(),
+                port: 5000,
+                ttl: Some(4)
+            }
+        );
+        let (_, d) = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://[::1]:9000?mode=caller&latency=200000&streamid=a%2Fb"}"#).unwrap();
+        assert!(
+            matches!(d, Destination::Srt { ref host, port: 9000, latency, ref stream_id, .. }
+            if host == "::1" && latency == Duration::from_millis(200) && stream_id.as_deref() == Some("a/b"))
+        );
+    }
+
+    #[test]
+    fn url_errors() {
+        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"rtmp","url":"srt://x:1/app","streamKey":"k"}"#).unwrap_err();
+        assert!(e.contains("rtmp://"), "{e}");
+        let e =
+            start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?foo=1"}"#)
+                .unwrap_err();
+        assert!(e.contains("[foo]"), "{e}");
+        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?passphrase=secret123"}"#).unwrap_err();
+        assert!(e.contains("passphrase") && e.contains("encryption"), "{e}");
+        let e = start(
+            r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?mode=listener"}"#,
+        )
+        .unwrap_err();
+        assert!(e.contains("only caller"), "{e}");
+        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"mpegts","url":"udp://x"}"#)
+            .unwrap_err();
+        assert!(e.contains("needs a port"), "{e}");
+        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"webrtc","url":"udp://x:1"}"#)
+            .unwrap_err();
+        assert!(e.contains("Unknown protocol [webrtc]"), "{e}");
+        let e = start(r#"{"id":"a","stream":{"name":"s","variantNames":["nope"]},"protocol":"mpegts","url":"udp://x:1"}"#).unwrap_err();
+        assert!(e.contains("[nope]"), "{e}");
+    }
+
+    #[test]
+    fn backoff_doubles_to_thirty_seconds() {
+        assert_eq!(backoff(1, 0), Duration::from_secs(1));
+        assert_eq!(backoff(2, 0), Duration::from_secs(2));
+        assert_eq!(backoff(5, 0), Duration::from_secs(16));
+        assert_eq!(backoff(6, 0), Duration::from_secs(30));
+        assert_eq!(backoff(60, 0), Duration::from_secs(30));
+        assert!(backoff(1, 1023) < Duration::from_millis(1250));
+    }
+
+    #[test]
+    fn counters_over_sessions() {
+        let (spec, dest) =
+            start(r#"{"id":"a","stream":{"name":"s"},"protocol":"mpegts","url":"udp://x:1"}"#)
+                .unwrap();
+        let mut t = PushTask::new(spec, dest);
+        let t0 = Instant::now();
+        t.session_started(1000);
+        t.session_pushing(t0);
+        t.sent_bytes = 500;
+        let retry = t.session_ended(t0 + Duration::from_secs(2), 3000, Some("refused".into()), 0);
+        assert_eq!(retry, Some(t0 + Duration::from_secs(3)));
+        assert_eq!(
+            (t.state, t.sequence, t.ended_bytes, t.ended_ms),
+            (PushState::Error, 1, 500, 2000)
+        );
+        assert_eq!(t.last_error.as_deref(), Some("refused"));
+        t.session_started(4000);
+        t.session_pushing(t0);
+        t.sent_bytes = 100;
+        assert_eq!(
+            t.session_ended(t0 + Duration::from_secs(1), 5000, None, 0),
+            None
+        );
+        assert_eq!(
+            (t.state, t.sequence, t.ended_bytes),
+            (PushState::Ready, 2, 600)
+        );
+    }
+}
