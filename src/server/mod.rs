@@ -635,9 +635,10 @@ impl Server {
         let deadline = s.deadline();
         let (sent, dropped) = (s.sent_bytes, s.dropped_frames());
         let key = s.key.clone();
-        let detached = s.detached;
+        let feeds_task = !s.detached && !s.task_done;
         let mut retry = None;
-        if !detached {
+        let mut ended = false;
+        if feeds_task {
             if let Some(task) = self
                 .api
                 .registry
@@ -653,6 +654,7 @@ impl Server {
                             task.session_pushing(now);
                         }
                         Report::Ended(err) => {
+                            ended = true;
                             self.jitter =
                                 self.jitter.wrapping_mul(1_103_515_245).wrapping_add(12_345);
                             retry = task.session_ended(
@@ -664,6 +666,20 @@ impl Server {
                         }
                     }
                 }
+            }
+        }
+        if ended {
+            if let Some(Entry {
+                endpoint: Endpoint::Push(s),
+                ..
+            }) = self.endpoints.get_mut(token)
+            {
+                s.task_done = true;
+            }
+            // The task is free for a new session (a clean close may still
+            // be finishing on this one).
+            if self.sessions.get(&key) == Some(&token) {
+                self.sessions.remove(&key);
             }
         }
         if done {

@@ -117,6 +117,9 @@ pub struct PushOut {
     reports: Vec<Report>,
     /// The task was stopped: close cleanly and report nothing.
     pub detached: bool,
+    /// The loop has taken this session's end into its task; later numbers
+    /// (a lingering clean close) no longer belong to the task.
+    pub task_done: bool,
 }
 
 fn video_of(tracks: &[Track], selected: &[TrackId]) -> Option<TrackId> {
@@ -198,6 +201,7 @@ impl PushOut {
             sent_bytes: 0,
             reports: Vec::new(),
             detached: false,
+            task_done: false,
         }
     }
 

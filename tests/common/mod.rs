@@ -364,6 +364,28 @@ pub fn wait_for_port(port: u16, limit: Duration) {
     }
 }
 
+/// Waits until something listens on 127.0.0.1:`port` without connecting to
+/// it (one-shot listeners such as `ffmpeg -listen 1` take one connection).
+pub fn wait_for_listen(port: u16, limit: Duration) {
+    let t0 = Instant::now();
+    let needle = format!(":{port:04X} ");
+    loop {
+        let tables = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default()
+            + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+        // local_address is field 2, state 0A is LISTEN
+        if tables.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && format!("{} ", f[1]).contains(&needle) && f[3] == "0A"
+        }) {
+            return;
+        }
+        if t0.elapsed() > limit {
+            panic!("nothing listens on port {port} after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub fn connect(port: u16) -> TcpStream {
     let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -1,0 +1,519 @@
+//! Push publishing against real receivers: an ffmpeg RTMP listener,
+//! nginx-rtmp, and a UDP capture, with the received media checked by
+//! ffprobe (codecs, frame counts within 2%, monotonic timestamps); reserved
+//! pushes, a destination that is down and comes back, stop then start with
+//! the same id, track selection, validation, and restart.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FPS: u32 = 25;
+
+fn publish(secs: u32, url: &str) -> Child {
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=size=640x360:rate={FPS}"),
+        ])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args([
+            "-t",
+            &secs.to_string(),
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "25",
+        ])
+        .args(["-c:a", "aac", "-ac", "2", "-f", "flv", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+/// ffmpeg as an RTMP server recording what it receives.
+fn rtmp_listener(port: u16, out: &Path) -> Child {
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-listen", "1"])
+        .args(["-i", &format!("rtmp://127.0.0.1:{port}/live/key")])
+        .args(["-c", "copy"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg listens")
+}
+
+/// Captures every UDP datagram to a file until `quiet` passes without one.
+fn udp_capture(port: u16, out: PathBuf, quiet: Duration) -> std::thread::JoinHandle<usize> {
+    let socket = UdpSocket::bind(("127.0.0.1", port)).expect("bind capture");
+    std::thread::spawn(move || {
+        socket.set_read_timeout(Some(quiet)).unwrap();
+        let mut data = Vec::new();
+        let mut buf = [0u8; 65536];
+        let mut count = 0;
+        let t0 = Instant::now();
+        // Wait up to 30 s for the first datagram, then until quiet.
+        while let Ok(n) = socket.recv(&mut buf).or_else(|e| {
+            if count == 0 && t0.elapsed() < Duration::from_secs(30) {
+                Ok(0)
+            } else {
+                Err(e)
+            }
+        }) {
+            if n > 0 {
+                data.extend_from_slice(&buf[..n]);
+                count += 1;
+            }
+        }
+        std::fs::write(&out, &data).unwrap();
+        count
+    })
+}
+
+/// (codec, frames) per stream, and whether each stream's DTS increase.
+fn probe(file: &Path) -> (Vec<(String, u64)>, bool) {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+            "-of",
+            "json",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let streams = json["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|st| {
+                    Some((
+                        st["codec_name"].as_str()?.to_string(),
+                        st["nb_read_frames"].as_str()?.parse().ok()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let pk = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "packet=stream_index,dts",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    let mut last: std::collections::HashMap<String, i64> = Default::default();
+    let mut monotonic = true;
+    for l in String::from_utf8_lossy(&pk.stdout).lines() {
+        let mut it = l.split(',');
+        let (Some(idx), Some(dts)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(dts) = dts.parse::<i64>() else {
+            continue;
+        };
+        if let Some(prev) = last.insert(idx.to_string(), dts) {
+            monotonic &= dts > prev;
+        }
+    }
+    (streams, monotonic)
+}
+
+fn frames_of(streams: &[(String, u64)], codec: &str) -> u64 {
+    streams
+        .iter()
+        .find(|(c, _)| c == codec)
+        .map_or(0, |(_, n)| *n)
+}
+
+fn within_2pct(got: u64, want: u64) -> bool {
+    (got as f64 - want as f64).abs() <= want as f64 * 0.02 + 1.0
+}
+
+fn start_push(s: &Server, body: Value) -> HttpResponse {
+    s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:startPush",
+        Some(&body.to_string()),
+    )
+}
+
+fn task(s: &Server, id: &str) -> Option<Value> {
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:pushes",
+        Some(&json!({ "id": id }).to_string()),
+    );
+    r.json()["response"]
+        .as_array()
+        .and_then(|a| a.first().cloned())
+}
+
+fn wait_state(s: &Server, id: &str, state: &str, limit: Duration) -> Value {
+    let t0 = Instant::now();
+    loop {
+        if let Some(t) = task(s, id) {
+            if t["state"] == state {
+                return t;
+            }
+            if t0.elapsed() > limit {
+                panic!("push {id} never reached {state}: {t}");
+            }
+        } else if t0.elapsed() > limit {
+            panic!("push {id} is gone");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn media_server(tag: &str) -> Server {
+    Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn rtmp_and_udp_pushes_deliver_every_frame() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let s = media_server("pushmedia");
+    let rtmp_port = free_port();
+    let udp_port = free_udp_port();
+    let flv = s.dir.join("rtmp-out.flv");
+    let ts = s.dir.join("udp-out.ts");
+    let mut listener = rtmp_listener(rtmp_port, &flv);
+    let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(3));
+    wait_for_listen(rtmp_port, Duration::from_secs(10));
+    // Reserved before the stream exists: both start in `ready`.
+    let r = start_push(
+        &s,
+        json!({"id":"to-rtmp","stream":{"name":"cam"},"protocol":"rtmp",
+        "url":format!("rtmp://127.0.0.1:{rtmp_port}/live"),"streamKey":"key"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["response"]["state"], "ready");
+    let r = start_push(
+        &s,
+        json!({"id":"to-udp","stream":{"name":"cam"},"protocol":"mpegts",
+        "url":format!("udp://127.0.0.1:{udp_port}")}),
+    );
+    assert_eq!(r.json()["response"]["state"], "ready");
+
+    let secs = 8;
+    let mut ff = publish(secs, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let pushing = wait_state(&s, "to-rtmp", "pushing", Duration::from_secs(10));
+    assert_eq!(pushing["sequence"], 0);
+    wait_state(&s, "to-udp", "pushing", Duration::from_secs(5));
+    assert!(ff.wait().unwrap().success());
+    // The stream ended: both go back to ready, counters add up.
+    let t = wait_state(&s, "to-rtmp", "ready", Duration::from_secs(10));
+    assert_eq!(t["sequence"], 1);
+    assert_eq!(t["sentBytes"], 0);
+    assert!(t["totalsentBytes"].as_u64().unwrap() > 100_000, "{t}");
+    assert!(t["totalsentTime"].as_u64().unwrap() >= 5_000, "{t}");
+    assert!(t.get("lastError").is_none(), "{t}");
+    assert_ne!(t["finishTime"], "1970-01-01T00:00:00.000+00:00");
+    let u = wait_state(&s, "to-udp", "ready", Duration::from_secs(10));
+    assert!(u["totalsentBytes"].as_u64().unwrap() > 100_000);
+
+    let _ = listener.wait();
+    let datagrams = capture.join().unwrap();
+    assert!(datagrams > 100);
+    let want_video = (secs * FPS) as u64;
+    let want_audio = (secs as u64 * 48_000).div_ceil(1024);
+    for file in [&flv, &ts] {
+        let (streams, monotonic) = probe(file);
+        let video = frames_of(&streams, "h264");
+        let audio = frames_of(&streams, "aac");
+        assert!(
+            within_2pct(video, want_video),
+            "{}: video {video} of {want_video}",
+            file.display()
+        );
+        assert!(
+            within_2pct(audio, want_audio),
+            "{}: audio {audio} of {want_audio}",
+            file.display()
+        );
+        assert!(monotonic, "{}: timestamps go back", file.display());
+    }
+}
+
+#[test]
+fn push_to_nginx_rtmp() {
+    if !have_tool("nginx") || !have_tool("ffmpeg") {
+        return;
+    }
+    if !Path::new("/usr/lib/nginx/modules/ngx_rtmp_module.so").exists() {
+        if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("nginx-rtmp (libnginx-mod-rtmp) is required");
+        }
+        eprintln!("SKIP: libnginx-mod-rtmp is not installed");
+        return;
+    }
+    let s = media_server("nginx");
+    let port = free_port();
+    let dir = s.dir.join("nginx");
+    std::fs::create_dir_all(dir.join("rec")).unwrap();
+    let conf = format!(
+        "load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;\n\
+         daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid;\n\
+         error_log {d}/error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         rtmp {{ server {{ listen 127.0.0.1:{port}; chunk_size 4096;\n\
+           application live {{ live on; record all; record_path {d}/rec; record_unique off; }} }} }}\n",
+        d = dir.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut nginx = Command::new("nginx")
+        .args([
+            "-p",
+            dir.to_str().unwrap(),
+            "-c",
+            dir.join("nginx.conf").to_str().unwrap(),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_port(port, Duration::from_secs(10));
+    let r = start_push(
+        &s,
+        json!({"id":"nginx","stream":{"name":"cam"},"protocol":"rtmp",
+        "url":format!("rtmp://127.0.0.1:{port}/live"),"streamKey":"relay"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let secs = 6;
+    let mut ff = publish(secs, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    wait_state(&s, "nginx", "pushing", Duration::from_secs(10));
+    ff.wait().unwrap();
+    wait_state(&s, "nginx", "ready", Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = nginx.kill();
+    let _ = nginx.wait();
+    let (streams, monotonic) = probe(&dir.join("rec/relay.flv"));
+    let video = frames_of(&streams, "h264");
+    assert!(
+        within_2pct(video, (secs * FPS) as u64),
+        "nginx recorded {video} video frames"
+    );
+    assert!(frames_of(&streams, "aac") > 0);
+    assert!(monotonic);
+}
+
+#[test]
+fn destination_down_errors_retries_and_recovers() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = media_server("pushretry");
+    let dead = free_port();
+    let mut ff = publish(30, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let r = start_push(
+        &s,
+        json!({"id":"flaky","stream":{"name":"cam"},"protocol":"rtmp",
+        "url":format!("rtmp://127.0.0.1:{dead}/live"),"streamKey":"key"}),
+    );
+    assert_eq!(r.status, 200);
+    let t = wait_state(&s, "flaky", "error", Duration::from_secs(10));
+    assert!(t["lastError"].as_str().unwrap().contains("refused"), "{t}");
+    // It retries on its back-off: the session count grows.
+    let t0 = Instant::now();
+    while task(&s, "flaky").unwrap()["sequence"].as_u64().unwrap() < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no retry");
+        // The API answers meanwhile.
+        assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The destination comes up: the next attempt pushes.
+    let out = s.dir.join("late.flv");
+    let mut listener = rtmp_listener(dead, &out);
+    wait_for_listen(dead, Duration::from_secs(10));
+    wait_state(&s, "flaky", "pushing", Duration::from_secs(20));
+    let _ = ff.kill();
+    let _ = ff.wait();
+    let _ = listener.wait();
+}
+
+#[test]
+fn stop_then_start_with_the_same_id() {
+    let s = media_server("pushreuse");
+    let body =
+        json!({"id":"again","stream":{"name":"cam"},"protocol":"mpegts","url":"udp://127.0.0.1:9"});
+    assert_eq!(start_push(&s, body.clone()).status, 200);
+    let r = start_push(&s, body.clone());
+    assert_eq!(r.status, 409);
+    assert_eq!(r.message(), "[HTTP] Duplicate ID: [again] (409)");
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:stopPush",
+        Some(r#"{"id":"again"}"#),
+    );
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (200, r#"{"statusCode":200,"message":"OK"}"#)
+    );
+    assert!(task(&s, "again").is_none());
+    assert_eq!(start_push(&s, body).status, 200);
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:stopPush",
+        Some(r#"{"id":"nope"}"#),
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.message(),
+        "[HTTP] Could not find the push: [default/app/nope] (404)"
+    );
+}
+
+#[test]
+fn start_push_validation() {
+    let s = Server::start("pushvalid");
+    let post = |path: &str, body: &str| s.request("POST", path, Some(body));
+    let ok = r#"{"id":"x","stream":{"name":"s"},"protocol":"mpegts","url":"udp://127.0.0.1:9"}"#;
+    let r = post("/v1/vhosts/nope/apps/app:startPush", ok);
+    assert_eq!(
+        (r.status, r.message().as_str()),
+        (404, "[HTTP] Could not find the virtual host: [nope] (404)")
+    );
+    let r = post("/v1/vhosts/default/apps/nope:startPush", ok);
+    assert_eq!(
+        (r.status, r.message().as_str()),
+        (
+            404,
+            "[HTTP] Could not find the application: [default/nope] (404)"
+        )
+    );
+    let r = post("/v1/vhosts/default/apps/app:startPush", "[1]");
+    assert_eq!(r.status, 400);
+    let r = post(
+        "/v1/vhosts/default/apps/app:startPush",
+        r#"{"protocol":"rtmp"}"#,
+    );
+    assert_eq!(
+        r.message(),
+        "[HTTP] Missing required field(s): id, stream.name, url, streamKey (400)"
+    );
+    let r = post(
+        "/v1/vhosts/default/apps/app:startPush",
+        r#"{"id":"x","stream":{"name":"s"},"protocol":"hls","url":"udp://a:1"}"#,
+    );
+    assert!(r.message().contains("Unknown protocol [hls]"), "{}", r.body);
+    let r = post(
+        "/v1/vhosts/default/apps/app:startPush",
+        r#"{"id":"x","stream":{"name":"s"},"protocol":"srt","url":"udp://a:1"}"#,
+    );
+    assert!(r.message().contains("srt://"), "{}", r.body);
+    let r = post(
+        "/v1/vhosts/default/apps/app:startPush",
+        r#"{"id":"x","stream":{"name":"s"},"protocol":"srt","url":"srt://a:1?passphrase=abcdefghij"}"#,
+    );
+    assert!(r.message().contains("passphrase"), "{}", r.body);
+    let r = post(
+        "/v1/vhosts/default/apps/app:startPush",
+        r#"{"id":"x","stream":{"name":"s","variantNames":["nope"]},"protocol":"mpegts","url":"udp://a:1"}"#,
+    );
+    assert!(r.message().contains("[nope]"), "{}", r.body);
+    let r = post(
+        "/v1/vhosts/default/apps/app:startPush",
+        r#"{"id":"x","stream":{"name":"s"},"protocol":"mpegts","url":"udp://a:1","colour":1}"#,
+    );
+    assert!(r.message().contains("colour"), "{}", r.body);
+    // a good one, then the list and an unknown id
+    assert_eq!(
+        post("/v1/vhosts/default/apps/app:startPush", ok).status,
+        200
+    );
+    let r = post("/v1/vhosts/default/apps/app:pushes", "");
+    assert_eq!(r.json()["response"].as_array().unwrap().len(), 1);
+    let r = post("/v1/vhosts/default/apps/app:pushes", r#"{"id":"unknown"}"#);
+    assert_eq!(r.json()["response"], json!([]));
+    let t = &post("/v1/vhosts/default/apps/app:pushes", "").json()["response"][0];
+    let keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+    for k in [
+        "id",
+        "state",
+        "vhost",
+        "app",
+        "stream",
+        "protocol",
+        "url",
+        "streamKey",
+        "sentBytes",
+        "sentTime",
+        "sequence",
+        "totalsentBytes",
+        "totalsentTime",
+        "createdTime",
+        "startTime",
+        "finishTime",
+    ] {
+        assert!(keys.contains(&k), "{k} missing in {t}");
+    }
+    assert_eq!(t["startTime"], "1970-01-01T00:00:00.000+00:00");
+}
+
+#[test]
+fn variant_names_select_one_track() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let s = media_server("pushvariant");
+    let udp_port = free_udp_port();
+    let ts = s.dir.join("audio-only.ts");
+    let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(2));
+    let r = start_push(
+        &s,
+        json!({"id":"audio","stream":{"name":"cam","variantNames":["bypass_audio"]},
+        "protocol":"mpegts","url":format!("udp://127.0.0.1:{udp_port}")}),
+    );
+    assert_eq!(r.status, 200);
+    let mut ff = publish(3, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    ff.wait().unwrap();
+    capture.join().unwrap();
+    let (streams, _) = probe(&ts);
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    assert_eq!(streams[0].0, "aac");
+}
+
+#[test]
+fn push_tasks_survive_a_restart_as_ready() {
+    let mut s = media_server("pushrestart");
+    let r = start_push(
+        &s,
+        json!({"id":"kept","stream":{"name":"cam"},"protocol":"srt",
+        "url":"srt://127.0.0.1:9000?latency=200000&streamid=x"}),
+    );
+    assert_eq!(r.status, 200);
+    s.terminate();
+    s.spawn();
+    let t = task(&s, "kept").expect("task restored");
+    assert_eq!(t["state"], "ready");
+    assert_eq!(t["url"], "srt://127.0.0.1:9000?latency=200000&streamid=x");
+    assert_eq!(t["sequence"], 0);
+}
