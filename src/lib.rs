@@ -14,6 +14,7 @@ pub mod media;
 pub mod push;
 pub mod rtmp;
 pub mod server;
+pub mod srt;
 pub mod state;
 pub mod sys;
 pub mod tls;

@@ -181,6 +181,10 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
     for port in &config.providers.mpegts_ports {
         listen.mpegts.push(SocketAddr::new(config.ip, *port));
     }
+    listen.srt = config
+        .providers
+        .srt_port
+        .map(|port| SocketAddr::new(config.ip, port));
 
     let api_config = config.api.clone();
     let limits = api_config

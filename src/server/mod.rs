@@ -19,6 +19,7 @@ pub mod api_conn;
 pub mod push_out;
 pub mod resolver;
 pub mod rtmp_ingest;
+pub mod srt_ingest;
 pub mod timers;
 pub mod tokens;
 pub mod transport;
@@ -35,6 +36,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use push_out::{PushOut, Report, StartMedia, TaskKey};
 use resolver::Resolver;
 use rtmp_ingest::{IngestOutput, RtmpIngest};
+use srt_ingest::SrtIngest;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -74,6 +76,8 @@ pub struct Listen {
     pub mpegts: Vec<SocketAddr>,
     /// How long an MPEG-TS port may be quiet before its stream ends.
     pub mpegts_quiet: Duration,
+    /// The SRT listener's address.
+    pub srt: Option<SocketAddr>,
 }
 
 enum Endpoint {
@@ -81,6 +85,7 @@ enum Endpoint {
     ApiConn(Box<ApiConn>),
     RtmpConn(Box<RtmpIngest>),
     TsPort(Box<TsPort>),
+    Srt(Box<SrtIngest>),
     Push(Box<PushOut>),
 }
 
@@ -158,6 +163,25 @@ impl Server {
                     addr.port(),
                     listen.mpegts_quiet,
                     token.0 as u64,
+                ))),
+                armed: None,
+            });
+        }
+        if let Some(addr) = listen.srt {
+            let mut socket =
+                bind_udp(addr).map_err(|e| io::Error::new(e.kind(), format!("{addr}/udp: {e}")))?;
+            let token = endpoints.vacant_token();
+            poll.registry().register(
+                &mut socket,
+                token,
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            crate::info!("SRT ingest listening on srt://{addr}");
+            endpoints.insert(Entry {
+                endpoint: Endpoint::Srt(Box::new(SrtIngest::new(
+                    socket,
+                    token.0 as u64,
+                    Instant::now(),
                 ))),
                 armed: None,
             });
@@ -265,6 +289,16 @@ impl Server {
                     self.arm(token, d);
                 }
             }
+            Endpoint::Srt(srt) => {
+                let mut outs = Vec::new();
+                srt.on_ready(&mut self.api.registry, now, &mut outs);
+                if let Some(d) = srt.deadline() {
+                    self.arm(token, d);
+                }
+                for o in outs {
+                    self.dispatch(o, now);
+                }
+            }
             Endpoint::Push(session) => {
                 session.on_ready(self.poll.registry(), token, now);
                 self.after_push(token, now);
@@ -323,6 +357,16 @@ impl Server {
                     }
                     port.end(&mut self.api.registry, &mut out);
                 }
+                Endpoint::Srt(srt) => {
+                    let mut outs = Vec::new();
+                    srt.on_timeout(&mut self.api.registry, now, &mut outs);
+                    if let Some(d) = srt.deadline() {
+                        self.arm(token, d);
+                    }
+                    for o in outs {
+                        self.dispatch(o, now);
+                    }
+                }
                 Endpoint::Push(session) => {
                     if session.deadline() <= now {
                         session.on_deadline(now);
@@ -355,6 +399,9 @@ impl Server {
             Endpoint::TsPort(mut port) => {
                 let _ = registry.deregister(port.socket_mut());
             }
+            Endpoint::Srt(mut srt) => {
+                let _ = registry.deregister(srt.socket_mut());
+            }
             Endpoint::Listener(mut l) => {
                 let _ = registry.deregister(&mut l.listener);
             }
@@ -381,7 +428,7 @@ impl Server {
                         else {
                             continue;
                         };
-                        self.end_publisher(Token(owner as usize), now);
+                        self.end_publisher(Token(owner as usize), id, now);
                     }
                 }
                 Effect::PushesChanged => self.reconcile_pushes(now),
@@ -407,9 +454,16 @@ impl Server {
     }
 
     /// Ends the session that publishes a stream (its app restarted).
-    fn end_publisher(&mut self, token: Token, now: Instant) {
+    fn end_publisher(&mut self, token: Token, stream: StreamId, now: Instant) {
         let mut out = IngestOutput::default();
         match self.endpoints.get_mut(token).map(|e| &mut e.endpoint) {
+            Some(Endpoint::Srt(srt)) => {
+                let mut outs = Vec::new();
+                srt.close(stream, &mut self.api.registry, now, &mut outs);
+                for o in outs {
+                    self.dispatch(o, now);
+                }
+            }
             Some(Endpoint::RtmpConn(conn)) => {
                 conn.close(&mut self.api.registry, &mut out);
                 self.remove_endpoint(token);

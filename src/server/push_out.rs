@@ -12,6 +12,7 @@ use crate::media::{Frame, MediaKind, Track, TrackId};
 use crate::push::pacing::Pacer;
 use crate::push::queue::FrameQueue;
 use crate::rtmp::client::{ClientConfig, ClientEvent, ClientSession};
+use crate::srt::{Caller, CallerConfig, CallerEvent, CloseReason};
 use crate::state::push::{Destination, PushTask};
 use crate::state::streams::StreamId;
 use crate::ts::Muxer;
@@ -98,6 +99,23 @@ enum Output {
         pacer: Pacer,
         refused: u64,
     },
+    Srt(Box<SrtOut>),
+}
+
+/// The SRT caller output: TS in `payload_size` packets through the caller.
+struct SrtOut {
+    socket: Option<UdpSocket>,
+    caller: Option<Caller>,
+    stream_id: Option<String>,
+    latency: Duration,
+    timeout: Option<Duration>,
+    payload_size: usize,
+    muxer: Option<Muxer>,
+    ts: Vec<u8>,
+    ts_pos: usize,
+    buf: Vec<u8>,
+    /// A datagram the socket would not take yet.
+    blocked: Option<Vec<u8>>,
 }
 
 pub struct PushOut {
@@ -172,16 +190,25 @@ impl PushOut {
                 pacer: Pacer::new(DATAGRAM * 32, now),
                 refused: 0,
             },
-            // The SRT output is built by `push_srt` (see the loop).
-            Destination::Srt { .. } => Output::Udp {
+            Destination::Srt {
+                latency,
+                timeout,
+                stream_id,
+                payload_size,
+                ..
+            } => Output::Srt(Box::new(SrtOut {
                 socket: None,
-                ttl: None,
+                caller: None,
+                stream_id: stream_id.clone(),
+                latency: *latency,
+                timeout: *timeout,
+                payload_size: *payload_size,
                 muxer: None,
-                ts: Vec::new(),
+                ts: Vec::with_capacity(UDP_HIGH_WATER * 2),
                 ts_pos: 0,
-                pacer: Pacer::new(DATAGRAM * 32, now),
-                refused: 0,
-            },
+                buf: Vec::with_capacity(1500),
+                blocked: None,
+            })),
         };
         let mut queue = FrameQueue::new(QUEUE_BYTES, video_of(&tracks, &selected));
         for f in gop.iter().filter(|f| selected.contains(&f.track)) {
@@ -218,7 +245,7 @@ impl PushOut {
     }
 
     pub fn deadline(&self) -> Instant {
-        match self.phase {
+        let base = match self.phase {
             Phase::Resolving | Phase::Connecting | Phase::Handshaking => {
                 self.started + CONNECT_TIMEOUT
             }
@@ -233,6 +260,16 @@ impl PushOut {
                     _ => stall,
                 }
             }
+        };
+        // The SRT caller has its own timers (ACK, NAK, keepalive, ...).
+        match &self.output {
+            Output::Srt(srt) if self.phase != Phase::Done => {
+                match srt.caller.as_ref().and_then(|c| c.poll_timeout()) {
+                    Some(t) => base.min(t),
+                    None => base,
+                }
+            }
+            _ => base,
         }
     }
 
@@ -303,6 +340,19 @@ impl PushOut {
                 *socket = Some(s);
                 Ok(())
             }),
+            Output::Srt(srt) => open_udp(addr, None).and_then(|mut s| {
+                registry.register(&mut s, token, Interest::READABLE | Interest::WRITABLE)?;
+                srt.socket = Some(s);
+                let mut config = CallerConfig::new(addr);
+                config.stream_id = srt.stream_id.clone();
+                config.latency = srt.latency;
+                config.payload_size = srt.payload_size;
+                if let Some(t) = srt.timeout {
+                    config.peer_idle_timeout = t;
+                }
+                srt.caller = Some(Caller::new(config, now));
+                Ok(())
+            }),
         };
         match result {
             Err(e) => {
@@ -314,6 +364,10 @@ impl PushOut {
             }
             Ok(()) => match self.output {
                 Output::Rtmp { .. } => self.phase = Phase::Connecting,
+                Output::Srt(_) => {
+                    self.phase = Phase::Handshaking;
+                    self.srt_flush();
+                }
                 Output::Udp { .. } => {
                     // UDP has no handshake: pushing from the first datagram.
                     self.phase = Phase::Pushing;
@@ -334,7 +388,7 @@ impl PushOut {
         self.selected = selected;
         match &mut self.output {
             Output::Rtmp { tracks_sent, .. } => *tracks_sent = false,
-            Output::Udp { .. } => self.rebuild_muxer(),
+            Output::Udp { .. } | Output::Srt(_) => self.rebuild_muxer(),
         }
         self.pump(now);
     }
@@ -349,23 +403,26 @@ impl PushOut {
 
     fn rebuild_muxer(&mut self) {
         let tracks = self.selected_tracks();
-        if let Output::Udp { muxer, .. } = &mut self.output {
-            *muxer = if tracks.is_empty() {
-                None
-            } else {
-                match Muxer::new(&tracks) {
-                    Ok(m) => Some(Box::new(m)),
-                    Err(e) => {
-                        crate::warn!(
-                            "push [{}/{}/{}]: cannot mux these tracks: {e}",
-                            self.key.vhost,
-                            self.key.app,
-                            self.key.id
-                        );
-                        None
-                    }
+        let muxer = if tracks.is_empty() {
+            None
+        } else {
+            match Muxer::new(&tracks) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    crate::warn!(
+                        "push [{}/{}/{}]: cannot mux these tracks: {e}",
+                        self.key.vhost,
+                        self.key.app,
+                        self.key.id
+                    );
+                    None
                 }
-            };
+            }
+        };
+        match &mut self.output {
+            Output::Udp { muxer: m, .. } => *m = muxer.map(Box::new),
+            Output::Srt(srt) => srt.muxer = muxer,
+            Output::Rtmp { .. } => {}
         }
     }
 
@@ -392,14 +449,59 @@ impl PushOut {
             Phase::Resolving | Phase::Done => return,
             _ => {}
         }
-        if let Output::Rtmp { .. } = self.output {
-            self.rtmp_read(now);
+        match self.output {
+            Output::Rtmp { .. } => self.rtmp_read(now),
+            Output::Srt(_) => self.srt_read(now),
+            Output::Udp { .. } => {}
         }
         self.pump(now);
     }
 
     /// The deadline passed.
     pub fn on_deadline(&mut self, now: Instant) {
+        if let Output::Srt(srt) = &mut self.output {
+            if let Some(c) = srt.caller.as_mut() {
+                if c.poll_timeout().is_some_and(|t| t <= now) {
+                    c.handle_timeout(now);
+                }
+            }
+            self.srt_events(now);
+            self.srt_flush();
+            if self.phase == Phase::Done {
+                return;
+            }
+            if let Phase::Closing { until } = self.phase {
+                let drained = match &self.output {
+                    Output::Srt(srt) => srt
+                        .caller
+                        .as_ref()
+                        .is_none_or(|c| !c.is_connected() || c.stats().buffered_packets == 0),
+                    _ => true,
+                };
+                if drained || now >= until {
+                    if let Output::Srt(srt) = &mut self.output {
+                        if let Some(c) = srt.caller.as_mut() {
+                            c.shutdown(now);
+                        }
+                    }
+                    self.srt_flush();
+                    self.phase = Phase::Done;
+                }
+                return;
+            }
+            // Only the caller's timer was due.
+            let own = match self.phase {
+                Phase::Resolving | Phase::Connecting | Phase::Handshaking => {
+                    self.started + CONNECT_TIMEOUT
+                }
+                Phase::Pushing => self.last_progress + STALL_TIMEOUT,
+                _ => now,
+            };
+            if own > now {
+                self.pump(now);
+                return;
+            }
+        }
         match self.phase {
             Phase::Resolving => self.fail("resolving the destination timed out".into()),
             Phase::Connecting | Phase::Handshaking => {
@@ -443,13 +545,22 @@ impl PushOut {
                 // Send what is muxed, unpaced: the stream is over.
                 self.flush_udp(now, true);
             }
+            Output::Srt(_) => {
+                // Send the tail; SHUTDOWN once the receiver has it all
+                // (see `on_deadline`), not before: it would drop what it
+                // still holds for its latency.
+                self.pump_srt(now, true);
+            }
         }
         if !self.detached {
             self.reports.push(Report::Ended(None));
         }
-        self.phase = match self.output {
+        self.phase = match &self.output {
             Output::Rtmp { .. } => Phase::Closing {
                 until: now + CLOSE_TIMEOUT,
+            },
+            Output::Srt(srt) => Phase::Closing {
+                until: now + srt.latency + CLOSE_TIMEOUT,
             },
             Output::Udp { .. } => Phase::Done,
         };
@@ -574,6 +685,129 @@ impl PushOut {
         match &mut self.output {
             Output::Rtmp { .. } => self.pump_rtmp(now),
             Output::Udp { .. } => self.flush_udp(now, false),
+            Output::Srt(_) => {
+                if self.phase == Phase::Pushing {
+                    self.pump_srt(now, false);
+                }
+            }
+        }
+    }
+
+    /// Muxes queued frames and hands whole payloads to the SRT caller.
+    fn pump_srt(&mut self, now: Instant, flush_tail: bool) {
+        let Output::Srt(srt) = &mut self.output else {
+            return;
+        };
+        let Some(caller) = srt.caller.as_mut() else {
+            return;
+        };
+        let size = srt.payload_size;
+        loop {
+            while srt.ts.len() - srt.ts_pos < UDP_HIGH_WATER {
+                let Some(m) = srt.muxer.as_mut() else { break };
+                let Some(f) = self.queue.pop() else { break };
+                if let Err(e) = m.write_frame(&f, &mut srt.ts) {
+                    crate::debug!("push mux: {e}");
+                }
+            }
+            let pending = srt.ts.len() - srt.ts_pos;
+            if pending == 0 || (pending < size && !flush_tail) {
+                break;
+            }
+            let n = pending.min(size);
+            if caller
+                .send(&srt.ts[srt.ts_pos..srt.ts_pos + n], now)
+                .is_err()
+            {
+                break;
+            }
+            srt.ts_pos += n;
+            if srt.ts_pos > UDP_HIGH_WATER {
+                srt.ts.drain(..srt.ts_pos);
+                srt.ts_pos = 0;
+            }
+        }
+        self.srt_flush();
+    }
+
+    /// Sends what the caller has to send.
+    fn srt_flush(&mut self) {
+        let Output::Srt(srt) = &mut self.output else {
+            return;
+        };
+        let (Some(socket), Some(caller)) = (srt.socket.as_ref(), srt.caller.as_mut()) else {
+            return;
+        };
+        let now = Instant::now();
+        if let Some(d) = srt.blocked.take() {
+            match socket.send(&d) {
+                Ok(n) => self.sent_bytes += n as u64,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    srt.blocked = Some(d);
+                    return;
+                }
+                Err(_) => {}
+            }
+        }
+        while caller.poll_transmit(now, &mut srt.buf).is_some() {
+            match socket.send(&srt.buf) {
+                Ok(n) => {
+                    self.sent_bytes += n as u64;
+                    self.last_progress = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    srt.blocked = Some(srt.buf.clone());
+                    return;
+                }
+                // Refused or unreachable: the caller's own timers decide.
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn srt_read(&mut self, now: Instant) {
+        let Output::Srt(srt) = &mut self.output else {
+            return;
+        };
+        let (Some(socket), Some(caller)) = (srt.socket.as_ref(), srt.caller.as_mut()) else {
+            return;
+        };
+        let mut buf = [0u8; 2048];
+        loop {
+            match socket.recv_from(&mut buf) {
+                Ok((n, from)) => caller.handle_datagram(from, &buf[..n], now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // ICMP errors on a connected socket: the caller's timers decide.
+                Err(_) => break,
+            }
+        }
+        self.srt_events(now);
+        self.srt_flush();
+    }
+
+    fn srt_events(&mut self, now: Instant) {
+        let mut events = Vec::new();
+        if let Output::Srt(srt) = &mut self.output {
+            if let Some(c) = srt.caller.as_mut() {
+                while let Some(ev) = c.poll_event() {
+                    events.push(ev);
+                }
+            }
+        }
+        for ev in events {
+            match ev {
+                CallerEvent::Connected => {
+                    if self.phase == Phase::Handshaking {
+                        self.phase = Phase::Pushing;
+                        self.last_progress = now;
+                        self.reports.push(Report::Pushing);
+                        self.rebuild_muxer();
+                    }
+                }
+                CallerEvent::Closed(CloseReason::Local) => self.finish(),
+                CallerEvent::Closed(reason) => self.fail(format!("SRT: {reason}")),
+            }
         }
     }
 
@@ -690,6 +924,11 @@ impl PushOut {
                 socket: Some(s), ..
             } => {
                 let _ = registry.deregister(s);
+            }
+            Output::Srt(srt) => {
+                if let Some(s) = srt.socket.as_mut() {
+                    let _ = registry.deregister(s);
+                }
             }
             _ => {}
         }

@@ -4,9 +4,10 @@
 //! loss; the stream ends after a quiet period without datagrams.
 
 use super::rtmp_ingest::IngestOutput;
+use super::srt_ingest::drain_demuxer;
 use crate::state::streams::{SourceType, StreamId};
 use crate::state::Registry;
-use crate::ts::{DemuxEvent, Demuxer};
+use crate::ts::Demuxer;
 use mio::net::UdpSocket;
 use std::io;
 use std::time::{Duration, Instant};
@@ -88,20 +89,10 @@ impl TsPort {
             };
             session.last_datagram = now;
             session.demuxer.push(&self.buf[..n]);
-            let id = session.stream;
-            out.stream = Some(id);
-            while let Some(event) = session.demuxer.poll_event() {
-                match event {
-                    DemuxEvent::TracksChanged(tracks) => {
-                        registry.streams.set_tracks(id, tracks);
-                        out.tracks_changed = true;
-                    }
-                    DemuxEvent::Frame(frame) => {
-                        registry.streams.on_frame(id, &frame);
-                        out.frames.push(frame);
-                    }
-                }
-            }
+            let got = drain_demuxer(&mut session.demuxer, session.stream, registry);
+            out.stream = got.stream;
+            out.tracks_changed |= got.tracks_changed;
+            out.frames.extend(got.frames);
         }
     }
 
@@ -153,7 +144,13 @@ impl TsPort {
     /// The quiet period passed (or the app restarted): the stream ends; the
     /// next datagram starts it again.
     pub fn end(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
-        if let Some(session) = self.session.take() {
+        if let Some(mut session) = self.session.take() {
+            // The last PES of each track is complete only now.
+            session.demuxer.flush();
+            let got = drain_demuxer(&mut session.demuxer, session.stream, registry);
+            out.stream = got.stream;
+            out.tracks_changed |= got.tracks_changed;
+            out.frames.extend(got.frames);
             if let Some(s) = registry.streams.end(session.stream) {
                 crate::info!(
                     "stream [{}/{}/{}] ended (MPEG-TS port {} quiet; {} frames in)",

@@ -1,0 +1,392 @@
+//! SRT listener ingest: one UDP socket, many callers, driven through the
+//! sans-IO [`Listener`]. The caller's streamid names the stream; it must
+//! name an application with the SRT provider on and a free stream name, or
+//! the handshake is rejected with an HTTP-like code (404, 403, 409) the
+//! caller reports. Each connection's TS payloads go through its own
+//! demuxer.
+//!
+//! Streamid forms: `{vhost host or name}/{app}/{stream}`, OME's
+//! `srt://{host}[:port]/{app}/{stream}` (URL-encoded or not), and SRT's
+//! access-control syntax `#!::h={host},r={app}/{stream},m=publish`;
+//! `{app}/{stream}` picks the first virtual host that serves any name.
+
+use super::rtmp_ingest::IngestOutput;
+use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
+use crate::state::streams::{PublishError, SourceType, StreamId};
+use crate::state::Registry;
+use crate::ts::{DemuxEvent, Demuxer};
+use mio::net::UdpSocket;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+const MAX_DATAGRAM: usize = 65_536;
+
+struct Connection {
+    stream: StreamId,
+    demuxer: Demuxer,
+}
+
+pub struct SrtIngest {
+    socket: UdpSocket,
+    listener: Listener,
+    conns: HashMap<ConnectionId, Connection>,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    /// A datagram the socket would not take yet (sent first next time).
+    blocked: Option<(SocketAddr, Vec<u8>)>,
+    owner: u64,
+}
+
+/// (host or vhost name, app, stream) from a streamid.
+pub fn parse_stream_id(id: &str) -> Option<(Option<String>, String, String)> {
+    let id = id.trim();
+    if let Some(acl) = id.strip_prefix("#!::") {
+        let (mut host, mut resource, mut mode) = (None, None, None);
+        for kv in acl.split(',') {
+            match kv.split_once('=') {
+                Some(("h", v)) => host = Some(v.to_string()),
+                Some(("r", v)) => resource = Some(v.to_string()),
+                Some(("m", v)) => mode = Some(v.to_string()),
+                _ => {}
+            }
+        }
+        if mode.is_some_and(|m| m != "publish") {
+            return None;
+        }
+        let (app, stream) = resource?
+            .split_once('/')
+            .map(|(a, s)| (a.to_string(), s.to_string()))?;
+        return (!app.is_empty() && !stream.is_empty()).then_some((host, app, stream));
+    }
+    let decoded = percent_decode(id);
+    let path = match decoded.split_once("://") {
+        Some((_, rest)) => rest.to_string(),
+        None => decoded,
+    };
+    let path = path.split('?').next().unwrap_or("");
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        [host, app, stream] => Some((
+            Some(crate::api::access::host_without_port(host).to_string()),
+            app.to_string(),
+            stream.to_string(),
+        )),
+        [app, stream] => Some((None, app.to_string(), stream.to_string())),
+        _ => None,
+    }
+}
+
+/// Moves what a demuxer has into the registry and an output for the
+/// stream's push sessions.
+pub fn drain_demuxer(demuxer: &mut Demuxer, id: StreamId, registry: &mut Registry) -> IngestOutput {
+    let mut out = IngestOutput {
+        stream: Some(id),
+        ..Default::default()
+    };
+    while let Some(ev) = demuxer.poll_event() {
+        match ev {
+            DemuxEvent::TracksChanged(tracks) => {
+                registry.streams.set_tracks(id, tracks);
+                out.tracks_changed = true;
+            }
+            DemuxEvent::Frame(frame) => {
+                registry.streams.on_frame(id, &frame);
+                out.frames.push(frame);
+            }
+        }
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl SrtIngest {
+    pub fn new(socket: UdpSocket, owner: u64, now: Instant) -> Self {
+        SrtIngest {
+            socket,
+            listener: Listener::new(ListenerConfig::default(), now),
+            conns: HashMap::new(),
+            buf: vec![0u8; MAX_DATAGRAM],
+            out: Vec::with_capacity(1500),
+            blocked: None,
+            owner,
+        }
+    }
+
+    pub fn socket_mut(&mut self) -> &mut UdpSocket {
+        &mut self.socket
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.listener.poll_timeout()
+    }
+
+    /// The streams this socket feeds (for ending an app's sessions).
+    pub fn connection_of(&self, stream: StreamId) -> Option<ConnectionId> {
+        self.conns
+            .iter()
+            .find(|(_, c)| c.stream == stream)
+            .map(|(id, _)| *id)
+    }
+
+    pub fn on_ready(
+        &mut self,
+        registry: &mut Registry,
+        now: Instant,
+        outs: &mut Vec<IngestOutput>,
+    ) {
+        loop {
+            match self.socket.recv_from(&mut self.buf) {
+                Ok((n, from)) => {
+                    self.listener.handle_datagram(from, &self.buf[..n], now);
+                    self.drain_events(registry, now, outs);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    crate::debug!("srt: recv: {e}");
+                    break;
+                }
+            }
+        }
+        self.flush();
+    }
+
+    pub fn on_timeout(
+        &mut self,
+        registry: &mut Registry,
+        now: Instant,
+        outs: &mut Vec<IngestOutput>,
+    ) {
+        self.listener.handle_timeout(now);
+        self.drain_events(registry, now, outs);
+        self.flush();
+    }
+
+    /// Closes a connection from our side (its app restarted).
+    pub fn close(
+        &mut self,
+        stream: StreamId,
+        registry: &mut Registry,
+        now: Instant,
+        outs: &mut Vec<IngestOutput>,
+    ) {
+        if let Some(conn) = self.connection_of(stream) {
+            let _ = self.listener.close(conn, now);
+            self.end(conn, registry, outs);
+            self.flush();
+        }
+    }
+
+    fn end(&mut self, conn: ConnectionId, registry: &mut Registry, outs: &mut Vec<IngestOutput>) {
+        if let Some(mut c) = self.conns.remove(&conn) {
+            // The last PES of each track is complete only now.
+            c.demuxer.flush();
+            outs.push(drain_demuxer(&mut c.demuxer, c.stream, registry));
+            if let Some(s) = registry.streams.end(c.stream) {
+                crate::info!(
+                    "stream [{}/{}/{}] ended (SRT {conn}; {} frames in)",
+                    s.vhost,
+                    s.app,
+                    s.name,
+                    s.frames_in
+                );
+            }
+            outs.push(IngestOutput {
+                ended: Some(c.stream),
+                ..Default::default()
+            });
+        }
+    }
+
+    fn drain_events(
+        &mut self,
+        registry: &mut Registry,
+        now: Instant,
+        outs: &mut Vec<IngestOutput>,
+    ) {
+        while let Some(event) = self.listener.poll_event() {
+            match event {
+                ListenerEvent::ConnectionRequest {
+                    conn,
+                    peer,
+                    stream_id,
+                } => match self.admit(registry, stream_id.as_deref()) {
+                    Ok((vhost, app, name)) => {
+                        match registry.streams.start(
+                            &vhost,
+                            &app,
+                            &name,
+                            SourceType::Srt,
+                            self.owner,
+                            crate::clock::unix_millis_now(),
+                        ) {
+                            Ok(id) => {
+                                if self.listener.accept(conn, now).is_ok() {
+                                    crate::info!(
+                                        "stream [{vhost}/{app}/{name}] started by Srt from {peer}"
+                                    );
+                                    self.conns.insert(
+                                        conn,
+                                        Connection {
+                                            stream: id,
+                                            demuxer: Demuxer::new(),
+                                        },
+                                    );
+                                    outs.push(IngestOutput {
+                                        started: Some(id),
+                                        ..Default::default()
+                                    });
+                                } else {
+                                    registry.streams.end(id);
+                                }
+                            }
+                            Err(PublishError::AlreadyPublishing) => {
+                                crate::info!("srt {peer}: refused: stream [{vhost}/{app}/{name}] is already being published");
+                                let _ =
+                                    self.listener
+                                        .reject(conn, RejectReason::Predefined(409), now);
+                            }
+                        }
+                    }
+                    Err((code, why)) => {
+                        crate::info!("srt {peer}: refused (streamid {stream_id:?}): {why}");
+                        let _ = self
+                            .listener
+                            .reject(conn, RejectReason::Predefined(code), now);
+                    }
+                },
+                ListenerEvent::Data { conn, payload } => {
+                    let Some(c) = self.conns.get_mut(&conn) else {
+                        continue;
+                    };
+                    c.demuxer.push(&payload);
+                    let out = drain_demuxer(&mut c.demuxer, c.stream, registry);
+                    if out.tracks_changed || !out.frames.is_empty() {
+                        outs.push(out);
+                    }
+                }
+                ListenerEvent::Closed { conn, reason } => {
+                    crate::debug!("srt {conn}: closed: {reason}");
+                    self.end(conn, registry, outs);
+                }
+            }
+        }
+    }
+
+    /// Which stream a streamid may publish to, or the reject code and why.
+    fn admit(
+        &self,
+        registry: &Registry,
+        stream_id: Option<&str>,
+    ) -> Result<(String, String, String), (u16, String)> {
+        let Some(id) = stream_id else {
+            return Err((400, "no streamid; use {host}/{app}/{stream}".into()));
+        };
+        let Some((host, app, stream)) = parse_stream_id(id) else {
+            return Err((
+                400,
+                format!("streamid [{id}] is not {{host}}/{{app}}/{{stream}}"),
+            ));
+        };
+        let vhost = registry
+            .vhosts()
+            .iter()
+            .find(|v| host.as_deref() == Some(v.spec.name.as_str()))
+            .or_else(|| {
+                registry
+                    .vhosts()
+                    .iter()
+                    .find(|v| v.spec.serves_host_name(host.as_deref().unwrap_or("*")))
+            })
+            .ok_or((
+                404,
+                format!("no virtual host for [{}]", host.unwrap_or_default()),
+            ))?;
+        let vname = vhost.spec.name.clone();
+        let spec = vhost.app(&app).ok_or((
+            404,
+            format!("Could not find the application: [{vname}/{app}]"),
+        ))?;
+        if spec.providers.srt.is_none() {
+            return Err((
+                403,
+                format!("SRT is not enabled for the application: [{vname}/{app}]"),
+            ));
+        }
+        Ok((vname, app, stream))
+    }
+
+    fn flush(&mut self) {
+        if let Some((to, data)) = self.blocked.take() {
+            match self.socket.send_to(&data, to) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.blocked = Some((to, data));
+                    return;
+                }
+                _ => {}
+            }
+        }
+        while let Some(to) = self.listener.poll_transmit(&mut self.out) {
+            match self.socket.send_to(&self.out, to) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.blocked = Some((to, self.out.clone()));
+                    return;
+                }
+                Err(e) => crate::debug!("srt: send to {to}: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stream_id;
+
+    #[test]
+    fn stream_id_forms() {
+        let t = |h: Option<&str>, a: &str, s: &str| {
+            Some((h.map(String::from), a.to_string(), s.to_string()))
+        };
+        assert_eq!(
+            parse_stream_id("default/app/cam"),
+            t(Some("default"), "app", "cam")
+        );
+        assert_eq!(parse_stream_id("app/cam"), t(None, "app", "cam"));
+        assert_eq!(
+            parse_stream_id("srt://live.example.com:9999/app/cam"),
+            t(Some("live.example.com"), "app", "cam")
+        );
+        assert_eq!(
+            parse_stream_id("srt%3A%2F%2F127.0.0.1%3A9999%2Fapp%2Fcam"),
+            t(Some("127.0.0.1"), "app", "cam")
+        );
+        assert_eq!(
+            parse_stream_id("#!::h=live.example.com,r=app/cam,m=publish"),
+            t(Some("live.example.com"), "app", "cam")
+        );
+        assert_eq!(parse_stream_id("#!::r=app/cam,m=request"), None);
+        assert_eq!(parse_stream_id("justone"), None);
+        assert_eq!(parse_stream_id(""), None);
+    }
+}

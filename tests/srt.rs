@@ -1,0 +1,325 @@
+//! SRT against libsrt: ffmpeg and srt-live-transmit publish into kiln's
+//! listener; kiln's caller pushes to srt-live-transmit and ffmpeg as
+//! listeners. The received media is checked with ffprobe.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tools() -> bool {
+    have_tool("ffmpeg") && have_tool("ffprobe") && have_tool("srt-live-transmit")
+}
+
+fn media_server(tag: &str) -> Server {
+    Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// ffmpeg encoding a test pattern (H.264 + AAC) to `format` at `url`.
+fn ffmpeg_source(secs: u32, format: &str, url: &str) -> Child {
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args([
+            "-t",
+            &secs.to_string(),
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "25",
+        ])
+        .args(["-c:a", "aac", "-ac", "2", "-f", format, url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+fn stream(s: &Server, name: &str) -> Option<Value> {
+    let r = s.request(
+        "GET",
+        &format!("/v1/vhosts/default/apps/app/streams/{name}"),
+        None,
+    );
+    (r.status == 200).then(|| r.json()["response"].clone())
+}
+
+fn wait<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if t0.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn codecs(v: &Value) -> Vec<String> {
+    v["input"]["tracks"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| {
+                    t["video"]["codec"]
+                        .as_str()
+                        .or(t["audio"]["codec"].as_str())
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn frame_counts(file: &Path) -> Vec<(String, u64)> {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+            "-of",
+            "json",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| {
+                    Some((
+                        s["codec_name"].as_str()?.to_string(),
+                        s["nb_read_frames"].as_str()?.parse().ok()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn ffmpeg_publishes_over_srt() {
+    if !tools() {
+        return;
+    }
+    let s = media_server("srtffmpeg");
+    let url = format!(
+        "srt://127.0.0.1:{}?streamid=default/app/cam&pkt_size=1316",
+        s.media.srt
+    );
+    let mut ff = ffmpeg_source(4, "mpegts", &url);
+    let v = wait(Duration::from_secs(10), || {
+        stream(&s, "cam").filter(|v| {
+            v["input"]["tracks"]
+                .as_array()
+                .is_some_and(|t| t.len() == 2)
+        })
+    })
+    .expect("the SRT stream shows");
+    assert_eq!(v["input"]["sourceType"], "Srt");
+    assert_eq!(codecs(&v), ["H264", "AAC"]);
+    let video = v["input"]["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "Video")
+        .unwrap();
+    assert_eq!(
+        (
+            video["video"]["width"].as_u64(),
+            video["video"]["height"].as_u64()
+        ),
+        (Some(640), Some(360))
+    );
+    assert!(ff.wait().unwrap().success());
+    wait(Duration::from_secs(10), || {
+        stream(&s, "cam").is_none().then_some(())
+    })
+    .expect("stream ends");
+}
+
+#[test]
+fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
+    if !tools() {
+        return;
+    }
+    let s = media_server("srtslt");
+    // ffmpeg makes a real-time TS on stdout; srt-live-transmit sends it.
+    let url = format!("srt://127.0.0.1:{}?streamid=app/slt", s.media.srt);
+    let mut ff = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=640x360:rate=25",
+            "-t",
+            "20",
+        ])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-f",
+            "mpegts",
+            "-",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pipe = ff.stdout.take().unwrap();
+    // srt-live-transmit does not exit at the end of its input: killed below.
+    let mut slt = Command::new("srt-live-transmit")
+        .args(["-q", "file://con", &url])
+        .stdin(pipe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let v = wait(Duration::from_secs(10), || stream(&s, "slt")).expect("the stream shows");
+    assert_eq!(v["input"]["sourceType"], "Srt");
+    let _ = ff.kill();
+    let _ = ff.wait();
+    let _ = slt.kill();
+    let _ = slt.wait();
+    // The caller vanished without a SHUTDOWN: the stream ends on the peer
+    // idle timeout.
+    wait(Duration::from_secs(15), || {
+        stream(&s, "slt").is_none().then_some(())
+    })
+    .expect("stream ends");
+
+    // Unknown application: the handshake is rejected and libsrt says so.
+    let out = ffmpeg_source(
+        1,
+        "mpegts",
+        &format!("srt://127.0.0.1:{}?streamid=default/nope/x", s.media.srt),
+    )
+    .wait_with_output()
+    .unwrap();
+    assert!(!out.status.success());
+    // A second publisher of a live name is rejected too.
+    let url = format!(
+        "srt://127.0.0.1:{}?streamid=default/app/dup&pkt_size=1316",
+        s.media.srt
+    );
+    let mut first = ffmpeg_source(8, "mpegts", &url);
+    wait(Duration::from_secs(10), || stream(&s, "dup")).expect("first publisher");
+    let second = ffmpeg_source(1, "mpegts", &url).wait_with_output().unwrap();
+    assert!(!second.status.success());
+    assert!(stream(&s, "dup").is_some());
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
+}
+
+fn push_srt_to(s: &Server, id: &str, port: u16) {
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:startPush",
+        Some(
+            &json!({"id": id, "stream": {"name": "cam"}, "protocol": "srt",
+            "url": format!("srt://127.0.0.1:{port}?mode=caller&latency=200000")})
+            .to_string(),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[test]
+fn srt_push_to_srt_live_transmit_and_ffmpeg() {
+    if !tools() {
+        return;
+    }
+    let s = media_server("srtpush");
+    let slt_port = free_udp_port();
+    let ff_port = free_udp_port();
+    let slt_out = s.dir.join("slt.ts");
+    let ff_out = s.dir.join("ff.ts");
+    let mut slt = Command::new("srt-live-transmit")
+        .args([
+            "-q",
+            &format!("srt://:{slt_port}?mode=listener"),
+            "file://con",
+        ])
+        .stdout(std::fs::File::create(&slt_out).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ff = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(["-i", &format!("srt://127.0.0.1:{ff_port}?mode=listener")])
+        .args(["-c", "copy", "-f", "mpegts"])
+        .arg(&ff_out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    push_srt_to(&s, "to-slt", slt_port);
+    push_srt_to(&s, "to-ffmpeg", ff_port);
+    let secs = 6;
+    let mut src = ffmpeg_source(
+        secs,
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    assert!(src.wait().unwrap().success());
+    // Both tasks end cleanly back in ready.
+    for id in ["to-slt", "to-ffmpeg"] {
+        let t0 = Instant::now();
+        loop {
+            let r = s.request(
+                "POST",
+                "/v1/vhosts/default/apps/app:pushes",
+                Some(&json!({"id": id}).to_string()),
+            );
+            let t = r.json()["response"][0].clone();
+            if t["state"] == "ready" && t["sequence"] == 1 {
+                assert!(t["totalsentBytes"].as_u64().unwrap() > 100_000, "{t}");
+                assert!(t.get("lastError").is_none(), "{t}");
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(15), "{id}: {t}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = slt.kill();
+    let _ = slt.wait();
+    let _ = ff.wait();
+    let want_video = (secs * 25) as u64;
+    for file in [&slt_out, &ff_out] {
+        let counts = frame_counts(file);
+        let video = counts
+            .iter()
+            .find(|(c, _)| c == "h264")
+            .map_or(0, |(_, n)| *n);
+        assert!(
+            (video as f64 - want_video as f64).abs() <= want_video as f64 * 0.02 + 1.0,
+            "{}: {video} video frames of {want_video} ({counts:?})",
+            file.display()
+        );
+        assert!(counts.iter().any(|(c, n)| c == "aac" && *n > 0));
+    }
+}
