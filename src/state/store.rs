@@ -56,6 +56,9 @@ impl std::error::Error for StateError {}
 pub struct StateStore {
     path: PathBuf,
     tmp: PathBuf,
+    /// Kept in memory only (fuzzing and in-process tests): nothing is
+    /// written.
+    memory: bool,
 }
 
 impl StateStore {
@@ -65,6 +68,16 @@ impl StateStore {
         StateStore {
             path,
             tmp: PathBuf::from(tmp),
+            memory: false,
+        }
+    }
+
+    /// A store that writes nothing (fuzzing and in-process tests).
+    pub fn in_memory() -> Self {
+        StateStore {
+            path: PathBuf::from("(memory)"),
+            tmp: PathBuf::from("(memory)"),
+            memory: true,
         }
     }
 
@@ -74,6 +87,9 @@ impl StateStore {
 
     /// The saved state; `None` when there is no file yet.
     pub fn load(&self) -> Result<Option<DurableState>, StateError> {
+        if self.memory {
+            return Ok(None);
+        }
         let data = match fs::read(&self.path) {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -90,6 +106,9 @@ impl StateStore {
     /// Writes `state` so that after a crash at any moment the file holds
     /// either the old or the new state, whole.
     pub fn save(&self, state: &DurableState) -> io::Result<()> {
+        if self.memory {
+            return Ok(());
+        }
         let data = serde_json::to_vec_pretty(state).map_err(io::Error::other)?;
         {
             let mut f = OpenOptions::new()
