@@ -349,7 +349,12 @@ fn kind_name(kind: MediaKind) -> &'static str {
     }
 }
 
-fn track_view(t: &Track, name: String, bypass: bool) -> TrackView<'static> {
+fn track_view(t: &Track, name: String, bypass: bool, measured: u64) -> TrackView<'static> {
+    let bitrate = if t.bitrate > 0 {
+        t.bitrate as u64
+    } else {
+        measured
+    };
     TrackView {
         id: t.id,
         name: name.into(),
@@ -360,14 +365,14 @@ fn track_view(t: &Track, name: String, bypass: bool) -> TrackView<'static> {
             width: v.width,
             height: v.height,
             framerate: (v.framerate * 1000.0).round() / 1000.0,
-            bitrate: t.bitrate.to_string(),
+            bitrate: bitrate.to_string(),
         }),
         audio: t.audio.map(|a| AudioView {
             bypass,
             codec: t.codec.api_name(),
             samplerate: a.sample_rate,
             channel: a.channels,
-            bitrate: t.bitrate.to_string(),
+            bitrate: bitrate.to_string(),
         }),
     }
 }
@@ -417,6 +422,8 @@ pub fn output_tracks(tracks: &[Track], profile: Option<&OutputProfile>) -> Vec<(
 impl<'a> StreamView<'a> {
     fn of(s: &'a LiveStream, spec: &AppSpec, utc_offset: i32) -> Self {
         let tracks = s.tracks();
+        let now_ms = clock::unix_millis_now();
+        let measured = |t: &Track| s.measured_bitrate(t.id, now_ms);
         StreamView {
             name: &s.name,
             input: InputView {
@@ -424,7 +431,7 @@ impl<'a> StreamView<'a> {
                 created_time: clock::format_iso8601(s.created_ms, utc_offset),
                 tracks: tracks
                     .iter()
-                    .map(|t| track_view(t, input_track_name(tracks, t), false))
+                    .map(|t| track_view(t, input_track_name(tracks, t), false, measured(t)))
                     .collect(),
             },
             outputs: spec
@@ -434,7 +441,7 @@ impl<'a> StreamView<'a> {
                     name,
                     tracks: output_tracks(tracks, profile)
                         .iter()
-                        .map(|(t, n)| track_view(t, n.clone(), true))
+                        .map(|(t, n)| track_view(t, n.clone(), true, measured(t)))
                         .collect(),
                 })
                 .collect(),

@@ -53,6 +53,8 @@ pub struct LiveStream {
     gop_bytes: usize,
     pub frames_in: u64,
     pub bytes_in: u64,
+    /// Payload bytes per track since the stream started.
+    track_bytes: Vec<(TrackId, u64)>,
 }
 
 impl LiveStream {
@@ -67,6 +69,18 @@ impl LiveStream {
     /// Frames from the last video keyframe on (empty until one arrived).
     pub fn gop(&self) -> &[Frame] {
         &self.gop
+    }
+
+    /// A track's bit rate as measured since the stream started (bits per
+    /// second), for sources that do not state one.
+    pub fn measured_bitrate(&self, track: TrackId, now_ms: i64) -> u64 {
+        let secs = (now_ms - self.created_ms).max(1) as f64 / 1000.0;
+        let bytes = self
+            .track_bytes
+            .iter()
+            .find(|(t, _)| *t == track)
+            .map_or(0, |(_, b)| *b);
+        (bytes as f64 * 8.0 / secs) as u64
     }
 
     fn has_video(&self) -> bool {
@@ -118,6 +132,7 @@ impl Streams {
                 gop_bytes: 0,
                 frames_in: 0,
                 bytes_in: 0,
+                track_bytes: Vec::new(),
             },
         );
         Ok(id)
@@ -185,6 +200,10 @@ impl Streams {
         };
         s.frames_in += 1;
         s.bytes_in += frame.data.len() as u64;
+        match s.track_bytes.iter_mut().find(|(t, _)| *t == frame.track) {
+            Some((_, b)) => *b += frame.data.len() as u64,
+            None => s.track_bytes.push((frame.track, frame.data.len() as u64)),
+        }
         let kind = s.track(frame.track).map(|t| t.kind());
         let is_video = kind == Some(MediaKind::Video);
         if is_video && frame.keyframe {
