@@ -202,9 +202,23 @@ impl ResolvesServerCert for VhostCertResolver {
 
 /// The client config push outputs use for RTMPS: the web PKI roots
 /// (Mozilla's, compiled in), TLS 1.2 and 1.3.
+/// When the environment variable `SSL_CERT_FILE` names a PEM file, its
+/// certificates are trusted too (private CAs; OpenSSL's convention).
 pub fn client_config() -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = std::env::var_os("SSL_CERT_FILE") {
+        let path = path.to_string_lossy().into_owned();
+        match read_certs(&path) {
+            Ok(certs) => {
+                let (added, _) = roots.add_parsable_certificates(certs);
+                crate::info!(
+                    "push TLS: {added} extra trusted certificate(s) from SSL_CERT_FILE {path}"
+                );
+            }
+            Err(e) => crate::warn!("push TLS: SSL_CERT_FILE not used: {e}"),
+        }
+    }
     client_config_with_roots(roots)
 }
 
