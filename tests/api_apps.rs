@@ -12,7 +12,10 @@ fn make_vhost(s: &Server, name: &str) {
     let r = s.request(
         "POST",
         "/v1/vhosts",
-        Some(&json!([{"name": name, "host": {"names": [format!("{name}.example.com")]}}]).to_string()),
+        Some(
+            &json!([{"name": name, "host": {"names": [format!("{name}.example.com")]}}])
+                .to_string(),
+        ),
     );
     assert_eq!(r.status, 200, "{}", r.body);
 }
@@ -35,14 +38,20 @@ fn app_body(name: &str) -> Value {
 fn config_apps_are_listed_and_read_only() {
     let s = Server::start("appsro");
     let r = s.request("GET", "/v1/vhosts/default/apps", None);
-    assert_eq!(r.body, r#"{"statusCode":200,"message":"OK","response":["app"]}"#);
+    assert_eq!(
+        r.body,
+        r#"{"statusCode":200,"message":"OK","response":["app"]}"#
+    );
     let r = s.request("GET", "/v1/vhosts/default/apps/app", None);
     assert_eq!(r.status, 200);
     let app = r.json()["response"].clone();
     assert_eq!(app["name"], "app");
     assert_eq!(app["dynamic"], false);
     assert_eq!(app["type"], "live");
-    assert_eq!(app["outputProfiles"]["outputProfile"][0]["encodes"]["videos"][0]["name"], "bypass_video");
+    assert_eq!(
+        app["outputProfiles"]["outputProfile"][0]["encodes"]["videos"][0]["name"],
+        "bypass_video"
+    );
     assert_eq!(app["publishers"]["push"], json!({}));
     for (method, path, body) in [
         ("POST", "/v1/vhosts/default/apps", Some("[]")),
@@ -51,17 +60,30 @@ fn config_apps_are_listed_and_read_only() {
     ] {
         let r = s.request(method, path, body);
         assert_eq!(r.status, 403, "{method} {path}");
-        assert_eq!(r.message(), "[HTTP] The VirtualHost is read-only: [default] (403)");
+        assert_eq!(
+            r.message(),
+            "[HTTP] The VirtualHost is read-only: [default] (403)"
+        );
     }
     let r = s.request("GET", "/v1/vhosts/default/apps/nope", None);
     assert_eq!(r.status, 404);
-    assert_eq!(r.message(), "[HTTP] Could not find the application: [default/nope] (404)");
-    let r = s.request("GET", "/v1/vhosts/nope/apps", None);
-    assert_eq!(r.message(), "[HTTP] Could not find the virtual host: [nope] (404)");
-    let r = s.request("GET", "/v1/vhosts/default/apps/app/streams/none", None);
-    assert_eq!(r.message(), "[HTTP] Could not find the stream: [default/app/none] (404)");
     assert_eq!(
-        s.request("GET", "/v1/vhosts/default/apps/app/streams", None).body,
+        r.message(),
+        "[HTTP] Could not find the application: [default/nope] (404)"
+    );
+    let r = s.request("GET", "/v1/vhosts/nope/apps", None);
+    assert_eq!(
+        r.message(),
+        "[HTTP] Could not find the virtual host: [nope] (404)"
+    );
+    let r = s.request("GET", "/v1/vhosts/default/apps/app/streams/none", None);
+    assert_eq!(
+        r.message(),
+        "[HTTP] Could not find the stream: [default/app/none] (404)"
+    );
+    assert_eq!(
+        s.request("GET", "/v1/vhosts/default/apps/app/streams", None)
+            .body,
         r#"{"statusCode":200,"message":"OK","response":[]}"#
     );
 }
@@ -78,10 +100,20 @@ fn create_patch_delete_and_survive_a_restart() {
     assert_eq!(v[0]["statusCode"], 200);
     assert_eq!(v[0]["response"]["dynamic"], true);
     assert_eq!(v[1]["statusCode"], 409);
-    assert_eq!(v[1]["message"], "[HTTP] The application already exists: [studio/live] (409)");
+    assert_eq!(
+        v[1]["message"],
+        "[HTTP] The application already exists: [studio/live] (409)"
+    );
     assert_eq!(v[2]["statusCode"], 400);
     assert_eq!(v[3]["statusCode"], 400);
-    assert!(v[3]["message"].as_str().unwrap().contains("does not transcode"), "{}", v[3]);
+    assert!(
+        v[3]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not transcode"),
+        "{}",
+        v[3]
+    );
 
     // PATCH changes what it names and keeps the rest.
     let r = s.request(
@@ -94,9 +126,17 @@ fn create_patch_delete_and_survive_a_restart() {
     assert!(app["publishers"].get("push").is_none());
     assert!(app["providers"].get("srt").is_none());
     assert_eq!(app["outputProfiles"]["outputProfile"][0]["name"], "bypass");
-    let r = s.request("PATCH", "/v1/vhosts/studio/apps/live", Some(r#"{"name":"other"}"#));
+    let r = s.request(
+        "PATCH",
+        "/v1/vhosts/studio/apps/live",
+        Some(r#"{"name":"other"}"#),
+    );
     assert_eq!(r.status, 400);
-    let r = s.request("PATCH", "/v1/vhosts/studio/apps/live", Some(r#"{"colour":1}"#));
+    let r = s.request(
+        "PATCH",
+        "/v1/vhosts/studio/apps/live",
+        Some(r#"{"colour":1}"#),
+    );
     assert_eq!(r.status, 400);
     assert!(r.message().contains("colour"));
 
@@ -107,10 +147,17 @@ fn create_patch_delete_and_survive_a_restart() {
         Some(r#"{"id":"x","stream":{"name":"s"},"protocol":"mpegts","url":"udp://127.0.0.1:9"}"#),
     );
     assert_eq!(r.status, 404);
-    assert_eq!(r.message(), "[HTTP] Push publishing is not enabled for the application: [studio/live] (404)");
+    assert_eq!(
+        r.message(),
+        "[HTTP] Push publishing is not enabled for the application: [studio/live] (404)"
+    );
 
     // A second app, then a restart: both come back as they were.
-    let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&json!([app_body("backup")]).to_string()));
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/studio/apps",
+        Some(&json!([app_body("backup")]).to_string()),
+    );
     assert_eq!(r.status, 200);
     let before = s.request("GET", "/v1/vhosts/studio/apps/live", None).body;
     s.terminate();
@@ -119,7 +166,10 @@ fn create_patch_delete_and_survive_a_restart() {
         s.request("GET", "/v1/vhosts/studio/apps", None).json()["response"],
         json!(["live", "backup"])
     );
-    assert_eq!(s.request("GET", "/v1/vhosts/studio/apps/live", None).body, before);
+    assert_eq!(
+        s.request("GET", "/v1/vhosts/studio/apps/live", None).body,
+        before
+    );
 
     // Delete one; its push tasks go with it.
     let r = s.request(
@@ -128,9 +178,21 @@ fn create_patch_delete_and_survive_a_restart() {
         Some(r#"{"id":"p","stream":{"name":"s"},"protocol":"mpegts","url":"udp://127.0.0.1:9"}"#),
     );
     assert_eq!(r.status, 200);
-    assert_eq!(s.request("DELETE", "/v1/vhosts/studio/apps/backup", None).status, 200);
-    assert_eq!(s.request("GET", "/v1/vhosts/studio/apps/backup", None).status, 404);
-    let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&json!([app_body("backup")]).to_string()));
+    assert_eq!(
+        s.request("DELETE", "/v1/vhosts/studio/apps/backup", None)
+            .status,
+        200
+    );
+    assert_eq!(
+        s.request("GET", "/v1/vhosts/studio/apps/backup", None)
+            .status,
+        404
+    );
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/studio/apps",
+        Some(&json!([app_body("backup")]).to_string()),
+    );
     assert_eq!(r.status, 200);
     let r = s.request("POST", "/v1/vhosts/studio/apps/backup:pushes", None);
     assert_eq!(r.json()["response"], json!([]));
@@ -141,7 +203,10 @@ fn create_patch_delete_and_survive_a_restart() {
         Some(&json!([{"name": "withapps", "host": {"names": ["w.example.com"]}, "applications": [app_body("x")]}]).to_string()),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(s.request("GET", "/v1/vhosts/withapps/apps", None).json()["response"], json!(["x"]));
+    assert_eq!(
+        s.request("GET", "/v1/vhosts/withapps/apps", None).json()["response"],
+        json!(["x"])
+    );
 }
 
 #[test]
@@ -157,23 +222,60 @@ fn changing_an_app_disconnects_its_publishers() {
         },
     );
     make_vhost(&s, "studio");
-    let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&json!([app_body("live")]).to_string()));
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/studio/apps",
+        Some(&json!([app_body("live")]).to_string()),
+    );
     assert_eq!(r.status, 200);
-    let url = format!("srt://127.0.0.1:{}?streamid=studio/live/cam&pkt_size=1316", s.media.srt);
+    let url = format!(
+        "srt://127.0.0.1:{}?streamid=studio/live/cam&pkt_size=1316",
+        s.media.srt
+    );
     let mut ff = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25"])
-        .args(["-t", "30", "-c:v", "libx264", "-preset", "ultrafast", "-f", "mpegts", &url])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-re",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=320x240:rate=25",
+        ])
+        .args([
+            "-t",
+            "30",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-f",
+            "mpegts",
+            &url,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let seen = |s: &Server| s.request("GET", "/v1/vhosts/studio/apps/live/streams/cam", None).status == 200;
+    let seen = |s: &Server| {
+        s.request("GET", "/v1/vhosts/studio/apps/live/streams/cam", None)
+            .status
+            == 200
+    };
     let t0 = Instant::now();
     while !seen(&s) {
-        assert!(t0.elapsed() < Duration::from_secs(10), "the stream never showed");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the stream never showed"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let r = s.request("PATCH", "/v1/vhosts/studio/apps/live", Some(r#"{"publishers":{}}"#));
+    let r = s.request(
+        "PATCH",
+        "/v1/vhosts/studio/apps/live",
+        Some(r#"{"publishers":{}}"#),
+    );
     assert_eq!(r.status, 200);
     // The app restarted: its publisher is gone at once.
     assert!(!seen(&s), "the stream outlived its app's restart");

@@ -751,8 +751,8 @@ impl Walker<'_> {
                                     "Port" => providers.mpegts_ports = w.udp_ports(c, p),
                                     "StreamTimeoutMs" => {
                                         if let Some(ms) = w.number::<u64>(c, p) {
-                                            if ms == 0 {
-                                                w.error(c, p, "must be greater than 0");
+                                            if ms == 0 || ms > 86_400_000 {
+                                                w.error(c, p, "must be 1 to 86400000 (a day)");
                                             } else {
                                                 providers.mpegts_quiet = Duration::from_millis(ms);
                                             }
@@ -815,10 +815,15 @@ impl Walker<'_> {
     fn limits(&mut self, el: &Element, path: &str) -> HttpLimits {
         let mut l = HttpLimits::default();
         self.children(el, path, &[], &[], |w, c, p| {
+            // Bounded: sizes are added together and times become deadlines.
             let positive = |w: &mut Walker, v: Option<u64>| -> Option<u64> {
                 match v {
                     Some(0) => {
                         w.error(c, p, "must be greater than 0");
+                        None
+                    }
+                    Some(n) if n > 1 << 30 => {
+                        w.error(c, p, "must be at most 1073741824");
                         None
                     }
                     v => v,

@@ -341,10 +341,15 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
             let mut timeout = None;
             let mut stream_id = None;
             let mut payload_size = 1316usize;
-            let micros = |k: &str, v: &str| -> Result<Duration, String> {
+            // Bounded: these become deadlines on the loop's clock.
+            let micros = |k: &str, v: &str, max_s: u64| -> Result<Duration, String> {
                 v.parse::<u64>()
+                    .ok()
+                    .filter(|us| *us <= max_s * 1_000_000)
                     .map(Duration::from_micros)
-                    .map_err(|_| format!("Invalid srt option {k}=[{v}]: microseconds expected"))
+                    .ok_or_else(|| {
+                        format!("Invalid srt option {k}=[{v}]: microseconds, at most {max_s} s")
+                    })
             };
             for (k, v) in query_pairs(query) {
                 match k {
@@ -353,8 +358,8 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                             return Err(format!("Unsupported srt mode [{v}]: only caller is supported"));
                         }
                     }
-                    "latency" => latency = micros(k, v)?,
-                    "timeout" => timeout = Some(micros(k, v)?),
+                    "latency" => latency = micros(k, v, 60)?,
+                    "timeout" => timeout = Some(micros(k, v, 3600)?),
                     "streamid" => stream_id = Some(percent_decode(v)),
                     "payload_size" | "pkt_size" => {
                         payload_size = v
@@ -726,6 +731,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("only caller"), "{e}");
+        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?latency=18446744073709551615"}"#).unwrap_err();
+        assert!(e.contains("at most 60 s"), "{e}");
         let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"mpegts","url":"udp://x"}"#)
             .unwrap_err();
         assert!(e.contains("needs a port"), "{e}");
