@@ -1,0 +1,530 @@
+#!/usr/bin/env bash
+# kiln side by side with nginx / nginx-rtmp / a raw UDP loop, on 127.0.0.1.
+#
+# Builds kiln --release, runs every bench with kiln and its peer in the same
+# run (one after the other, same machine, same load), and rewrites the
+# results section of BENCHMARKS.md (between the RESULTS markers).
+# Installs nothing: a missing tool is named with the apt-get line to run.
+#
+#   benches/compare.sh                 # everything (about 6 minutes)
+#   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp udp startup
+#   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
+#   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
+#
+# Every load is bounded in time (wrk -d, timeout on ffmpeg) and in count
+# (N destinations); every process started here is stopped on exit.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SECS=${BENCH_SECONDS:-10}
+WARM=${BENCH_WARMUP:-5}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp udp startup"}
+RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
+UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+NGX_RTMP_MOD=${NGX_RTMP_MOD:-/usr/lib/nginx/modules/ngx_rtmp_module.so}
+TOKEN='kiln:bench'
+AUTH="Basic $(printf %s "$TOKEN" | base64)"
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
+
+# --- tools -----------------------------------------------------------------
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$1 (apt-get install $2)"); }
+need cargo "rustup: https://rustup.rs"
+need curl curl
+need openssl openssl
+need python3 python3
+need nginx nginx
+if want api || want tls || want writes; then need wrk wrk; fi
+if want rtmp || want udp; then
+    need ffmpeg ffmpeg
+    need ss iproute2
+    [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
+fi
+if ((${#missing[@]})); then
+    printf 'missing: %s\n' "${missing[@]}" >&2
+    exit 1
+fi
+
+# --- scratch space and clean-up -------------------------------------------
+WORK=$(mktemp -d /tmp/kiln-bench.XXXXXX)
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    sleep 0.3
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    [[ -n ${BENCH_KEEP:-} ]] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+stop() { # stop one process we started (and wait for it)
+    local p=$1
+    kill "$p" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+}
+
+# Free loopback ports: ask the kernel, then release them.
+free_ports() {
+    python3 - "$1" <<'EOF'
+import socket, sys
+ss = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); ss.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in ss))
+EOF
+}
+wait_tcp() { # port [tries]
+    for _ in $(seq "${2:-100}"); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    log "nothing listens on $1"; return 1
+}
+
+# CPU ticks (utime+stime) and peak RSS of a set of pids.
+TCK=$(getconf CLK_TCK)
+cpu_ticks() { local t=0 p; for p in "$@"; do
+    [[ -r /proc/$p/stat ]] || continue
+    t=$((t + $(awk '{sub(/.*\) /,""); print $12+$13}' "/proc/$p/stat"))); done; echo $t; }
+hwm_kb() { local t=0 p; for p in "$@"; do
+    [[ -r /proc/$p/status ]] || continue
+    t=$((t + $(awk '/^VmHWM/{print $2}' "/proc/$p/status"))); done; echo $t; }
+rss_kb() { local t=0 p; for p in "$@"; do
+    [[ -r /proc/$p/status ]] || continue
+    t=$((t + $(awk '/^VmRSS/{print $2}' "/proc/$p/status"))); done; echo $t; }
+rchar() { local t=0 p; for p in "$@"; do
+    [[ -r /proc/$p/io ]] || continue
+    t=$((t + $(awk '/^rchar/{print $2}' "/proc/$p/io"))); done; echo $t; }
+sink_bytes() { # bytes received so far on every connection of the sink port
+    ss -tinH state established "( sport = :$1 )" 2>/dev/null |
+        grep -o 'bytes_received:[0-9]*' | awk -F: '{t+=$2} END{print t+0}'; }
+nginx_pids() { # master pid -> master + workers
+    echo "$1 $(pgrep -P "$1" | tr '\n' ' ')"; }
+calc() { python3 -c "print($*)"; }
+fmt() { python3 -c "import sys; v=float(sys.argv[1]); print(f'{v:.${2:-2}f}')" "$1"; }
+
+# --- build ------------------------------------------------------------------
+log "building kiln --release (target: $TARGET)"
+(cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo build --release --quiet --bin kiln)
+KILN=$TARGET/release/kiln
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null
+
+read -r API_P TLS_P RTMP_IN NGX_P NGX_TLS NGX_RTMP SINK_P <<<"$(free_ports 7)"
+
+kiln_config() { # dir statefile
+    cat >"$1/server.xml" <<EOF
+<?xml version="1.0"?>
+<Server version="8">
+  <Name>kiln</Name>
+  <IP>127.0.0.1</IP>
+  <StateFile>$2</StateFile>
+  <Bind>
+    <Managers><API><Port>$API_P</Port><TLSPort>$TLS_P</TLSPort></API></Managers>
+    <Providers><RTMP><Port>$RTMP_IN</Port></RTMP></Providers>
+  </Bind>
+  <Managers>
+    <Host><Names><Name>*</Name></Names>
+      <TLS><CertPath>$WORK/cert.pem</CertPath><KeyPath>$WORK/key.pem</KeyPath></TLS></Host>
+    <API><AccessToken>$TOKEN</AccessToken></API>
+  </Managers>
+  <VirtualHosts><VirtualHost><Name>default</Name><Host><Names><Name>*</Name></Names></Host>
+    <Applications><Application><Name>app</Name><Type>live</Type>
+      <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes>
+        <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
+        <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
+      </Encodes></OutputProfile></OutputProfiles>
+      <Providers><RTMP/></Providers><Publishers><Push/></Publishers>
+    </Application></Applications>
+  </VirtualHost></VirtualHosts>
+</Server>
+EOF
+}
+
+KILN_PID=
+start_kiln() { # [statefile]
+    local d=$WORK/kiln
+    rm -rf "$d"; mkdir -p "$d"
+    kiln_config "$d" "${1:-$d/state.json}"
+    "$KILN" -c "$d/server.xml" 2>"$d/log" &
+    KILN_PID=$!; PIDS+=("$KILN_PID")
+    wait_tcp "$API_P" 200
+}
+stop_kiln() { stop "$KILN_PID"; KILN_PID=; }
+api() { # method path [body]
+    curl -sS -m 5 -H "Authorization: $AUTH" -X "$1" "http://127.0.0.1:$API_P$2" \
+        ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }
+
+NGX_PID=
+start_nginx() { # name conf-body   (1 worker, daemon off, logs in WORK)
+    local d=$WORK/$1
+    mkdir -p "$d"
+    cat >"$d/nginx.conf" <<EOF
+$( [[ $2 == *rtmp* ]] && echo "load_module $NGX_RTMP_MOD;" )
+$( ((EUID == 0)) && echo "user root;" )
+worker_processes 1;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 4096; }
+$2
+EOF
+    nginx -p "$d" -e "$d/error.log" -c "$d/nginx.conf" &
+    NGX_PID=$!; PIDS+=("$NGX_PID")
+}
+
+SECTIONS=()
+add() { SECTIONS+=("$*"); }
+RATIOS=()
+
+# --- API throughput and TLS -------------------------------------------------
+wrk_run() { # url -> "req/s p99ms"
+    wrk -t1 -c64 -d"${SECS}s" --latency -H "Authorization: $AUTH" "$1" 2>&1 |
+        python3 -c '
+import sys, re
+t = sys.stdin.read()
+rps = re.search(r"Requests/sec:\s+([\d.]+)", t)
+p99 = re.search(r"\n\s+99%\s+([\d.]+)(us|ms|s)", t)
+err = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+if not rps or not p99:
+    sys.stderr.write(t); print("0 0 0"); sys.exit()
+scale = {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
+print(rps.group(1), float(p99.group(1)) * scale, err.group(1) if err else 0)'
+}
+
+if want api || want tls; then
+    start_kiln
+    BODY=$(api GET /v1/vhosts)
+    mkdir -p "$WORK/www/v1"
+    printf %s "$BODY" >"$WORK/www/v1/vhosts"
+    start_nginx ngx-http "
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    keepalive_timeout 65;
+    ssl_session_cache off;
+    server {
+        listen 127.0.0.1:$NGX_P;
+        listen 127.0.0.1:$NGX_TLS ssl;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
+        root $WORK/www;
+        location / { default_type 'application/json;charset=UTF-8'; }
+    }
+}"
+    wait_tcp "$NGX_P"
+    curl -sf -o /dev/null "http://127.0.0.1:$NGX_P/v1/vhosts" || { log "nginx does not serve the body"; exit 1; }
+    rows=""
+    for kind in http tls; do
+        if [[ $kind == http ]]; then want api || continue; ku=http://127.0.0.1:$API_P; nu=http://127.0.0.1:$NGX_P
+        else want tls || continue; ku=https://127.0.0.1:$TLS_P; nu=https://127.0.0.1:$NGX_TLS; fi
+        log "API $kind: kiln"
+        read -r k_rps k_p99 k_err <<<"$(wrk_run "$ku/v1/vhosts")"
+        log "API $kind: nginx"
+        read -r n_rps n_p99 n_err <<<"$(wrk_run "$nu/v1/vhosts")"
+        r=$(fmt "$(calc "$k_rps/max($n_rps,1)")")
+        p=$(fmt "$(calc "$k_p99/max($n_p99,0.001)")")
+        pass_r=$(calc "'yes' if $k_rps >= 1.5*$n_rps else 'no'")
+        pass_p=$(calc "'yes' if $k_p99 <= $n_p99 else 'no'")
+        rows+="| $kind | $(fmt "$k_rps" 0) | $(fmt "$n_rps" 0) | **$r** (≥ 1.5: $pass_r) | $(fmt "$k_p99" 3) | $(fmt "$n_p99" 3) | $p (≤ 1: $pass_p) | $k_err / $n_err |
+"
+    done
+    add "### API throughput (\`GET /v1/vhosts\`, Basic auth)
+
+wrk 1 thread, 64 keep-alive connections, ${SECS} s per side. nginx: 1 worker,
+\`daemon off\`, access log off, the same JSON body as a static file, same
+certificate (P-256) for TLS. Body: \`$BODY\` ($(printf %s "$BODY" | wc -c) bytes).
+
+| port | kiln req/s | nginx req/s | ratio (target) | kiln p99 ms | nginx p99 ms | p99 ratio (target) | non-2xx kiln / nginx |
+|---|---|---|---|---|---|---|---|
+$rows"
+    stop "$NGX_PID"
+    stop_kiln
+fi
+
+# --- API writes ---------------------------------------------------------------
+if want writes; then
+    start_kiln
+    cat >"$WORK/post.lua" <<EOF
+local n = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "$AUTH"
+request = function()
+    n = n + 1
+    return wrk.format(nil, "/v1/vhosts", nil, '[{"name":"b' .. n .. '","host":{"names":["b' .. n .. '.example.com"]}}]')
+end
+EOF
+    WSECS=$(( SECS < 5 ? SECS : 5 ))
+    log "API writes: kiln, ${WSECS}s"
+    wrk -t1 -c4 -d"${WSECS}s" --latency -s "$WORK/post.lua" "http://127.0.0.1:$API_P" >"$WORK/writes.txt" 2>&1 || true
+    made=$(api GET /v1/vhosts | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["response"])-1)')
+    sz=$(stat -c %s "$WORK/kiln/state.json" 2>/dev/null || echo 0)
+    p99=$(python3 -c '
+import re,sys
+t=open(sys.argv[1]).read(); m=re.search(r"\n\s+99%\s+([\d.]+)(us|ms|s)", t)
+print(float(m.group(1))*{"us":0.001,"ms":1,"s":1000}[m.group(2)] if m else 0)' "$WORK/writes.txt")
+    # the same with a state file that already holds 1,000 hosts: the cost of each write grows with it
+    add "### API writes (\`POST /v1/vhosts\`, one host per request, fsync'd)
+
+wrk 1 thread, 4 connections, ${WSECS} s, unique names (Lua). Filesystem of \`$WORK\`: $(df -T "$WORK" | awk 'NR==2{print $2}').
+
+| hosts created | creations/s | p99 ms | state file at the end |
+|---|---|---|---|
+| $made | $(fmt "$(calc "$made/$WSECS")" 0) | $(fmt "$p99" 2) | $((sz / 1024)) KiB |
+"
+    stop_kiln
+fi
+
+# --- media source -------------------------------------------------------------
+SRC=$TARGET/bench-src-720p-2500k.flv
+if (want rtmp || want udp) && [[ ! -s $SRC ]]; then
+    log "encoding the 20 s source once: $SRC"
+    nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
+        -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
+        -c:v libx264 -preset veryfast -tune zerolatency -b:v 2500k -maxrate 2500k -bufsize 2500k \
+        -g 60 -pix_fmt yuv420p -c:a aac -b:a 128k -ar 48000 "$SRC.tmp.flv"
+    mv "$SRC.tmp.flv" "$SRC"
+fi
+SRC_PID=
+start_source() { # rtmp url; loops the file, bounded by timeout
+    timeout $((WARM + SECS + 60)) ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 \
+        -i "$SRC" -c copy -f flv "$1" &
+    SRC_PID=$!; PIDS+=("$SRC_PID")
+}
+wait_stream() { # kiln: until app has stream src
+    for _ in $(seq 100); do
+        api GET /v1/vhosts/default/apps/app/streams 2>/dev/null | grep -q '"src"' && return 0
+        sleep 0.1
+    done
+    log "source did not appear in kiln"; return 1
+}
+sent_bytes() { # sum of sentBytes over kiln's pushes
+    api POST /v1/vhosts/default/apps/app:pushes '{}' | python3 -c '
+import json,sys
+r=json.load(sys.stdin).get("response") or []
+print(sum(t.get("sentBytes",0) for t in r), sum(1 for t in r if t.get("state")=="pushing"))'
+}
+
+# --- RTMP fan-out ---------------------------------------------------------------
+if want rtmp; then
+    rows=""
+    for N in $RTMP_NS; do
+        # one nginx-rtmp sink for both sides: live on, no record
+        start_nginx sink "rtmp { server { listen 127.0.0.1:$SINK_P; chunk_size 4096;
+            application live { live on; record off; } } }"
+        SINK_PID=$NGX_PID
+        wait_tcp "$SINK_P"
+
+        # kiln
+        start_kiln
+        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+        wait_stream
+        for i in $(seq "$N"); do
+            api POST /v1/vhosts/default/apps/app:startPush \
+                "{\"id\":\"p$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$SINK_P/live\",\"streamKey\":\"s$i\"}" >/dev/null
+        done
+        sleep "$WARM"
+        c0=$(cpu_ticks "$KILN_PID"); s0=$(sink_bytes "$SINK_P")
+        sleep "$SECS"
+        c1=$(cpu_ticks "$KILN_PID"); s1=$(sink_bytes "$SINK_P")
+        read -r _ k_push <<<"$(sent_bytes)"
+        k_cpu=$(calc "($c1-$c0)/$TCK"); k_hwm=$(hwm_kb "$KILN_PID")
+        k_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
+        stop "$SRC_PID"; stop_kiln
+        log "RTMP N=$N kiln: cpu ${k_cpu}s, hwm ${k_hwm} kB, sink ${k_sink} Mb/s, pushing $k_push"
+
+        # nginx-rtmp relay with N push lines
+        pushes=""
+        for i in $(seq "$N"); do pushes+="push rtmp://127.0.0.1:$SINK_P/live/s$i;
+"; done
+        start_nginx relay "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
+            application app { live on; record off;
+$pushes } } }"
+        RELAY_PID=$NGX_PID
+        wait_tcp "$NGX_RTMP"
+        start_source "rtmp://127.0.0.1:$NGX_RTMP/app/src"
+        sleep "$WARM"
+        rp=$(nginx_pids "$RELAY_PID")
+        c0=$(cpu_ticks $rp); s0=$(sink_bytes "$SINK_P")
+        sleep "$SECS"
+        c1=$(cpu_ticks $rp); s1=$(sink_bytes "$SINK_P")
+        n_cpu=$(calc "($c1-$c0)/$TCK"); n_hwm=$(hwm_kb $rp)
+        n_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
+        stop "$SRC_PID"; stop "$RELAY_PID"; stop "$SINK_PID"
+        log "RTMP N=$N nginx-rtmp: cpu ${n_cpu}s, hwm ${n_hwm} kB, sink ${n_sink} Mb/s"
+
+        cr=$(fmt "$(calc "$k_cpu/max($n_cpu,0.01)")")
+        mr=$(fmt "$(calc "$k_hwm/max($n_hwm,1)")")
+        tgt=""; [[ $N == 300 ]] && tgt=" (≤ 0.5: $(calc "'yes' if $k_cpu <= 0.5*$n_cpu else 'no'"))"
+        mt=""; [[ $N == 300 ]] && mt=" (≤ 1: $(calc "'yes' if $k_hwm <= $n_hwm else 'no'"))"
+        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$n_cpu") | **$cr**$tgt | $((k_hwm / 1024)) | $((n_hwm / 1024)) | $mr$mt | $(fmt "$k_sink" 1) / $(fmt "$n_sink" 1) | $k_push/$N |
+"
+    done
+    add "### RTMP fan-out (1 source -> N RTMP destinations)
+
+Source: ffmpeg \`-re -stream_loop -1 -c copy\` of a 20 s file (testsrc2 720p30,
+H.264 2.5 Mb/s, AAC 128 kb/s), published over RTMP. Relay: kiln with N
+\`:startPush\` tasks, or nginx-rtmp (1 worker) with N \`push\` lines. Sink: one
+nginx-rtmp server (\`live on\`, no record), N stream names, the same for both
+sides. CPU = utime+stime of the relay only (nginx: master + worker) over
+${SECS} s after ${WARM} s of warm-up; peak RSS = VmHWM. Sink Mb/s = bytes the sink
+received in the window (\`ss -ti\` bytes_received) (proves both sides delivered the same).
+
+| N | kiln CPU s | nginx-rtmp CPU s | CPU ratio (target at 300) | kiln peak RSS MiB | nginx peak RSS MiB | RSS ratio | sink Mb/s kiln / nginx | kiln pushing |
+|---|---|---|---|---|---|---|---|---|
+$rows"
+fi
+
+# --- UDP fan-out ----------------------------------------------------------------
+if want udp; then
+    log "raw UDP limit"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench udp_limit -- --seconds 3 >"$WORK/udp_limit.txt" 2>"$WORK/udp_limit.err") ||
+        { cat "$WORK/udp_limit.err" >&2; exit 1; }
+    LIMIT=$(awk '/^datagrams_per_cpu_second/{print $2}' "$WORK/udp_limit.txt")
+    rows=""
+    for N in $UDP_NS; do
+        read -r -a UPORTS <<<"$(free_ports "$N")"
+        # receivers: N bound sockets nobody reads (the kernel drops when full; no ICMP)
+        python3 - "${UPORTS[@]}" <<'EOF' &
+import socket, sys, time
+ss = []
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(p))); ss.append(s)
+time.sleep(600)
+EOF
+        RX_PID=$!; PIDS+=("$RX_PID")
+        start_kiln
+        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+        wait_stream
+        for i in $(seq "$N"); do
+            api POST /v1/vhosts/default/apps/app:startPush \
+                "{\"id\":\"u$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"mpegts\",\"url\":\"udp://127.0.0.1:${UPORTS[$((i-1))]}\"}" >/dev/null
+        done
+        sleep "$WARM"
+        read -r b0 _ <<<"$(sent_bytes)"; c0=$(cpu_ticks "$KILN_PID")
+        sleep "$SECS"
+        read -r b1 k_push <<<"$(sent_bytes)"; c1=$(cpu_ticks "$KILN_PID")
+        k_cpu=$(calc "($c1-$c0)/$TCK")
+        dgrams=$(calc "($b1-$b0)//1316")
+        per=$(calc "$dgrams/max($k_cpu,0.01)")
+        share=$(fmt "$(calc "$per/$LIMIT")")
+        k_hwm=$(hwm_kb "$KILN_PID")
+        stop "$SRC_PID"; stop_kiln; stop "$RX_PID"
+        log "UDP N=$N: cpu ${k_cpu}s, datagrams $dgrams, pushing $k_push"
+        rows+="| $N | $(fmt "$k_cpu") | $dgrams | $(fmt "$per" 0) | $(fmt "$(calc "1e6*$k_cpu/max($dgrams,1)")") | **$share** (≥ 0.5: $(calc "'yes' if $per >= 0.5*$LIMIT else 'no'")) | $((k_hwm / 1024)) | $k_push/$N |
+"
+    done
+    add "### UDP fan-out (1 RTMP source -> N MPEG-TS/UDP destinations)
+
+Same source as above; N \`protocol: mpegts\` pushes to N bound, unread UDP
+sockets. Datagrams = sum of the tasks' \`sentBytes\` growth / 1316 over ${SECS} s.
+Limit = \`cargo bench --bench udp_limit\` (one thread, std \`UdpSocket::send_to\`
+of 1316-byte datagrams round-robin to 100 bound sockets): **$(fmt "$LIMIT" 0) datagrams per CPU second**.
+
+| N | kiln CPU s | datagrams | datagrams / CPU s | µs CPU / datagram | share of limit (target) | peak RSS MiB | pushing |
+|---|---|---|---|---|---|---|---|
+$rows"
+fi
+
+# --- start-up and memory --------------------------------------------------------
+if want startup; then
+    measure_start() { # statefile -> "ms rss_kb"
+        local d=$WORK/kiln
+        rm -rf "$d"; mkdir -p "$d"
+        kiln_config "$d" "$1"
+        python3 - "$KILN" "$d/server.xml" "$API_P" "$AUTH" <<'EOF'
+import socket, subprocess, sys, time
+kiln, conf, port, auth = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+req = f"GET /v1/version HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\r\n".encode()
+t0 = time.monotonic()
+p = subprocess.Popen([kiln, "-c", conf], stderr=subprocess.DEVNULL)
+ms = None
+while time.monotonic() - t0 < 10:
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=1)
+        s.sendall(req)
+        if s.recv(64).startswith(b"HTTP/1.1 200"):
+            ms = (time.monotonic() - t0) * 1000
+            break
+    except OSError:
+        time.sleep(0.0005)
+time.sleep(0.5)
+rss = [l.split()[1] for l in open(f"/proc/{p.pid}/status") if l.startswith("VmRSS")][0]
+p.terminate(); p.wait(5)
+print(f"{ms:.1f}" if ms else "timeout", rss)
+EOF
+    }
+    python3 - "$WORK/state10k.json" <<'EOF'
+import json, sys
+pushes = [{"id": f"r{i}", "vhost": "default", "app": "app", "streamName": f"absent{i % 100}",
+           "variantNames": [], "trackIds": [], "protocol": "rtmp",
+           "url": "rtmp://127.0.0.1:9/live", "streamKey": f"k{i}", "createdMs": 1795241862945}
+          for i in range(10000)]
+json.dump({"format": 1, "vhosts": [], "pushes": pushes}, open(sys.argv[1], "w"))
+EOF
+    rows=""
+    for kind in empty 10k; do
+        st=$WORK/state-$kind.json
+        [[ $kind == 10k ]] && sf=$WORK/state10k.json || sf=/nonexistent
+        ms=(); rss=""
+        for _ in 1 2 3 4 5; do
+            rm -f "$st"; [[ -f $sf ]] && cp "$sf" "$st"
+            read -r m r <<<"$(measure_start "$st")"; ms+=("$m"); rss=$r
+        done
+        med=$(printf '%s\n' "${ms[@]}" | sort -n | sed -n 3p)
+        if [[ $kind == empty ]]; then label="idle (no tasks)"; else label="10,000 reserved push tasks"; fi
+        tm=$(calc "'yes' if '$med' != 'timeout' and float('$med') <= 20 else 'no'")
+        mt=""; [[ $kind == 10k ]] && mt=" (< 20 MiB: $(calc "'yes' if $rss < 20*1024 else 'no'"))"
+        rows+="| $label | $med (≤ 20: $tm) | $(printf '%s ' "${ms[@]}") | $(fmt "$(calc "$rss/1024")" 1)$mt |
+"
+    done
+    add "### Start-up and memory
+
+Process start (fork+exec) to the first \`200\` of \`GET /v1/version\` (client
+polls every 0.5 ms), 5 runs, median; RSS 0.5 s after. The 10,000 tasks are
+read from the state file (they name streams that do not exist, so they stay
+reserved).
+
+| state | start-up ms, median (target) | runs ms | RSS MiB (target) |
+|---|---|---|---|
+$rows"
+fi
+
+# --- report -----------------------------------------------------------------------
+KVER=$(uname -r)
+CPU=$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)
+{
+    echo "<!-- RESULTS BEGIN: written by benches/compare.sh; do not edit by hand -->"
+    echo
+    echo "Run $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs ($CPU), Linux $KVER, load average at start $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo "kiln $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+changes'),"
+    echo "$(rustc --version), $(nginx -v 2>&1 | sed 's/.*: //'), $(wrk -v 2>&1 | head -1 | awk '{print "wrk " $2}'),"
+    echo "$(ffmpeg -version | head -1 | awk '{print "ffmpeg " $3}'), $(openssl version | awk '{print $1 " " $2}'). Window ${SECS} s, warm-up ${WARM} s."
+    echo
+    for s in "${SECTIONS[@]}"; do printf '%s\n' "$s"; done
+    echo "<!-- RESULTS END -->"
+} >"$WORK/results.md"
+
+cat "$WORK/results.md"
+if [[ -z ${BENCH_NO_WRITE:-} ]]; then
+    python3 - "$ROOT/BENCHMARKS.md" "$WORK/results.md" <<'EOF'
+import re, sys
+path, new = sys.argv[1], open(sys.argv[2]).read().strip()
+try:
+    old = open(path).read()
+except FileNotFoundError:
+    old = "# Benchmarks\n\n<!-- RESULTS BEGIN -->\n<!-- RESULTS END -->\n"
+pat = re.compile(r"<!-- RESULTS BEGIN.*?<!-- RESULTS END -->", re.S)
+out = pat.sub(lambda m: new, old) if pat.search(old) else old.rstrip() + "\n\n" + new + "\n"
+open(path, "w").write(out)
+EOF
+    log "BENCHMARKS.md updated"
+fi

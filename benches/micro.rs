@@ -1,0 +1,2 @@
+//! Micro benchmarks (criterion): written next.
+fn main() {}
