@@ -17,7 +17,7 @@ pub use push::PushView;
 pub use apps::output_tracks;
 
 use crate::config::ApiConfig;
-use crate::http::{Request, Response};
+use crate::http::{percent_decode, Request, Response};
 use crate::state::store::StateStore;
 use crate::state::vhost::TlsSpec;
 use crate::state::Registry;
@@ -305,28 +305,6 @@ impl Route {
             _ => None,
         }
     }
-}
-
-/// Decodes `%XX` escapes in a path segment; `None` if malformed or not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_string());
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b.get(i + 1..i + 3)?;
-            let v = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-            out.push(v);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -480,13 +480,16 @@ impl Walker<'_> {
         }
     }
 
-    /// A single TCP port.
-    fn tcp_port(&mut self, el: &Element, path: &str) -> Option<u16> {
+    /// A single port of one transport (`1935`, `1935/tcp`, `9999/udp`).
+    fn single_port(&mut self, el: &Element, path: &str, transport: &str) -> Option<u16> {
         let t = self.text(el, path)?;
         match parse_ports(&t) {
-            Ok((ports, proto)) if ports.len() == 1 && proto != Some("udp") => Some(ports[0]),
+            Ok((ports, proto)) if ports.len() == 1 && proto.is_none_or(|p| p == transport) => {
+                Some(ports[0])
+            }
             Ok(_) => {
-                self.error(el, path, format!("[{t}] must be one TCP port"));
+                let what = transport.to_ascii_uppercase();
+                self.error(el, path, format!("[{t}] must be one {what} port"));
                 None
             }
             Err(e) => {
@@ -496,20 +499,12 @@ impl Walker<'_> {
         }
     }
 
-    /// A single UDP port (`9999` or `9999/udp`).
+    fn tcp_port(&mut self, el: &Element, path: &str) -> Option<u16> {
+        self.single_port(el, path, "tcp")
+    }
+
     fn udp_port(&mut self, el: &Element, path: &str) -> Option<u16> {
-        let t = self.text(el, path)?;
-        match parse_ports(&t) {
-            Ok((ports, proto)) if ports.len() == 1 && proto != Some("tcp") => Some(ports[0]),
-            Ok(_) => {
-                self.error(el, path, format!("[{t}] must be one UDP port"));
-                None
-            }
-            Err(e) => {
-                self.error(el, path, e);
-                None
-            }
-        }
+        self.single_port(el, path, "udp")
     }
 
     fn udp_ports(&mut self, el: &Element, path: &str) -> Vec<u16> {

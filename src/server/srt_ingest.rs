@@ -60,7 +60,7 @@ pub fn parse_stream_id(id: &str) -> Option<(Option<String>, String, String)> {
             .map(|(a, s)| (a.to_string(), s.to_string()))?;
         return (!app.is_empty() && !stream.is_empty()).then_some((host, app, stream));
     }
-    let decoded = percent_decode(id);
+    let decoded = crate::http::percent_decode(id).unwrap_or_else(|| id.to_string());
     let path = match decoded.split_once("://") {
         Some((_, rest)) => rest.to_string(),
         None => decoded,
@@ -98,25 +98,6 @@ pub fn drain_demuxer(demuxer: &mut Demuxer, id: StreamId, registry: &mut Registr
         }
     }
     out
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let hex = |c: u8| (c as char).to_digit(16);
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl SrtIngest {

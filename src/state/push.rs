@@ -360,7 +360,9 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                     }
                     "latency" => latency = micros(k, v, 60)?,
                     "timeout" => timeout = Some(micros(k, v, 3600)?),
-                    "streamid" => stream_id = Some(percent_decode(v)),
+                    "streamid" => {
+                        stream_id = Some(crate::http::percent_decode(v).unwrap_or_else(|| v.to_string()))
+                    }
                     "payload_size" | "pkt_size" => {
                         payload_size = v
                             .parse::<usize>()
@@ -388,25 +390,6 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
             })
         }
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let hex = |c: u8| (c as char).to_digit(16);
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The tracks a task sends from a stream's tracks (DECISIONS section 7):
