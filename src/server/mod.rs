@@ -551,7 +551,6 @@ impl Server {
             .api
             .registry
             .pushes
-            .all()
             .iter()
             .map(|t| TaskKey {
                 vhost: t.spec.vhost.clone(),

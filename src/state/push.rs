@@ -12,6 +12,7 @@
 
 use crate::media::{MediaKind, Track, TrackId};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// The protocols a task pushes with.
@@ -484,6 +485,8 @@ pub struct PushTask {
     pub retry_at: Option<Instant>,
     /// Frames dropped for this destination (slow consumer).
     pub dropped_frames: u64,
+    /// Creation order (set by the table).
+    pub seq: u64,
 }
 
 impl PushTask {
@@ -503,6 +506,7 @@ impl PushTask {
             failures: 0,
             retry_at: None,
             dropped_frames: 0,
+            seq: 0,
         }
     }
 
@@ -564,75 +568,111 @@ impl PushTask {
     }
 }
 
-/// All tasks, in creation order.
+/// All tasks, keyed vhost -> app -> id (lookups by `&str`, no allocation:
+/// a push session finds its task on every frame it sends).
 #[derive(Debug, Default)]
 pub struct PushTable {
-    tasks: Vec<PushTask>,
+    tasks: HashMap<String, HashMap<String, HashMap<String, PushTask>>>,
+    count: usize,
+    /// Creation order among tasks created in the same millisecond.
+    next_seq: u64,
 }
 
 impl PushTable {
     pub fn get(&self, vhost: &str, app: &str, id: &str) -> Option<&PushTask> {
-        self.tasks
-            .iter()
-            .find(|t| t.spec.vhost == vhost && t.spec.app == app && t.spec.id == id)
+        self.tasks.get(vhost)?.get(app)?.get(id)
     }
 
     pub fn get_mut(&mut self, vhost: &str, app: &str, id: &str) -> Option<&mut PushTask> {
-        self.tasks
-            .iter_mut()
-            .find(|t| t.spec.vhost == vhost && t.spec.app == app && t.spec.id == id)
+        self.tasks.get_mut(vhost)?.get_mut(app)?.get_mut(id)
     }
 
-    pub fn insert(&mut self, task: PushTask) {
-        self.tasks.push(task);
+    pub fn insert(&mut self, mut task: PushTask) {
+        self.next_seq += 1;
+        task.seq = self.next_seq;
+        let slot = self
+            .tasks
+            .entry(task.spec.vhost.clone())
+            .or_default()
+            .entry(task.spec.app.clone())
+            .or_default();
+        if slot.insert(task.spec.id.clone(), task).is_none() {
+            self.count += 1;
+        }
     }
 
     pub fn remove(&mut self, vhost: &str, app: &str, id: &str) -> Option<PushTask> {
-        let i = self
-            .tasks
-            .iter()
-            .position(|t| t.spec.vhost == vhost && t.spec.app == app && t.spec.id == id)?;
-        Some(self.tasks.remove(i))
+        let apps = self.tasks.get_mut(vhost)?;
+        let ids = apps.get_mut(app)?;
+        let task = ids.remove(id)?;
+        self.count -= 1;
+        if ids.is_empty() {
+            apps.remove(app);
+            if apps.is_empty() {
+                self.tasks.remove(vhost);
+            }
+        }
+        Some(task)
     }
 
     /// Tasks of an app, by creation time.
     pub fn of_app(&self, vhost: &str, app: &str) -> Vec<&PushTask> {
         let mut v: Vec<&PushTask> = self
             .tasks
-            .iter()
-            .filter(|t| t.spec.vhost == vhost && t.spec.app == app)
-            .collect();
-        v.sort_by_key(|t| t.spec.created_ms);
+            .get(vhost)
+            .and_then(|apps| apps.get(app))
+            .map(|ids| ids.values().collect())
+            .unwrap_or_default();
+        v.sort_by_key(|t| (t.spec.created_ms, t.seq));
         v
     }
 
-    pub fn all(&self) -> &[PushTask] {
-        &self.tasks
-    }
-
-    pub fn all_mut(&mut self) -> &mut [PushTask] {
-        &mut self.tasks
+    /// Every task, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &PushTask> {
+        self.tasks
+            .values()
+            .flat_map(|apps| apps.values())
+            .flat_map(|ids| ids.values())
     }
 
     /// Removes the tasks of an app (or of a whole host).
     pub fn remove_of(&mut self, vhost: &str, app: Option<&str>) -> Vec<PushTask> {
-        let (gone, kept) = std::mem::take(&mut self.tasks)
-            .into_iter()
-            .partition(|t| t.spec.vhost == vhost && app.is_none_or(|a| t.spec.app == a));
-        self.tasks = kept;
+        let mut gone: Vec<PushTask> = Vec::new();
+        match app {
+            None => {
+                if let Some(apps) = self.tasks.remove(vhost) {
+                    gone.extend(apps.into_values().flat_map(|ids| ids.into_values()));
+                }
+            }
+            Some(app) => {
+                if let Some(apps) = self.tasks.get_mut(vhost) {
+                    if let Some(ids) = apps.remove(app) {
+                        gone.extend(ids.into_values());
+                    }
+                    if apps.is_empty() {
+                        self.tasks.remove(vhost);
+                    }
+                }
+            }
+        }
+        self.count -= gone.len();
+        gone.sort_by_key(|t| t.seq);
         gone
     }
 
+    /// The durable part of every task, in creation order.
     pub fn specs(&self) -> Vec<PushSpec> {
-        self.tasks.iter().map(|t| t.spec.clone()).collect()
+        let mut all: Vec<&PushTask> = self.iter().collect();
+        all.sort_by_key(|t| t.seq);
+        all.into_iter().map(|t| t.spec.clone()).collect()
     }
 
     pub fn len(&self) -> usize {
-        self.tasks.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.count == 0
     }
 }
 
@@ -724,6 +764,38 @@ mod tests {
         assert!(e.contains("Unknown protocol [webrtc]"), "{e}");
         let e = start(r#"{"id":"a","stream":{"name":"s","variantNames":["nope"]},"protocol":"mpegts","url":"udp://x:1"}"#).unwrap_err();
         assert!(e.contains("[nope]"), "{e}");
+    }
+
+    #[test]
+    fn table_keys_and_order() {
+        let mut table = PushTable::default();
+        for (app, id) in [("a", "x"), ("a", "y"), ("b", "x")] {
+            let (spec, dest) = validate_start(
+                req(&format!(r#"{{"id":"{id}","stream":{{"name":"s"}},"protocol":"mpegts","url":"udp://h:1"}}"#)),
+                "v",
+                app,
+                7,
+                &|_| true,
+            )
+            .unwrap();
+            table.insert(PushTask::new(spec, dest));
+        }
+        assert_eq!(table.len(), 3);
+        assert!(table.get("v", "a", "y").is_some());
+        assert!(table.get("v", "b", "y").is_none());
+        let ids: Vec<&str> = table
+            .of_app("v", "a")
+            .iter()
+            .map(|t| t.spec.id.as_str())
+            .collect();
+        assert_eq!(ids, ["x", "y"]);
+        assert_eq!(table.remove_of("v", Some("a")).len(), 2);
+        assert_eq!(table.len(), 1);
+        assert_eq!(
+            table.remove("v", "b", "x").map(|t| t.spec.app),
+            Some("b".to_string())
+        );
+        assert!(table.is_empty());
     }
 
     #[test]
