@@ -812,7 +812,20 @@ impl PushOut {
     }
 
     fn pump_rtmp(&mut self, now: Instant) {
-        let selected = self.selected_tracks();
+        // The headers are sent once per track change, not per frame.
+        let needs_headers = matches!(
+            &self.output,
+            Output::Rtmp {
+                publishing: true,
+                tracks_sent: false,
+                ..
+            }
+        );
+        let selected = if needs_headers {
+            self.selected_tracks()
+        } else {
+            Vec::new()
+        };
         let Output::Rtmp {
             transport: Some(t),
             session,
