@@ -179,7 +179,11 @@ fn parse_to_vui_framerate(
     r: &mut BitReader<'_>,
     max_sub_layers_minus1: u8,
 ) -> Result<Option<f64>, CodecError> {
-    let log2_max_poc_lsb = r.read_ue()? + 4;
+    // Checked: an Exp-Golomb value near u32::MAX would overflow (and, wrapped,
+    // pass the bound below).
+    let log2_max_poc_lsb = r.read_ue()?.checked_add(4).ok_or(CodecError::Invalid(
+        "SPS log2_max_pic_order_cnt_lsb above 16",
+    ))?;
     if log2_max_poc_lsb > 16 {
         return Err(CodecError::Invalid(
             "SPS log2_max_pic_order_cnt_lsb above 16",
@@ -460,6 +464,19 @@ pub fn is_keyframe_annexb(data: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    /// Found by the codec_h265 fuzz target: log2_max_pic_order_cnt_lsb_minus4
+    /// near u32::MAX overflowed the `+ 4`.
+    #[test]
+    fn huge_log2_max_poc_lsb_is_an_error_not_a_panic() {
+        let nal = [
+            0x42, 0x01, 0x50, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x69, 0x46, 0x01,
+            0x50, 0x50, 0x80, 0xe5, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff,
+        ];
+        // Every entry point the fuzz target drives: no panic.
+        crate::codec::fuzz::fuzz_h265(&nal);
+    }
+
     use super::*;
     use proptest::prelude::*;
 
