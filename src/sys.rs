@@ -45,3 +45,69 @@ pub fn local_utc_offset_seconds(unix_seconds: i64) -> i32 {
         tm.tm_gmtoff as i32
     }
 }
+
+/// Sends several datagrams on a connected UDP socket in one system call
+/// (`sendmmsg`). Returns how many were sent (a prefix of `datagrams`), or
+/// the error of the first one (e.g. `WouldBlock`).
+pub fn send_datagrams(fd: std::os::fd::RawFd, datagrams: &[&[u8]]) -> io::Result<usize> {
+    const MAX: usize = 64;
+    let n = datagrams.len().min(MAX);
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut iovecs: [libc::iovec; MAX] = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX];
+    // SAFETY: an all-zero mmsghdr (null name, null control, zero lengths) is
+    // a valid value of this plain C struct.
+    let mut headers: [libc::mmsghdr; MAX] = unsafe { std::mem::zeroed() };
+    for i in 0..n {
+        iovecs[i] = libc::iovec {
+            iov_base: datagrams[i].as_ptr() as *mut libc::c_void,
+            iov_len: datagrams[i].len(),
+        };
+        headers[i].msg_hdr.msg_iov = &mut iovecs[i];
+        headers[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `headers[..n]` point at `iovecs[..n]`, which point into the
+    // caller's slices; all of them outlive the call, and the kernel only
+    // reads the buffers (it writes `msg_len` into our headers). The socket
+    // is connected, so no address is needed.
+    let sent = unsafe {
+        libc::sendmmsg(
+            fd,
+            headers.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if sent < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(sent as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn batch_of_datagrams_arrives_whole() {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let a = vec![1u8; 1316];
+        let b = vec![2u8; 500];
+        let sent = send_datagrams(tx.as_raw_fd(), &[&a, &b]).unwrap();
+        assert_eq!(sent, 2);
+        let mut buf = [0u8; 2000];
+        assert_eq!(rx.recv(&mut buf).unwrap(), 1316);
+        assert_eq!(buf[0], 1);
+        assert_eq!(rx.recv(&mut buf).unwrap(), 500);
+        assert_eq!(buf[0], 2);
+        assert_eq!(send_datagrams(tx.as_raw_fd(), &[]).unwrap(), 0);
+    }
+}

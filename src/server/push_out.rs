@@ -20,6 +20,7 @@ use mio::net::{TcpStream, UdpSocket};
 use mio::{Interest, Token};
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -879,6 +880,7 @@ impl PushOut {
         else {
             return;
         };
+        let fd = socket.as_raw_fd();
         let mut failure = None;
         loop {
             // Mux ahead of the socket, up to the high-water mark.
@@ -889,24 +891,40 @@ impl PushOut {
                     crate::debug!("push mux: {e}");
                 }
             }
-            let pending = ts.len() - *ts_pos;
-            if pending == 0 || (pending < DATAGRAM && !unpaced) {
+            // As many whole datagrams as the pacer allows, in one call.
+            let mut batch: [&[u8]; 64] = [&[]; 64];
+            let mut count = 0;
+            let mut at = *ts_pos;
+            while count < batch.len() {
+                let pending = ts.len() - at;
+                if pending == 0 || (pending < DATAGRAM && !unpaced) {
+                    break;
+                }
+                let n = pending.min(DATAGRAM);
+                if !unpaced && !pacer.try_send(n, now) {
+                    break;
+                }
+                batch[count] = &ts[at..at + n];
+                count += 1;
+                at += n;
+            }
+            if count == 0 {
                 break;
             }
-            let n = pending.min(DATAGRAM);
-            if !unpaced && !pacer.try_send(n, now) {
-                break;
-            }
-            match socket.send(&ts[*ts_pos..*ts_pos + n]) {
+            match crate::sys::send_datagrams(fd, &batch[..count]) {
                 Ok(sent) => {
-                    *ts_pos += n;
-                    self.sent_bytes += sent as u64;
+                    let bytes: usize = batch[..sent].iter().map(|d| d.len()).sum();
+                    *ts_pos += bytes;
+                    self.sent_bytes += bytes as u64;
                     self.last_progress = now;
+                    if sent < count {
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                    // Nobody listens there (yet): UDP carries on.
-                    *ts_pos += n;
+                    // Nobody listens there (yet): UDP carries on without it.
+                    *ts_pos += batch[0].len();
                     *refused += 1;
                     self.last_progress = now;
                 }
