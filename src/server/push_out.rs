@@ -115,8 +115,11 @@ struct SrtOut {
     ts: Vec<u8>,
     ts_pos: usize,
     buf: Vec<u8>,
-    /// A datagram the socket would not take yet.
-    blocked: Option<Vec<u8>>,
+    /// Datagrams waiting for one `sendmmsg`: (offset, length) in `arena`;
+    /// `pending_at` is the first not yet sent.
+    arena: Vec<u8>,
+    pending: Vec<(usize, usize)>,
+    pending_at: usize,
 }
 
 pub struct PushOut {
@@ -208,7 +211,9 @@ impl PushOut {
                 ts: Vec::with_capacity(UDP_HIGH_WATER * 2),
                 ts_pos: 0,
                 buf: Vec::with_capacity(1500),
-                blocked: None,
+                arena: Vec::with_capacity(64 * 1500),
+                pending: Vec::with_capacity(64),
+                pending_at: 0,
             })),
         };
         let mut queue = FrameQueue::new(QUEUE_BYTES, video_of(&tracks, &selected));
@@ -731,7 +736,7 @@ impl PushOut {
         self.srt_flush();
     }
 
-    /// Sends what the caller has to send.
+    /// Sends what the caller has to send, in batches of one `sendmmsg`.
     fn srt_flush(&mut self) {
         let Output::Srt(srt) = &mut self.output else {
             return;
@@ -739,29 +744,43 @@ impl PushOut {
         let (Some(socket), Some(caller)) = (srt.socket.as_ref(), srt.caller.as_mut()) else {
             return;
         };
+        let fd = socket.as_raw_fd();
         let now = Instant::now();
-        if let Some(d) = srt.blocked.take() {
-            match socket.send(&d) {
-                Ok(n) => self.sent_bytes += n as u64,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    srt.blocked = Some(d);
+        loop {
+            // Datagrams the socket refused last time go first.
+            if srt.pending.is_empty() {
+                srt.pending_at = 0;
+                while srt.pending.len() < 64 && caller.poll_transmit(now, &mut srt.buf).is_some() {
+                    let start = srt.arena.len();
+                    srt.arena.extend_from_slice(&srt.buf);
+                    srt.pending.push((start, srt.buf.len()));
+                }
+                if srt.pending.is_empty() {
+                    srt.arena.clear();
                     return;
                 }
-                Err(_) => {}
             }
-        }
-        while caller.poll_transmit(now, &mut srt.buf).is_some() {
-            match socket.send(&srt.buf) {
-                Ok(n) => {
-                    self.sent_bytes += n as u64;
+            let mut slices: [&[u8]; 64] = [&[]; 64];
+            let mut count = 0;
+            for &(at, len) in &srt.pending[srt.pending_at..] {
+                slices[count] = &srt.arena[at..at + len];
+                count += 1;
+            }
+            let slices = &slices[..count];
+            match crate::sys::send_datagrams(fd, slices) {
+                Ok(sent) => {
+                    let bytes: usize = slices[..sent].iter().map(|d| d.len()).sum();
+                    self.sent_bytes += bytes as u64;
                     self.last_progress = now;
+                    srt.pending_at += sent;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    srt.blocked = Some(srt.buf.clone());
-                    return;
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 // Refused or unreachable: the caller's own timers decide.
-                Err(_) => {}
+                Err(_) => srt.pending_at += 1,
+            }
+            if srt.pending_at >= srt.pending.len() {
+                srt.pending.clear();
+                srt.arena.clear();
             }
         }
     }
