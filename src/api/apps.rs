@@ -6,13 +6,13 @@ use super::envelope::{self, ApiError};
 use super::vhosts::raw_json;
 use super::{Api, Effect};
 use crate::clock;
+use crate::info;
 use crate::media::{MediaKind, Track};
 use crate::state::app::{
     AppSpec, EncodeTarget, OutputProfile, OutputProfiles, Providers, Publishers,
 };
 use crate::state::streams::LiveStream;
 use crate::state::{Origin, Vhost};
-use crate::{error, info};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -104,13 +104,7 @@ impl Api {
                 .pushes
                 .retain(|p| !(p.vhost == vhost && p.app == app));
         }
-        if let Err(e) = self.store.save(&durable) {
-            error!(
-                "cannot write the state file {}: {e}; applications of [{vhost}] not changed",
-                self.store.path().display()
-            );
-            return Err(ApiError::internal());
-        }
+        self.save(&durable, &format!("applications of [{vhost}] not changed"))?;
         if let Some(v) = self.registry.vhost_mut(vhost) {
             v.apps = apps;
         }

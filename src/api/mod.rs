@@ -18,7 +18,7 @@ pub use apps::output_tracks;
 
 use crate::config::ApiConfig;
 use crate::http::{percent_decode, Request, Response};
-use crate::state::store::StateStore;
+use crate::state::store::{DurableState, StateStore};
 use crate::state::vhost::TlsSpec;
 use crate::state::Registry;
 use crate::tls::{ApiCertResolver, VhostCertResolver};
@@ -92,6 +92,18 @@ impl Api {
             utc_offset,
             effects: Vec::new(),
         }
+    }
+
+    /// Writes the state file; on failure logs why (`what` did not happen)
+    /// and gives the 500 to answer. Every API change goes through here.
+    pub(super) fn save(&self, durable: &DurableState, what: &str) -> Result<(), ApiError> {
+        self.store.save(durable).map_err(|e| {
+            crate::error!(
+                "cannot write the state file {}: {e}; {what}",
+                self.store.path().display()
+            );
+            ApiError::internal()
+        })
     }
 
     /// Answers one request.

@@ -6,9 +6,8 @@
 use super::envelope::{self, ApiError};
 use super::{Api, Effect};
 use crate::clock;
+use crate::info;
 use crate::state::push::{self, PushTask, StartPushRequest};
-use crate::state::store::DurableState;
-use crate::{error, info};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -103,16 +102,6 @@ impl Api {
             ));
         }
         Ok(())
-    }
-
-    fn save(&self, durable: &DurableState, what: &str) -> Result<(), ApiError> {
-        self.store.save(durable).map_err(|e| {
-            error!(
-                "cannot write the state file {}: {e}; {what}",
-                self.store.path().display()
-            );
-            ApiError::internal()
-        })
     }
 
     pub(super) fn start_push(

@@ -97,14 +97,10 @@ impl Api {
             durable
                 .vhosts
                 .extend(created.iter().map(|v| v.spec.clone()));
-            if let Err(e) = self.store.save(&durable) {
-                error!(
-                    "cannot write the state file {}: {e}; virtual hosts not created",
-                    self.store.path().display()
-                );
+            if let Err(e) = self.save(&durable, "virtual hosts not created") {
                 for o in outcomes.iter_mut() {
                     if matches!(o, ItemOutcome::Created(..)) {
-                        *o = ItemOutcome::Failed(ApiError::internal());
+                        *o = ItemOutcome::Failed(e.clone());
                     }
                 }
             }
@@ -196,13 +192,7 @@ impl Api {
         let mut durable = self.registry.durable();
         durable.vhosts.retain(|s| s.name != name);
         durable.pushes.retain(|p| p.vhost != name);
-        if let Err(e) = self.store.save(&durable) {
-            error!(
-                "cannot write the state file {}: {e}; virtual host [{name}] not deleted",
-                self.store.path().display()
-            );
-            return Err(ApiError::internal());
-        }
+        self.save(&durable, &format!("virtual host [{name}] not deleted"))?;
         self.registry.remove_vhost(name);
         self.vhost_certs.remove(name);
         self.drop_pushes_of(name, None);
