@@ -46,6 +46,8 @@ pub struct RtmpIngest {
     accepted_at: Instant,
     last_input: Instant,
     closed: bool,
+    /// Publish was refused: close once the refusal has been sent.
+    refused: bool,
 }
 
 /// The tcUrl's host: `rtmp://host[:port]/app...` -> `host`.
@@ -79,6 +81,7 @@ impl RtmpIngest {
             accepted_at: now,
             last_input: now,
             closed: false,
+            refused: false,
         }
     }
 
@@ -135,6 +138,11 @@ impl RtmpIngest {
         self.handle_events(registry, now, out);
         self.flush();
         if self.session.is_closed() {
+            self.closed = true;
+        }
+        if self.refused && !self.closed && self.session.pending_output().is_empty() {
+            // The client has its answer; what it sends now would be dropped.
+            self.transport.close_write();
             self.closed = true;
         }
         if self.closed {
@@ -216,6 +224,8 @@ impl RtmpIngest {
                 }
                 ServerEvent::Publish { stream_name, .. } => {
                     self.publish(registry, &stream_name, now, out);
+                    // Either the stream started or the publish was refused.
+                    self.refused = self.stream.is_none();
                 }
                 ServerEvent::TracksChanged(tracks) => {
                     if let Some(id) = self.stream {
