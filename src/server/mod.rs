@@ -495,9 +495,7 @@ impl Server {
                     if let Some(Endpoint::Push(s)) =
                         self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
                     {
-                        for f in &out.frames {
-                            s.on_frame(f, now);
-                        }
+                        s.on_frames(&out.frames, now);
                     }
                 }
             }

@@ -432,17 +432,17 @@ impl PushOut {
         }
     }
 
-    /// A frame of the stream.
-    pub fn on_frame(&mut self, frame: &Frame, now: Instant) {
-        if !self.selected.contains(&frame.track)
-            || matches!(self.phase, Phase::Closing { .. } | Phase::Done)
-        {
+    /// Frames of the stream (one ingest turn's worth), sent in one pump.
+    pub fn on_frames(&mut self, frames: &[Frame], now: Instant) {
+        if matches!(self.phase, Phase::Closing { .. } | Phase::Done) {
             return;
         }
-        if let Output::Udp { pacer, .. } = &mut self.output {
-            pacer.on_input(frame.data.len(), now);
+        for frame in frames.iter().filter(|f| self.selected.contains(&f.track)) {
+            if let Output::Udp { pacer, .. } = &mut self.output {
+                pacer.on_input(frame.data.len(), now);
+            }
+            self.queue.push(frame.clone());
         }
-        self.queue.push(frame.clone());
         if self.phase == Phase::Pushing {
             self.pump(now);
         }
