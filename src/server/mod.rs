@@ -203,11 +203,6 @@ impl Server {
         })
     }
 
-    /// Replaces the roots push outputs trust for RTMPS (tests).
-    pub fn set_push_tls(&mut self, config: Arc<rustls::ClientConfig>) {
-        self.tls_client = config;
-    }
-
     /// Serves until SIGINT or SIGTERM.
     pub fn run(mut self) -> io::Result<()> {
         let mut signals = signal_hook_mio::v1_0::Signals::new([
@@ -308,7 +303,13 @@ impl Server {
     }
 
     fn fire_timers(&mut self, now: Instant) {
+        // Take what is due first: a handler that re-arms at or before `now`
+        // fires on the next turn, after the poll, never in a loop here.
+        let mut due = Vec::new();
         while let Some(token) = self.timers.pop_due(now) {
+            due.push(token);
+        }
+        for token in due {
             if token == RETRY_TOKEN {
                 self.retry_armed = None;
                 self.reconcile_pushes(now);
