@@ -4,50 +4,13 @@
 //! Hostile bytes on every media port never stop the server.
 
 mod common;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
+use media::*;
 use serde_json::Value;
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// ffmpeg publishing a test pattern (H.264 + AAC) for `secs` seconds.
-fn publish(secs: u32, extra: &[&str], format: &str, url: &str) -> Child {
-    let secs = secs.to_string();
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args([
-            "-t",
-            &secs,
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-g",
-            "25",
-        ])
-        .args(["-c:a", "aac", "-ac", "2"])
-        .args(extra)
-        .args(["-f", format, url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ffmpeg starts")
-}
-
-fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if t0.elapsed() > limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use std::time::Duration;
 
 fn stream_json(s: &Server, name: &str) -> Option<Value> {
     let r = s.request(
@@ -126,7 +89,7 @@ fn rtmp_stream_appears_and_goes() {
     }
     let s = media_server("rtmp");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
-    let mut ff = publish(3, &[], "flv", &url);
+    let mut ff = ffmpeg_source(3, &[], "flv", &url);
     let v = wait_for_tracks(&s, "cam");
     check_tracks(&v, "Rtmp");
     let list = s
@@ -144,13 +107,15 @@ fn rtmp_second_publisher_and_unknown_app_are_refused() {
     }
     let s = media_server("rtmprefuse");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
-    let mut first = publish(6, &[], "flv", &url);
+    let mut first = ffmpeg_source(6, &[], "flv", &url);
     wait_for_tracks(&s, "cam");
-    let second = publish(2, &[], "flv", &url).wait_with_output().unwrap();
+    let second = ffmpeg_source(2, &[], "flv", &url)
+        .wait_with_output()
+        .unwrap();
     assert!(!second.status.success());
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("already being published"), "{err}");
-    let unknown = publish(
+    let unknown = ffmpeg_source(
         1,
         &[],
         "flv",
@@ -200,7 +165,7 @@ fn rtmps_uses_the_vhost_certificate_and_sees_reloads() {
     };
     let args = verify(&old);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut ff = publish(2, &args, "flv", &url);
+    let mut ff = ffmpeg_source(2, &args, "flv", &url);
     check_tracks(&wait_for_tracks(&s, "secure"), "Rtmps");
     assert!(ff.wait().unwrap().success());
     wait_gone(&s, "secure");
@@ -214,7 +179,9 @@ fn rtmps_uses_the_vhost_certificate_and_sees_reloads() {
             .status,
         200
     );
-    let refused = publish(1, &args, "flv", &url).wait_with_output().unwrap();
+    let refused = ffmpeg_source(1, &args, "flv", &url)
+        .wait_with_output()
+        .unwrap();
     assert!(
         !refused.status.success(),
         "the old CA must no longer verify"
@@ -222,7 +189,9 @@ fn rtmps_uses_the_vhost_certificate_and_sees_reloads() {
     let new = new_cert.display().to_string();
     let args = verify(&new);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let ok = publish(1, &args, "flv", &url).wait_with_output().unwrap();
+    let ok = ffmpeg_source(1, &args, "flv", &url)
+        .wait_with_output()
+        .unwrap();
     assert!(
         ok.status.success(),
         "{}",
@@ -239,7 +208,7 @@ fn mpegts_udp_stream_appears_and_goes_after_quiet() {
     let s = media_server("mpegts");
     let name = format!("ts_{}", s.media.mpegts);
     let url = format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts);
-    let mut ff = publish(3, &[], "mpegts", &url);
+    let mut ff = ffmpeg_source(3, &[], "mpegts", &url);
     check_tracks(&wait_for_tracks(&s, &name), "MpegTs");
     assert!(ff.wait().unwrap().success());
     // StreamTimeoutMs is 1000 in the test config
@@ -286,7 +255,7 @@ fn hostile_bytes_on_media_ports_never_stop_the_server() {
     // and a real publisher still works afterwards
     if have_tool("ffmpeg") {
         let url = format!("rtmp://127.0.0.1:{}/app/after", s.media.rtmp);
-        let mut ff = publish(2, &[], "flv", &url);
+        let mut ff = ffmpeg_source(2, &[], "flv", &url);
         wait_for_tracks(&s, "after");
         let _ = ff.wait();
     }

@@ -5,41 +5,15 @@
 //! the same id, track selection, validation, and restart.
 
 mod common;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
+use media::*;
 use serde_json::{json, Value};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const FPS: u32 = 25;
-
-fn publish(secs: u32, url: &str) -> Child {
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args([
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2=size=640x360:rate={FPS}"),
-        ])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args([
-            "-t",
-            &secs.to_string(),
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-g",
-            "25",
-        ])
-        .args(["-c:a", "aac", "-ac", "2", "-f", "flv", url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ffmpeg starts")
-}
 
 /// ffmpeg as an RTMP server recording what it receives.
 fn rtmp_listener(port: u16, out: &Path) -> Child {
@@ -79,75 +53,6 @@ fn udp_capture(port: u16, out: PathBuf, quiet: Duration) -> std::thread::JoinHan
         std::fs::write(&out, &data).unwrap();
         count
     })
-}
-
-/// (codec, frames) per stream, and whether each stream's DTS increase.
-fn probe(file: &Path) -> (Vec<(String, u64)>, bool) {
-    let out = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-count_frames",
-            "-show_entries",
-            "stream=codec_name,nb_read_frames",
-            "-of",
-            "json",
-        ])
-        .arg(file)
-        .output()
-        .unwrap();
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    let streams = json["streams"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|st| {
-                    Some((
-                        st["codec_name"].as_str()?.to_string(),
-                        st["nb_read_frames"].as_str()?.parse().ok()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let pk = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "packet=stream_index,dts",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(file)
-        .output()
-        .unwrap();
-    let mut last: std::collections::HashMap<String, i64> = Default::default();
-    let mut monotonic = true;
-    for l in String::from_utf8_lossy(&pk.stdout).lines() {
-        let mut it = l.split(',');
-        let (Some(idx), Some(dts)) = (it.next(), it.next()) else {
-            continue;
-        };
-        let Ok(dts) = dts.parse::<i64>() else {
-            continue;
-        };
-        if let Some(prev) = last.insert(idx.to_string(), dts) {
-            monotonic &= dts > prev;
-        }
-    }
-    (streams, monotonic)
-}
-
-fn frames_of(streams: &[(String, u64)], codec: &str) -> u64 {
-    streams
-        .iter()
-        .find(|(c, _)| c == codec)
-        .map_or(0, |(_, n)| *n)
-}
-
-fn within_2pct(got: u64, want: u64) -> bool {
-    (got as f64 - want as f64).abs() <= want as f64 * 0.02 + 1.0
 }
 
 fn start_push(s: &Server, body: Value) -> HttpResponse {
@@ -225,7 +130,12 @@ fn rtmp_and_udp_pushes_deliver_every_frame() {
     assert_eq!(r.json()["response"]["state"], "ready");
 
     let secs = 8;
-    let mut ff = publish(secs, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let mut ff = ffmpeg_source(
+        secs,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
     let pushing = wait_state(&s, "to-rtmp", "pushing", Duration::from_secs(10));
     assert_eq!(pushing["sequence"], 0);
     wait_state(&s, "to-udp", "pushing", Duration::from_secs(5));
@@ -247,7 +157,7 @@ fn rtmp_and_udp_pushes_deliver_every_frame() {
     let want_video = (secs * FPS) as u64;
     let want_audio = (secs as u64 * 48_000).div_ceil(1024);
     for file in [&flv, &ts] {
-        let (streams, monotonic) = probe(file);
+        let (streams, monotonic) = (frame_counts(file), monotonic_dts(file));
         let video = frames_of(&streams, "h264");
         let audio = frames_of(&streams, "aac");
         assert!(
@@ -308,14 +218,20 @@ fn push_to_nginx_rtmp() {
     );
     assert_eq!(r.status, 200, "{}", r.body);
     let secs = 6;
-    let mut ff = publish(secs, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let mut ff = ffmpeg_source(
+        secs,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
     wait_state(&s, "nginx", "pushing", Duration::from_secs(10));
     ff.wait().unwrap();
     wait_state(&s, "nginx", "ready", Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(500));
     let _ = nginx.kill();
     let _ = nginx.wait();
-    let (streams, monotonic) = probe(&dir.join("rec/relay.flv"));
+    let recording = dir.join("rec/relay.flv");
+    let (streams, monotonic) = (frame_counts(&recording), monotonic_dts(&recording));
     let video = frames_of(&streams, "h264");
     assert!(
         within_2pct(video, (secs * FPS) as u64),
@@ -332,7 +248,12 @@ fn destination_down_errors_retries_and_recovers() {
     }
     let s = media_server("pushretry");
     let dead = free_port();
-    let mut ff = publish(30, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let mut ff = ffmpeg_source(
+        30,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
     let r = start_push(
         &s,
         json!({"id":"flaky","stream":{"name":"cam"},"protocol":"rtmp",
@@ -493,10 +414,15 @@ fn variant_names_select_one_track() {
         "protocol":"mpegts","url":format!("udp://127.0.0.1:{udp_port}")}),
     );
     assert_eq!(r.status, 200);
-    let mut ff = publish(3, &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let mut ff = ffmpeg_source(
+        3,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
     ff.wait().unwrap();
     capture.join().unwrap();
-    let (streams, _) = probe(&ts);
+    let streams = frame_counts(&ts);
     assert_eq!(streams.len(), 1, "{streams:?}");
     assert_eq!(streams[0].0, "aac");
 }

@@ -3,10 +3,12 @@
 //! listeners. The received media is checked with ffprobe.
 
 mod common;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
+use media::*;
 use serde_json::{json, Value};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn tools() -> bool {
@@ -23,29 +25,6 @@ fn media_server(tag: &str) -> Server {
     )
 }
 
-/// ffmpeg encoding a test pattern (H.264 + AAC) to `format` at `url`.
-fn ffmpeg_source(secs: u32, format: &str, url: &str) -> Child {
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args([
-            "-t",
-            &secs.to_string(),
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-g",
-            "25",
-        ])
-        .args(["-c:a", "aac", "-ac", "2", "-f", format, url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ffmpeg starts")
-}
-
 fn stream(s: &Server, name: &str) -> Option<Value> {
     let r = s.request(
         "GET",
@@ -53,19 +32,6 @@ fn stream(s: &Server, name: &str) -> Option<Value> {
         None,
     );
     (r.status == 200).then(|| r.json()["response"].clone())
-}
-
-fn wait<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if t0.elapsed() > limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn codecs(v: &Value) -> Vec<String> {
@@ -85,36 +51,6 @@ fn codecs(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn frame_counts(file: &Path) -> Vec<(String, u64)> {
-    let out = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-count_frames",
-            "-show_entries",
-            "stream=codec_name,nb_read_frames",
-            "-of",
-            "json",
-        ])
-        .arg(file)
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    v["streams"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| {
-                    Some((
-                        s["codec_name"].as_str()?.to_string(),
-                        s["nb_read_frames"].as_str()?.parse().ok()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn ffmpeg_publishes_over_srt() {
     if !tools() {
@@ -125,8 +61,8 @@ fn ffmpeg_publishes_over_srt() {
         "srt://127.0.0.1:{}?streamid=default/app/cam&pkt_size=1316",
         s.media.srt
     );
-    let mut ff = ffmpeg_source(4, "mpegts", &url);
-    let v = wait(Duration::from_secs(10), || {
+    let mut ff = ffmpeg_source(4, &[], "mpegts", &url);
+    let v = wait_until(Duration::from_secs(10), || {
         stream(&s, "cam").filter(|v| {
             v["input"]["tracks"]
                 .as_array()
@@ -150,7 +86,7 @@ fn ffmpeg_publishes_over_srt() {
         (Some(640), Some(360))
     );
     assert!(ff.wait().unwrap().success());
-    wait(Duration::from_secs(10), || {
+    wait_until(Duration::from_secs(10), || {
         stream(&s, "cam").is_none().then_some(())
     })
     .expect("stream ends");
@@ -196,7 +132,7 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let v = wait(Duration::from_secs(10), || stream(&s, "slt")).expect("the stream shows");
+    let v = wait_until(Duration::from_secs(10), || stream(&s, "slt")).expect("the stream shows");
     assert_eq!(v["input"]["sourceType"], "Srt");
     let _ = ff.kill();
     let _ = ff.wait();
@@ -204,7 +140,7 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
     let _ = slt.wait();
     // The caller vanished without a SHUTDOWN: the stream ends on the peer
     // idle timeout.
-    wait(Duration::from_secs(15), || {
+    wait_until(Duration::from_secs(15), || {
         stream(&s, "slt").is_none().then_some(())
     })
     .expect("stream ends");
@@ -212,6 +148,7 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
     // Unknown application: the handshake is rejected and libsrt says so.
     let out = ffmpeg_source(
         1,
+        &[],
         "mpegts",
         &format!("srt://127.0.0.1:{}?streamid=default/nope/x", s.media.srt),
     )
@@ -223,9 +160,11 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
         "srt://127.0.0.1:{}?streamid=default/app/dup&pkt_size=1316",
         s.media.srt
     );
-    let mut first = ffmpeg_source(8, "mpegts", &url);
-    wait(Duration::from_secs(10), || stream(&s, "dup")).expect("first publisher");
-    let second = ffmpeg_source(1, "mpegts", &url).wait_with_output().unwrap();
+    let mut first = ffmpeg_source(8, &[], "mpegts", &url);
+    wait_until(Duration::from_secs(10), || stream(&s, "dup")).expect("first publisher");
+    let second = ffmpeg_source(1, &[], "mpegts", &url)
+        .wait_with_output()
+        .unwrap();
     assert!(!second.status.success());
     assert!(stream(&s, "dup").is_some());
     let _ = first.kill();
@@ -281,6 +220,7 @@ fn srt_push_to_srt_live_transmit_and_ffmpeg() {
     let secs = 6;
     let mut src = ffmpeg_source(
         secs,
+        &[],
         "flv",
         &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
     );

@@ -1,0 +1,127 @@
+//! Media helpers for the black-box tests: an ffmpeg test-pattern source,
+//! bounded waiting, and ffprobe readings of what a receiver got.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Test pattern frames per second of every source.
+pub const FPS: u32 = 25;
+
+/// ffmpeg publishing a 640x360 test pattern (H.264 + stereo AAC 48 kHz) for
+/// `secs` seconds in real time to `url` in `format`; `extra` goes before the
+/// format (e.g. TLS options). Stderr is captured for the refusal texts.
+pub fn ffmpeg_source(secs: u32, extra: &[&str], format: &str, url: &str) -> Child {
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=size=640x360:rate={FPS}"),
+        ])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args([
+            "-t",
+            &secs.to_string(),
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "25",
+        ])
+        .args(["-c:a", "aac", "-ac", "2"])
+        .args(extra)
+        .args(["-f", format, url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+/// Polls `f` every 50 ms until it gives a value or `limit` passes.
+pub fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if t0.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// (codec, decoded frames) of each stream of a media file, per ffprobe.
+pub fn frame_counts(file: &Path) -> Vec<(String, u64)> {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+            "-of",
+            "json",
+        ])
+        .arg(file)
+        .output()
+        .expect("ffprobe runs");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| {
+                    Some((
+                        s["codec_name"].as_str()?.to_string(),
+                        s["nb_read_frames"].as_str()?.parse().ok()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Frames of the first stream with this codec (0 when none).
+pub fn frames_of(counts: &[(String, u64)], codec: &str) -> u64 {
+    counts
+        .iter()
+        .find(|(c, _)| c == codec)
+        .map_or(0, |(_, n)| *n)
+}
+
+/// Whether every stream's DTS strictly increase, per ffprobe.
+pub fn monotonic_dts(file: &Path) -> bool {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "packet=stream_index,dts",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(file)
+        .output()
+        .expect("ffprobe runs");
+    let mut last: std::collections::HashMap<String, i64> = Default::default();
+    String::from_utf8_lossy(&out.stdout).lines().all(|l| {
+        let mut it = l.split(',');
+        match (it.next(), it.next().and_then(|d| d.parse::<i64>().ok())) {
+            (Some(idx), Some(dts)) => last
+                .insert(idx.to_string(), dts)
+                .is_none_or(|prev| dts > prev),
+            _ => true,
+        }
+    })
+}
+
+/// Within 2% (plus one frame) of what was sent.
+pub fn within_2pct(got: u64, want: u64) -> bool {
+    (got as f64 - want as f64).abs() <= want as f64 * 0.02 + 1.0
+}
