@@ -127,6 +127,19 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
     }
 
     let mut registry = Registry::from_config(&config);
+    for v in &config.vhosts {
+        let s = &v.spec;
+        if s.signed_policy.is_some()
+            || s.admission_webhooks.is_some()
+            || s.origins.is_some()
+            || s.origin_map_store.is_some()
+        {
+            info!(
+                "virtual host [{}]: signedPolicy, admissionWebhooks, origins and originMapStore are stored but not yet enforced",
+                s.name
+            );
+        }
+    }
     let vhost_certs = Arc::new(VhostCertResolver::default());
     vhost_certs.install(certs.vhosts);
     if let Some(saved) = saved {

@@ -35,6 +35,8 @@ pub struct PushView<'a> {
     finish_time: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_error: Option<&'a str>,
+    /// Frames this destination could not take in time (kiln extension).
+    dropped_frames: u64,
 }
 
 #[derive(Serialize)]
@@ -71,6 +73,7 @@ impl<'a> PushView<'a> {
             start_time: time(t.start_ms),
             finish_time: time(t.finish_ms),
             last_error: t.last_error.as_deref(),
+            dropped_frames: t.dropped_frames,
         }
     }
 }
