@@ -52,6 +52,9 @@ const WAKER_TOKEN: Token = Token(usize::MAX - 1);
 const RETRY_TOKEN: Token = Token(usize::MAX - 2);
 /// How long a listener rests when the process is out of file descriptors.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// Most RTMP(S) connections at once; beyond, accept and close at once (a
+/// flood must not take the descriptors the API and pushes need).
+const MAX_RTMP_CONNECTIONS: usize = 4096;
 
 /// What a TCP listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +113,7 @@ pub struct Server {
     api: Api,
     limits: HttpLimits,
     api_conns: usize,
+    rtmp_conns: usize,
     shutdown: bool,
     resolver: Resolver,
     tls_client: Arc<rustls::ClientConfig>,
@@ -193,6 +197,7 @@ impl Server {
             api,
             limits,
             api_conns: 0,
+            rtmp_conns: 0,
             shutdown: false,
             resolver: Resolver::start(waker)?,
             tls_client: crate::tls::client_config(),
@@ -396,6 +401,7 @@ impl Server {
             }
             Endpoint::RtmpConn(mut conn) => {
                 let _ = registry.deregister(conn.stream_mut());
+                self.rtmp_conns -= 1;
             }
             Endpoint::TsPort(mut port) => {
                 let _ = registry.deregister(port.socket_mut());
@@ -779,9 +785,13 @@ impl Server {
                 }
             };
             let service = l.service;
-            if service == Service::Api && self.api_conns >= self.limits.max_connections {
+            let full = match service {
+                Service::Api => self.api_conns >= self.limits.max_connections,
+                Service::Rtmp => self.rtmp_conns >= MAX_RTMP_CONNECTIONS,
+            };
+            if full {
                 // Over the cap: accept and close at once.
-                crate::debug!("API connection cap reached; closing {peer}");
+                crate::debug!("{service:?} connection cap reached; closing {peer}");
                 drop(stream);
                 continue;
             }
@@ -828,6 +838,7 @@ impl Server {
                 crate::debug!("rtmp connection from {peer}");
                 let conn = RtmpIngest::new(stream, peer, tls, token.0 as u64, now);
                 let d = conn.deadline();
+                self.rtmp_conns += 1;
                 (Endpoint::RtmpConn(Box::new(conn)), d)
             }
         };
