@@ -651,6 +651,11 @@ impl OutputBuffer {
         if self.start == self.buf.len() {
             self.buf.clear();
             self.start = 0;
+            // A burst (a GOP sent at once) must not pin its memory for the
+            // life of the connection: hundreds of push sessions hold one each.
+            if self.buf.capacity() > 64 * 1024 {
+                self.buf.shrink_to(64 * 1024);
+            }
         } else if self.start >= 64 * 1024 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;

@@ -29,8 +29,9 @@ pub const QUEUE_BYTES: usize = 8 * 1024 * 1024;
 /// Keep at most this much RTMP output waiting in the session's buffer;
 /// the rest waits as frames in the queue (where the drop policy applies).
 const RTMP_HIGH_WATER: usize = 256 * 1024;
-/// TS bytes muxed ahead of the socket.
-const UDP_HIGH_WATER: usize = 64 * 1024;
+/// TS bytes muxed ahead of the socket; the rest waits as frames (shared,
+/// not copied) in the queue.
+const UDP_HIGH_WATER: usize = 16 * 1024;
 /// One datagram: 7 TS packets.
 const DATAGRAM: usize = 1316;
 /// From start to `pushing`.
@@ -189,7 +190,7 @@ impl PushOut {
                 socket: None,
                 ttl: *ttl,
                 muxer: None,
-                ts: Vec::with_capacity(UDP_HIGH_WATER * 2),
+                ts: Vec::new(),
                 ts_pos: 0,
                 pacer: Pacer::new(DATAGRAM * 32, now),
                 refused: 0,
@@ -208,11 +209,11 @@ impl PushOut {
                 timeout: *timeout,
                 payload_size: *payload_size,
                 muxer: None,
-                ts: Vec::with_capacity(UDP_HIGH_WATER * 2),
+                ts: Vec::new(),
                 ts_pos: 0,
                 buf: Vec::with_capacity(1500),
-                arena: Vec::with_capacity(64 * 1500),
-                pending: Vec::with_capacity(64),
+                arena: Vec::new(),
+                pending: Vec::new(),
                 pending_at: 0,
             })),
         };
@@ -733,6 +734,7 @@ impl PushOut {
                 srt.ts_pos = 0;
             }
         }
+        release_sent(&mut srt.ts, &mut srt.ts_pos);
         self.srt_flush();
     }
 
@@ -958,6 +960,7 @@ impl PushOut {
                 *ts_pos = 0;
             }
         }
+        release_sent(ts, ts_pos);
         if let Some(why) = failure {
             self.fail(why);
         }
@@ -981,6 +984,18 @@ impl PushOut {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Drops TS bytes already sent and, once all are, memory a burst (a
+/// keyframe, the GOP at start) grew the buffer to.
+fn release_sent(ts: &mut Vec<u8>, ts_pos: &mut usize) {
+    if *ts_pos == ts.len() {
+        ts.clear();
+        *ts_pos = 0;
+        if ts.capacity() > 4 * UDP_HIGH_WATER {
+            ts.shrink_to(UDP_HIGH_WATER);
         }
     }
 }
