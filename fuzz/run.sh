@@ -7,7 +7,7 @@
 #   fuzz/run.sh 120            every target, 120 s each
 #   fuzz/run.sh 60 api ts_mux  only these targets
 #
-# Needs cargo-fuzz (`cargo install cargo-fuzz`). On a stable toolchain the
+# Needs cargo-fuzz; installs it with `cargo install` when it is missing. On a stable toolchain the
 # nightly-only flags cargo-fuzz passes are allowed by RUSTC_BOOTSTRAP=1;
 # `-s none` builds without AddressSanitizer (Rust code here is safe; the
 # fuzzer still catches panics, overflows (-a: debug assertions on) and
@@ -18,6 +18,11 @@ SECONDS_EACH=${1:-60}
 cd "$(dirname "$0")" || exit 2
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 BIN=target/$TRIPLE/release
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "cargo-fuzz is missing; installing it (cargo install cargo-fuzz --locked)..."
+    cargo install cargo-fuzz --locked || exit 2
+fi
 
 echo "building fuzz targets..."
 CARGO_BUILD_JOBS=${FUZZ_JOBS:-1} RUSTC_BOOTSTRAP=1 cargo fuzz build -s none -O -a || exit 2
