@@ -161,12 +161,15 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
         for why in registry.restore(saved) {
             warn!("{why}");
         }
-        let durable = registry.durable();
+        let api_hosts = registry
+            .vhosts()
+            .iter()
+            .filter(|v| v.origin == kiln::state::Origin::Api)
+            .count();
         info!(
-            "state restored from {}: {} virtual host(s) made through the API, {} push task(s)",
+            "state restored from {}: {api_hosts} virtual host(s) made through the API, {} push task(s)",
             store.path().display(),
-            durable.vhosts.len(),
-            durable.pushes.len()
+            registry.pushes.len()
         );
     }
 

@@ -30,6 +30,12 @@ impl FrameQueue {
         }
     }
 
+    /// Changes the bound (the number of destinations changed); what is
+    /// queued stays until the next push sees the new bound.
+    pub fn set_max_bytes(&mut self, max_bytes: usize) {
+        self.max_bytes = max_bytes;
+    }
+
     /// Sets which track is the video track (tracks changed).
     pub fn set_video(&mut self, video: Option<TrackId>) {
         self.video = video;

@@ -416,6 +416,7 @@ impl Server {
                 session.deregister(registry);
                 if self.sessions.get(&session.key) == Some(&token) {
                     self.sessions.remove(&session.key);
+                    self.rebalance_queues();
                 }
                 if let Some(list) = self.subscribers.get_mut(&session.stream) {
                     list.retain(|t| *t != token);
@@ -635,6 +636,7 @@ impl Server {
                 gop: stream.gop(),
             },
             &self.tls_client,
+            push_out::queue_bytes_for(self.sessions.len() + 1),
             now,
         );
         crate::info!(
@@ -658,6 +660,7 @@ impl Server {
         });
         self.sessions.insert(key, token);
         self.subscribers.entry(stream_id).or_default().push(token);
+        self.rebalance_queues();
         if let Some(addrs) = self.resolver.resolve(token, &host, port) {
             if let Some(Endpoint::Push(s)) = self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
             {
@@ -665,6 +668,20 @@ impl Server {
             }
         }
         self.after_push(token, now);
+    }
+
+    /// Gives every push session its share of the queue budget.
+    fn rebalance_queues(&mut self) {
+        let bytes = push_out::queue_bytes_for(self.sessions.len());
+        for token in self.sessions.values() {
+            if let Some(Entry {
+                endpoint: Endpoint::Push(s),
+                ..
+            }) = self.endpoints.get_mut(*token)
+            {
+                s.set_queue_bytes(bytes);
+            }
+        }
     }
 
     fn on_resolved(&mut self, now: Instant) {

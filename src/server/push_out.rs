@@ -26,6 +26,18 @@ use std::time::{Duration, Instant};
 
 /// Most bytes a destination may have queued before it drops to keyframes.
 pub const QUEUE_BYTES: usize = 8 * 1024 * 1024;
+/// What all destinations together may queue: with many pushes each one's
+/// bound shrinks, so a kiln that falls behind drops frames instead of
+/// holding `QUEUE_BYTES` times the number of pushes.
+pub const QUEUE_BUDGET: usize = 256 * 1024 * 1024;
+/// No destination's bound goes below this (a keyframe or two).
+pub const MIN_QUEUE_BYTES: usize = 256 * 1024;
+
+/// Each destination's queue bound when `sessions` push sessions run.
+pub fn queue_bytes_for(sessions: usize) -> usize {
+    (QUEUE_BUDGET / sessions.max(1)).clamp(MIN_QUEUE_BYTES, QUEUE_BYTES)
+}
+
 /// Keep at most this much RTMP output waiting in the session's buffer;
 /// the rest waits as frames in the queue (where the drop policy applies).
 const RTMP_HIGH_WATER: usize = 256 * 1024;
@@ -159,6 +171,7 @@ impl PushOut {
         task: &PushTask,
         media: StartMedia<'_>,
         tls_roots: &Arc<rustls::ClientConfig>,
+        queue_bytes: usize,
         now: Instant,
     ) -> Self {
         let StartMedia {
@@ -217,7 +230,7 @@ impl PushOut {
                 pending_at: 0,
             })),
         };
-        let mut queue = FrameQueue::new(QUEUE_BYTES, video_of(&tracks, &selected));
+        let mut queue = FrameQueue::new(queue_bytes, video_of(&tracks, &selected));
         for f in gop.iter().filter(|f| selected.contains(&f.track)) {
             queue.push(f.clone());
         }
@@ -237,6 +250,11 @@ impl PushOut {
             detached: false,
             task_done: false,
         }
+    }
+
+    /// Applies a new queue bound (the number of sessions changed).
+    pub fn set_queue_bytes(&mut self, bytes: usize) {
+        self.queue.set_max_bytes(bytes);
     }
 
     pub fn take_reports(&mut self) -> Vec<Report> {
@@ -1034,4 +1052,24 @@ fn open_udp(addr: SocketAddr, ttl: Option<u32>) -> io::Result<UdpSocket> {
     socket.set_nonblocking(true)?;
     socket.connect(&addr.into())?;
     Ok(UdpSocket::from_std(socket.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_budget_bounds_the_sum() {
+        assert_eq!(queue_bytes_for(0), QUEUE_BYTES);
+        assert_eq!(queue_bytes_for(32), QUEUE_BYTES);
+        assert_eq!(queue_bytes_for(256), 1024 * 1024);
+        assert_eq!(queue_bytes_for(5000), MIN_QUEUE_BYTES);
+        for n in [1usize, 10, 100, 300, 1000, 5000] {
+            let total = n * queue_bytes_for(n);
+            assert!(
+                total <= QUEUE_BUDGET.max(n * MIN_QUEUE_BYTES),
+                "{n}: {total}"
+            );
+        }
+    }
 }
