@@ -6,9 +6,9 @@
 # results section of BENCHMARKS.md (between the RESULTS markers).
 # Installs nothing: a missing tool is named with the apt-get line to run.
 #
-#   benches/compare.sh                 # everything (about 6 minutes)
+#   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp udp startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp udp srt startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
 #
@@ -19,14 +19,17 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp udp startup"}
+REPEAT=${BENCH_REPEAT:-2}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp udp srt startup"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
+SRT_NS=${BENCH_SRT_N:-"1 10 50"}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 NGX_RTMP_MOD=${NGX_RTMP_MOD:-/usr/lib/nginx/modules/ngx_rtmp_module.so}
 TOKEN='kiln:bench'
 AUTH="Basic $(printf %s "$TOKEN" | base64)"
 
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || ulimit -n 4096 2>/dev/null || true # 1000 UDP sinks
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -39,7 +42,8 @@ need openssl openssl
 need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
-if want rtmp || want udp; then
+if want srt; then need srt-live-transmit srt-tools; fi
+if want rtmp || want udp || want srt; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -88,6 +92,8 @@ wait_tcp() { # port [tries]
 
 # CPU ticks (utime+stime) and peak RSS of a set of pids.
 TCK=$(getconf CLK_TCK)
+PERF_DIR=${BENCH_PERF_DIR:-$TARGET/bench-perf}
+[[ -z ${BENCH_PERF:-} ]] || mkdir -p "$PERF_DIR"
 cpu_ticks() { local t=0 p; for p in "$@"; do
     [[ -r /proc/$p/stat ]] || continue
     t=$((t + $(awk '{sub(/.*\) /,""); print $12+$13}' "/proc/$p/stat"))); done; echo $t; }
@@ -103,8 +109,19 @@ rchar() { local t=0 p; for p in "$@"; do
 sink_bytes() { # bytes received so far on every connection of the sink port
     ss -tinH state established "( sport = :$1 )" 2>/dev/null |
         grep -o 'bytes_received:[0-9]*' | awk -F: '{t+=$2} END{print t+0}'; }
+wchar() { local t=0 p; for p in "$@"; do
+    [[ -r /proc/$p/io ]] || continue
+    t=$((t + $(awk '/^wchar/{print $2}' "/proc/$p/io"))); done; echo $t; }
 nginx_pids() { # master pid -> master + workers
     echo "$1 $(pgrep -P "$1" | tr '\n' ' ')"; }
+window() { # pid tag: sleep the window; with BENCH_PERF=1 also record a profile of pid
+    if [[ -n ${BENCH_PERF:-} ]] && command -v perf >/dev/null; then
+        perf record -q -e cpu-clock -F 999 -g -p "$1" -o "$PERF_DIR/perf-$2.data" -- sleep "$SECS" >/dev/null 2>&1 || sleep "$SECS"
+        log "profile: perf report -i $PERF_DIR/perf-$2.data --no-children"
+    else
+        sleep "$SECS"
+    fi
+}
 calc() { python3 -c "print($*)"; }
 fmt() { python3 -c "import sys; v=float(sys.argv[1]); print(f'{v:.${2:-2}f}')" "$1"; }
 
@@ -226,24 +243,30 @@ http {
         if [[ $kind == http ]]; then want api || continue; ku=http://127.0.0.1:$API_P; nu=http://127.0.0.1:$NGX_P
         else want tls || continue; ku=https://127.0.0.1:$TLS_P; nu=https://127.0.0.1:$NGX_TLS; fi
         log "API $kind: kiln"
+        c0=$(cpu_ticks "$KILN_PID")
         read -r k_rps k_p99 k_err <<<"$(wrk_run "$ku/v1/vhosts")"
+        k_us=$(calc "1e6*($(cpu_ticks "$KILN_PID")-$c0)/$TCK/max($k_rps*$SECS,1)")
         log "API $kind: nginx"
+        np=$(nginx_pids "$NGX_PID"); c0=$(cpu_ticks $np)
         read -r n_rps n_p99 n_err <<<"$(wrk_run "$nu/v1/vhosts")"
+        n_us=$(calc "1e6*($(cpu_ticks $np)-$c0)/$TCK/max($n_rps*$SECS,1)")
         r=$(fmt "$(calc "$k_rps/max($n_rps,1)")")
         p=$(fmt "$(calc "$k_p99/max($n_p99,0.001)")")
         pass_r=$(calc "'yes' if $k_rps >= 1.5*$n_rps else 'no'")
         pass_p=$(calc "'yes' if $k_p99 <= $n_p99 else 'no'")
-        rows+="| $kind | $(fmt "$k_rps" 0) | $(fmt "$n_rps" 0) | **$r** (≥ 1.5: $pass_r) | $(fmt "$k_p99" 3) | $(fmt "$n_p99" 3) | $p (≤ 1: $pass_p) | $k_err / $n_err |
+        rows+="| $kind | $(fmt "$k_rps" 0) | $(fmt "$n_rps" 0) | **$r** (≥ 1.5: $pass_r) | $(fmt "$k_p99" 3) | $(fmt "$n_p99" 3) | $p (≤ 1: $pass_p) | $(fmt "$k_us" 1) / $(fmt "$n_us" 1) ($(fmt "$(calc "$k_us/max($n_us,0.01)")")) | $k_err / $n_err |
 "
     done
     add "### API throughput (\`GET /v1/vhosts\`, Basic auth)
 
 wrk 1 thread, 64 keep-alive connections, ${SECS} s per side. nginx: 1 worker,
 \`daemon off\`, access log off, the same JSON body as a static file, same
-certificate (P-256) for TLS. Body: \`$BODY\` ($(printf %s "$BODY" | wc -c) bytes).
+certificate (P-256) for TLS. wrk and the server share the machine, so req/s is
+capped by wrk's own CPU on small machines; the server's CPU per request
+(utime+stime / requests) is the ratio that does not depend on the client. Body: \`$BODY\` ($(printf %s "$BODY" | wc -c) bytes).
 
-| port | kiln req/s | nginx req/s | ratio (target) | kiln p99 ms | nginx p99 ms | p99 ratio (target) | non-2xx kiln / nginx |
-|---|---|---|---|---|---|---|---|
+| port | kiln req/s | nginx req/s | ratio (target) | kiln p99 ms | nginx p99 ms | p99 ratio (target) | server CPU µs/request kiln / nginx (ratio) | non-2xx kiln / nginx |
+|---|---|---|---|---|---|---|---|---|
 $rows"
     stop "$NGX_PID"
     stop_kiln
@@ -285,7 +308,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want udp) && [[ ! -s $SRC ]]; then
+if (want rtmp || want udp || want srt) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -323,49 +346,53 @@ if want rtmp; then
         SINK_PID=$NGX_PID
         wait_tcp "$SINK_P"
 
-        # kiln
-        start_kiln
-        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
-        wait_stream
-        for i in $(seq "$N"); do
-            api POST /v1/vhosts/default/apps/app:startPush \
-                "{\"id\":\"p$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$SINK_P/live\",\"streamKey\":\"s$i\"}" >/dev/null
+        k_cpu=; n_cpu=; k_hwm=; n_hwm=
+        for rep in $(seq "$REPEAT"); do # alternate, keep the least CPU of each side
+            # kiln
+            start_kiln
+            start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+            wait_stream
+            for i in $(seq "$N"); do
+                api POST /v1/vhosts/default/apps/app:startPush \
+                    "{\"id\":\"p$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$SINK_P/live\",\"streamKey\":\"s$i\"}" >/dev/null
+            done
+            sleep "$WARM"
+            c0=$(cpu_ticks "$KILN_PID"); s0=$(sink_bytes "$SINK_P")
+            window "$KILN_PID" "kiln-rtmp-$N"
+            c1=$(cpu_ticks "$KILN_PID"); s1=$(sink_bytes "$SINK_P")
+            read -r _ k_push <<<"$(sent_bytes)"
+            k_cpu=$(calc "min(${k_cpu:-1e9}, ($c1-$c0)/$TCK)"); k_hwm=$(calc "max(${k_hwm:-0}, $(hwm_kb "$KILN_PID"))")
+            k_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
+            stop "$SRC_PID"; stop_kiln
+            log "RTMP N=$N run $rep kiln: cpu ${k_cpu}s, hwm ${k_hwm} kB, sink ${k_sink} Mb/s, pushing $k_push"
+
+            # nginx-rtmp relay with N push lines
+            pushes=""
+            for i in $(seq "$N"); do pushes+="push rtmp://127.0.0.1:$SINK_P/live/s$i;
+    "; done
+            start_nginx relay "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
+                application app { live on; record off;
+    $pushes } } }"
+            RELAY_PID=$NGX_PID
+            wait_tcp "$NGX_RTMP"
+            start_source "rtmp://127.0.0.1:$NGX_RTMP/app/src"
+            sleep "$WARM"
+            rp=$(nginx_pids "$RELAY_PID")
+            c0=$(cpu_ticks $rp); s0=$(sink_bytes "$SINK_P")
+            window "$(pgrep -P "$RELAY_PID" | head -1)" "nginx-rtmp-$N"
+            c1=$(cpu_ticks $rp); s1=$(sink_bytes "$SINK_P")
+            n_cpu=$(calc "min(${n_cpu:-1e9}, ($c1-$c0)/$TCK)"); n_hwm=$(calc "max(${n_hwm:-0}, $(hwm_kb $rp))")
+            n_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
+            stop "$SRC_PID"; stop "$RELAY_PID"
+            log "RTMP N=$N run $rep nginx-rtmp: cpu ${n_cpu}s, hwm ${n_hwm} kB, sink ${n_sink} Mb/s"
         done
-        sleep "$WARM"
-        c0=$(cpu_ticks "$KILN_PID"); s0=$(sink_bytes "$SINK_P")
-        sleep "$SECS"
-        c1=$(cpu_ticks "$KILN_PID"); s1=$(sink_bytes "$SINK_P")
-        read -r _ k_push <<<"$(sent_bytes)"
-        k_cpu=$(calc "($c1-$c0)/$TCK"); k_hwm=$(hwm_kb "$KILN_PID")
-        k_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
-        stop "$SRC_PID"; stop_kiln
-        log "RTMP N=$N kiln: cpu ${k_cpu}s, hwm ${k_hwm} kB, sink ${k_sink} Mb/s, pushing $k_push"
+        stop "$SINK_PID"
 
-        # nginx-rtmp relay with N push lines
-        pushes=""
-        for i in $(seq "$N"); do pushes+="push rtmp://127.0.0.1:$SINK_P/live/s$i;
-"; done
-        start_nginx relay "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
-            application app { live on; record off;
-$pushes } } }"
-        RELAY_PID=$NGX_PID
-        wait_tcp "$NGX_RTMP"
-        start_source "rtmp://127.0.0.1:$NGX_RTMP/app/src"
-        sleep "$WARM"
-        rp=$(nginx_pids "$RELAY_PID")
-        c0=$(cpu_ticks $rp); s0=$(sink_bytes "$SINK_P")
-        sleep "$SECS"
-        c1=$(cpu_ticks $rp); s1=$(sink_bytes "$SINK_P")
-        n_cpu=$(calc "($c1-$c0)/$TCK"); n_hwm=$(hwm_kb $rp)
-        n_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
-        stop "$SRC_PID"; stop "$RELAY_PID"; stop "$SINK_PID"
-        log "RTMP N=$N nginx-rtmp: cpu ${n_cpu}s, hwm ${n_hwm} kB, sink ${n_sink} Mb/s"
-
-        cr=$(fmt "$(calc "$k_cpu/max($n_cpu,0.01)")")
+        cr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($n_cpu,1/$TCK))")
         mr=$(fmt "$(calc "$k_hwm/max($n_hwm,1)")")
         tgt=""; [[ $N == 300 ]] && tgt=" (≤ 0.5: $(calc "'yes' if $k_cpu <= 0.5*$n_cpu else 'no'"))"
         mt=""; [[ $N == 300 ]] && mt=" (≤ 1: $(calc "'yes' if $k_hwm <= $n_hwm else 'no'"))"
-        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$n_cpu") | **$cr**$tgt | $((k_hwm / 1024)) | $((n_hwm / 1024)) | $mr$mt | $(fmt "$k_sink" 1) / $(fmt "$n_sink" 1) | $k_push/$N |
+        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$n_cpu") | **$cr**$tgt | $((${k_hwm%.*} / 1024)) | $((${n_hwm%.*} / 1024)) | $mr$mt | $(fmt "$k_sink" 1) / $(fmt "$n_sink" 1) | $k_push/$N |
 "
     done
     add "### RTMP fan-out (1 source -> N RTMP destinations)
@@ -375,7 +402,8 @@ H.264 2.5 Mb/s, AAC 128 kb/s), published over RTMP. Relay: kiln with N
 \`:startPush\` tasks, or nginx-rtmp (1 worker) with N \`push\` lines. Sink: one
 nginx-rtmp server (\`live on\`, no record), N stream names, the same for both
 sides. CPU = utime+stime of the relay only (nginx: master + worker) over
-${SECS} s after ${WARM} s of warm-up; peak RSS = VmHWM. Sink Mb/s = bytes the sink
+${SECS} s after ${WARM} s of warm-up, kiln and nginx alternated ${REPEAT} times, the
+least CPU of each side kept (other load on the machine only ever adds); peak RSS = VmHWM. Sink Mb/s = bytes the sink
 received in the window (\`ss -ti\` bytes_received) (proves both sides delivered the same).
 
 | N | kiln CPU s | nginx-rtmp CPU s | CPU ratio (target at 300) | kiln peak RSS MiB | nginx peak RSS MiB | RSS ratio | sink Mb/s kiln / nginx | kiln pushing |
@@ -410,7 +438,7 @@ EOF
         done
         sleep "$WARM"
         read -r b0 _ <<<"$(sent_bytes)"; c0=$(cpu_ticks "$KILN_PID")
-        sleep "$SECS"
+        window "$KILN_PID" "kiln-udp-$N"
         read -r b1 k_push <<<"$(sent_bytes)"; c1=$(cpu_ticks "$KILN_PID")
         k_cpu=$(calc "($c1-$c0)/$TCK")
         dgrams=$(calc "($b1-$b0)//1316")
@@ -431,6 +459,83 @@ of 1316-byte datagrams round-robin to 100 bound sockets): **$(fmt "$LIMIT" 0) da
 
 | N | kiln CPU s | datagrams | datagrams / CPU s | µs CPU / datagram | share of limit (target) | peak RSS MiB | pushing |
 |---|---|---|---|---|---|---|---|
+$rows"
+fi
+
+# --- SRT fan-out -----------------------------------------------------------------
+if want srt; then
+    rows=""
+    for N in $SRT_NS; do
+        read -r -a SPORTS <<<"$(free_ports "$N")"   # sink listeners (srt-live-transmit)
+        read -r -a UPORTS <<<"$(free_ports "$N")"   # peer relays' UDP inputs
+        start_sinks() {
+            SINK_PIDS=()
+            for p in "${SPORTS[@]}"; do
+                srt-live-transmit -q "srt://127.0.0.1:$p?mode=listener" file://con >/dev/null 2>&1 &
+                SINK_PIDS+=($!); PIDS+=($!)
+            done
+            sleep 1
+        }
+        stop_all() { local p; for p in "$@"; do stop "$p"; done; }
+
+        # kiln: N SRT caller pushes
+        start_sinks
+        start_kiln
+        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+        wait_stream
+        for i in $(seq "$N"); do
+            api POST /v1/vhosts/default/apps/app:startPush \
+                "{\"id\":\"s$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"srt\",\"url\":\"srt://127.0.0.1:${SPORTS[$((i-1))]}\"}" >/dev/null
+        done
+        sleep "$WARM"
+        c0=$(cpu_ticks "$KILN_PID"); w0=$(wchar "${SINK_PIDS[@]}")
+        window "$KILN_PID" "kiln-srt-$N"
+        c1=$(cpu_ticks "$KILN_PID"); w1=$(wchar "${SINK_PIDS[@]}")
+        k_sink=$(calc "($w1-$w0)*8/$SECS/1e6")
+        read -r _ k_push <<<"$(sent_bytes)"
+        k_cpu=$(calc "($c1-$c0)/$TCK")
+        stop "$SRC_PID"; stop_kiln; stop_all "${SINK_PIDS[@]}"
+        log "SRT N=$N kiln: cpu ${k_cpu}s, sinks ${k_sink} Mb/s, pushing $k_push"
+
+        # peer: N srt-live-transmit callers, each fed a UDP copy of the source
+        # (the copies come from kiln mpegts pushes; kiln's CPU is not counted)
+        start_sinks
+        RELAYS=()
+        for i in $(seq "$N"); do
+            srt-live-transmit -q "udp://127.0.0.1:${UPORTS[$((i-1))]}" "srt://127.0.0.1:${SPORTS[$((i-1))]}" >/dev/null 2>&1 &
+            RELAYS+=($!); PIDS+=($!)
+        done
+        start_kiln
+        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+        wait_stream
+        for i in $(seq "$N"); do
+            api POST /v1/vhosts/default/apps/app:startPush \
+                "{\"id\":\"u$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"mpegts\",\"url\":\"udp://127.0.0.1:${UPORTS[$((i-1))]}\"}" >/dev/null
+        done
+        sleep "$WARM"
+        c0=$(cpu_ticks "${RELAYS[@]}"); w0=$(wchar "${SINK_PIDS[@]}")
+        sleep "$SECS"
+        c1=$(cpu_ticks "${RELAYS[@]}"); w1=$(wchar "${SINK_PIDS[@]}")
+        n_sink=$(calc "($w1-$w0)*8/$SECS/1e6")
+        alive=0; for p in "${RELAYS[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+        n_cpu=$(calc "($c1-$c0)/$TCK"); n_hwm=$(hwm_kb "${RELAYS[@]}")
+        stop "$SRC_PID"; stop_kiln; stop_all "${RELAYS[@]}" "${SINK_PIDS[@]}"
+        log "SRT N=$N srt-live-transmit: cpu ${n_cpu}s, sinks ${n_sink} Mb/s, alive $alive"
+        cr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($n_cpu,1/$TCK))")
+        rows+="| $N | $(fmt "$(calc "1000*$k_cpu/$N/$SECS")") | $(fmt "$(calc "1000*$n_cpu/$N/$SECS")") | **$cr** (≤ 1: $(calc "'yes' if $k_cpu <= $n_cpu else 'no'")) | $(fmt "$k_sink" 1) / $(fmt "$n_sink" 1) | $k_push/$N | $alive/$N |
+"
+    done
+    add "### SRT fan-out (1 RTMP source -> N SRT destinations)
+
+Sinks: N \`srt-live-transmit\` listeners writing to /dev/null. kiln: N
+\`protocol: srt\` caller pushes. Peer: N \`srt-live-transmit udp:// -> srt://\`
+callers (libsrt $(srt-live-transmit -version 2>&1 | grep -o 'version [0-9.]*' | head -1)), each fed a UDP copy of the
+source (made by kiln, whose CPU is not counted on that side). CPU =
+utime+stime over ${SECS} s (peer: all N processes, all threads). Sinks Mb/s =
+what the N sinks wrote to /dev/null (\`wchar\`), to show both sides delivered.
+
+| N | kiln CPU ms/s per push | srt-live-transmit CPU ms/s per push | ratio (target) | sinks Mb/s kiln / peer | kiln pushing | peer relays alive |
+|---|---|---|---|---|---|---|
 $rows"
 fi
 
