@@ -653,8 +653,8 @@ impl OutputBuffer {
             self.start = 0;
             // A burst (a GOP sent at once) must not pin its memory for the
             // life of the connection: hundreds of push sessions hold one each.
-            if self.buf.capacity() > 64 * 1024 {
-                self.buf.shrink_to(64 * 1024);
+            if self.buf.capacity() > 16 * 1024 {
+                self.buf.shrink_to(16 * 1024);
             }
         } else if self.start >= 64 * 1024 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
