@@ -524,18 +524,29 @@ impl Walker<'_> {
         }
     }
 
-    fn names_list(&mut self, el: &Element, path: &str) -> Vec<String> {
-        let mut names = Vec::new();
-        self.children(el, path, &[], &["Name"], |w, c, p| {
-            if c.name != "Name" {
+    /// The children of `el` named `name` (repeatable), each read by `item`
+    /// (None: it reported its own error); any other child is an error.
+    fn repeated<'a, T>(
+        &mut self,
+        el: &'a Element,
+        path: &str,
+        unsupported: &[&str],
+        name: &str,
+        mut item: impl FnMut(&mut Self, &'a Element, &str) -> Option<T>,
+    ) -> Vec<T> {
+        let mut out = Vec::new();
+        self.children(el, path, unsupported, &[name], |w, c, p| {
+            if c.name != name {
                 return false;
             }
-            if let Some(n) = w.nonempty_text(c, p) {
-                names.push(n);
-            }
+            out.extend(item(w, c, p));
             true
         });
-        names
+        out
+    }
+
+    fn names_list(&mut self, el: &Element, path: &str) -> Vec<String> {
+        self.repeated(el, path, &[], "Name", |w, c, p| w.nonempty_text(c, p))
     }
 
     fn server(&mut self, root: &Element) -> Config {
@@ -786,15 +797,10 @@ impl Walker<'_> {
                         "AccessToken" => {
                             m.access_token = w.text(c, p).map(|t| t.trim().to_string())
                         }
-                        "CrossDomains" => w.children(c, p, &[], &["Url"], |w, c, p| {
-                            if c.name != "Url" {
-                                return false;
-                            }
-                            if let Some(u) = w.nonempty_text(c, p) {
-                                m.cross_domains.push(u);
-                            }
-                            true
-                        }),
+                        "CrossDomains" => {
+                            m.cross_domains =
+                                w.repeated(c, p, &[], "Url", |w, c, p| w.nonempty_text(c, p))
+                        }
                         "Limits" => m.limits = w.limits(c, p),
                         _ => return false,
                     }
@@ -905,17 +911,7 @@ impl Walker<'_> {
     }
 
     fn vhosts(&mut self, el: &Element, path: &str) -> Vec<VhostConfig> {
-        let mut out = Vec::new();
-        self.children(el, path, &[], &["VirtualHost"], |w, c, p| {
-            if c.name != "VirtualHost" {
-                return false;
-            }
-            if let Some(v) = w.vhost(c, p) {
-                out.push(v);
-            }
-            true
-        });
-        out
+        self.repeated(el, path, &[], "VirtualHost", |w, c, p| w.vhost(c, p))
     }
 
     fn vhost(&mut self, el: &Element, path: &str) -> Option<VhostConfig> {
@@ -1069,13 +1065,9 @@ impl Walker<'_> {
                     "Pass" => w.children(c, p, UNSUPPORTED_ORIGIN_PASS, &[], |w, c, p| {
                         match c.name.as_str() {
                             "Scheme" => scheme = w.nonempty_text(c, p),
-                            "Urls" => w.children(c, p, &[], &["Url"], |w, c, p| {
-                                if c.name != "Url" {
-                                    return false;
-                                }
-                                urls.extend(w.nonempty_text(c, p));
-                                true
-                            }),
+                            "Urls" => {
+                                urls = w.repeated(c, p, &[], "Url", |w, c, p| w.nonempty_text(c, p))
+                            }
                             _ => return false,
                         }
                         true
