@@ -10,7 +10,7 @@
 
 mod common;
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
@@ -90,30 +90,13 @@ fn udp_counter(port: u16, stop: Arc<AtomicBool>) -> (Arc<AtomicU64>, std::thread
     (bytes, h)
 }
 
-fn start_push(s: &Server, body: Value) -> HttpResponse {
-    s.request(
-        "POST",
-        "/v1/vhosts/default/apps/app:startPush",
-        Some(&body.to_string()),
-    )
-}
-
-fn task(s: &Server, id: &str) -> Option<Value> {
-    let r = s.request(
-        "POST",
-        "/v1/vhosts/default/apps/app:pushes",
-        Some(&json!({ "id": id }).to_string()),
-    );
-    r.json()["response"]
-        .as_array()
-        .and_then(|a| a.first().cloned())
-}
-
 /// Polls the task until `want(state)`; the time it took.
 fn wait_task(s: &Server, id: &str, limit: Duration, want: impl Fn(&str) -> bool) -> Duration {
     let t0 = Instant::now();
     loop {
-        let t = task(s, id).unwrap_or_else(|| panic!("push {id} is gone"));
+        let t = s
+            .push_task(id)
+            .unwrap_or_else(|| panic!("push {id} is gone"));
         if want(t["state"].as_str().unwrap_or("")) {
             return t0.elapsed();
         }
@@ -186,14 +169,12 @@ fn push_destination_killed_and_restarted() {
     );
     let mut sink = rtmp_sink(rtmp_port);
     wait_for_listen(rtmp_port, Duration::from_secs(10));
-    let r = start_push(
-        &s,
+    let r = s.start_push(
         json!({"id":"flap","stream":{"name":"cam"},"protocol":"rtmp",
         "url":format!("rtmp://127.0.0.1:{rtmp_port}/live"),"streamKey":"key"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = start_push(
-        &s,
+    let r = s.start_push(
         json!({"id":"steady","stream":{"name":"cam"},"protocol":"mpegts",
         "url":format!("udp://127.0.0.1:{udp_port}")}),
     );
@@ -225,12 +206,12 @@ fn push_destination_killed_and_restarted() {
         );
         last_udp = now_udp;
         assert_eq!(
-            task(&s, "steady").unwrap()["state"],
+            s.push_task("steady").unwrap()["state"],
             "pushing",
             "the healthy push left pushing"
         );
     }
-    let t = task(&s, "flap").unwrap();
+    let t = s.push_task("flap").unwrap();
     assert!(t["sequence"].as_u64().unwrap() >= flaps as u64, "{t}");
     eprintln!(
         "destination flaps: {flaps} injected, {} recovered; UDP push received {} bytes throughout",
@@ -327,8 +308,7 @@ fn destination_that_never_reads() {
         &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
     );
     assert_eq!(
-        start_push(
-            &s,
+        s.start_push(
             json!({"id":"stalled","stream":{"name":"cam"},"protocol":"rtmp",
             "url":format!("rtmp://127.0.0.1:{proxy_port}/live"),"streamKey":"key"}),
         )
@@ -336,8 +316,7 @@ fn destination_that_never_reads() {
         200
     );
     assert_eq!(
-        start_push(
-            &s,
+        s.start_push(
             json!({"id":"healthy","stream":{"name":"cam"},"protocol":"mpegts",
             "url":format!("udp://127.0.0.1:{udp_port}")}),
         )
@@ -361,7 +340,7 @@ fn destination_that_never_reads() {
         let r = s.request("GET", "/v1/vhosts/default/apps/app/streams", None);
         api_latencies.push(q.elapsed());
         assert_eq!(r.status, 200, "the API stopped answering");
-        if let Some(t) = task(&s, "stalled") {
+        if let Some(t) = s.push_task("stalled") {
             states.push(t["state"].as_str().unwrap_or("").to_string());
         }
         if t0.elapsed().as_secs() % 3 == 0 {
@@ -375,7 +354,7 @@ fn destination_that_never_reads() {
     }
     api_latencies.sort();
     states.dedup();
-    let stalled = task(&s, "stalled").unwrap();
+    let stalled = s.push_task("stalled").unwrap();
     let dropped = stalled["droppedFrames"].as_u64().unwrap_or(0);
     eprintln!(
         "stalled destination: {} bytes relayed before the stall; kiln RSS {} kB before, max {} kB during 15 s of stall (limit {} kB); stalled task states {:?}, {} frames dropped for it; API latency p50 {:?} max {:?}",

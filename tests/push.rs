@@ -55,29 +55,10 @@ fn udp_capture(port: u16, out: PathBuf, quiet: Duration) -> std::thread::JoinHan
     })
 }
 
-fn start_push(s: &Server, body: Value) -> HttpResponse {
-    s.request(
-        "POST",
-        "/v1/vhosts/default/apps/app:startPush",
-        Some(&body.to_string()),
-    )
-}
-
-fn task(s: &Server, id: &str) -> Option<Value> {
-    let r = s.request(
-        "POST",
-        "/v1/vhosts/default/apps/app:pushes",
-        Some(&json!({ "id": id }).to_string()),
-    );
-    r.json()["response"]
-        .as_array()
-        .and_then(|a| a.first().cloned())
-}
-
 fn wait_state(s: &Server, id: &str, state: &str, limit: Duration) -> Value {
     let t0 = Instant::now();
     loop {
-        if let Some(t) = task(s, id) {
+        if let Some(t) = s.push_task(id) {
             if t["state"] == state {
                 return t;
             }
@@ -115,15 +96,13 @@ fn rtmp_and_udp_pushes_deliver_every_frame() {
     let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(3));
     wait_for_listen(rtmp_port, Duration::from_secs(10));
     // Reserved before the stream exists: both start in `ready`.
-    let r = start_push(
-        &s,
+    let r = s.start_push(
         json!({"id":"to-rtmp","stream":{"name":"cam"},"protocol":"rtmp",
         "url":format!("rtmp://127.0.0.1:{rtmp_port}/live"),"streamKey":"key"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["response"]["state"], "ready");
-    let r = start_push(
-        &s,
+    let r = s.start_push(
         json!({"id":"to-udp","stream":{"name":"cam"},"protocol":"mpegts",
         "url":format!("udp://127.0.0.1:{udp_port}")}),
     );
@@ -211,8 +190,7 @@ fn push_to_nginx_rtmp() {
         .spawn()
         .unwrap();
     wait_for_port(port, Duration::from_secs(10));
-    let r = start_push(
-        &s,
+    let r = s.start_push(
         json!({"id":"nginx","stream":{"name":"cam"},"protocol":"rtmp",
         "url":format!("rtmp://127.0.0.1:{port}/live"),"streamKey":"relay"}),
     );
@@ -254,8 +232,7 @@ fn destination_down_errors_retries_and_recovers() {
         "flv",
         &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
     );
-    let r = start_push(
-        &s,
+    let r = s.start_push(
         json!({"id":"flaky","stream":{"name":"cam"},"protocol":"rtmp",
         "url":format!("rtmp://127.0.0.1:{dead}/live"),"streamKey":"key"}),
     );
@@ -264,7 +241,7 @@ fn destination_down_errors_retries_and_recovers() {
     assert!(t["lastError"].as_str().unwrap().contains("refused"), "{t}");
     // It retries on its back-off: the session count grows.
     let t0 = Instant::now();
-    while task(&s, "flaky").unwrap()["sequence"].as_u64().unwrap() < 2 {
+    while s.push_task("flaky").unwrap()["sequence"].as_u64().unwrap() < 2 {
         assert!(t0.elapsed() < Duration::from_secs(10), "no retry");
         // The API answers meanwhile.
         assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
@@ -285,8 +262,8 @@ fn stop_then_start_with_the_same_id() {
     let s = media_server("pushreuse");
     let body =
         json!({"id":"again","stream":{"name":"cam"},"protocol":"mpegts","url":"udp://127.0.0.1:9"});
-    assert_eq!(start_push(&s, body.clone()).status, 200);
-    let r = start_push(&s, body.clone());
+    assert_eq!(s.start_push(body.clone()).status, 200);
+    let r = s.start_push(body.clone());
     assert_eq!(r.status, 409);
     assert_eq!(r.message(), "[HTTP] Duplicate ID: [again] (409)");
     let r = s.request(
@@ -298,8 +275,8 @@ fn stop_then_start_with_the_same_id() {
         (r.status, r.body.as_str()),
         (200, r#"{"statusCode":200,"message":"OK"}"#)
     );
-    assert!(task(&s, "again").is_none());
-    assert_eq!(start_push(&s, body).status, 200);
+    assert!(s.push_task("again").is_none());
+    assert_eq!(s.start_push(body).status, 200);
     let r = s.request(
         "POST",
         "/v1/vhosts/default/apps/app:stopPush",
@@ -408,8 +385,7 @@ fn variant_names_select_one_track() {
     let udp_port = free_udp_port();
     let ts = s.dir.join("audio-only.ts");
     let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(2));
-    let r = start_push(
-        &s,
+    let r = s.start_push(
         json!({"id":"audio","stream":{"name":"cam","variantNames":["bypass_audio"]},
         "protocol":"mpegts","url":format!("udp://127.0.0.1:{udp_port}")}),
     );
@@ -430,15 +406,12 @@ fn variant_names_select_one_track() {
 #[test]
 fn push_tasks_survive_a_restart_as_ready() {
     let mut s = media_server("pushrestart");
-    let r = start_push(
-        &s,
-        json!({"id":"kept","stream":{"name":"cam"},"protocol":"srt",
-        "url":"srt://127.0.0.1:9000?latency=200000&streamid=x"}),
-    );
+    let r = s.start_push(json!({"id":"kept","stream":{"name":"cam"},"protocol":"srt",
+        "url":"srt://127.0.0.1:9000?latency=200000&streamid=x"}));
     assert_eq!(r.status, 200);
     s.terminate();
     s.spawn();
-    let t = task(&s, "kept").expect("task restored");
+    let t = s.push_task("kept").expect("task restored");
     assert_eq!(t["state"], "ready");
     assert_eq!(t["url"], "srt://127.0.0.1:9000?latency=200000&streamid=x");
     assert_eq!(t["sequence"], 0);

@@ -330,6 +330,27 @@ impl Server {
         self.request_with(method, path, &[("Authorization", AUTH)], body)
     }
 
+    /// `POST .../default/apps/app:startPush` with `body`.
+    pub fn start_push(&self, body: serde_json::Value) -> HttpResponse {
+        self.request(
+            "POST",
+            "/v1/vhosts/default/apps/app:startPush",
+            Some(&body.to_string()),
+        )
+    }
+
+    /// The push task `id` of `default/app`, as `:pushes` shows it.
+    pub fn push_task(&self, id: &str) -> Option<serde_json::Value> {
+        let r = self.request(
+            "POST",
+            "/v1/vhosts/default/apps/app:pushes",
+            Some(&serde_json::json!({ "id": id }).to_string()),
+        );
+        r.json()["response"]
+            .as_array()
+            .and_then(|a| a.first().cloned())
+    }
+
     pub fn request_with(
         &self,
         method: &str,
