@@ -18,7 +18,7 @@ use crate::media::{Codec, Frame, MediaKind, Ticks, Track, TrackId, TICKS_PER_MS}
 
 use super::amf0::{self, Amf0Value};
 use super::chunk::{csid, message_type, MessageStreamId, RtmpConnection, RtmpMessage};
-use super::command::{parse_command, write_command, Command};
+use super::command::{parse_command, Command};
 use super::flv;
 use super::handshake::ClientHandshake;
 use super::RtmpError;
@@ -224,19 +224,13 @@ impl ClientSession {
         txn: f64,
         values: &[Amf0Value],
     ) {
-        self.scratch.clear();
-        write_command(&mut self.scratch, name, txn, values);
-        let cs = if stream_id == 0 {
-            csid::COMMAND
-        } else {
-            csid::STREAM
-        };
-        self.conn.write_message(
-            cs,
-            0,
-            message_type::COMMAND_AMF0,
+        super::command::send_command(
+            &mut self.conn,
+            &mut self.scratch,
             stream_id,
-            &[&self.scratch],
+            name,
+            txn,
+            values,
         );
     }
 

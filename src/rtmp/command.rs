@@ -92,6 +92,34 @@ pub fn status(level: &str, code: &str, description: &str) -> Amf0Value {
     ])
 }
 
+/// Sends an AMF0 command: on the command chunk stream for the
+/// NetConnection (stream 0), on the stream's chunk stream otherwise.
+/// `scratch` is the caller's reusable encoding buffer.
+pub fn send_command(
+    conn: &mut super::chunk::RtmpConnection,
+    scratch: &mut Vec<u8>,
+    stream_id: super::chunk::MessageStreamId,
+    name: &str,
+    transaction_id: f64,
+    values: &[Amf0Value],
+) {
+    use super::chunk::{csid, message_type};
+    scratch.clear();
+    write_command(scratch, name, transaction_id, values);
+    let chunk_stream = if stream_id == 0 {
+        csid::COMMAND
+    } else {
+        csid::STREAM
+    };
+    conn.write_message(
+        chunk_stream,
+        0,
+        message_type::COMMAND_AMF0,
+        stream_id,
+        &[scratch],
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

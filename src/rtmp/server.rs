@@ -26,10 +26,10 @@ use crate::media::{Frame, Track};
 
 use super::amf0::Amf0Value;
 use super::chunk::{
-    csid, message_type, user_control, ChunkDecoder, MessageStreamId, RtmpConnection, RtmpMessage,
+    message_type, user_control, ChunkDecoder, MessageStreamId, RtmpConnection, RtmpMessage,
     DEFAULT_MAX_CHUNK_STREAMS, DEFAULT_MAX_MESSAGE_SIZE,
 };
-use super::command::{amf0_body, parse_command, status, write_command, Command};
+use super::command::{amf0_body, parse_command, status, Command};
 use super::flv::{TagIngest, TagOutcome};
 use super::handshake::ServerHandshake;
 use super::RtmpError;
@@ -342,19 +342,13 @@ impl ServerSession {
         transaction_id: f64,
         values: &[Amf0Value],
     ) {
-        self.scratch.clear();
-        write_command(&mut self.scratch, name, transaction_id, values);
-        let chunk_stream = if stream_id == 0 {
-            csid::COMMAND
-        } else {
-            csid::STREAM
-        };
-        self.conn.write_message(
-            chunk_stream,
-            0,
-            message_type::COMMAND_AMF0,
+        super::command::send_command(
+            &mut self.conn,
+            &mut self.scratch,
             stream_id,
-            &[&self.scratch],
+            name,
+            transaction_id,
+            values,
         );
     }
 
@@ -546,6 +540,7 @@ impl ServerSession {
 mod tests {
     use super::*;
     use crate::rtmp::chunk::ChunkEncoder;
+    use crate::rtmp::command::write_command;
     use crate::rtmp::flv::tests::{aac_track, h264_track};
     use crate::rtmp::flv::{
         audio_frame_header, write_audio_sequence_header, write_video_sequence_header,
