@@ -225,7 +225,13 @@ fn destination_down_errors_retries_and_recovers() {
         return;
     }
     let s = media_server("pushretry");
-    let dead = free_port();
+    // A port bound but not listening: connects are refused, and no other
+    // test can take it (free_port alone would leave a race).
+    let holder = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    holder
+        .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let dead = holder.local_addr().unwrap().as_socket().unwrap().port();
     let mut ff = ffmpeg_source(
         30,
         &[],
@@ -249,6 +255,7 @@ fn destination_down_errors_retries_and_recovers() {
     }
     // The destination comes up: the next attempt pushes.
     let out = s.dir.join("late.flv");
+    drop(holder);
     let mut listener = rtmp_listener(dead, &out);
     wait_for_listen(dead, Duration::from_secs(10));
     wait_state(&s, "flaky", "pushing", Duration::from_secs(20));
