@@ -1,7 +1,8 @@
 //! Fault injection against the real binary: a push destination that dies and
 //! comes back, a destination that stops reading, a publisher killed with
-//! SIGKILL, 2,000 slow-loris connections on the API port, and `kill -9` of
-//! kiln itself in the middle of API mutations. Every wait is bounded; tests
+//! SIGKILL, publishers gone silent without a close (SIGSTOP), 2,000
+//! slow-loris connections on the API port, and `kill -9` of kiln itself in
+//! the middle of API mutations. Every wait is bounded; tests
 //! that need ffmpeg skip with a reason when it is missing (unless
 //! KILN_REQUIRE_INTEROP=1). Figures (recovery times, RSS, latencies) are
 //! printed with `eprintln!` for RELIABILITY.md:
@@ -406,6 +407,89 @@ fn publisher_killed_comes_back_under_the_same_name() {
         stream_exists(&s, "cam")
     });
     stop(&mut ff);
+}
+
+/// (c2) Publishers that go silent without closing (SIGSTOP: the peer's
+/// kernel keeps the connection up, nothing more arrives, no FIN): RTMP over
+/// TCP and SRT over UDP. While silent, the name stays taken (a second
+/// publisher is refused); after the idle timeout (RTMP 30 s, SRT peer idle
+/// 5 s) the stream ends, and a new publisher takes the name at once.
+#[test]
+fn silent_publishers_time_out_and_the_name_comes_back() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = media_server("fault-silent");
+    let rtmp_url = format!("rtmp://127.0.0.1:{}/app/quiet", s.media.rtmp);
+    let srt_url = format!(
+        "srt://127.0.0.1:{}?streamid=default/app/quiet-srt&pkt_size=1316",
+        s.media.srt
+    );
+    let mut rtmp_pub = publish(120, &[], &rtmp_url);
+    let mut srt_pub = publish_ts(120, &srt_url);
+    for name in ["quiet", "quiet-srt"] {
+        wait_for(Duration::from_secs(15), "stream appears", || {
+            stream_exists(&s, name)
+        });
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&rtmp_pub, "STOP");
+    signal(&srt_pub, "STOP");
+    let stalled = Instant::now();
+
+    // While silent, the name is still held: a second RTMP publisher is refused.
+    let mut second = publish(5, &[], &rtmp_url);
+    let refused = second.wait().expect("ffmpeg exits");
+    assert!(!refused.success(), "a second publisher took a held name");
+    assert!(stream_exists(&s, "quiet"));
+
+    wait_for(Duration::from_secs(20), "SRT stream ends", || {
+        !stream_exists(&s, "quiet-srt")
+    });
+    let srt_gone = stalled.elapsed();
+    wait_for(Duration::from_secs(45), "RTMP stream ends", || {
+        !stream_exists(&s, "quiet")
+    });
+    eprintln!(
+        "silent publishers: SRT stream ended {srt_gone:?} and RTMP {:?} after SIGSTOP",
+        stalled.elapsed()
+    );
+    stop(&mut rtmp_pub);
+    stop(&mut srt_pub);
+
+    // Both names publish again straight away.
+    let mut rtmp_again = publish(60, &[], &rtmp_url);
+    let mut srt_again = publish_ts(60, &srt_url);
+    for name in ["quiet", "quiet-srt"] {
+        wait_for(Duration::from_secs(15), "stream appears again", || {
+            stream_exists(&s, name)
+        });
+    }
+    stop(&mut rtmp_again);
+    stop(&mut srt_again);
+}
+
+/// ffmpeg publishing a test pattern as MPEG-TS to `url` (SRT or UDP).
+fn publish_ts(secs: u32, url: &str) -> Child {
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25"])
+        .args(["-t", &secs.to_string()])
+        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "25"])
+        .args(["-f", "mpegts", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+/// Sends a signal by name (STOP, CONT, ...) with kill(1).
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{sig} {}", child.id());
 }
 
 /// (d) 2,000 slow-loris connections on the API port, each holding a
