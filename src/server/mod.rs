@@ -238,7 +238,7 @@ impl Server {
                         }
                     }
                     WAKER_TOKEN => self.on_resolved(now),
-                    token => self.on_ready(token, now),
+                    token => self.guarded(token, now, |server| server.on_ready(token, now)),
                 }
             }
             self.fire_timers(Instant::now());
@@ -320,72 +320,114 @@ impl Server {
                 self.reconcile_pushes(now);
                 continue;
             }
-            let Some(entry) = self.endpoints.get_mut(token) else {
-                continue;
-            };
-            // Only the armed entry counts; the others are stale.
-            match entry.armed {
-                Some(at) if at <= now => entry.armed = None,
-                _ => continue,
-            }
-            let mut out = IngestOutput::default();
-            match &mut entry.endpoint {
-                Endpoint::ApiConn(conn) => {
-                    let deadline = conn.deadline();
-                    if deadline > now {
-                        self.arm(token, deadline);
-                        continue;
-                    }
-                    match conn.on_deadline(&mut self.api, now) {
-                        Status::Open => {
-                            let d = conn.deadline();
-                            self.arm(token, d);
-                        }
-                        Status::Closed => self.remove_endpoint(token),
-                    }
+            self.guarded(token, now, |server| server.on_timer(token, now));
+        }
+    }
+
+    /// An endpoint's timer fired.
+    fn on_timer(&mut self, token: Token, now: Instant) {
+        let Some(entry) = self.endpoints.get_mut(token) else {
+            return;
+        };
+        // Only the armed entry counts; the others are stale.
+        match entry.armed {
+            Some(at) if at <= now => entry.armed = None,
+            _ => return,
+        }
+        let mut out = IngestOutput::default();
+        match &mut entry.endpoint {
+            Endpoint::ApiConn(conn) => {
+                let deadline = conn.deadline();
+                if deadline > now {
+                    self.arm(token, deadline);
+                    return;
                 }
-                Endpoint::RtmpConn(conn) => {
-                    let deadline = conn.deadline();
-                    if deadline > now {
-                        self.arm(token, deadline);
-                        continue;
-                    }
-                    conn.on_deadline(&mut self.api.registry, &mut out);
-                    self.remove_endpoint(token);
-                }
-                Endpoint::TsPort(port) => {
-                    let Some(deadline) = port.deadline() else {
-                        continue;
-                    };
-                    if deadline > now {
-                        self.arm(token, deadline);
-                        continue;
-                    }
-                    port.end(&mut self.api.registry, &mut out);
-                }
-                Endpoint::Srt(srt) => {
-                    let mut outs = Vec::new();
-                    srt.on_timeout(&mut self.api.registry, now, &mut outs);
-                    if let Some(d) = srt.deadline() {
+                match conn.on_deadline(&mut self.api, now) {
+                    Status::Open => {
+                        let d = conn.deadline();
                         self.arm(token, d);
                     }
-                    for o in outs {
-                        self.dispatch(o, now);
-                    }
-                }
-                Endpoint::Push(session) => {
-                    if session.deadline() <= now {
-                        session.on_deadline(now);
-                    }
-                    self.after_push(token, now);
-                }
-                Endpoint::Listener(l) => {
-                    l.paused_until = None;
-                    self.accept(token, now);
+                    Status::Closed => self.remove_endpoint(token),
                 }
             }
-            self.dispatch(out, now);
+            Endpoint::RtmpConn(conn) => {
+                let deadline = conn.deadline();
+                if deadline > now {
+                    self.arm(token, deadline);
+                    return;
+                }
+                conn.on_deadline(&mut self.api.registry, &mut out);
+                self.remove_endpoint(token);
+            }
+            Endpoint::TsPort(port) => {
+                let Some(deadline) = port.deadline() else {
+                    return;
+                };
+                if deadline > now {
+                    self.arm(token, deadline);
+                    return;
+                }
+                port.end(&mut self.api.registry, &mut out);
+            }
+            Endpoint::Srt(srt) => {
+                let mut outs = Vec::new();
+                srt.on_timeout(&mut self.api.registry, now, &mut outs);
+                if let Some(d) = srt.deadline() {
+                    self.arm(token, d);
+                }
+                for o in outs {
+                    self.dispatch(o, now);
+                }
+            }
+            Endpoint::Push(session) => {
+                if session.deadline() <= now {
+                    session.on_deadline(now);
+                }
+                self.after_push(token, now);
+            }
+            Endpoint::Listener(l) => {
+                l.paused_until = None;
+                self.accept(token, now);
+            }
         }
+        self.dispatch(out, now);
+    }
+
+    /// Runs an endpoint's handler with a panic contained to that endpoint.
+    ///
+    /// Every parser and state machine is fuzzed, so a panic is a bug; if one
+    /// happens anyway it must not take every stream and the API down with
+    /// the process. It costs the endpoint it happened on: a connection is
+    /// closed (its stream ended), a push session fails with an error (the
+    /// task retries), a shared port ends its current stream.
+    fn guarded(&mut self, token: Token, now: Instant, handler: impl FnOnce(&mut Self)) {
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(self)));
+        if let Err(payload) = run {
+            let what = panic_message(payload.as_ref());
+            crate::error!("internal error (a bug; please report it): {what}; closing the endpoint it happened on");
+            self.after_panic(token, now);
+        }
+    }
+
+    fn after_panic(&mut self, token: Token, now: Instant) {
+        let Some(entry) = self.endpoints.get_mut(token) else {
+            return;
+        };
+        let mut out = IngestOutput::default();
+        match &mut entry.endpoint {
+            Endpoint::ApiConn(_) => self.remove_endpoint(token),
+            Endpoint::RtmpConn(conn) => {
+                conn.close(&mut self.api.registry, &mut out);
+                self.remove_endpoint(token);
+            }
+            Endpoint::TsPort(port) => port.end(&mut self.api.registry, &mut out),
+            Endpoint::Push(session) => {
+                session.abort("internal error (see the server log)");
+                self.after_push(token, now);
+            }
+            Endpoint::Srt(_) | Endpoint::Listener(_) => {}
+        }
+        self.dispatch(out, now);
     }
 
     /// Drops an endpoint (closing its socket).
@@ -905,4 +947,31 @@ fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.listen(4096)?;
     socket.set_nonblocking(true)?;
     Ok(TcpListener::from_std(socket.into()))
+}
+
+/// The text of a panic's payload (`panic!` with a literal or a format).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "(no message)"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn panic_messages_are_recovered_from_both_payload_kinds() {
+        let literal = std::panic::catch_unwind(|| panic!("plain")).unwrap_err();
+        let n = 7;
+        let formatted = std::panic::catch_unwind(|| panic!("bad index {n}")).unwrap_err();
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(5u8)).unwrap_err();
+        assert_eq!(panic_message(literal.as_ref()), "plain");
+        assert_eq!(panic_message(formatted.as_ref()), "bad index 7");
+        assert_eq!(panic_message(other.as_ref()), "(no message)");
+    }
 }

@@ -298,6 +298,12 @@ impl PushOut {
         }
     }
 
+    /// Ends the session with an error from outside its own logic (a
+    /// contained panic): the task records `why` and retries.
+    pub fn abort(&mut self, why: &str) {
+        self.fail(why.into());
+    }
+
     fn fail(&mut self, why: String) {
         match self.phase {
             Phase::Done => return,

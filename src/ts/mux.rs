@@ -534,6 +534,7 @@ fn write_packets(pid: u16, cc: &mut u8, pieces: &[&[u8]], flags: PacketFlags, ou
         }
         remaining -= take;
         first = false;
+        // panic-audit: the packet layout above fills exactly 188 bytes.
         debug_assert_eq!(out.len() - start, PACKET_SIZE);
     }
 }
