@@ -163,8 +163,9 @@ fn push_destination_killed_and_restarted() {
     let udp_port = free_udp_port();
     let done = Arc::new(AtomicBool::new(false));
     let (udp_bytes, capture) = udp_counter(udp_port, done.clone());
+    // Long enough for the flaps: with back-off up to 30 s, ~35 s each.
     let mut ff = publish(
-        600,
+        (flaps as u32 * 40).max(120),
         &[],
         &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
     );
@@ -183,8 +184,15 @@ fn push_destination_killed_and_restarted() {
     wait_task(&s, "flap", Duration::from_secs(15), |st| st == "pushing");
     wait_task(&s, "steady", Duration::from_secs(5), |st| st == "pushing");
 
+    // The healthy push's byte rate before any flap, then per flap interval.
+    let t0 = Instant::now();
+    let b0 = udp_bytes.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_secs(3));
+    let baseline = (udp_bytes.load(Ordering::Relaxed) - b0) as f64 / t0.elapsed().as_secs_f64();
     let mut last_udp = udp_bytes.load(Ordering::Relaxed);
+    let mut last_at = Instant::now();
     let mut recoveries = Vec::new();
+    let mut slowest_rate = f64::MAX;
     for i in 0..flaps {
         std::thread::sleep(Duration::from_millis(500));
         stop(&mut sink);
@@ -194,18 +202,21 @@ fn push_destination_killed_and_restarted() {
         let back = wait_task(&s, "flap", Duration::from_secs(45), |st| st == "pushing");
         recoveries.push(back);
         let now_udp = udp_bytes.load(Ordering::Relaxed);
+        let rate = (now_udp - last_udp) as f64 / last_at.elapsed().as_secs_f64();
+        slowest_rate = slowest_rate.min(rate);
         assert!(
-            now_udp > last_udp,
-            "flap {i}: the healthy UDP push stopped ({last_udp} -> {now_udp} bytes)"
+            rate > baseline * 0.5,
+            "flap {i}: the healthy UDP push fell to {rate:.0} B/s (before the flaps {baseline:.0} B/s)"
         );
         eprintln!(
-            "flap {}: destination killed, noticed in {:?}, pushing again {:?} after restart; UDP push +{} bytes",
+            "flap {}: destination killed, noticed in {:?}, pushing again {:?} after restart; UDP push {:.0} kB/s",
             i + 1,
             noticed,
             back,
-            now_udp - last_udp
+            rate / 1000.0
         );
         last_udp = now_udp;
+        last_at = Instant::now();
         assert_eq!(
             s.push_task("steady").unwrap()["state"],
             "pushing",
@@ -215,9 +226,11 @@ fn push_destination_killed_and_restarted() {
     let t = s.push_task("flap").unwrap();
     assert!(t["sequence"].as_u64().unwrap() >= flaps as u64, "{t}");
     eprintln!(
-        "destination flaps: {flaps} injected, {} recovered; UDP push received {} bytes throughout",
+        "destination flaps: {flaps} injected, {} recovered (slowest {:?}); the other push's rate: {:.0} kB/s before, lowest flap interval {:.0} kB/s",
         recoveries.len(),
-        udp_bytes.load(Ordering::Relaxed)
+        recoveries.iter().max().copied().unwrap_or_default(),
+        baseline / 1000.0,
+        slowest_rate / 1000.0
     );
     stop(&mut sink);
     stop(&mut ff);
