@@ -595,47 +595,47 @@ impl Server {
     /// Gives every task that can run a session, and arms the retry timer.
     fn reconcile_pushes(&mut self, now: Instant) {
         let mut next_retry: Option<Instant> = None;
-        let keys: Vec<TaskKey> = self
-            .api
-            .registry
-            .pushes
-            .iter()
-            .map(|t| TaskKey {
-                vhost: t.spec.vhost.clone(),
-                app: t.spec.app.clone(),
-                id: t.spec.id.clone(),
-            })
-            .collect();
-        for key in keys {
+        let mut to_start = Vec::new();
+        let mut to_ready = Vec::new();
+        let reg = &self.api.registry;
+        let outputs = reg.live_outputs();
+        for task in reg.pushes.iter() {
+            if task.state == PushState::Error {
+                if let Some(at) = task.retry_at.filter(|at| *at > now) {
+                    next_retry = Some(next_retry.map_or(at, |n: Instant| n.min(at)));
+                    continue;
+                }
+            }
+            let spec = &task.spec;
+            let stream = outputs.get(&spec.vhost, &spec.app, &spec.stream_name);
+            if stream.is_none() && task.state == PushState::Ready {
+                continue; // waiting for its stream: nothing to do
+            }
+            let key = TaskKey {
+                vhost: spec.vhost.clone(),
+                app: spec.app.clone(),
+                id: spec.id.clone(),
+            };
             if self.sessions.contains_key(&key) {
                 continue;
             }
-            let reg = &mut self.api.registry;
-            let Some(task) = reg.pushes.get(&key.vhost, &key.app, &key.id) else {
-                continue;
-            };
-            if task.state == PushState::Error {
-                match task.retry_at {
-                    Some(at) if at > now => {
-                        next_retry = Some(next_retry.map_or(at, |n: Instant| n.min(at)));
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            let stream = reg
-                .output_stream(&key.vhost, &key.app, &task.spec.stream_name)
-                .map(|(id, _)| id);
             match stream {
-                Some(id) => self.start_session(key, id, now),
-                None => {
-                    if let Some(t) = reg.pushes.get_mut(&key.vhost, &key.app, &key.id) {
-                        if t.state != PushState::Ready {
-                            t.state = PushState::Ready;
-                        }
-                    }
-                }
+                Some(id) => to_start.push((key, id)),
+                None => to_ready.push(key),
             }
+        }
+        for key in to_ready {
+            if let Some(t) = self
+                .api
+                .registry
+                .pushes
+                .get_mut(&key.vhost, &key.app, &key.id)
+            {
+                t.state = PushState::Ready;
+            }
+        }
+        for (key, id) in to_start {
+            self.start_session(key, id, now);
         }
         if let Some(at) = next_retry {
             if self.retry_armed.is_none_or(|armed| at < armed) {

@@ -12,9 +12,22 @@ pub mod vhost;
 
 use crate::config::Config;
 use app::AppSpec;
+use std::collections::HashMap;
 use store::{DurableState, FORMAT};
 use streams::Streams;
 use vhost::VhostSpec;
+
+/// See [`Registry::live_outputs`].
+#[derive(Debug, Default)]
+#[allow(clippy::type_complexity)]
+pub struct LiveOutputs<'a>(HashMap<&'a str, HashMap<&'a str, HashMap<String, streams::StreamId>>>);
+
+impl LiveOutputs<'_> {
+    /// The stream whose output `output_name` of `vhost`/`app` is.
+    pub fn get(&self, vhost: &str, app: &str, output_name: &str) -> Option<streams::StreamId> {
+        self.0.get(vhost)?.get(app)?.get(output_name).copied()
+    }
+}
 
 /// Where a virtual host was declared. Config-file hosts, and their
 /// applications, are read-only.
@@ -132,6 +145,29 @@ impl Registry {
                 .find(|(n, _)| n == output_name)
                 .map(|(_, profile)| (s.id, profile))
         })
+    }
+
+    /// Every output name of every live stream: vhost -> app -> output name
+    /// -> stream (the oldest stream wins a name, as in `output_stream`).
+    /// Built once per reconcile so that each of thousands of push tasks
+    /// costs one lookup.
+    pub fn live_outputs(&self) -> LiveOutputs<'_> {
+        let mut out = LiveOutputs::default();
+        for s in self.streams.oldest_first() {
+            let Some(spec) = self.app(&s.vhost, &s.app) else {
+                continue;
+            };
+            let names = out
+                .0
+                .entry(&s.vhost)
+                .or_default()
+                .entry(&s.app)
+                .or_default();
+            for (name, _) in spec.output_names(&s.name) {
+                names.entry(name).or_insert(s.id);
+            }
+        }
+        out
     }
 
     pub fn vhost_mut(&mut self, name: &str) -> Option<&mut Vhost> {

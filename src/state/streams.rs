@@ -152,6 +152,13 @@ impl Streams {
             .find(|s| s.vhost == vhost && s.app == app && s.name == name)
     }
 
+    /// Every live stream, oldest first.
+    pub fn oldest_first(&self) -> Vec<&LiveStream> {
+        let mut v: Vec<&LiveStream> = self.streams.values().collect();
+        v.sort_by_key(|s| s.id);
+        v
+    }
+
     /// Live streams of an application, oldest first.
     pub fn of_app(&self, vhost: &str, app: &str) -> Vec<&LiveStream> {
         let mut v: Vec<&LiveStream> = self
