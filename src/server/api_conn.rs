@@ -53,6 +53,8 @@ pub struct ApiConn {
     head_started: Option<Instant>,
     /// Reading paused because too much unanswered input is buffered.
     read_paused: bool,
+    /// The poller reported the client's FIN (or an error).
+    peer_closed: bool,
 }
 
 /// What the loop should do after an event.
@@ -85,6 +87,7 @@ impl ApiConn {
             last_activity: now,
             head_started: if is_tls { Some(now) } else { None },
             read_paused: false,
+            peer_closed: false,
         }
     }
 
@@ -114,10 +117,14 @@ impl ApiConn {
     }
 
     /// Handles readiness (either direction; both are attempted).
-    pub fn on_ready(&mut self, api: &mut Api, now: Instant) -> Status {
+    ///
+    /// `peer_closed`: the poller saw the client's FIN (reads then go to the
+    /// end instead of stopping at a short read).
+    pub fn on_ready(&mut self, api: &mut Api, now: Instant, peer_closed: bool) -> Status {
         if self.phase == Phase::Closed {
             return Status::Closed;
         }
+        self.peer_closed |= peer_closed;
         if let Err(e) = self.read_input(now) {
             crate::debug!("api connection {}: read: {e}", self.peer);
             self.phase = Phase::Closed;
@@ -159,7 +166,8 @@ impl ApiConn {
         let reader = &mut self.reader;
         let head_started = &mut self.head_started;
         let handshaking = self.transport.handshaking();
-        let (got, end) = self.transport.read(|data| {
+        let drain = self.peer_closed;
+        let (got, end) = self.transport.read(drain, |data| {
             if lingering {
                 return true;
             }

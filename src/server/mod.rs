@@ -238,7 +238,10 @@ impl Server {
                         }
                     }
                     WAKER_TOKEN => self.on_resolved(now),
-                    token => self.guarded(token, now, |server| server.on_ready(token, now)),
+                    token => {
+                        let closed = event.is_read_closed() || event.is_error();
+                        self.guarded(token, now, |server| server.on_ready(token, now, closed))
+                    }
                 }
             }
             self.fire_timers(Instant::now());
@@ -258,7 +261,8 @@ impl Server {
         }
     }
 
-    fn on_ready(&mut self, token: Token, now: Instant) {
+    /// `peer_closed`: the poller saw the peer's FIN or an error.
+    fn on_ready(&mut self, token: Token, now: Instant, peer_closed: bool) {
         let mut out = IngestOutput::default();
         let Some(entry) = self.endpoints.get_mut(token) else {
             return;
@@ -266,7 +270,7 @@ impl Server {
         match &mut entry.endpoint {
             Endpoint::Listener(_) => self.accept(token, now),
             Endpoint::ApiConn(conn) => {
-                let status = conn.on_ready(&mut self.api, now);
+                let status = conn.on_ready(&mut self.api, now, peer_closed);
                 let deadline = conn.deadline();
                 match status {
                     Status::Open => self.arm(token, deadline),
@@ -906,8 +910,9 @@ impl Server {
             armed: None,
         });
         self.arm(token, deadline);
-        // Data may already be waiting; try at once.
-        self.on_ready(token, now);
+        // Data may already be waiting; try at once (a FIN, if any, is
+        // reported by the registration's first event).
+        self.on_ready(token, now, false);
     }
 }
 

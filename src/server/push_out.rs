@@ -661,7 +661,7 @@ impl PushOut {
             return;
         };
         let mut failure = None;
-        let result = t.read(|data| match session.handle_input(data) {
+        let result = t.read(true, |data| match session.handle_input(data) {
             Ok(()) => true,
             Err(e) => {
                 failure = Some(e.to_string());

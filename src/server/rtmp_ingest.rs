@@ -110,7 +110,7 @@ impl RtmpIngest {
         let mut failure = None;
         let result = self
             .transport
-            .read(|data| match session.handle_input(data) {
+            .read(true, |data| match session.handle_input(data) {
                 Ok(()) => true,
                 Err(e) => {
                     failure = Some(e);

@@ -13,6 +13,13 @@ use std::net::Shutdown;
 /// Size of one read from the socket (or from rustls).
 pub const READ_CHUNK: usize = 16 * 1024;
 
+thread_local! {
+    /// The read buffer of every connection: the loop is single-threaded and
+    /// a sink consumes its bytes before the next read, so one buffer serves
+    /// all (no 16 KiB zeroed per call, none held per connection).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; READ_CHUNK]);
+}
+
 /// How a read ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadEnd {
@@ -80,17 +87,43 @@ impl Transport {
 
     /// Reads until the socket would block, the peer closes, or `sink`
     /// returns false. Returns whether any bytes arrived, and how it ended.
-    pub fn read(&mut self, mut sink: impl FnMut(&[u8]) -> bool) -> io::Result<(bool, ReadEnd)> {
-        let mut buf = [0u8; READ_CHUNK];
+    ///
+    /// With `drain` false, a plain TCP read that comes back short ends the
+    /// call as `WouldBlock`: a short read took everything the kernel held,
+    /// and what arrives later raises a new edge, so the read that would
+    /// only say EAGAIN is saved (a third of an API request's syscalls). The
+    /// one thing a short read can hide is a FIN that came with the data;
+    /// callers pass `drain` true once the poller reported the peer's close.
+    pub fn read(
+        &mut self,
+        drain: bool,
+        mut sink: impl FnMut(&[u8]) -> bool,
+    ) -> io::Result<(bool, ReadEnd)> {
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut buf) => self.read_with(&mut buf, drain, &mut sink),
+            // Only if a sink read another transport (none does).
+            Err(_) => self.read_with(&mut vec![0; READ_CHUNK], drain, &mut sink),
+        })
+    }
+
+    fn read_with(
+        &mut self,
+        buf: &mut [u8],
+        drain: bool,
+        sink: &mut impl FnMut(&[u8]) -> bool,
+    ) -> io::Result<(bool, ReadEnd)> {
         let mut got = false;
         loop {
             match &mut self.tls {
-                None => match self.stream.read(&mut buf) {
+                None => match self.stream.read(buf) {
                     Ok(0) => return Ok((got, ReadEnd::Closed)),
                     Ok(n) => {
                         got = true;
                         if !sink(&buf[..n]) {
                             return Ok((got, ReadEnd::Paused));
+                        }
+                        if n < buf.len() && !drain {
+                            return Ok((got, ReadEnd::WouldBlock));
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -116,7 +149,7 @@ impl Transport {
                         return Err(io::Error::new(io::ErrorKind::InvalidData, e));
                     }
                     loop {
-                        match tls.reader().read(&mut buf) {
+                        match tls.reader().read(buf) {
                             Ok(0) => return Ok((got, ReadEnd::Closed)),
                             Ok(n) => {
                                 if !sink(&buf[..n]) {
