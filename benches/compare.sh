@@ -8,8 +8,9 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp udp srt startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
+#   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
 #
 # Every load is bounded in time (wrk -d, timeout on ffmpeg) and in count
@@ -24,6 +25,7 @@ ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt startup"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
 LAT_NS=${BENCH_LAT_N:-"1 100"}
+UDP_FF_NS=${BENCH_UDP_FFMPEG_N:-"1 10"}
 SRT_NS=${BENCH_SRT_N:-"1 10 50"}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 NGX_RTMP_MOD=${NGX_RTMP_MOD:-/usr/lib/nginx/modules/ngx_rtmp_module.so}
@@ -110,6 +112,9 @@ rchar() { local t=0 p; for p in "$@"; do
 sink_bytes() { # bytes received so far on every connection of the sink port
     ss -tinH state established "( sport = :$1 )" 2>/dev/null |
         grep -o 'bytes_received:[0-9]*' | awk -F: '{t+=$2} END{print t+0}'; }
+cpu_ns() { local t=0 p; for p in "$@"; do # CPU time in ns (schedstat), finer than ticks
+    [[ -r /proc/$p/schedstat ]] && t=$((t + $(cut -d' ' -f1 "/proc/$p/schedstat"))); done; echo $t; }
+udp_out() { awk '/^Udp:/ && $2 ~ /^[0-9]+$/ {print $5}' /proc/net/snmp; } # OutDatagrams, machine-wide
 wchar() { local t=0 p; for p in "$@"; do
     [[ -r /proc/$p/io ]] || continue
     t=$((t + $(awk '/^wchar/{print $2}' "/proc/$p/io"))); done; echo $t; }
@@ -537,6 +542,62 @@ Limit = \`cargo bench --bench udp_limit\` (one thread, std \`UdpSocket::send_to\
 of 1316-byte datagrams round-robin to 100 bound sockets): **$(fmt "$LIMIT" 0) datagrams per CPU second**.
 
 | N | kiln CPU s | datagrams | datagrams / CPU s | µs CPU / datagram | share of limit (target) | peak RSS MiB | pushing |
+|---|---|---|---|---|---|---|---|
+$rows"
+
+    # small N: against one ffmpeg -c copy process per destination
+    rows=""
+    for N in $UDP_FF_NS; do
+        read -r -a UPORTS <<<"$(free_ports "$N")"
+        python3 - "${UPORTS[@]}" <<'EOF' &
+import socket, sys, time
+ss = []
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(p))); ss.append(s)
+time.sleep(600)
+EOF
+        RX_PID=$!; PIDS+=("$RX_PID")
+        start_kiln
+        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+        wait_stream
+        for i in $(seq "$N"); do
+            api POST /v1/vhosts/default/apps/app:startPush \
+                "{\"id\":\"u$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"mpegts\",\"url\":\"udp://127.0.0.1:${UPORTS[$((i-1))]}\"}" >/dev/null
+        done
+        sleep "$WARM"
+        read -r b0 _ <<<"$(sent_bytes)"; c0=$(cpu_ns "$KILN_PID")
+        window "$KILN_PID" "kiln-udp-small-$N"
+        read -r b1 _ <<<"$(sent_bytes)"; c1=$(cpu_ns "$KILN_PID")
+        k_cpu=$(calc "($c1-$c0)/1e9"); k_dg=$(calc "($b1-$b0)//1316")
+        stop "$SRC_PID"; stop_kiln
+
+        FF=()
+        for i in $(seq "$N"); do
+            timeout $((WARM + SECS + 30)) ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 \
+                -i "$SRC" -c copy -f mpegts "udp://127.0.0.1:${UPORTS[$((i-1))]}?pkt_size=1316" &
+            FF+=("$!"); PIDS+=("$!")
+        done
+        sleep "$WARM"
+        # the ffmpeg processes themselves (timeout is their parent)
+        FFP=$(for p in "${FF[@]}"; do pgrep -P "$p"; done | tr '\n' ' ')
+        c0=$(cpu_ns $FFP); w0=$(udp_out)
+        sleep "$SECS"
+        c1=$(cpu_ns $FFP); w1=$(udp_out)
+        f_cpu=$(calc "($c1-$c0)/1e9"); f_dg=$((w1 - w0))
+        for p in "${FF[@]}"; do stop "$p"; done
+        stop "$RX_PID"
+        k_per=$(calc "1e6*$k_cpu/max($k_dg,1)"); f_per=$(calc "1e6*$f_cpu/max($f_dg,1)")
+        log "UDP small N=$N: kiln cpu ${k_cpu}s $k_dg datagrams; ffmpeg cpu ${f_cpu}s $f_dg datagrams"
+        rows+="| $N | $(fmt "$k_cpu" 3) | $k_dg | $(fmt "$k_per") | $(fmt "$f_cpu" 3) | $f_dg | $(fmt "$f_per") | **$(fmt "$(calc "$k_per/max($f_per,1e-9)")")** |
+"
+    done
+    add "UDP fan-out at small N against \`ffmpeg -re -i src.flv -c copy -f mpegts udp://…?pkt_size=1316\`,
+one ffmpeg process per destination (CPU = all of them, from /proc/PID/schedstat
+on both sides; datagrams = the growth of the kernel's UDP OutDatagrams counter,
+/proc/net/snmp, over the window: machine-wide, so run on an idle machine).
+kiln's side: as above (its RTMP ingest included).
+
+| N | kiln CPU s | kiln datagrams | kiln µs / datagram | ffmpeg CPU s | ffmpeg datagrams | ffmpeg µs / datagram | CPU per datagram, kiln / ffmpeg |
 |---|---|---|---|---|---|---|---|
 $rows"
 fi
