@@ -63,6 +63,9 @@ pub struct ServerOptions {
     pub media: bool,
     /// The default vhost's certificate (served on RTMPS by SNI).
     pub vhost_tls: Option<(PathBuf, PathBuf)>,
+    /// `<IP>`, the address every port binds (loopback unless a test runs
+    /// kiln inside a network namespace of its own).
+    pub bind_ip: &'static str,
 }
 
 impl Default for ServerOptions {
@@ -75,6 +78,7 @@ impl Default for ServerOptions {
             extra_vhosts: String::new(),
             media: false,
             vhost_tls: None,
+            bind_ip: "127.0.0.1",
         }
     }
 }
@@ -190,7 +194,7 @@ pub fn write_config_with_media(
         r#"<?xml version="1.0"?>
 <Server version="8">
   <Name>kiln-test</Name>
-  <IP>127.0.0.1</IP>
+  <IP>{bind_ip}</IP>
   <Bind><Managers><API><Port>{port}</Port>{tls_bind}</API></Managers>{providers}</Bind>
   <Managers>
     <Host><Names>{names}</Names>{tls_files}</Host>
@@ -217,6 +221,7 @@ pub fn write_config_with_media(
 </Server>
 "#,
         limits = opts.limits,
+        bind_ip = opts.bind_ip,
         extra = opts.extra_vhosts,
     );
     let path = dir.join("server.xml");
