@@ -754,20 +754,19 @@ impl Server {
         let reports = s.take_reports();
         let done = s.is_done();
         let deadline = s.deadline();
-        let (sent, dropped) = (s.sent_bytes, s.dropped_frames());
-        let key = s.key.clone();
-        let feeds_task = !s.detached && !s.task_done;
         let mut retry = None;
+        // Runs for every push on every ingest read: no key clones here.
         let mut ended = false;
-        if feeds_task {
+        if !s.detached && !s.task_done {
+            let key = &s.key;
             if let Some(task) = self
                 .api
                 .registry
                 .pushes
                 .get_mut(&key.vhost, &key.app, &key.id)
             {
-                task.sent_bytes = sent;
-                task.dropped_frames = dropped;
+                task.sent_bytes = s.sent_bytes;
+                task.dropped_frames = s.dropped_frames();
                 for r in reports {
                     match r {
                         Report::Pushing => {
@@ -790,17 +789,11 @@ impl Server {
             }
         }
         if ended {
-            if let Some(Entry {
-                endpoint: Endpoint::Push(s),
-                ..
-            }) = self.endpoints.get_mut(token)
-            {
-                s.task_done = true;
-            }
+            s.task_done = true;
             // The task is free for a new session (a clean close may still
             // be finishing on this one).
-            if self.sessions.get(&key) == Some(&token) {
-                self.sessions.remove(&key);
+            if self.sessions.get(&s.key) == Some(&token) {
+                self.sessions.remove(&s.key);
             }
         }
         if done {
