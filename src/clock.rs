@@ -29,23 +29,87 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// Formats `unix_ms` in the zone `offset_seconds` east of UTC as
 /// `YYYY-MM-DDTHH:MM:SS.mmm+HH:MM`.
 pub fn format_iso8601(unix_ms: i64, offset_seconds: i32) -> String {
-    let local_ms = unix_ms + offset_seconds as i64 * 1000;
-    let days = local_ms.div_euclid(86_400_000);
-    let ms_of_day = local_ms.rem_euclid(86_400_000);
-    let (y, mo, d) = civil_from_days(days);
-    let (h, mi, s, ms) = (
-        ms_of_day / 3_600_000,
-        (ms_of_day / 60_000) % 60,
-        (ms_of_day / 1000) % 60,
-        ms_of_day % 1000,
-    );
-    let sign = if offset_seconds < 0 { '-' } else { '+' };
-    let off = offset_seconds.unsigned_abs();
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}{sign}{:02}:{:02}",
-        off / 3600,
-        (off / 60) % 60
-    )
+    IsoTime::new(unix_ms, offset_seconds).as_str().to_owned()
+}
+
+/// An ISO 8601 time rendered on the stack (no allocation, no formatting
+/// machinery): API listings render three per push task.
+#[derive(Clone, Copy)]
+pub struct IsoTime {
+    text: [u8; 40],
+    len: usize,
+}
+
+impl IsoTime {
+    pub fn new(unix_ms: i64, offset_seconds: i32) -> Self {
+        let local_ms = unix_ms.saturating_add(offset_seconds as i64 * 1000);
+        let days = local_ms.div_euclid(86_400_000);
+        let ms_of_day = local_ms.rem_euclid(86_400_000);
+        let (y, mo, d) = civil_from_days(days);
+        let off = offset_seconds.unsigned_abs();
+        let mut t = IsoTime {
+            text: [0; 40],
+            len: 0,
+        };
+        if !(0..=9999).contains(&y) {
+            // Outside four digits: the general path (never for real times).
+            let s = format!("{y:04}");
+            t.push_str(s.as_bytes());
+        } else {
+            t.digits(y as u64, 4);
+        }
+        t.push(b'-');
+        t.digits(mo as u64, 2);
+        t.push(b'-');
+        t.digits(d as u64, 2);
+        t.push(b'T');
+        t.digits((ms_of_day / 3_600_000) as u64, 2);
+        t.push(b':');
+        t.digits(((ms_of_day / 60_000) % 60) as u64, 2);
+        t.push(b':');
+        t.digits(((ms_of_day / 1000) % 60) as u64, 2);
+        t.push(b'.');
+        t.digits((ms_of_day % 1000) as u64, 3);
+        t.push(if offset_seconds < 0 { b'-' } else { b'+' });
+        t.digits(u64::from(off / 3600), 2);
+        t.push(b':');
+        t.digits(u64::from((off / 60) % 60), 2);
+        t
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits and separators are ever written.
+        std::str::from_utf8(&self.text[..self.len]).unwrap_or("")
+    }
+
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.text.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    fn push_str(&mut self, s: &[u8]) {
+        for &b in s {
+            self.push(b);
+        }
+    }
+
+    /// `v` in exactly `width` digits (the low ones if it has more).
+    fn digits(&mut self, mut v: u64, width: usize) {
+        let mut buf = [b'0'; 4];
+        for slot in buf[..width].iter_mut().rev() {
+            *slot = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        self.push_str(&buf[..width]);
+    }
+}
+
+impl serde::Serialize for IsoTime {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 #[cfg(test)]
@@ -78,5 +142,48 @@ mod tests {
             format_iso8601(951_782_400_000, 0),
             "2000-02-29T00:00:00.000+00:00"
         );
+    }
+
+    /// The formatting-machinery version this replaced, as the reference.
+    fn reference(unix_ms: i64, offset_seconds: i32) -> String {
+        let local_ms = unix_ms + offset_seconds as i64 * 1000;
+        let days = local_ms.div_euclid(86_400_000);
+        let ms_of_day = local_ms.rem_euclid(86_400_000);
+        let (y, mo, d) = civil_from_days(days);
+        let (h, mi, s, ms) = (
+            ms_of_day / 3_600_000,
+            (ms_of_day / 60_000) % 60,
+            (ms_of_day / 1000) % 60,
+            ms_of_day % 1000,
+        );
+        let sign = if offset_seconds < 0 { '-' } else { '+' };
+        let off = offset_seconds.unsigned_abs();
+        format!(
+            "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}{sign}{:02}:{:02}",
+            off / 3600,
+            (off / 60) % 60
+        )
+    }
+
+    #[test]
+    fn matches_the_formatting_version() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // years 0..=9999 and beyond, offsets within +-14 h
+            let ms = (x % 400_000_000_000_000) as i64 - 62_000_000_000_000;
+            let off = ((x >> 40) % (28 * 3600)) as i32 - 14 * 3600;
+            assert_eq!(format_iso8601(ms, off), reference(ms, off), "{ms} {off}");
+        }
+        for (ms, off) in [
+            (0, 0),
+            (-1, 0),
+            (253_402_300_799_999, 0),
+            (i64::MAX / 2, 3600),
+        ] {
+            assert_eq!(format_iso8601(ms, off), reference(ms, off), "{ms} {off}");
+        }
     }
 }

@@ -56,12 +56,12 @@ pub fn enabled(level: Level) -> bool {
 
 #[doc(hidden)]
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
-    let ts = crate::clock::format_iso8601(
+    let ts = crate::clock::IsoTime::new(
         crate::clock::unix_millis_now(),
         OFFSET.load(Ordering::Relaxed),
     );
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{ts} {} {args}", level.label());
+    let _ = writeln!(err, "{} {} {args}", ts.as_str(), level.label());
 }
 
 #[macro_export]

@@ -30,9 +30,9 @@ pub struct PushView<'a> {
     total_sent_bytes: u64,
     #[serde(rename = "totalsentTime")]
     total_sent_time: u64,
-    created_time: String,
-    start_time: String,
-    finish_time: String,
+    created_time: clock::IsoTime,
+    start_time: clock::IsoTime,
+    finish_time: clock::IsoTime,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_error: Option<&'a str>,
     /// Frames this destination could not take in time (kiln extension).
@@ -49,7 +49,7 @@ struct StreamView<'a> {
 
 impl<'a> PushView<'a> {
     pub fn of(t: &'a PushTask, now: Instant, offset: i32) -> Self {
-        let time = |ms: Option<i64>| clock::format_iso8601(ms.unwrap_or(0), offset);
+        let time = |ms: Option<i64>| clock::IsoTime::new(ms.unwrap_or(0), offset);
         let sent_time = t.sent_ms(now);
         PushView {
             id: &t.spec.id,
