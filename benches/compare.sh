@@ -443,22 +443,24 @@ if want latency; then
         k_best=; n_best=
         for rep in $(seq "$REPEAT"); do # alternate; keep each side's run with the lower p99
             start_kiln
-            api POST /v1/vhosts/default/apps/app:startPush \
-                "{\"id\":\"probe\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$PROBE_P/live\",\"streamKey\":\"s1\"}" >/dev/null
+            # the probe's destination last: it waits for every other push
             for i in $(seq 2 "$N"); do
                 api POST /v1/vhosts/default/apps/app:startPush \
                     "{\"id\":\"p$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$SINK_P/live\",\"streamKey\":\"s$i\"}" >/dev/null
             done
+            api POST /v1/vhosts/default/apps/app:startPush \
+                "{\"id\":\"probe\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$PROBE_P/live\",\"streamKey\":\"s1\"}" >/dev/null
             k=$(probe "rtmp://127.0.0.1:$RTMP_IN/app/src")
             [[ -n $k ]] || { log "latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }
             stop_kiln
             log "latency N=$N run $rep kiln (p50 p90 p99 max µs, matched, sent): $k"
             k_best=$(lower_p99 "$k" "$k_best")
 
-            pushes="push rtmp://127.0.0.1:$PROBE_P/live/s1;
-    "
+            pushes=""
             for i in $(seq 2 "$N"); do pushes+="push rtmp://127.0.0.1:$SINK_P/live/s$i;
     "; done
+            pushes+="push rtmp://127.0.0.1:$PROBE_P/live/s1;
+    "
             start_nginx relay "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
                 application app { live on; record off;
     $pushes } } }"
@@ -485,7 +487,8 @@ frame it measures from just before the frame's bytes enter the publishing
 socket to just after the sink has parsed the whole frame (frames matched by
 payload hash). That is the relay's ingest-read-to-push-write time plus two
 loopback hops and the probe's own parsing, the same for both relays. N = the
-relay's destinations (the probe is one; the others go to an nginx-rtmp sink).
+relay's destinations (the probe is the last one made, so it waits for the
+others; they go to an nginx-rtmp sink).
 ${LAT_SECS} s per run, the first ${WARM} s not counted (kiln starts a push with
 the last GOP, old by design), ${REPEAT} alternated runs per side, the run
 with the lower p99 kept.
