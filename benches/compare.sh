@@ -345,6 +345,7 @@ print(sum(t.get("sentBytes",0) for t in r), sum(1 for t in r if t.get("state")==
 # --- RTMP fan-out ---------------------------------------------------------------
 if want rtmp; then
     rows=""
+    mem_n=(); mem_k=(); mem_g=() # N and peak RSS (kB) of each side, for the per-push figure
     for N in $RTMP_NS; do
         # one nginx-rtmp sink for both sides: live on, no record
         start_nginx sink "rtmp { server { listen 127.0.0.1:$SINK_P; chunk_size 4096;
@@ -398,6 +399,7 @@ if want rtmp; then
         mr=$(fmt "$(calc "$k_hwm/max($n_hwm,1)")")
         tgt=""; [[ $N == 300 ]] && tgt=" (≤ 0.5: $(calc "'yes' if $k_cpu <= 0.5*$n_cpu else 'no'"))"
         mt=""; [[ $N == 300 ]] && mt=" (≤ 1: $(calc "'yes' if $k_hwm <= $n_hwm else 'no'"))"
+        mem_n+=("$N"); mem_k+=("${k_hwm%.*}"); mem_g+=("${n_hwm%.*}")
         rows+="| $N | $(fmt "$k_cpu") | $(fmt "$n_cpu") | **$cr**$tgt | $((${k_hwm%.*} / 1024)) | $((${n_hwm%.*} / 1024)) | $mr$mt | $(fmt "$k_sink" 1) / $(fmt "$n_sink" 1) | $k_push/$N |
 "
     done
@@ -415,6 +417,13 @@ received in the window (\`ss -ti\` bytes_received) (proves both sides delivered 
 | N | kiln CPU s | nginx-rtmp CPU s | CPU ratio (target at 300) | kiln peak RSS MiB | nginx peak RSS MiB | RSS ratio | sink Mb/s kiln / nginx | kiln pushing |
 |---|---|---|---|---|---|---|---|---|
 $rows"
+    if ((${#mem_n[@]} > 1)); then
+        last=$((${#mem_n[@]} - 1))
+        dn=$((mem_n[last] - mem_n[0]))
+        add "Memory per active RTMP push (peak RSS at N = ${mem_n[last]} minus at N = ${mem_n[0]}, over the
+$dn added pushes): kiln **$(fmt "$(calc "(${mem_k[last]} - ${mem_k[0]}) / $dn")" 1) KiB**, nginx-rtmp
+$(fmt "$(calc "(${mem_g[last]} - ${mem_g[0]}) / $dn")" 1) KiB."
+    fi
 fi
 
 # --- added latency --------------------------------------------------------------
