@@ -509,14 +509,8 @@ fi
 
 # --- UDP fan-out ----------------------------------------------------------------
 if want udp; then
-    log "raw UDP limit"
-    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench udp_limit -- --seconds 3 >"$WORK/udp_limit.txt" 2>"$WORK/udp_limit.err") ||
-        { cat "$WORK/udp_limit.err" >&2; exit 1; }
-    LIMIT=$(awk '/^datagrams_per_cpu_second/{print $2}' "$WORK/udp_limit.txt")
-    rows=""
-    for N in $UDP_NS; do
-        read -r -a UPORTS <<<"$(free_ports "$N")"
-        # receivers: N bound sockets nobody reads (the kernel drops when full; no ICMP)
+    udp_receivers() { # N -> UPORTS, RX_PID: N bound sockets nobody reads (the kernel drops when full; no ICMP)
+        read -r -a UPORTS <<<"$(free_ports "$1")"
         python3 - "${UPORTS[@]}" <<'EOF' &
 import socket, sys, time
 ss = []
@@ -525,13 +519,24 @@ for p in sys.argv[1:]:
 time.sleep(600)
 EOF
         RX_PID=$!; PIDS+=("$RX_PID")
+    }
+    kiln_udp_pushes() { # N: kiln with the source and N mpegts pushes to UPORTS
         start_kiln
         start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
         wait_stream
-        for i in $(seq "$N"); do
+        for i in $(seq "$1"); do
             api POST /v1/vhosts/default/apps/app:startPush \
                 "{\"id\":\"u$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"mpegts\",\"url\":\"udp://127.0.0.1:${UPORTS[$((i-1))]}\"}" >/dev/null
         done
+    }
+    log "raw UDP limit"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench udp_limit -- --seconds 3 >"$WORK/udp_limit.txt" 2>"$WORK/udp_limit.err") ||
+        { cat "$WORK/udp_limit.err" >&2; exit 1; }
+    LIMIT=$(awk '/^datagrams_per_cpu_second/{print $2}' "$WORK/udp_limit.txt")
+    rows=""
+    for N in $UDP_NS; do
+        udp_receivers "$N"
+        kiln_udp_pushes "$N"
         sleep "$WARM"
         read -r b0 _ <<<"$(sent_bytes)"; c0=$(cpu_ticks "$KILN_PID")
         window "$KILN_PID" "kiln-udp-$N"
@@ -560,22 +565,8 @@ $rows"
     # small N: against one ffmpeg -c copy process per destination
     rows=""
     for N in $UDP_FF_NS; do
-        read -r -a UPORTS <<<"$(free_ports "$N")"
-        python3 - "${UPORTS[@]}" <<'EOF' &
-import socket, sys, time
-ss = []
-for p in sys.argv[1:]:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(p))); ss.append(s)
-time.sleep(600)
-EOF
-        RX_PID=$!; PIDS+=("$RX_PID")
-        start_kiln
-        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
-        wait_stream
-        for i in $(seq "$N"); do
-            api POST /v1/vhosts/default/apps/app:startPush \
-                "{\"id\":\"u$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"mpegts\",\"url\":\"udp://127.0.0.1:${UPORTS[$((i-1))]}\"}" >/dev/null
-        done
+        udp_receivers "$N"
+        kiln_udp_pushes "$N"
         sleep "$WARM"
         read -r b0 _ <<<"$(sent_bytes)"; c0=$(cpu_ns "$KILN_PID")
         window "$KILN_PID" "kiln-udp-small-$N"

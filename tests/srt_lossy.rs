@@ -208,40 +208,21 @@ impl LossyNet {
                 "add rule inet kilnloss {hook} {dir} {vk} meta l4proto udp numgen random mod 100 < {loss_pct} counter drop"
             )
         };
-        let steps: Vec<Vec<String>> = vec![
-            vec!["netns".into(), "add".into(), k.into()],
-            vec!["netns".into(), "add".into(), p.into()],
-            format!("link add {vk} netns {k} type veth peer name {vp} netns {p}")
-                .split(' ')
-                .map(String::from)
-                .collect(),
-            format!("-n {k} addr add {KILN_ADDR}/24 dev {vk}")
-                .split(' ')
-                .map(String::from)
-                .collect(),
-            format!("-n {p} addr add 10.213.0.2/24 dev {vp}")
-                .split(' ')
-                .map(String::from)
-                .collect(),
-            format!("-n {k} link set {vk} up")
-                .split(' ')
-                .map(String::from)
-                .collect(),
-            format!("-n {p} link set {vp} up")
-                .split(' ')
-                .map(String::from)
-                .collect(),
-            format!("-n {k} link set lo up")
-                .split(' ')
-                .map(String::from)
-                .collect(),
-            format!("-n {p} link set lo up")
-                .split(' ')
-                .map(String::from)
-                .collect(),
+        // `ip` commands (no argument holds a space).
+        let steps = [
+            format!("netns add {k}"),
+            format!("netns add {p}"),
+            format!("link add {vk} netns {k} type veth peer name {vp} netns {p}"),
+            format!("-n {k} addr add {KILN_ADDR}/24 dev {vk}"),
+            format!("-n {p} addr add 10.213.0.2/24 dev {vp}"),
+            format!("-n {k} link set {vk} up"),
+            format!("-n {p} link set {vp} up"),
+            format!("-n {k} link set lo up"),
+            format!("-n {p} link set lo up"),
         ];
         for step in &steps {
-            run("ip", step)?;
+            let args: Vec<String> = step.split(' ').map(String::from).collect();
+            run("ip", &args)?;
         }
         let nft = [
             "add table inet kilnloss".to_string(),
