@@ -422,7 +422,8 @@ $rows"
         dn=$((mem_n[last] - mem_n[0]))
         add "Memory per active RTMP push (peak RSS at N = ${mem_n[last]} minus at N = ${mem_n[0]}, over the
 $dn added pushes): kiln **$(fmt "$(calc "(${mem_k[last]} - ${mem_k[0]}) / $dn")" 1) KiB**, nginx-rtmp
-$(fmt "$(calc "(${mem_g[last]} - ${mem_g[0]}) / $dn")" 1) KiB."
+$(fmt "$(calc "(${mem_g[last]} - ${mem_g[0]}) / $dn")" 1) KiB.
+"
     fi
 fi
 

@@ -624,7 +624,7 @@ impl Server {
                 continue;
             }
             match stream {
-                Some(id) => to_start.push((key, id)),
+                Some(id) => to_start.push((task.seq, key, id)),
                 None => to_ready.push(key),
             }
         }
@@ -638,7 +638,10 @@ impl Server {
                 t.state = PushState::Ready;
             }
         }
-        for (key, id) in to_start {
+        // In creation order (the table is a hash map): a stream's pushes are
+        // served in the order they were made, every frame.
+        to_start.sort_unstable_by_key(|(seq, _, _)| *seq);
+        for (_, key, id) in to_start {
             self.start_session(key, id, now);
         }
         if let Some(at) = next_retry {
