@@ -736,12 +736,15 @@ impl Server {
     fn on_resolved(&mut self, now: Instant) {
         let answers: Vec<_> = self.resolver.answers().collect();
         for a in answers {
-            if let Some(Endpoint::Push(s)) =
-                self.endpoints.get_mut(a.token).map(|e| &mut e.endpoint)
-            {
-                s.on_resolved(a.result, self.poll.registry(), a.token, now);
-            }
-            self.after_push(a.token, now);
+            let token = a.token;
+            self.guarded(token, now, move |server| {
+                if let Some(Endpoint::Push(s)) =
+                    server.endpoints.get_mut(token).map(|e| &mut e.endpoint)
+                {
+                    s.on_resolved(a.result, server.poll.registry(), token, now);
+                }
+                server.after_push(token, now);
+            });
         }
     }
 

@@ -216,3 +216,61 @@ impl Registry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::streams::SourceType;
+    use super::*;
+
+    const CONFIG: &str = r#"<?xml version="1.0"?>
+<Server version="8">
+  <Name>t</Name>
+  <Bind><Managers><API><Port>8081</Port></API></Managers></Bind>
+  <Managers><API><AccessToken>a:b</AccessToken></API></Managers>
+  <VirtualHosts><VirtualHost><Name>default</Name>
+    <Applications><Application><Name>app</Name><Type>live</Type>
+      <OutputProfiles>
+        <OutputProfile><Name>same</Name><OutputStreamName>${OriginStreamName}</OutputStreamName>
+          <Encodes><Video><Name>v</Name><Bypass>true</Bypass></Video></Encodes></OutputProfile>
+        <OutputProfile><Name>fixed</Name><OutputStreamName>fixed</OutputStreamName>
+          <Encodes><Video><Name>w</Name><Bypass>true</Bypass></Video></Encodes></OutputProfile>
+      </OutputProfiles>
+      <Publishers><Push/></Publishers>
+    </Application></Applications>
+  </VirtualHost></VirtualHosts>
+</Server>
+"#;
+
+    /// `live_outputs` (one map per reconcile) answers as `output_stream`
+    /// (one search per task) does, the oldest stream winning a shared name.
+    #[test]
+    fn live_outputs_agree_with_output_stream() {
+        let parsed = crate::config::parse(std::path::Path::new("t.xml"), CONFIG, &|_| None)
+            .expect("test config parses");
+        let mut reg = Registry::from_config(&parsed.config);
+        let first = reg
+            .streams
+            .start("default", "app", "s1", SourceType::Rtmp, 1, 0)
+            .expect("s1 starts");
+        let second = reg
+            .streams
+            .start("default", "app", "s2", SourceType::Srt, 2, 0)
+            .expect("s2 starts");
+        let outputs = reg.live_outputs();
+        for (name, want) in [
+            ("s1", Some(first)),
+            ("s2", Some(second)),
+            ("fixed", Some(first)),
+            ("s3", None),
+        ] {
+            assert_eq!(outputs.get("default", "app", name), want, "{name}");
+            assert_eq!(
+                reg.output_stream("default", "app", name).map(|(id, _)| id),
+                want,
+                "{name}"
+            );
+        }
+        assert_eq!(outputs.get("default", "other", "s1"), None);
+        assert_eq!(outputs.get("nohost", "app", "s1"), None);
+    }
+}
