@@ -102,6 +102,25 @@ pub(crate) struct Link {
     pub(crate) start: Instant,
 }
 
+impl Link {
+    /// Sends a keepalive when nothing went out for `KEEPALIVE_INTERVAL`
+    /// (both directions of a connection keep the peer from timing out).
+    pub(crate) fn keepalive_if_idle(
+        &self,
+        last_sent: &mut Instant,
+        now: Instant,
+        out: &mut OutQueue,
+    ) {
+        if now.saturating_duration_since(*last_sent) >= KEEPALIVE_INTERVAL {
+            let (ts, dest) = (timestamp_us(self.start, now), self.peer_socket);
+            out.push_with(self.peer, |b| {
+                write_simple_control(b, ControlType::Keepalive, 0, ts, dest)
+            });
+            *last_sent = now;
+        }
+    }
+}
+
 /// Parameters fixed at connection time.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ReceiverParams {
@@ -456,13 +475,7 @@ impl Receiver {
                 self.loss = loss;
             }
         }
-        if now.saturating_duration_since(self.last_sent) >= KEEPALIVE_INTERVAL {
-            let (ts, dest) = (self.ts(now), self.link.peer_socket);
-            out.push_with(self.link.peer, |b| {
-                write_simple_control(b, ControlType::Keepalive, 0, ts, dest)
-            });
-            self.last_sent = now;
-        }
+        self.link.keepalive_if_idle(&mut self.last_sent, now, out);
         None
     }
 

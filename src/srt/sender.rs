@@ -247,13 +247,7 @@ impl Sender {
             .take_while(|s| now.saturating_duration_since(s.origin) > self.drop_after)
             .count();
         self.drop_front(n, now, out);
-        if now.saturating_duration_since(self.last_sent) >= KEEPALIVE_INTERVAL {
-            let (ts, dest) = (self.ts(now), self.link.peer_socket);
-            out.push_with(self.link.peer, |b| {
-                write_simple_control(b, ControlType::Keepalive, 0, ts, dest)
-            });
-            self.last_sent = now;
-        }
+        self.link.keepalive_if_idle(&mut self.last_sent, now, out);
         None
     }
 
