@@ -3,9 +3,11 @@
 //! config-file hosts, durability, and "a change restarts the app".
 
 mod common;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn make_vhost(s: &Server, name: &str) {
@@ -214,13 +216,7 @@ fn changing_an_app_disconnects_its_publishers() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = Server::start_with(
-        "appsrestart",
-        ServerOptions {
-            media: true,
-            ..Default::default()
-        },
-    );
+    let s = Server::start_media("appsrestart");
     make_vhost(&s, "studio");
     let r = s.request(
         "POST",
@@ -232,29 +228,7 @@ fn changing_an_app_disconnects_its_publishers() {
         "srt://127.0.0.1:{}?streamid=studio/live/cam&pkt_size=1316",
         s.media.srt
     );
-    let mut ff = Command::new("ffmpeg")
-        .args([
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-re",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=320x240:rate=25",
-        ])
-        .args([
-            "-t",
-            "30",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-f",
-            "mpegts",
-            &url,
-        ])
-        .stdout(Stdio::null())
+    let mut ff = media::ffmpeg_source_cmd(30, "320x240", &[], "mpegts", &url)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();

@@ -10,6 +10,8 @@
 //!     cargo test --release --test fault_injection -- --nocapture --test-threads 1
 
 mod common;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
 use serde_json::json;
 use std::io::{Read, Write};
@@ -19,16 +21,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn media_server(tag: &str) -> Server {
-    Server::start_with(
-        tag,
-        ServerOptions {
-            media: true,
-            ..Default::default()
-        },
-    )
-}
-
 /// ffmpeg publishing a test pattern over RTMP for `secs`; `extra` goes
 /// before the output (e.g. a bitrate).
 fn publish(secs: u32, extra: &[&str], url: &str) -> Child {
@@ -36,20 +28,7 @@ fn publish(secs: u32, extra: &[&str], url: &str) -> Child {
 }
 
 fn publish_sized(secs: u32, size: &str, extra: &[&str], url: &str) -> Child {
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args([
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2=size={size}:rate=25"),
-        ])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args(["-t", &secs.to_string()])
-        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "25"])
-        .args(extra)
-        .args(["-c:a", "aac", "-ac", "2", "-f", "flv", url])
-        .stdout(Stdio::null())
+    media::ffmpeg_source_cmd(secs, size, extra, "flv", url)
         .stderr(Stdio::null())
         .spawn()
         .expect("ffmpeg starts")
@@ -158,7 +137,7 @@ fn push_destination_killed_and_restarted() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    let s = media_server("fault-flap");
+    let s = Server::start_media("fault-flap");
     let rtmp_port = free_port();
     let udp_port = free_udp_port();
     let done = Arc::new(AtomicBool::new(false));
@@ -251,7 +230,7 @@ fn destination_that_never_reads() {
         return;
     }
     const RSS_LIMIT_KB: u64 = 150 * 1024;
-    let s = media_server("fault-stall");
+    let s = Server::start_media("fault-stall");
     let pid = s.child.as_ref().unwrap().id();
     let sink_port = free_port();
     let udp_port = free_udp_port();
@@ -398,7 +377,7 @@ fn publisher_killed_comes_back_under_the_same_name() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = media_server("fault-pubkill");
+    let s = Server::start_media("fault-pubkill");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
     for round in 1..=3 {
         let mut ff = publish(60, &[], &url);
@@ -432,7 +411,7 @@ fn silent_publishers_time_out_and_the_name_comes_back() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = media_server("fault-silent");
+    let s = Server::start_media("fault-silent");
     let rtmp_url = format!("rtmp://127.0.0.1:{}/app/quiet", s.media.rtmp);
     let srt_url = format!(
         "srt://127.0.0.1:{}?streamid=default/app/quiet-srt&pkt_size=1316",
@@ -484,13 +463,7 @@ fn silent_publishers_time_out_and_the_name_comes_back() {
 
 /// ffmpeg publishing a test pattern as MPEG-TS to `url` (SRT or UDP).
 fn publish_ts(secs: u32, url: &str) -> Child {
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25"])
-        .args(["-t", &secs.to_string()])
-        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "25"])
-        .args(["-f", "mpegts", url])
-        .stdout(Stdio::null())
+    media::ffmpeg_source_cmd(secs, "640x360", &[], "mpegts", url)
         .stderr(Stdio::null())
         .spawn()
         .expect("ffmpeg starts")

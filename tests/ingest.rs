@@ -72,22 +72,12 @@ fn wait_gone(s: &Server, name: &str) {
     .unwrap_or_else(|| panic!("stream {name} did not go away"));
 }
 
-fn media_server(tag: &str) -> Server {
-    Server::start_with(
-        tag,
-        ServerOptions {
-            media: true,
-            ..Default::default()
-        },
-    )
-}
-
 #[test]
 fn rtmp_stream_appears_and_goes() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = media_server("rtmp");
+    let s = Server::start_media("rtmp");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
     let mut ff = ffmpeg_source(3, &[], "flv", &url);
     let v = wait_for_tracks(&s, "cam");
@@ -105,7 +95,7 @@ fn rtmp_second_publisher_and_unknown_app_are_refused() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = media_server("rtmprefuse");
+    let s = Server::start_media("rtmprefuse");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
     let mut first = ffmpeg_source(6, &[], "flv", &url);
     wait_for_tracks(&s, "cam");
@@ -205,7 +195,7 @@ fn mpegts_udp_stream_appears_and_goes_after_quiet() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = media_server("mpegts");
+    let s = Server::start_media("mpegts");
     let name = format!("ts_{}", s.media.mpegts);
     let url = format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts);
     let mut ff = ffmpeg_source(3, &[], "mpegts", &url);
@@ -217,7 +207,7 @@ fn mpegts_udp_stream_appears_and_goes_after_quiet() {
 
 #[test]
 fn hostile_bytes_on_media_ports_never_stop_the_server() {
-    let s = media_server("hostile");
+    let s = Server::start_media("hostile");
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut noise = |n: usize| -> Vec<u8> {
         (0..n)

@@ -72,22 +72,12 @@ fn wait_state(s: &Server, id: &str, state: &str, limit: Duration) -> Value {
     }
 }
 
-fn media_server(tag: &str) -> Server {
-    Server::start_with(
-        tag,
-        ServerOptions {
-            media: true,
-            ..Default::default()
-        },
-    )
-}
-
 #[test]
 fn rtmp_and_udp_pushes_deliver_every_frame() {
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
         return;
     }
-    let s = media_server("pushmedia");
+    let s = Server::start_media("pushmedia");
     let rtmp_port = free_port();
     let udp_port = free_udp_port();
     let flv = s.dir.join("rtmp-out.flv");
@@ -165,7 +155,7 @@ fn push_to_nginx_rtmp() {
         eprintln!("SKIP: libnginx-mod-rtmp is not installed");
         return;
     }
-    let s = media_server("nginx");
+    let s = Server::start_media("nginx");
     let port = free_port();
     let dir = s.dir.join("nginx");
     std::fs::create_dir_all(dir.join("rec")).unwrap();
@@ -224,7 +214,7 @@ fn destination_down_errors_retries_and_recovers() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = media_server("pushretry");
+    let s = Server::start_media("pushretry");
     // A port bound but not listening: connects are refused, and no other
     // test can take it (free_port alone would leave a race).
     let holder = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
@@ -266,7 +256,7 @@ fn destination_down_errors_retries_and_recovers() {
 
 #[test]
 fn stop_then_start_with_the_same_id() {
-    let s = media_server("pushreuse");
+    let s = Server::start_media("pushreuse");
     let body =
         json!({"id":"again","stream":{"name":"cam"},"protocol":"mpegts","url":"udp://127.0.0.1:9"});
     assert_eq!(s.start_push(body.clone()).status, 200);
@@ -388,7 +378,7 @@ fn variant_names_select_one_track() {
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
         return;
     }
-    let s = media_server("pushvariant");
+    let s = Server::start_media("pushvariant");
     let udp_port = free_udp_port();
     let ts = s.dir.join("audio-only.ts");
     let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(2));
@@ -412,7 +402,7 @@ fn variant_names_select_one_track() {
 
 #[test]
 fn push_tasks_survive_a_restart_as_ready() {
-    let mut s = media_server("pushrestart");
+    let mut s = Server::start_media("pushrestart");
     let r = s.start_push(json!({"id":"kept","stream":{"name":"cam"},"protocol":"srt",
         "url":"srt://127.0.0.1:9000?latency=200000&streamid=x"}));
     assert_eq!(r.status, 200);

@@ -3,9 +3,11 @@
 //! destination whose certificate is not trusted fails with the reason.
 
 mod common;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
 use serde_json::json;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -27,13 +29,7 @@ fn kiln_pushes_rtmps_into_kiln() {
     // The origin trusts the edge's certificate (this test file runs one
     // test, so the variable reaches only this child).
     std::env::set_var("SSL_CERT_FILE", &cert);
-    let origin = Server::start_with(
-        "rtmps-origin",
-        ServerOptions {
-            media: true,
-            ..Default::default()
-        },
-    );
+    let origin = Server::start_media("rtmps-origin");
     std::env::remove_var("SSL_CERT_FILE");
     let push = |id: &str, url: String| {
         origin.request(
@@ -50,33 +46,16 @@ fn kiln_pushes_rtmps_into_kiln() {
         .status,
         200
     );
-    let mut ff = Command::new("ffmpeg")
-        .args([
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-re",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=320x240:rate=25",
-        ])
-        .args(["-f", "lavfi", "-i", "sine=sample_rate=44100", "-t", "8"])
-        .args([
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-c:a",
-            "aac",
-            "-f",
-            "flv",
-        ])
-        .arg(format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut ff = media::ffmpeg_source_cmd(
+        8,
+        "320x240",
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp),
+    )
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let t0 = Instant::now();
     loop {
         let r = edge.request("GET", "/v1/vhosts/default/apps/app/streams/relayed", None);

@@ -15,16 +15,6 @@ fn tools() -> bool {
     have_tool("ffmpeg") && have_tool("ffprobe") && have_tool("srt-live-transmit")
 }
 
-fn media_server(tag: &str) -> Server {
-    Server::start_with(
-        tag,
-        ServerOptions {
-            media: true,
-            ..Default::default()
-        },
-    )
-}
-
 fn stream(s: &Server, name: &str) -> Option<Value> {
     let r = s.request(
         "GET",
@@ -56,7 +46,7 @@ fn ffmpeg_publishes_over_srt() {
     if !tools() {
         return;
     }
-    let s = media_server("srtffmpeg");
+    let s = Server::start_media("srtffmpeg");
     let url = format!(
         "srt://127.0.0.1:{}?streamid=default/app/cam&pkt_size=1316",
         s.media.srt
@@ -97,7 +87,7 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
     if !tools() {
         return;
     }
-    let s = media_server("srtslt");
+    let s = Server::start_media("srtslt");
     // ffmpeg makes a real-time TS on stdout; srt-live-transmit sends it.
     let url = format!("srt://127.0.0.1:{}?streamid=app/slt", s.media.srt);
     let mut ff = Command::new("ffmpeg")
@@ -190,7 +180,7 @@ fn srt_push_to_srt_live_transmit_and_ffmpeg() {
     if !tools() {
         return;
     }
-    let s = media_server("srtpush");
+    let s = Server::start_media("srtpush");
     let slt_port = free_udp_port();
     let ff_port = free_udp_port();
     let slt_out = s.dir.join("slt.ts");

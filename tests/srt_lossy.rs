@@ -148,13 +148,7 @@ fn srt_ingest_repairs_five_percent_loss_with_reordering() {
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
         return;
     }
-    let s = Server::start_with(
-        "srtlossy",
-        ServerOptions {
-            media: true,
-            ..Default::default()
-        },
-    );
+    let s = Server::start_media("srtlossy");
     let stop = Arc::new(AtomicBool::new(false));
     let upstream = SocketAddr::from(([127, 0, 0, 1], s.media.srt));
     let (proxy, dropped, forwarded) = lossy_proxy(upstream, 5, stop.clone());

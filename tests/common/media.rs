@@ -14,13 +14,28 @@ pub const FPS: u32 = 25;
 /// `secs` seconds in real time to `url` in `format`; `extra` goes before the
 /// format (e.g. TLS options). Stderr is captured for the refusal texts.
 pub fn ffmpeg_source(secs: u32, extra: &[&str], format: &str, url: &str) -> Child {
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
+    ffmpeg_source_cmd(secs, "640x360", extra, format, url)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+/// The command of [`ffmpeg_source`] at any frame `size`, stdout discarded,
+/// stderr left to the caller.
+pub fn ffmpeg_source_cmd(
+    secs: u32,
+    size: &str,
+    extra: &[&str],
+    format: &str,
+    url: &str,
+) -> Command {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-hide_banner", "-loglevel", "error", "-re"])
         .args([
             "-f",
             "lavfi",
             "-i",
-            &format!("testsrc2=size=640x360:rate={FPS}"),
+            &format!("testsrc2=size={size}:rate={FPS}"),
         ])
         .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
         .args([
@@ -36,10 +51,8 @@ pub fn ffmpeg_source(secs: u32, extra: &[&str], format: &str, url: &str) -> Chil
         .args(["-c:a", "aac", "-ac", "2"])
         .args(extra)
         .args(["-f", format, url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ffmpeg starts")
+        .stdout(Stdio::null());
+    cmd
 }
 
 /// Polls `f` every 50 ms until it gives a value or `limit` passes.

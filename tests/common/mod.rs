@@ -234,6 +234,17 @@ impl Server {
         Self::start_with(tag, ServerOptions::default())
     }
 
+    /// A server with the media ports (RTMP, MPEG-TS/UDP, SRT) open.
+    pub fn start_media(tag: &str) -> Server {
+        Self::start_with(
+            tag,
+            ServerOptions {
+                media: true,
+                ..Default::default()
+            },
+        )
+    }
+
     pub fn start_with(tag: &str, opts: ServerOptions) -> Server {
         let dir = temp_dir(tag);
         let port = free_port();
