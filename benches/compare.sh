@@ -335,6 +335,16 @@ wait_stream() { # kiln: until app has stream src
     done
     log "source did not appear in kiln"; return 1
 }
+push_body() { # id protocol url [streamKey]: a :startPush body for the stream "src"
+    printf '{"id":"%s","stream":{"name":"src"},"protocol":"%s","url":"%s"%s}' \
+        "$1" "$2" "$3" "${4:+,\"streamKey\":\"$4\"}"
+}
+start_push() { api POST /v1/vhosts/default/apps/app:startPush "$(push_body "$@")" >/dev/null; }
+kiln_with_source() { # kiln, the source publishing to it, and the stream listed
+    start_kiln
+    start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+    wait_stream
+}
 sent_bytes() { # sum of sentBytes over kiln's pushes
     api POST /v1/vhosts/default/apps/app:pushes '{}' | python3 -c '
 import json,sys
@@ -356,13 +366,8 @@ if want rtmp; then
         k_cpu=; n_cpu=; k_hwm=; n_hwm=
         for rep in $(seq "$REPEAT"); do # alternate, keep the least CPU of each side
             # kiln
-            start_kiln
-            start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
-            wait_stream
-            for i in $(seq "$N"); do
-                api POST /v1/vhosts/default/apps/app:startPush \
-                    "{\"id\":\"p$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$SINK_P/live\",\"streamKey\":\"s$i\"}" >/dev/null
-            done
+            kiln_with_source
+            for i in $(seq "$N"); do start_push "p$i" rtmp "rtmp://127.0.0.1:$SINK_P/live" "s$i"; done
             sleep "$WARM"
             c0=$(cpu_ticks "$KILN_PID"); s0=$(sink_bytes "$SINK_P")
             window "$KILN_PID" "kiln-rtmp-$N"
@@ -454,12 +459,8 @@ if want latency; then
         for rep in $(seq "$REPEAT"); do # alternate; keep each side's run with the lower p99
             start_kiln
             # the probe's destination last: it waits for every other push
-            for i in $(seq 2 "$N"); do
-                api POST /v1/vhosts/default/apps/app:startPush \
-                    "{\"id\":\"p$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$SINK_P/live\",\"streamKey\":\"s$i\"}" >/dev/null
-            done
-            api POST /v1/vhosts/default/apps/app:startPush \
-                "{\"id\":\"probe\",\"stream\":{\"name\":\"src\"},\"protocol\":\"rtmp\",\"url\":\"rtmp://127.0.0.1:$PROBE_P/live\",\"streamKey\":\"s1\"}" >/dev/null
+            for i in $(seq 2 "$N"); do start_push "p$i" rtmp "rtmp://127.0.0.1:$SINK_P/live" "s$i"; done
+            start_push probe rtmp "rtmp://127.0.0.1:$PROBE_P/live" s1
             k=$(probe "rtmp://127.0.0.1:$RTMP_IN/app/src")
             [[ -n $k ]] || { log "latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }
             stop_kiln
@@ -522,13 +523,9 @@ EOF
         RX_PID=$!; PIDS+=("$RX_PID")
     }
     kiln_udp_pushes() { # N: kiln with the source and N mpegts pushes to UPORTS
-        start_kiln
-        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
-        wait_stream
-        for i in $(seq "$1"); do
-            api POST /v1/vhosts/default/apps/app:startPush \
-                "{\"id\":\"u$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"mpegts\",\"url\":\"udp://127.0.0.1:${UPORTS[$((i-1))]}\"}" >/dev/null
-        done
+        kiln_with_source
+        local i
+        for i in $(seq "$1"); do start_push "u$i" mpegts "udp://127.0.0.1:${UPORTS[$((i-1))]}"; done
     }
     log "raw UDP limit"
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench udp_limit -- --seconds 3 >"$WORK/udp_limit.txt" 2>"$WORK/udp_limit.err") ||
@@ -624,13 +621,8 @@ if want srt; then
 
         # kiln: N SRT caller pushes
         start_sinks
-        start_kiln
-        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
-        wait_stream
-        for i in $(seq "$N"); do
-            api POST /v1/vhosts/default/apps/app:startPush \
-                "{\"id\":\"s$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"srt\",\"url\":\"srt://127.0.0.1:${SPORTS[$((i-1))]}\"}" >/dev/null
-        done
+        kiln_with_source
+        for i in $(seq "$N"); do start_push "s$i" srt "srt://127.0.0.1:${SPORTS[$((i-1))]}"; done
         sleep "$WARM"
         c0=$(cpu_ticks "$KILN_PID"); w0=$(wchar "${SINK_PIDS[@]}")
         window "$KILN_PID" "kiln-srt-$N"
@@ -649,13 +641,8 @@ if want srt; then
             srt-live-transmit -q "udp://127.0.0.1:${UPORTS[$((i-1))]}" "srt://127.0.0.1:${SPORTS[$((i-1))]}" >/dev/null 2>&1 &
             RELAYS+=($!); PIDS+=($!)
         done
-        start_kiln
-        start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
-        wait_stream
-        for i in $(seq "$N"); do
-            api POST /v1/vhosts/default/apps/app:startPush \
-                "{\"id\":\"u$i\",\"stream\":{\"name\":\"src\"},\"protocol\":\"mpegts\",\"url\":\"udp://127.0.0.1:${UPORTS[$((i-1))]}\"}" >/dev/null
-        done
+        kiln_with_source
+        for i in $(seq "$N"); do start_push "u$i" mpegts "udp://127.0.0.1:${UPORTS[$((i-1))]}"; done
         sleep "$WARM"
         c0=$(cpu_ticks "${RELAYS[@]}"); w0=$(wchar "${SINK_PIDS[@]}")
         sleep "$SECS"
