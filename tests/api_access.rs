@@ -123,10 +123,18 @@ fn preflight_before_auth_and_cors_on_errors() {
     );
 
     // scheme-bound entry refuses the other scheme; unknown origins get nothing
+    // and a wildcard matches inside the host only (never / ? # @, never an
+    // empty label)
     for origin in [
         "http://admin.test",
         "http://example.org",
         "http://example.com",
+        "https://evil.com/.example.com",
+        "https://evil.com?.example.com",
+        "https://evil.com#.example.com",
+        "https://user@evil.com.example.com",
+        "https://.example.com",
+        "https://a..example.com",
     ] {
         let r = s.request_with("OPTIONS", "/v1/vhosts", &[("Origin", origin)], None);
         assert_eq!(r.status, 204);

@@ -190,6 +190,75 @@ impl ApiError {
     }
 }
 
+/// Refuses a JSON body with a key twice in one object (400), which serde
+/// would otherwise take as "last wins". Bodies that are not JSON pass here
+/// and get their syntax error from the handler that parses them.
+pub fn check_duplicate_keys(body: &[u8]) -> Result<(), ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    match serde_json::from_slice::<NoDuplicateKeys>(body) {
+        Err(e) if e.to_string().starts_with(DUPLICATE_KEY) => Err(ApiError::invalid_json(&e)),
+        _ => Ok(()),
+    }
+}
+
+const DUPLICATE_KEY: &str = "duplicate key";
+
+/// Walks any JSON value, failing on the first object with a repeated key.
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeysVisitor)
+    }
+}
+
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if seen.contains(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "{DUPLICATE_KEY} [{key}]"
+                )));
+            }
+            seen.insert(key);
+            map.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(NoDuplicateKeys)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +286,25 @@ mod tests {
             "{msg}"
         );
         assert!(msg.ends_with(" (400)"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_anywhere() {
+        for body in [
+            &br#"{"a":1,"a":2}"#[..],
+            br#"[{"name":"x","host":{"names":["*"],"names":["y"]}}]"#,
+        ] {
+            let e = check_duplicate_keys(body).unwrap_err();
+            assert_eq!(e.status, 400);
+            assert!(e.message.contains("duplicate key"), "{}", e.message);
+        }
+        for body in [
+            &b""[..],
+            b"  ",
+            br#"{"a":{"a":1},"b":[{"a":1},{"a":2}]}"#,
+            b"{not json",
+        ] {
+            assert!(check_duplicate_keys(body).is_ok());
+        }
     }
 }

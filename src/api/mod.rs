@@ -150,16 +150,8 @@ impl Api {
         };
         let allowed = route.methods();
         if !allowed.contains(&method) {
-            // Changing a config-file host is forbidden rather than unknown.
-            if let Some(name) = route.vhost() {
-                if let Some(v) = self.registry.vhost(name) {
-                    if v.origin == crate::state::Origin::ConfigFile
-                        && matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")
-                    {
-                        return ApiError::read_only(name).to_response();
-                    }
-                }
-            }
+            // 405 even on a read-only (config-file) host: 403 is only for a
+            // method the path takes.
             let mut allow: Vec<&str> = allowed.to_vec();
             if allow.contains(&"GET") {
                 allow.push("HEAD");
@@ -168,6 +160,9 @@ impl Api {
             return ApiError::method_not_allowed()
                 .to_response()
                 .with_header("Allow", allow.join(", "));
+        }
+        if let Err(e) = envelope::check_duplicate_keys(&req.body) {
+            return e.to_response();
         }
         let result = match (&route, method) {
             (Route::Version, _) => Ok(envelope::ok(Version::CURRENT)),
@@ -301,20 +296,6 @@ impl Route {
             Route::App(..) => &["GET", "PATCH", "DELETE"],
             Route::AppAction(..) => &["POST"],
             Route::Streams(..) | Route::Stream(..) => &["GET"],
-        }
-    }
-
-    /// The virtual host a route names, if any.
-    fn vhost(&self) -> Option<&str> {
-        match self {
-            Route::Vhost(v)
-            | Route::ReloadVhostCertificate(v)
-            | Route::Apps(v)
-            | Route::App(v, _)
-            | Route::AppAction(v, _, _)
-            | Route::Streams(v, _)
-            | Route::Stream(v, _, _) => Some(v),
-            _ => None,
         }
     }
 }

@@ -290,6 +290,7 @@ impl RequestReader {
             headers,
             body: Vec::new(),
         };
+        check_singletons(&request)?;
         let body = body_framing(&request, self.limits.max_body_bytes)?;
         let expects_continue = request.minor_version == 1
             && request
@@ -392,6 +393,32 @@ fn find_crlf(data: &[u8]) -> Option<usize> {
     data.windows(2).position(|w| w == b"\r\n")
 }
 
+/// RFC 9112 3.2: an HTTP/1.1 request has exactly one `Host`; a second
+/// `Host` or `Authorization` is refused rather than guessing which one a
+/// proxy in front of kiln looked at.
+fn check_singletons(request: &Request) -> Result<(), RequestError> {
+    let count = |name: &str| {
+        request
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .count()
+    };
+    match count("host") {
+        0 if request.minor_version >= 1 => {
+            return Err(RequestError::Malformed("HTTP/1.1 request without Host"))
+        }
+        0 | 1 => {}
+        _ => return Err(RequestError::Malformed("more than one Host header")),
+    }
+    if count("authorization") > 1 {
+        return Err(RequestError::Malformed(
+            "more than one Authorization header",
+        ));
+    }
+    Ok(())
+}
+
 fn body_framing(request: &Request, max_body: usize) -> Result<BodyState, RequestError> {
     let mut chunked = false;
     let mut length: Option<u64> = None;
@@ -422,6 +449,10 @@ fn body_framing(request: &Request, max_body: usize) -> Result<BodyState, Request
         }
     }
     if chunked {
+        if request.minor_version == 0 {
+            // RFC 9112 6.1: chunked is HTTP/1.1 only.
+            return Err(RequestError::Malformed("chunked body on HTTP/1.0"));
+        }
         if length.is_some() {
             // RFC 9112 6.3: both present is a smuggling vector; refuse.
             return Err(RequestError::Malformed(
@@ -462,7 +493,7 @@ mod tests {
     #[test]
     fn simple_get() {
         let mut r = reader();
-        r.feed(b"GET /v1/vhosts?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eA==\r\n\r\n");
+        r.feed(b"GET /v1/vhosts?x=1 HTTP/1.1\r\nHost: h\r\nAuthorization: Basic eA==\r\n\r\n");
         let req = r.next_request().unwrap().unwrap();
         assert_eq!(req.method, "GET");
         assert_eq!(req.path(), "/v1/vhosts");
@@ -474,7 +505,7 @@ mod tests {
     #[test]
     fn pipelined_in_order() {
         let mut r = reader();
-        r.feed(b"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyzGET /c HTTP/1.1\r\n\r\n");
+        r.feed(b"GET /a HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyzGET /c HTTP/1.1\r\nHost: h\r\n\r\n");
         let reqs = all(&mut r).unwrap();
         let paths: Vec<_> = reqs.iter().map(|r| r.target.as_str()).collect();
         assert_eq!(paths, ["/a", "/b", "/c"]);
@@ -484,7 +515,7 @@ mod tests {
     #[test]
     fn chunked_body_with_trailer() {
         let mut r = reader();
-        r.feed(b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nWiki\r\n5\r\npedia\r\n0\r\nX-T: 1\r\n\r\n");
+        r.feed(b"POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nWiki\r\n5\r\npedia\r\n0\r\nX-T: 1\r\n\r\n");
         let req = r.next_request().unwrap().unwrap();
         assert_eq!(req.body, b"Wikipedia");
         assert!(r.is_idle());
@@ -493,7 +524,7 @@ mod tests {
     #[test]
     fn head_limit_is_431() {
         let mut r = reader();
-        r.feed(b"GET / HTTP/1.1\r\nX: ");
+        r.feed(b"GET / HTTP/1.1\r\nHost: h\r\nX: ");
         r.feed(&vec![b'a'; 17 * 1024]);
         assert_eq!(r.next_request(), Err(RequestError::HeadTooLarge));
         assert_eq!(RequestError::HeadTooLarge.status(), 431);
@@ -502,17 +533,17 @@ mod tests {
     #[test]
     fn body_limit_is_413_before_the_body_arrives() {
         let mut r = reader();
-        r.feed(b"POST / HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n");
+        r.feed(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2000000\r\n\r\n");
         assert_eq!(r.next_request(), Err(RequestError::BodyTooLarge));
         let mut r = reader();
-        r.feed(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n200000\r\n");
+        r.feed(b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n200000\r\n");
         assert_eq!(r.next_request(), Err(RequestError::BodyTooLarge));
     }
 
     #[test]
     fn expect_continue() {
         let mut r = reader();
-        r.feed(b"POST / HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+        r.feed(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
         assert_eq!(r.next_request(), Ok(None));
         assert!(r.wants_continue());
         r.continue_sent();
@@ -524,16 +555,16 @@ mod tests {
     #[test]
     fn smuggling_shapes_are_refused() {
         let mut r = reader();
-        r.feed(b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n");
+        r.feed(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n");
         assert!(matches!(r.next_request(), Err(RequestError::Malformed(_))));
         let mut r = reader();
-        r.feed(b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n");
+        r.feed(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n");
         assert!(matches!(r.next_request(), Err(RequestError::Malformed(_))));
         let mut r = reader();
-        r.feed(b"POST / HTTP/1.1\r\nContent-Length: +3\r\n\r\n");
+        r.feed(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\n");
         assert!(matches!(r.next_request(), Err(RequestError::Malformed(_))));
         let mut r = reader();
-        r.feed(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n");
+        r.feed(b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n");
         assert_eq!(
             r.next_request(),
             Err(RequestError::UnsupportedTransferEncoding)
@@ -546,8 +577,31 @@ mod tests {
         r.feed(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
         assert!(!r.next_request().unwrap().unwrap().keep_alive());
         let mut r = reader();
-        r.feed(b"GET / HTTP/1.1\r\nConnection: Close\r\n\r\n");
+        r.feed(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: Close\r\n\r\n");
         assert!(!r.next_request().unwrap().unwrap().keep_alive());
+    }
+
+    #[test]
+    fn host_and_authorization_singletons() {
+        for head in [
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eA==\r\nAuthorization: Basic eQ==\r\n\r\n",
+            b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ] {
+            let mut r = reader();
+            r.feed(head);
+            let got = r.next_request();
+            assert!(
+                matches!(got, Err(RequestError::Malformed(_))),
+                "{}: {got:?}",
+                String::from_utf8_lossy(head)
+            );
+        }
+        // HTTP/1.0 may omit Host.
+        let mut r = reader();
+        r.feed(b"GET / HTTP/1.0\r\n\r\n");
+        assert!(r.next_request().unwrap().is_some());
     }
 
     #[test]
@@ -557,11 +611,11 @@ mod tests {
         assert!(r.next_request().is_err());
     }
 
-    const STREAM: &[u8] = b"GET /v1/vhosts HTTP/1.1\r\nHost: x\r\n\r\n\
-POST /v1/vhosts HTTP/1.1\r\nContent-Length: 11\r\n\r\n[{\"a\":1}]  \
-POST /v1/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n\
-HEAD /v1/version HTTP/1.1\r\n\r\n\
-DELETE /v1/vhosts/a HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+    const STREAM: &[u8] = b"GET /v1/vhosts HTTP/1.1\r\nHost: h\r\n\r\n\
+POST /v1/vhosts HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n[{\"a\":1}]  \
+POST /v1/x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n\
+HEAD /v1/version HTTP/1.1\r\nHost: h\r\n\r\n\
+DELETE /v1/vhosts/a HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n";
 
     proptest! {
         /// Any split of a valid byte stream into reads gives the same requests.

@@ -225,35 +225,69 @@ pub fn validate_start(
     ))
 }
 
-/// Splits `scheme://host[:port][/path][?query]`.
-fn split_url(url: &str) -> Option<(&str, &str, Option<u16>, &str, &str)> {
-    let (scheme, rest) = url.split_once("://")?;
+/// Splits `scheme://host[:port][/path][?query]`; the error says what is
+/// wrong with the URL.
+fn split_url(url: &str) -> Result<(&str, &str, Option<u16>, &str, &str), String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or("it does not start with scheme://")?;
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => (rest, ""),
     };
     if authority.contains('@') {
-        return None;
+        return Err("user information (user@host) is not supported".into());
     }
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6.split_once(']')?;
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or("the IPv6 address has no closing ]")?;
+        if h.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!("[{h}] is not an IPv6 address"));
+        }
         let port = match after.strip_prefix(':') {
-            Some(p) => Some(p.parse::<u16>().ok().filter(|p| *p != 0)?),
+            Some(p) => Some(parse_port(p)?),
             None if after.is_empty() => None,
-            None => return None,
+            None => return Err(format!("unexpected [{after}] after the IPv6 address")),
         };
         (h, port)
     } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p.parse::<u16>().ok().filter(|p| *p != 0)?)),
+        let (h, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(parse_port(p)?)),
             None => (authority, None),
+        };
+        if !valid_host_name(h) {
+            return Err(format!("the host [{h}] is not a host name or IPv4 address"));
         }
+        (h, port)
     };
-    if host.is_empty() {
-        return None;
+    Ok((scheme, host, port, path, query))
+}
+
+/// A port in a URL: 1-5 digits, 1-65535 (no sign, no spaces).
+fn parse_port(p: &str) -> Result<u16, String> {
+    if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("the port [{p}] is not a number"));
     }
-    Some((scheme, host, port, path, query))
+    p.parse::<u16>()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("the port [{p}] is not in 1-65535"))
+}
+
+/// A DNS name (labels of letters, digits, `-` and `_`, 1-63 bytes each, 253
+/// in all) or a dotted IPv4 address.
+pub fn valid_host_name(h: &str) -> bool {
+    !h.is_empty()
+        && h.len() <= 253
+        && h.trim_end_matches('.').split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
 }
 
 fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
@@ -265,8 +299,8 @@ fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
 
 /// Parses a destination URL for a protocol (400 text on error).
 pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
-    let bad = || format!("Invalid url [{url}]");
-    let (scheme, host, port, path, query) = split_url(url).ok_or_else(bad)?;
+    let invalid = |why: &str| format!("Invalid url [{url}]: {why}");
+    let (scheme, host, port, path, query) = split_url(url).map_err(|e| invalid(&e))?;
     let host = host.to_string();
     match protocol {
         Protocol::Rtmp => {
@@ -307,7 +341,7 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
             let port = port
                 .ok_or_else(|| format!("The mpegts url needs a port: udp://host:port ([{url}])"))?;
             if !path.is_empty() {
-                return Err(bad());
+                return Err(invalid("it takes no path after host:port"));
             }
             let mut ttl = None;
             for (k, v) in query_pairs(query) {
@@ -336,21 +370,30 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
             let port =
                 port.ok_or_else(|| format!("The srt url needs a port: srt://host:port ([{url}])"))?;
             if !path.is_empty() {
-                return Err(bad());
+                return Err(invalid("it takes no path after host:port"));
             }
             let mut latency = Duration::from_millis(120);
             let mut timeout = None;
             let mut stream_id = None;
             let mut payload_size = 1316usize;
-            // Bounded: these become deadlines on the loop's clock.
+            // Bounded: these become deadlines on the loop's clock. Values
+            // are microseconds (ffmpeg's and OME's unit); 1-999 is refused
+            // because srt-live-transmit users write milliseconds there.
             let micros = |k: &str, v: &str, max_s: u64| -> Result<Duration, String> {
-                v.parse::<u64>()
+                let us = v
+                    .parse::<u64>()
                     .ok()
                     .filter(|us| *us <= max_s * 1_000_000)
-                    .map(Duration::from_micros)
                     .ok_or_else(|| {
                         format!("Invalid srt option {k}=[{v}]: microseconds, at most {max_s} s")
-                    })
+                    })?;
+                if (1..1000).contains(&us) {
+                    return Err(format!(
+                        "Invalid srt option {k}=[{v}]: the unit is microseconds (as in ffmpeg and OME), so this is under 1 ms; for {us} ms write {k}={}",
+                        us * 1000
+                    ));
+                }
+                Ok(Duration::from_micros(us))
             };
             for (k, v) in query_pairs(query) {
                 match k {
@@ -767,6 +810,33 @@ mod tests {
         assert!(e.contains("only caller"), "{e}");
         let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?latency=18446744073709551615"}"#).unwrap_err();
         assert!(e.contains("at most 60 s"), "{e}");
+        let e = start(
+            r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?latency=200"}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("microseconds") && e.contains("latency=200000"),
+            "{e}"
+        );
+        for (url, why) in [
+            ("udp://x:99999", "not in 1-65535"),
+            ("udp://x:50o4", "[50o4] is not a number"),
+            ("udp://x:+80", "[+80] is not a number"),
+            ("udp://a%0Ab:80", "not a host name"),
+            ("udp://a\nb:80", "not a host name"),
+            ("udp://:80", "not a host name"),
+            ("udp://[zz]:80", "not an IPv6 address"),
+            ("udp//x:80", "scheme://"),
+        ] {
+            let body =
+                serde_json::json!({"id":"a","stream":{"name":"s"},"protocol":"mpegts","url":url});
+            let e = start(&body.to_string()).unwrap_err();
+            assert!(e.contains("Invalid url") && e.contains(why), "{url}: {e}");
+        }
+        let long = format!("udp://{}:80", "a".repeat(300));
+        let body =
+            serde_json::json!({"id":"a","stream":{"name":"s"},"protocol":"mpegts","url":long});
+        assert!(start(&body.to_string()).is_err());
         let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"mpegts","url":"udp://x"}"#)
             .unwrap_err();
         assert!(e.contains("needs a port"), "{e}");

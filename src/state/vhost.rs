@@ -118,13 +118,27 @@ pub struct RedisServer {
 }
 
 /// Is `name` a valid virtual host (or application) name: 1-255 characters of
-/// letters, digits, `-`, `_`, `.`.
+/// letters, digits, `-`, `_`, `.`, and not `.` or `..` (they would name a
+/// path segment, not a host).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
+        && name != "."
+        && name != ".."
         && name.len() <= 255
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// A `host.names` entry: a host name, IP address or wildcard pattern of
+/// them (never a path, a port or control characters).
+pub fn valid_host_pattern(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 253
+        && n.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'-' | b'_' | b'.' | b'*' | b'?' | b':' | b'[' | b']')
+        })
 }
 
 const PROVIDER_NAMES: &[&str] = &["rtmp", "webrtc", "srt", "mpegts", "rtsp", "ovt", "whip"];
@@ -146,6 +160,11 @@ impl VhostSpec {
         }
         if let Some(n) = self.host.names.iter().find(|n| n.trim().is_empty()) {
             return Err(format!("host.names has an empty entry [{n}]"));
+        }
+        if let Some(n) = self.host.names.iter().find(|n| !valid_host_pattern(n)) {
+            return Err(format!(
+                "host.names entry [{n}] is not a host name: at most 253 letters, digits, '-', '_', '.', ':' (IPv6) and the wildcards '*' and '?'"
+            ));
         }
         if let Some(tls) = &self.host.tls {
             if tls.cert_path.is_empty() {
@@ -230,6 +249,33 @@ mod tests {
         assert!(!valid_name("a b"));
         assert!(!valid_name("a/b"));
         assert!(!valid_name(&"x".repeat(256)));
+        assert!(!valid_name("."));
+        assert!(!valid_name(".."));
+        assert!(valid_name("..."));
+    }
+
+    #[test]
+    fn host_names_are_checked() {
+        for bad in ["a\nb", "a\0", "a/b", "a b", "x:80/", &"x".repeat(254)] {
+            let spec: VhostSpec =
+                serde_json::from_value(serde_json::json!({"name":"a","host":{"names":[bad]}}))
+                    .unwrap();
+            let e = spec.validate().unwrap_err();
+            assert!(e.contains("not a host name"), "{bad:?}: {e}");
+        }
+        for good in [
+            "*",
+            "*.example.com",
+            "127.0.0.1",
+            "::1",
+            "[::1]",
+            "cam-?.lan",
+        ] {
+            let spec: VhostSpec =
+                serde_json::from_value(serde_json::json!({"name":"a","host":{"names":[good]}}))
+                    .unwrap();
+            assert!(spec.validate().is_ok(), "{good}");
+        }
     }
 
     #[test]
