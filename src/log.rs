@@ -60,8 +60,57 @@ pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
         crate::clock::unix_millis_now(),
         OFFSET.load(Ordering::Relaxed),
     );
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{} {} {args}", ts.as_str(), level.label());
+    let mut line = String::with_capacity(128);
+    line.push_str(ts.as_str());
+    line.push(' ');
+    line.push_str(level.label());
+    line.push(' ');
+    let _ = std::fmt::Write::write_fmt(&mut Escaped(&mut line), args);
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// Writes text with every control character escaped (`\n`, `\r`, `\t`,
+/// `\x1b` ...), so that no text a peer or user supplied (a stream name, an
+/// SRT streamid, a URL) can start a forged log line or drive a terminal.
+/// Applied to the whole message: one event is always one line.
+pub struct Escaped<'a>(pub &'a mut String);
+
+impl std::fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        for c in s.chars() {
+            match c {
+                '\n' => self.0.push_str("\\n"),
+                '\r' => self.0.push_str("\\r"),
+                '\t' => self.0.push_str("\\t"),
+                '\\' => self.0.push_str("\\\\"),
+                c if c.is_control() => {
+                    let _ = write!(self.0, "\\x{:02x}", c as u32);
+                }
+                c => self.0.push(c),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Escaped;
+    use std::fmt::Write;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let mut s = String::new();
+        write!(
+            Escaped(&mut s),
+            "stream [{}]",
+            "a\n2026-01-01 INFO forged\x1b[31m\u{85}\\n"
+        )
+        .unwrap();
+        assert_eq!(s, "stream [a\\n2026-01-01 INFO forged\\x1b[31m\\x85\\\\n]");
+        assert!(!s.chars().any(char::is_control));
+    }
 }
 
 #[macro_export]

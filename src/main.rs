@@ -100,7 +100,10 @@ fn main() -> ExitCode {
     match start(&file, args.check, offset) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            error!("{msg}");
+            // One log line per error (a line never holds a newline).
+            for line in msg.lines() {
+                error!("{line}");
+            }
             ExitCode::from(1)
         }
     }
@@ -113,7 +116,7 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
     }
     let config = loaded.config;
     let certs = load_certificates(&config).map_err(|e| format!("configuration errors:\n{e}"))?;
-    let store = StateStore::new(config.state_file.clone());
+    let mut store = StateStore::new(config.state_file.clone());
     let saved = store.load().map_err(|e| e.to_string())?;
     if check_only {
         println!("{}: configuration is valid", file.display());
@@ -172,6 +175,9 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
             registry.pushes.len()
         );
     }
+    store
+        .open(|| registry.durable())
+        .map_err(|e| format!("cannot open the state file {}: {e}", store.path().display()))?;
 
     let mut listen = Listen {
         mpegts_quiet: config.providers.mpegts_quiet,

@@ -111,3 +111,104 @@ mod tests {
         assert_eq!(send_datagrams(tx.as_raw_fd(), &[]).unwrap(), 0);
     }
 }
+
+/// Why [`read_small_file`] refused a file.
+#[derive(Debug)]
+pub enum SmallFileError {
+    Io(io::Error),
+    /// A FIFO, device, socket or directory: reading it could block the loop
+    /// or never end.
+    NotRegular,
+    /// Larger than the cap (the size found, when known).
+    TooLarge(u64),
+}
+
+impl std::fmt::Display for SmallFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SmallFileError::Io(e) => write!(f, "cannot read: {e}"),
+            SmallFileError::NotRegular => write!(f, "not a regular file"),
+            SmallFileError::TooLarge(n) => write!(
+                f,
+                "too large ({n} bytes; at most {} KiB)",
+                SMALL_FILE_MAX / 1024
+            ),
+        }
+    }
+}
+
+/// The cap on files named through the API or the config (certificates,
+/// keys): DECISIONS section 15.
+pub const SMALL_FILE_MAX: u64 = 1024 * 1024;
+
+/// Reads a small regular file whole, safely from the loop thread: the open
+/// is non-blocking (a FIFO cannot stall it), anything but a regular file is
+/// refused, and at most [`SMALL_FILE_MAX`] bytes are read (a sparse 2 GB
+/// file or a file that grows is refused, not loaded).
+pub fn read_small_file(path: &std::path::Path) -> Result<Vec<u8>, SmallFileError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(SmallFileError::Io)?;
+    let meta = file.metadata().map_err(SmallFileError::Io)?;
+    if !meta.file_type().is_file() {
+        return Err(SmallFileError::NotRegular);
+    }
+    if meta.len() > SMALL_FILE_MAX {
+        return Err(SmallFileError::TooLarge(meta.len()));
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    file.take(SMALL_FILE_MAX + 1)
+        .read_to_end(&mut data)
+        .map_err(SmallFileError::Io)?;
+    if data.len() as u64 > SMALL_FILE_MAX {
+        return Err(SmallFileError::TooLarge(data.len() as u64));
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod small_file_tests {
+    use super::*;
+
+    #[test]
+    fn fifo_device_directory_and_large_files_are_refused() {
+        let dir = std::env::temp_dir().join(format!("kiln-small-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_small_file(&fifo),
+            Err(SmallFileError::NotRegular)
+        ));
+        assert!(matches!(
+            read_small_file(std::path::Path::new("/dev/zero")),
+            Err(SmallFileError::NotRegular)
+        ));
+        assert!(matches!(
+            read_small_file(&dir),
+            Err(SmallFileError::NotRegular)
+        ));
+        let sparse = dir.join("sparse");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        let e = read_small_file(&sparse).unwrap_err();
+        assert!(matches!(e, SmallFileError::TooLarge(n) if n == 2 << 30));
+        assert!(e.to_string().contains("too large"));
+        let ok = dir.join("ok");
+        std::fs::write(&ok, b"pem").unwrap();
+        assert_eq!(read_small_file(&ok).unwrap(), b"pem");
+        assert!(matches!(
+            read_small_file(&dir.join("nope")),
+            Err(SmallFileError::Io(_))
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -42,7 +42,7 @@ fn read_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, CertError> {
         path: path.to_string(),
         reason,
     };
-    let data = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let data = crate::sys::read_small_file(path.as_ref()).map_err(|e| err(e.to_string()))?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
         .collect::<Result<_, _>>()
         .map_err(|e| err(format!("not a PEM certificate file: {e:?}")))?;
@@ -68,7 +68,7 @@ pub fn load_certified_key(spec: &TlsSpec) -> Result<Arc<CertifiedKey>, CertError
         reason,
     };
     let key_data =
-        std::fs::read(&spec.key_path).map_err(|e| key_err(format!("cannot read: {e}")))?;
+        crate::sys::read_small_file(spec.key_path.as_ref()).map_err(|e| key_err(e.to_string()))?;
     let key = PrivateKeyDer::from_pem_slice(&key_data)
         .map_err(|e| key_err(format!("not a PEM private key: {e:?}")))?;
     let provider = provider();

@@ -191,8 +191,9 @@ fn host_names_restrict_the_api() {
         &[("Host", "evil.example.org:8081"), ("Authorization", AUTH)],
         None,
     );
-    // a second Host header: httparse keeps both, kiln reads the first
-    assert_eq!(r.status, 200);
+    // a second Host header is refused (DECISIONS section 15)
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("more than one Host header"), "{}", r.body);
     let mut st = connect(s.port);
     use std::io::Write;
     st.write_all(

@@ -67,6 +67,28 @@ fn config_apps_are_listed_and_read_only() {
             "[HTTP] The VirtualHost is read-only: [default] (403)"
         );
     }
+    // a method the path does not take: 405 with Allow, even on a config host
+    for (method, path, allow) in [
+        (
+            "PUT",
+            "/v1/vhosts/default/apps/app:startPush",
+            "POST, OPTIONS",
+        ),
+        (
+            "POST",
+            "/v1/vhosts/default/apps/app/streams",
+            "GET, HEAD, OPTIONS",
+        ),
+        (
+            "PUT",
+            "/v1/vhosts/default/apps/app",
+            "GET, PATCH, DELETE, HEAD, OPTIONS",
+        ),
+    ] {
+        let r = s.request(method, path, Some("{}"));
+        assert_eq!(r.status, 405, "{method} {path}");
+        assert_eq!(r.header("Allow"), Some(allow), "{method} {path}");
+    }
     let r = s.request("GET", "/v1/vhosts/default/apps/nope", None);
     assert_eq!(r.status, 404);
     assert_eq!(

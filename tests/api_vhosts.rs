@@ -159,8 +159,10 @@ fn delete_rules() {
         r.message(),
         "[HTTP] The VirtualHost is read-only: [default] (403)"
     );
+    // a method the path does not take is 405 with Allow, read-only or not
     let r = s.request("POST", "/v1/vhosts/default", Some("{}"));
-    assert_eq!(r.status, 403);
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("Allow"), Some("GET, DELETE, HEAD, OPTIONS"));
     s.request(
         "POST",
         "/v1/vhosts",

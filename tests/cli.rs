@@ -62,6 +62,22 @@ fn check_config_reports_errors_with_position_and_path() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("version 9 is not supported; kiln reads version 8"));
+
+    // An XML syntax error: the position once, no empty element path.
+    std::fs::write(&file, "<Server version=\"8\">\n<Bind>\n").unwrap();
+    let out = kiln(&["--check-config", "-c", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!("{}:3:1: XML syntax error: Unexpected end", file.display());
+    assert!(err.contains(&want), "{err}");
+
+    // A file that cannot be read: no position at all.
+    let missing = dir.join("missing.xml");
+    let out = kiln(&["-c", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!("{}: cannot read the file", missing.display());
+    assert!(err.contains(&want) && !err.contains(":0:0"), "{err}");
 }
 
 #[test]

@@ -134,3 +134,60 @@ fn state_host_taken_by_the_config_is_skipped() {
     );
     assert!(s.log_text().contains("the configuration wins"));
 }
+
+/// DECISIONS section 15: the state files are private (0600, also an older
+/// world-readable file at start-up), changes go to the journal, and the
+/// creation limits answer 400 naming the limit.
+#[test]
+fn state_files_are_private_journaled_and_limited() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut s = Server::start_with(
+        "private-state",
+        ServerOptions {
+            limits: "<Limits><MaxVirtualHosts>2</MaxVirtualHosts><MaxPushTasks>1</MaxPushTasks></Limits>".into(),
+            ..Default::default()
+        },
+    );
+    let state = s.state_file();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o600);
+    // A file left world-readable (by an older kiln) is made private.
+    s.kill9();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o644)).unwrap();
+    s.spawn();
+    assert_eq!(mode(&state), 0o600);
+    let r = s.request(
+        "POST",
+        "/v1/vhosts",
+        Some(r#"[{"name":"a","host":{"names":["a.test"]}},{"name":"b","host":{"names":["b.test"]}},{"name":"c","host":{"names":["c.test"]}}]"#),
+    );
+    assert_eq!(r.status, 207, "{}", r.body);
+    let items = r.json();
+    assert_eq!(items[0]["statusCode"], 200);
+    assert_eq!(items[1]["statusCode"], 200);
+    assert_eq!(items[2]["statusCode"], 400);
+    assert!(items[2]["message"]
+        .as_str()
+        .unwrap()
+        .contains("limit of 2 virtual hosts"));
+    let push = |id: &str| {
+        serde_json::json!({"id": id, "stream": {"name": "s"}, "protocol": "mpegts",
+            "url": "udp://127.0.0.1:9"})
+    };
+    assert_eq!(s.start_push(push("p1")).status, 200);
+    let r = s.start_push(push("p2"));
+    assert_eq!(r.status, 400);
+    assert!(r.message().contains("limit of 1 push tasks"), "{}", r.body);
+    let journal = s.dir.join("kiln-state.json.journal");
+    assert_eq!(mode(&journal), 0o600);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    s.kill9();
+    s.spawn();
+    let list = s.request("GET", "/v1/vhosts", None).json();
+    assert_eq!(list["response"], serde_json::json!(["default", "a", "b"]));
+    assert!(s.push_task("p1").is_some());
+    // start-up folded the journal into the snapshot
+    assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0);
+    assert_eq!(mode(&state), 0o600);
+}

@@ -171,3 +171,36 @@ fn vhost_certificate_reload() {
         200
     );
 }
+
+/// DECISIONS section 15: a certificate path that names a FIFO, a device or
+/// a huge file is refused at once with 400 naming the path; the loop never
+/// blocks on it or loads it.
+#[test]
+fn hostile_certificate_paths_are_refused_without_blocking() {
+    let s = Server::start("certpaths");
+    let dir = temp_dir("certpaths-files");
+    let (_, key) = make_cert(&dir, "k");
+    let fifo = dir.join("cert.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let sparse = dir.join("huge.pem");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    for (path, why) in [
+        (fifo.display().to_string(), "not a regular file"),
+        ("/dev/zero".to_string(), "not a regular file"),
+        (sparse.display().to_string(), "too large"),
+    ] {
+        let body = serde_json::json!([{"name": "h", "host": {"names": ["h.test"],
+            "tls": {"certPath": path, "keyPath": key.display().to_string()}}}]);
+        let r = s.request("POST", "/v1/vhosts", Some(&body.to_string()));
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        let item = &r.json()[0];
+        let msg = item["message"].as_str().unwrap();
+        assert!(msg.contains(&path) && msg.contains(why), "{msg}");
+    }
+    // The loop is still serving.
+    assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
+}

@@ -11,6 +11,7 @@ use crate::media::{MediaKind, Track};
 use crate::state::app::{
     AppSpec, EncodeTarget, OutputProfile, OutputProfiles, Providers, Publishers,
 };
+use crate::state::store::Change;
 use crate::state::streams::LiveStream;
 use crate::state::{Origin, Vhost};
 use serde::{Deserialize, Serialize};
@@ -91,20 +92,12 @@ impl Api {
         apps: Vec<AppSpec>,
         removed: Option<&str>,
     ) -> Result<(), ApiError> {
-        let mut durable = self.registry.durable();
-        if let Some(spec) = durable.vhosts.iter_mut().find(|s| s.name == vhost) {
-            spec.applications = if apps.is_empty() {
-                None
-            } else {
-                Some(apps.clone())
-            };
-        }
-        if let Some(app) = removed {
-            durable
-                .pushes
-                .retain(|p| !(p.vhost == vhost && p.app == app));
-        }
-        self.save(&durable, &format!("applications of [{vhost}] not changed"))?;
+        let change = Change::SetApps {
+            vhost: vhost.to_string(),
+            applications: (!apps.is_empty()).then(|| apps.clone()),
+            removed_app: removed.map(str::to_string),
+        };
+        self.record(change, &format!("applications of [{vhost}] not changed"))?;
         if let Some(v) = self.registry.vhost_mut(vhost) {
             v.apps = apps;
         }

@@ -17,8 +17,9 @@ pub use push::PushView;
 pub use apps::output_tracks;
 
 use crate::config::ApiConfig;
+use crate::config::ApiLimits;
 use crate::http::{percent_decode, Request, Response};
-use crate::state::store::{DurableState, StateStore};
+use crate::state::store::{Change, StateStore};
 use crate::state::vhost::TlsSpec;
 use crate::state::Registry;
 use crate::tls::{ApiCertResolver, VhostCertResolver};
@@ -39,6 +40,8 @@ pub struct Api {
     pub utc_offset: i32,
     /// What handlers ask the loop to do after the answer (drained by it).
     pub effects: Vec<Effect>,
+    /// How many hosts and tasks callers may create.
+    pub(crate) limits: ApiLimits,
 }
 
 /// Work a handler leaves for the loop.
@@ -91,19 +94,24 @@ impl Api {
             vhost_certs,
             utc_offset,
             effects: Vec::new(),
+            limits: api.map(|a| a.limits.clone()).unwrap_or_default(),
         }
     }
 
-    /// Writes the state file; on failure logs why (`what` did not happen)
-    /// and gives the 500 to answer. Every API change goes through here.
-    pub(super) fn save(&self, durable: &DurableState, what: &str) -> Result<(), ApiError> {
-        self.store.save(durable).map_err(|e| {
-            crate::error!(
-                "cannot write the state file {}: {e}; {what}",
-                self.store.path().display()
-            );
-            ApiError::internal()
-        })
+    /// Makes a change durable (the state journal) before it is applied;
+    /// on failure logs why (`what` did not happen) and gives the 500 to
+    /// answer. Every API change goes through here.
+    pub(super) fn record(&mut self, change: Change, what: &str) -> Result<(), ApiError> {
+        let registry = &self.registry;
+        self.store
+            .record(&change, || registry.durable())
+            .map_err(|e| {
+                crate::error!(
+                    "cannot write the state file {}: {e}; {what}",
+                    self.store.path().display()
+                );
+                ApiError::internal()
+            })
     }
 
     /// Answers one request.

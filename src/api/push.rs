@@ -8,6 +8,7 @@ use super::{Api, Effect};
 use crate::clock;
 use crate::info;
 use crate::state::push::{self, PushTask, StartPushRequest};
+use crate::state::store::Change;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -132,9 +133,13 @@ impl Api {
                 format_args!("Duplicate ID: [{}]", spec.id),
             ));
         }
-        let mut durable = self.registry.durable();
-        durable.pushes.push(spec.clone());
-        self.save(&durable, "push not started")?;
+        if self.registry.pushes.len() >= self.limits.max_push_tasks {
+            return Err(ApiError::bad_request(format_args!(
+                "The limit of {} push tasks is reached (Managers/API/Limits/MaxPushTasks)",
+                self.limits.max_push_tasks
+            )));
+        }
+        self.record(Change::AddPush { push: spec.clone() }, "push not started")?;
         let id = spec.id.clone();
         info!(
             "push [{vhost}/{app}/{id}] created: {} {} for stream [{}]",
@@ -182,11 +187,12 @@ impl Api {
                 format_args!("Could not find the push: [{vhost}/{app}/{id}]"),
             ));
         }
-        let mut durable = self.registry.durable();
-        durable
-            .pushes
-            .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id));
-        self.save(&durable, "push not stopped")?;
+        let change = Change::DeletePush {
+            vhost: vhost.to_string(),
+            app: app.to_string(),
+            id: id.clone(),
+        };
+        self.record(change, "push not stopped")?;
         if let Some(mut task) = self.registry.pushes.remove(vhost, app, &id) {
             task.state = push::PushState::Stopping;
             info!("push [{vhost}/{app}/{id}] stopping");

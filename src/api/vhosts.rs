@@ -5,6 +5,7 @@
 use super::envelope::{self, ApiError};
 use super::Api;
 use crate::http::Response;
+use crate::state::store::Change;
 use crate::state::vhost::{
     AdmissionWebhooks, HostSpec, OriginMapStore, Origins, SignedPolicy, VhostSpec,
 };
@@ -93,11 +94,10 @@ impl Api {
             })
             .collect();
         if !created.is_empty() {
-            let mut durable = self.registry.durable();
-            durable
-                .vhosts
-                .extend(created.iter().map(|v| v.spec.clone()));
-            if let Err(e) = self.save(&durable, "virtual hosts not created") {
+            let change = Change::AddVhosts {
+                vhosts: created.iter().map(|v| v.spec.clone()).collect(),
+            };
+            if let Err(e) = self.record(change, "virtual hosts not created") {
                 for o in outcomes.iter_mut() {
                     if matches!(o, ItemOutcome::Created(..)) {
                         *o = ItemOutcome::Failed(e.clone());
@@ -155,6 +155,22 @@ impl Api {
         if taken_earlier || self.registry.vhost(&spec.name).is_some() {
             return fail(ApiError::vhost_exists(&spec.name));
         }
+        let api_hosts = self
+            .registry
+            .vhosts()
+            .iter()
+            .filter(|v| v.origin == Origin::Api)
+            .count();
+        let created_earlier = earlier
+            .iter()
+            .filter(|o| matches!(o, ItemOutcome::Created(..)))
+            .count();
+        if api_hosts + created_earlier >= self.limits.max_vhosts {
+            return fail(ApiError::bad_request(format_args!(
+                "The limit of {} virtual hosts is reached (Managers/API/Limits/MaxVirtualHosts)",
+                self.limits.max_vhosts
+            )));
+        }
         let mut certs = Vec::new();
         if let Some(tls_spec) = &spec.host.tls {
             match tls::load_certified_key(tls_spec) {
@@ -189,10 +205,10 @@ impl Api {
         if v.origin == Origin::ConfigFile {
             return Err(ApiError::read_only(name));
         }
-        let mut durable = self.registry.durable();
-        durable.vhosts.retain(|s| s.name != name);
-        durable.pushes.retain(|p| p.vhost != name);
-        self.save(&durable, &format!("virtual host [{name}] not deleted"))?;
+        let change = Change::DeleteVhost {
+            name: name.to_string(),
+        };
+        self.record(change, &format!("virtual host [{name}] not deleted"))?;
         self.registry.remove_vhost(name);
         self.vhost_certs.remove(name);
         self.drop_pushes_of(name, None);

@@ -53,7 +53,7 @@ pub fn parse(text: &str) -> Result<Element, SyntaxError> {
             SyntaxError {
                 line: p.row + 1,
                 column: p.column + 1,
-                message: e.msg().to_string(),
+                message: without_position(&e.msg()).to_string(),
             }
         })?;
         let pos = reader.position();
@@ -105,6 +105,25 @@ pub fn parse(text: &str) -> Result<Element, SyntaxError> {
             }
             _ => {}
         }
+    }
+}
+
+/// Some xml-rs messages start with their own `row:col `; the error already
+/// carries the position, so it is said once.
+fn without_position(msg: &str) -> &str {
+    let Some((pos, rest)) = msg.split_once(' ') else {
+        return msg;
+    };
+    match pos.split_once(':') {
+        Some((r, c))
+            if !r.is_empty()
+                && !c.is_empty()
+                && r.bytes().all(|b| b.is_ascii_digit())
+                && c.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            rest
+        }
+        _ => msg,
     }
 }
 

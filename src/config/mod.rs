@@ -50,27 +50,34 @@ pub struct ApiConfig {
     pub host_names: Vec<String>,
     /// `<Managers><Host><TLS>`.
     pub tls: Option<TlsSpec>,
-    pub limits: HttpLimits,
+    pub limits: ApiLimits,
 }
 
-/// Limits of the API's HTTP server (`<Managers><API><Limits>`, kiln extension).
+/// Limits of the API (`<Managers><API><Limits>`, kiln extension): its HTTP
+/// server, and how much it lets callers create (DECISIONS section 15).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpLimits {
+pub struct ApiLimits {
     pub max_head_bytes: usize,
     pub max_body_bytes: usize,
     pub head_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// API-made virtual hosts.
+    pub max_vhosts: usize,
+    /// Push tasks over all applications.
+    pub max_push_tasks: usize,
 }
 
-impl Default for HttpLimits {
+impl Default for ApiLimits {
     fn default() -> Self {
-        HttpLimits {
+        ApiLimits {
             max_head_bytes: 16 * 1024,
             max_body_bytes: 1024 * 1024,
             head_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
+            max_vhosts: 10_000,
+            max_push_tasks: 100_000,
         }
     }
 }
@@ -158,15 +165,17 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}: {}",
-            self.file.display(),
-            self.line,
-            self.column,
-            self.path,
-            self.message
-        )
+        // `file:line:column: path: message`, leaving out what is unknown:
+        // no position for a file that cannot be read, no element path for
+        // an XML syntax error.
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        if !self.path.is_empty() {
+            write!(f, ": {}", self.path)?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
 
@@ -813,8 +822,8 @@ impl Walker<'_> {
         m
     }
 
-    fn limits(&mut self, el: &Element, path: &str) -> HttpLimits {
-        let mut l = HttpLimits::default();
+    fn limits(&mut self, el: &Element, path: &str) -> ApiLimits {
+        let mut l = ApiLimits::default();
         self.children(el, path, &[], &[], |w, c, p| {
             // Bounded: sizes are added together and times become deadlines.
             let positive = |w: &mut Walker, v: Option<u64>| -> Option<u64> {
@@ -859,6 +868,18 @@ impl Walker<'_> {
                     let v = w.number::<u64>(c, p);
                     if let Some(v) = positive(w, v) {
                         l.max_connections = v as usize;
+                    }
+                }
+                "MaxVirtualHosts" => {
+                    let v = w.number::<u64>(c, p);
+                    if let Some(v) = positive(w, v) {
+                        l.max_vhosts = v as usize;
+                    }
+                }
+                "MaxPushTasks" => {
+                    let v = w.number::<u64>(c, p);
+                    if let Some(v) = positive(w, v) {
+                        l.max_push_tasks = v as usize;
                     }
                 }
                 _ => return false,
@@ -1300,7 +1321,7 @@ struct ManagersSection {
     tls: Option<TlsSpec>,
     access_token: Option<String>,
     cross_domains: Vec<String>,
-    limits: HttpLimits,
+    limits: ApiLimits,
 }
 
 fn config_dir(file: &Path) -> PathBuf {

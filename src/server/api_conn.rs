@@ -13,7 +13,7 @@
 use super::transport::{ReadEnd, Transport, READ_CHUNK};
 use crate::api::envelope::ApiError;
 use crate::api::{Api, RequestInfo};
-use crate::config::HttpLimits;
+use crate::config::ApiLimits;
 use crate::http::response::CONTINUE;
 use crate::http::{write_response, ReaderLimits, RequestReader};
 use mio::net::TcpStream;
@@ -45,7 +45,7 @@ pub struct ApiConn {
     out: Vec<u8>,
     out_pos: usize,
     phase: Phase,
-    limits: HttpLimits,
+    limits: ApiLimits,
     /// Last time bytes moved either way.
     last_activity: Instant,
     /// When the first byte of the current request head (or the TLS
@@ -69,7 +69,7 @@ impl ApiConn {
         stream: TcpStream,
         peer: SocketAddr,
         tls: Option<rustls::ServerConnection>,
-        limits: HttpLimits,
+        limits: ApiLimits,
         now: Instant,
     ) -> Self {
         let is_tls = tls.is_some();

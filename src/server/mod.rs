@@ -26,7 +26,7 @@ pub mod transport;
 pub mod ts_ingest;
 
 use crate::api::{output_tracks, Api, Effect};
-use crate::config::HttpLimits;
+use crate::config::ApiLimits;
 use crate::media::TrackId;
 use crate::state::push::{self, PushState};
 use crate::state::streams::StreamId;
@@ -111,7 +111,7 @@ pub struct Server {
     endpoints: TokenTable<Entry>,
     timers: Timers,
     api: Api,
-    limits: HttpLimits,
+    limits: ApiLimits,
     api_conns: usize,
     rtmp_conns: usize,
     shutdown: bool,
@@ -127,7 +127,7 @@ pub struct Server {
 
 impl Server {
     /// Binds the listeners. Nothing is served until [`Server::run`].
-    pub fn bind(api: Api, listen: Listen, limits: HttpLimits) -> io::Result<Self> {
+    pub fn bind(api: Api, listen: Listen, limits: ApiLimits) -> io::Result<Self> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
         let mut endpoints = TokenTable::default();

@@ -215,9 +215,9 @@ impl RtmpIngest {
                         .find(|v| v.spec.serves_host_name(host))
                         .map(|v| v.spec.name.clone());
                     crate::debug!(
-                        "rtmp {}: connect app [{app}] tcUrl [{tc_url}] -> vhost {:?}",
+                        "rtmp {}: connect app [{app}] tcUrl [{tc_url}] -> vhost [{}]",
                         self.peer,
-                        vhost
+                        vhost.as_deref().unwrap_or("none matches")
                     );
                     self.target = Some((vhost, app));
                     self.session.accept_connect();

@@ -213,6 +213,7 @@ impl Registry {
                 })
                 .collect(),
             pushes: self.pushes.specs(),
+            journal_seq: 0,
         }
     }
 }

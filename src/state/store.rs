@@ -1,14 +1,36 @@
 //! The state file: everything made through the API, so it survives a
-//! restart (DECISIONS section 6). Written crash-safely before the API call
-//! is answered: a temporary file beside it, fsync, rename over the old one,
-//! fsync the directory. A file that does not parse stops start-up and is
-//! never overwritten.
+//! restart (DECISIONS sections 6 and 15). Two files, both mode 0600 (they
+//! hold policy secrets, Redis passwords and stream keys):
+//!
+//! - the snapshot (`<StateFile>`): the whole durable state, written
+//!   crash-safely (temporary file, fsync, rename, fsync the directory);
+//! - the journal (`<StateFile>.journal`): one JSON line per API change,
+//!   appended and fsynced before the call is answered.
+//!
+//! A change costs O(its own size), not O(all state): the journal is folded
+//! into a new snapshot only when it has grown past the snapshot (at least
+//! [`COMPACT_MIN`]), so the snapshot's cost is spread over as many changes
+//! as it holds. Every journal record carries a sequence number and the
+//! snapshot names the last one it folded in, so a crash between writing a
+//! snapshot and emptying the journal replays nothing twice. A torn last
+//! line (a crash mid-append, never answered) is dropped; anything else that
+//! does not parse stops start-up and is never overwritten.
 
+use super::app::AppSpec;
+use super::push::PushSpec;
 use super::vhost::VhostSpec;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// The journal is folded into the snapshot once it is larger than both the
+/// snapshot and this.
+pub const COMPACT_MIN: u64 = 256 * 1024;
+
+/// Mode of the state files: owner only.
+const MODE: u32 = 0o600;
 
 pub const FORMAT: u32 = 1;
 
@@ -22,7 +44,77 @@ pub struct DurableState {
     pub vhosts: Vec<VhostSpec>,
     /// Push tasks in creation order (counters and states are not kept).
     #[serde(default)]
-    pub pushes: Vec<super::push::PushSpec>,
+    pub pushes: Vec<PushSpec>,
+    /// The last journal record folded into this snapshot.
+    #[serde(default)]
+    pub journal_seq: u64,
+}
+
+/// One change made through the API: a journal record. Each is applied to
+/// the registry by its handler and, on replay, to [`DurableState`] by
+/// [`DurableState::apply`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Change {
+    /// API-made hosts created in one call, in order.
+    AddVhosts {
+        vhosts: Vec<VhostSpec>,
+    },
+    /// A host and its push tasks removed.
+    DeleteVhost {
+        name: String,
+    },
+    /// A host's applications replaced; `removed_app`'s push tasks go too.
+    SetApps {
+        vhost: String,
+        applications: Option<Vec<AppSpec>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        removed_app: Option<String>,
+    },
+    AddPush {
+        push: PushSpec,
+    },
+    DeletePush {
+        vhost: String,
+        app: String,
+        id: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Record {
+    seq: u64,
+    #[serde(flatten)]
+    change: Change,
+}
+
+impl DurableState {
+    /// Replays one change (what the handler did to the registry).
+    pub fn apply(&mut self, change: Change) {
+        match change {
+            Change::AddVhosts { vhosts } => self.vhosts.extend(vhosts),
+            Change::DeleteVhost { name } => {
+                self.vhosts.retain(|v| v.name != name);
+                self.pushes.retain(|p| p.vhost != name);
+            }
+            Change::SetApps {
+                vhost,
+                applications,
+                removed_app,
+            } => {
+                if let Some(v) = self.vhosts.iter_mut().find(|v| v.name == vhost) {
+                    v.applications = applications;
+                }
+                if let Some(app) = removed_app {
+                    self.pushes.retain(|p| !(p.vhost == vhost && p.app == app));
+                }
+            }
+            Change::AddPush { push } => self.pushes.push(push),
+            Change::DeletePush { vhost, app, id } => self
+                .pushes
+                .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id)),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -30,6 +122,8 @@ pub enum StateError {
     Read(PathBuf, io::Error),
     Parse(PathBuf, serde_json::Error),
     Format(PathBuf, u32),
+    /// A journal record that does not parse (not a torn last line): line.
+    Journal(PathBuf, usize, serde_json::Error),
 }
 
 impl std::fmt::Display for StateError {
@@ -39,6 +133,11 @@ impl std::fmt::Display for StateError {
             StateError::Parse(p, e) => write!(
                 f,
                 "the state file {} is corrupt ({e}); kiln will not start over it. Fix or move the file; it has not been changed",
+                p.display()
+            ),
+            StateError::Journal(p, line, e) => write!(
+                f,
+                "the state journal {} is corrupt at line {line} ({e}); kiln will not start over it. Fix or move the file; it has not been changed",
                 p.display()
             ),
             StateError::Format(p, v) => write!(
@@ -52,82 +151,227 @@ impl std::fmt::Display for StateError {
 
 impl std::error::Error for StateError {}
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StateStore {
     path: PathBuf,
     tmp: PathBuf,
+    journal_path: PathBuf,
+    /// Open for appending once the store is opened.
+    journal: Option<File>,
+    journal_bytes: u64,
+    snapshot_bytes: u64,
+    /// The last sequence number written.
+    seq: u64,
     /// Kept in memory only (fuzzing and in-process tests): nothing is
     /// written.
     memory: bool,
 }
 
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.to_path_buf().into_os_string();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
 impl StateStore {
     pub fn new(path: PathBuf) -> Self {
-        let mut tmp = path.clone().into_os_string();
-        tmp.push(".tmp");
         StateStore {
+            tmp: with_suffix(&path, ".tmp"),
+            journal_path: with_suffix(&path, ".journal"),
             path,
-            tmp: PathBuf::from(tmp),
+            journal: None,
+            journal_bytes: 0,
+            snapshot_bytes: 0,
+            seq: 0,
             memory: false,
         }
     }
 
     /// A store that writes nothing (fuzzing and in-process tests).
     pub fn in_memory() -> Self {
-        StateStore {
-            path: PathBuf::from("(memory)"),
-            tmp: PathBuf::from("(memory)"),
-            memory: true,
-        }
+        let mut s = StateStore::new(PathBuf::from("(memory)"));
+        s.memory = true;
+        s
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The saved state; `None` when there is no file yet.
-    pub fn load(&self) -> Result<Option<DurableState>, StateError> {
+    /// The saved state (snapshot plus journal); `None` when there is none.
+    /// Reads only: see [`StateStore::open`].
+    pub fn load(&mut self) -> Result<Option<DurableState>, StateError> {
         if self.memory {
             return Ok(None);
         }
-        let data = match fs::read(&self.path) {
-            Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        let snapshot = match fs::read(&self.path) {
+            Ok(d) => Some(d),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(StateError::Read(self.path.clone(), e)),
         };
-        let state: DurableState =
-            serde_json::from_slice(&data).map_err(|e| StateError::Parse(self.path.clone(), e))?;
-        if state.format != FORMAT {
-            return Err(StateError::Format(self.path.clone(), state.format));
+        let journal = match fs::read(&self.journal_path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(StateError::Read(self.journal_path.clone(), e)),
+        };
+        if snapshot.is_none() && journal.is_empty() {
+            return Ok(None);
         }
+        let mut state = match &snapshot {
+            Some(data) => {
+                let state: DurableState = serde_json::from_slice(data)
+                    .map_err(|e| StateError::Parse(self.path.clone(), e))?;
+                if state.format != FORMAT {
+                    return Err(StateError::Format(self.path.clone(), state.format));
+                }
+                state
+            }
+            None => DurableState {
+                format: FORMAT,
+                ..Default::default()
+            },
+        };
+        self.snapshot_bytes = snapshot.map_or(0, |d| d.len() as u64);
+        self.seq = state.journal_seq;
+        let mut lines = journal.split(|b| *b == b'\n').enumerate().peekable();
+        while let Some((i, line)) = lines.next() {
+            // The piece after the last newline: empty, or a torn append.
+            let last = lines.peek().is_none();
+            if line.is_empty() && last {
+                break;
+            }
+            let record: Record = match serde_json::from_slice(line) {
+                Ok(r) => r,
+                Err(_) if last => {
+                    crate::warn!(
+                        "state journal {}: dropped an incomplete last record ({} bytes, never acknowledged)",
+                        self.journal_path.display(),
+                        line.len()
+                    );
+                    break;
+                }
+                Err(e) => return Err(StateError::Journal(self.journal_path.clone(), i + 1, e)),
+            };
+            if record.seq > self.seq {
+                self.seq = record.seq;
+                state.apply(record.change);
+            }
+        }
+        state.journal_seq = self.seq;
         Ok(Some(state))
     }
 
-    /// Writes `state` so that after a crash at any moment the file holds
-    /// either the old or the new state, whole.
-    pub fn save(&self, state: &DurableState) -> io::Result<()> {
+    /// Makes the store ready for [`StateStore::record`]: tightens the files'
+    /// modes to 0600 and, when the journal holds records (or a torn tail),
+    /// folds the state into a new snapshot. `current` gives the state as
+    /// restored from what [`StateStore::load`] gave.
+    pub fn open(&mut self, current: impl FnOnce() -> DurableState) -> io::Result<()> {
         if self.memory {
             return Ok(());
         }
-        let data = serde_json::to_vec_pretty(state).map_err(io::Error::other)?;
+        for p in [&self.path, &self.journal_path] {
+            if let Ok(meta) = fs::metadata(p) {
+                if meta.permissions().mode() & 0o077 != 0 {
+                    fs::set_permissions(p, fs::Permissions::from_mode(MODE))?;
+                    crate::info!("state file {}: mode set to 0600", p.display());
+                }
+            }
+        }
+        let journal_len = fs::metadata(&self.journal_path).map_or(0, |m| m.len());
+        let fold = journal_len > 0;
+        if fold || !self.path.exists() {
+            self.write_snapshot(current())?;
+        }
+        self.open_journal(fold)?;
+        sync_dir(&self.path)
+    }
+
+    /// Opens the journal for appending; `empty`: after a snapshot that
+    /// holds everything in it.
+    fn open_journal(&mut self, empty: bool) -> io::Result<()> {
+        let f = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(MODE)
+            .open(&self.journal_path)?;
+        if empty {
+            f.set_len(0)?;
+            f.sync_all()?;
+        }
+        self.journal_bytes = f.metadata()?.len();
+        self.journal = Some(f);
+        Ok(())
+    }
+
+    /// Makes `change` durable before the API call that made it is answered.
+    /// `current` gives the whole state as it is before `change`; it is
+    /// called only when the journal is due to be folded into a snapshot.
+    pub fn record(
+        &mut self,
+        change: &Change,
+        current: impl FnOnce() -> DurableState,
+    ) -> io::Result<()> {
+        if self.memory {
+            return Ok(());
+        }
+        if self.journal.is_none() {
+            return Err(io::Error::other("the state store was not opened"));
+        }
+        if self.journal_bytes > self.snapshot_bytes.max(COMPACT_MIN) {
+            self.write_snapshot(current())?;
+            self.open_journal(true)?;
+        }
+        let mut line = serde_json::to_vec(&Record {
+            seq: self.seq + 1,
+            change: change.clone(),
+        })
+        .map_err(io::Error::other)?;
+        line.push(b'\n');
+        let Some(journal) = self.journal.as_mut() else {
+            return Err(io::Error::other("the state journal is not open"));
+        };
+        let written = journal.write_all(&line).and_then(|()| journal.sync_data());
+        if let Err(e) = written {
+            // Leave no torn record for the next append to follow.
+            let _ = journal.set_len(self.journal_bytes);
+            return Err(e);
+        }
+        self.journal_bytes += line.len() as u64;
+        self.seq += 1;
+        Ok(())
+    }
+
+    /// Writes `state` as the snapshot so that after a crash at any moment
+    /// the file holds either the old or the new snapshot, whole.
+    fn write_snapshot(&mut self, mut state: DurableState) -> io::Result<()> {
+        state.journal_seq = self.seq;
+        let mut data = serde_json::to_vec(&state).map_err(io::Error::other)?;
+        data.push(b'\n');
         {
             let mut f = OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(true)
+                .mode(MODE)
                 .open(&self.tmp)?;
+            // An older kiln may have left the file with a looser mode.
+            f.set_permissions(fs::Permissions::from_mode(MODE))?;
             f.write_all(&data)?;
-            f.write_all(b"\n")?;
             f.sync_all()?;
         }
         fs::rename(&self.tmp, &self.path)?;
-        let dir = match self.path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        File::open(dir)?.sync_all()?;
+        sync_dir(&self.path)?;
+        self.snapshot_bytes = data.len() as u64;
         Ok(())
     }
+}
+
+fn sync_dir(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -141,21 +385,143 @@ mod tests {
         d
     }
 
-    #[test]
-    fn save_then_load() {
-        let d = temp_dir("roundtrip");
-        let store = StateStore::new(d.join("state.json"));
-        assert_eq!(store.load().unwrap(), None);
-        let spec: VhostSpec =
-            serde_json::from_str(r#"{"name":"a","host":{"names":["*"]}}"#).unwrap();
-        let state = DurableState {
+    fn vhost(name: &str) -> VhostSpec {
+        serde_json::from_value(serde_json::json!({"name": name, "host": {"names": ["*"]}})).unwrap()
+    }
+
+    fn push(id: &str) -> PushSpec {
+        serde_json::from_value(serde_json::json!({"id": id, "vhost": "a", "app": "app",
+            "streamName": "s", "protocol": "mpegts", "url": "udp://127.0.0.1:9", "createdMs": 1}))
+        .unwrap()
+    }
+
+    /// Opens a store over `path` as start-up does; returns it and the state.
+    fn start(path: &Path) -> (StateStore, DurableState) {
+        let mut store = StateStore::new(path.to_path_buf());
+        let state = store.load().unwrap().unwrap_or(DurableState {
             format: FORMAT,
-            vhosts: vec![spec],
-            pushes: Vec::new(),
-        };
-        store.save(&state).unwrap();
-        assert_eq!(store.load().unwrap(), Some(state));
+            ..Default::default()
+        });
+        let copy = state.clone();
+        store.open(|| copy).unwrap();
+        (store, state)
+    }
+
+    #[test]
+    fn changes_survive_a_restart_and_files_are_private() {
+        let d = temp_dir("roundtrip");
+        let p = d.join("state.json");
+        let (mut store, mut state) = start(&p);
+        let changes = [
+            Change::AddVhosts {
+                vhosts: vec![vhost("a"), vhost("b")],
+            },
+            Change::AddPush { push: push("p1") },
+            Change::AddPush { push: push("p2") },
+            Change::DeletePush {
+                vhost: "a".into(),
+                app: "app".into(),
+                id: "p1".into(),
+            },
+            Change::DeleteVhost { name: "b".into() },
+        ];
+        for c in changes {
+            let snapshot = state.clone();
+            store.record(&c, || snapshot).unwrap();
+            state.apply(c);
+        }
+        drop(store);
+        let mode = fs::metadata(d.join("state.json.journal"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let (_, loaded) = start(&p);
+        assert_eq!(loaded.vhosts, vec![vhost("a")]);
+        assert_eq!(loaded.pushes, vec![push("p2")]);
+        // start-up folded the journal into the snapshot
+        assert_eq!(fs::metadata(d.join("state.json.journal")).unwrap().len(), 0);
+        let mode = fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
         assert!(!d.join("state.json.tmp").exists());
+    }
+
+    #[test]
+    fn compaction_keeps_everything_and_bounds_the_journal() {
+        let d = temp_dir("compact");
+        let p = d.join("state.json");
+        let (mut store, mut state) = start(&p);
+        store
+            .record(
+                &Change::AddVhosts {
+                    vhosts: vec![vhost("a")],
+                },
+                || state.clone(),
+            )
+            .unwrap();
+        state.apply(Change::AddVhosts {
+            vhosts: vec![vhost("a")],
+        });
+        for i in 0..3000 {
+            let c = Change::AddPush {
+                push: push(&format!("p{i}")),
+            };
+            let snapshot = state.clone();
+            store.record(&c, || snapshot).unwrap();
+            state.apply(c);
+            assert!(store.journal_bytes <= store.snapshot_bytes.max(COMPACT_MIN) + 1024);
+        }
+        assert!(store.snapshot_bytes > 0, "compaction ran");
+        let (_, loaded) = start(&p);
+        assert_eq!(loaded.pushes.len(), 3000);
+        assert_eq!(loaded.pushes, state.pushes);
+    }
+
+    #[test]
+    fn replay_skips_records_already_in_the_snapshot_and_drops_a_torn_tail() {
+        let d = temp_dir("replay");
+        let p = d.join("state.json");
+        let (mut store, state) = start(&p);
+        let c = Change::AddVhosts {
+            vhosts: vec![vhost("a")],
+        };
+        store.record(&c, || state.clone()).unwrap();
+        let journal = fs::read(d.join("state.json.journal")).unwrap();
+        // A crash after the snapshot was renamed in, before the journal was
+        // emptied: the snapshot says it holds seq 1.
+        let mut folded = state.clone();
+        folded.apply(c);
+        folded.journal_seq = 1;
+        fs::write(&p, serde_json::to_vec(&folded).unwrap()).unwrap();
+        let mut torn = journal.clone();
+        torn.extend_from_slice(br#"{"seq":2,"op":"addPu"#);
+        fs::write(d.join("state.json.journal"), &torn).unwrap();
+        let (mut store, loaded) = start(&p);
+        assert_eq!(loaded.vhosts, vec![vhost("a")], "applied once");
+        // appends go on from seq 2 after the fold
+        store
+            .record(&Change::AddPush { push: push("x") }, || loaded.clone())
+            .unwrap();
+        drop(store);
+        let (_, again) = start(&p);
+        assert_eq!(again.pushes, vec![push("x")]);
+        // a bad line that is not the last one is corruption
+        fs::write(d.join("state.json.journal"), b"{bad}\n{\"seq\":9}\n").unwrap();
+        let err = StateStore::new(p.clone()).load().unwrap_err().to_string();
+        assert!(err.contains("journal") && err.contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn an_existing_loose_file_becomes_private_at_start() {
+        let d = temp_dir("mode");
+        let p = d.join("state.json");
+        fs::write(&p, br#"{"format":1}"#).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        let _ = start(&p);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 
     #[test]
