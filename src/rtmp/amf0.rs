@@ -133,7 +133,7 @@ impl Amf0Value {
     /// Decodes one value from the start of `buf`; returns it and the number
     /// of bytes it took.
     pub fn decode(buf: &[u8]) -> Result<(Amf0Value, usize), Amf0Error> {
-        let mut r = Reader { buf, pos: 0 };
+        let mut r = Reader::new(buf);
         let v = r.value(0)?;
         Ok((v, r.pos))
     }
@@ -172,9 +172,10 @@ pub fn encode_all(values: &[Amf0Value], out: &mut Vec<u8>) {
 
 /// Decodes values until the buffer ends (a command or data message body).
 pub fn decode_all(buf: &[u8]) -> Result<Vec<Amf0Value>, Amf0Error> {
-    let mut r = Reader { buf, pos: 0 };
+    let mut r = Reader::new(buf);
     let mut values = Vec::new();
     while r.pos < buf.len() {
+        r.charge(VALUE_SIZE)?;
         values.push(r.value(0)?);
     }
     Ok(values)
@@ -225,6 +226,9 @@ pub enum Amf0Error {
     TooDeep,
     /// An object end marker where a value was expected.
     UnexpectedObjectEnd,
+    /// The decoded values would take more memory than the allocation
+    /// budget allows for this input (e.g. millions of one-byte nulls).
+    TooLarge,
 }
 
 impl fmt::Display for Amf0Error {
@@ -234,18 +238,46 @@ impl fmt::Display for Amf0Error {
             Amf0Error::UnsupportedMarker(m) => write!(f, "unsupported AMF0 marker 0x{m:02x}"),
             Amf0Error::TooDeep => write!(f, "AMF0 nesting deeper than {MAX_DEPTH}"),
             Amf0Error::UnexpectedObjectEnd => write!(f, "unexpected AMF0 object end"),
+            Amf0Error::TooLarge => write!(
+                f,
+                "AMF0 values would take more than {ALLOC_FACTOR} times their encoded size"
+            ),
         }
     }
 }
 
 impl std::error::Error for Amf0Error {}
 
+/// Decoded values may take at most this many times their encoded size (plus
+/// [`ALLOC_SLACK`]) in memory. Real metadata stays near 3x; a strict array
+/// of one-byte nulls would take 32x.
+pub const ALLOC_FACTOR: usize = 4;
+const ALLOC_SLACK: usize = 4096;
+const VALUE_SIZE: usize = std::mem::size_of::<Amf0Value>();
+const PROPERTY_SIZE: usize = std::mem::size_of::<(String, Amf0Value)>();
+
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Bytes the decoded values may still allocate.
+    budget: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Reader {
+            buf,
+            pos: 0,
+            budget: buf.len().saturating_mul(ALLOC_FACTOR) + ALLOC_SLACK,
+        }
+    }
+
+    /// Takes `n` bytes of memory from the budget before allocating them.
+    fn charge(&mut self, n: usize) -> Result<(), Amf0Error> {
+        self.budget = self.budget.checked_sub(n).ok_or(Amf0Error::TooLarge)?;
+        Ok(())
+    }
+
     fn take(&mut self, n: usize) -> Result<&[u8], Amf0Error> {
         let end = self.pos.checked_add(n).ok_or(Amf0Error::Truncated)?;
         let s = self.buf.get(self.pos..end).ok_or(Amf0Error::Truncated)?;
@@ -275,6 +307,10 @@ impl Reader<'_> {
     }
 
     fn string_of(&mut self, n: usize) -> Result<String, Amf0Error> {
+        if n > self.remaining() {
+            return Err(Amf0Error::Truncated);
+        }
+        self.charge(n)?;
         let b = self.take(n)?;
         Ok(String::from_utf8_lossy(b).into_owned())
     }
@@ -313,6 +349,7 @@ impl Reader<'_> {
                 if n > self.remaining() {
                     return Err(Amf0Error::Truncated);
                 }
+                self.charge(n.saturating_mul(VALUE_SIZE))?;
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(self.value(depth + 1)?);
@@ -352,10 +389,12 @@ impl Reader<'_> {
                 }
                 // An empty key followed by a value: accept it.
                 self.pos -= 1;
+                self.charge(PROPERTY_SIZE)?;
                 let v = self.value(depth + 1)?;
                 props.push((String::new(), v));
                 continue;
             }
+            self.charge(PROPERTY_SIZE)?;
             let key = self.string_of(n)?;
             let v = self.value(depth + 1)?;
             props.push((key, v));
@@ -374,6 +413,26 @@ mod tests {
         let (d, n) = Amf0Value::decode(&out).unwrap();
         assert_eq!(n, out.len());
         d
+    }
+
+    #[test]
+    fn allocation_is_bounded_by_the_input() {
+        // A strict array of 100,000 nulls: 100 KB in, 3.2 MB if decoded.
+        let n = 100_000u32;
+        let mut bytes = vec![MARKER_STRICT_ARRAY];
+        bytes.extend_from_slice(&n.to_be_bytes());
+        bytes.extend(std::iter::repeat_n(MARKER_NULL, n as usize));
+        assert_eq!(Amf0Value::decode(&bytes), Err(Amf0Error::TooLarge));
+        assert_eq!(decode_all(&bytes), Err(Amf0Error::TooLarge));
+        // Ordinary metadata decodes.
+        let meta = Amf0Value::EcmaArray(
+            (0..200)
+                .map(|i| (format!("k{i}"), Amf0Value::Number(i as f64)))
+                .collect(),
+        );
+        let mut out = Vec::new();
+        meta.encode(&mut out);
+        assert_eq!(Amf0Value::decode(&out).unwrap().0, meta);
     }
 
     #[test]

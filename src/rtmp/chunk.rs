@@ -92,7 +92,7 @@ pub enum ChunkError {
     /// A type 1, 2 or 3 header on a chunk stream never opened by a type 0.
     UnknownChunkStream(ChunkStreamId),
     /// Partial messages across all chunk streams hold more than the limit
-    /// (twice the message size limit).
+    /// (twice the message size limit; 64 KiB before `publish`).
     TooMuchBuffered(u64),
     /// Set Chunk Size with 0 or a bad payload.
     InvalidChunkSize(u32),
@@ -165,6 +165,8 @@ pub struct ChunkDecoder {
     messages: VecDeque<RtmpMessage>,
     /// Bytes held in partial messages, all chunk streams together.
     buffered: u64,
+    /// The most `buffered` may reach (default: twice the message limit).
+    buffer_limit: u64,
 }
 
 impl Default for ChunkDecoder {
@@ -199,7 +201,26 @@ impl ChunkDecoder {
             state: ReadState::Header,
             messages: VecDeque::new(),
             buffered: 0,
+            buffer_limit: 2 * u64::from(max_message_size),
         }
+    }
+
+    /// Sets how many bytes of partial messages may be held (e.g. less
+    /// before a connection has published). Takes effect with the next
+    /// chunk.
+    pub fn set_buffer_limit(&mut self, limit: u64) {
+        self.buffer_limit = limit;
+    }
+
+    /// Bytes held in partial messages and in complete messages not yet
+    /// taken.
+    pub fn buffered(&self) -> u64 {
+        self.buffered
+            + self
+                .messages
+                .iter()
+                .map(|m| m.payload.len() as u64)
+                .sum::<u64>()
     }
 
     /// The chunk size the peer sends with.
@@ -213,7 +234,7 @@ impl ChunkDecoder {
     }
 
     fn add_buffered(&mut self, n: usize) -> Result<(), ChunkError> {
-        let limit = 2 * u64::from(self.max_message_size);
+        let limit = self.buffer_limit;
         self.buffered += n as u64;
         if self.buffered > limit {
             return Err(ChunkError::TooMuchBuffered(limit));
@@ -353,6 +374,10 @@ impl ChunkDecoder {
         };
         let max = self.max_message_size;
         let chunk_size = self.chunk_size;
+        // Room reserved up front for a new message: up to 64 KiB, never more
+        // than a 64th of the buffer limit per chunk stream (reserved memory
+        // is not counted in `buffered`, so it must stay a small part of it).
+        let room = (self.buffer_limit / 64).min(64 * 1024) as usize;
         let s = &mut self.streams[idx];
         let mut carried: Option<[u8; 4]> = None;
         if p.fmt < 3 {
@@ -398,7 +423,7 @@ impl ChunkDecoder {
         if !s.in_progress {
             s.in_progress = true;
             s.received = 0;
-            s.payload.reserve((s.length as usize).min(64 * 1024));
+            s.payload.reserve((s.length as usize).min(room));
         }
         let left = s.length.saturating_sub(s.received);
         let mut chunk = left.min(chunk_size) as usize;

@@ -136,6 +136,11 @@ pub struct ServerSession {
 /// Most messages held while a decision is pending.
 const MAX_DEFERRED: usize = 1024;
 
+/// Unassembled and held message data a connection may have before it
+/// publishes (DECISIONS section 15): commands are small, and an
+/// unauthenticated peer must not pin megabytes.
+pub const PRE_PUBLISH_BUFFER: usize = 64 * 1024;
+
 impl ServerSession {
     pub fn new(config: ServerConfig) -> Self {
         let decoder = ChunkDecoder::new(config.max_message_size, config.max_chunk_streams);
@@ -195,7 +200,30 @@ impl ServerSession {
         }
     }
 
+    /// How much message data this connection may hold now. A pending
+    /// `publish` is decided in the same loop turn, so media that follows it
+    /// in the same read is held with the publishing limit.
+    fn buffer_limit(&self) -> usize {
+        if matches!(
+            self.state,
+            State::Publishing { .. } | State::PublishPending { .. }
+        ) {
+            2 * self.config.max_message_size as usize
+        } else {
+            PRE_PUBLISH_BUFFER
+        }
+    }
+
+    /// Bytes of message data held: partial messages and messages deferred
+    /// while a decision is pending (what counts against the server-wide
+    /// ingest budget).
+    pub fn buffered(&self) -> usize {
+        self.conn.decoder.buffered() as usize + self.deferred_bytes
+    }
+
     fn input(&mut self, mut data: &[u8]) -> Result<(), RtmpError> {
+        let limit = self.buffer_limit();
+        self.conn.decoder.set_buffer_limit(limit as u64);
         if !self.handshake.is_done() {
             let n = self.handshake.handle(data, self.conn.output.writer())?;
             data = &data[n..];
@@ -207,9 +235,7 @@ impl ServerSession {
         while let Some(msg) = self.conn.next_message()? {
             if self.decision_pending() || !self.deferred.is_empty() {
                 self.deferred_bytes += msg.payload.len();
-                if self.deferred.len() >= MAX_DEFERRED
-                    || self.deferred_bytes > 2 * self.config.max_message_size as usize
-                {
+                if self.deferred.len() >= MAX_DEFERRED || self.deferred_bytes > limit {
                     return Err(RtmpError::Protocol(
                         "too much data while connect or publish awaited an answer",
                     ));
@@ -793,6 +819,53 @@ mod tests {
         assert_eq!(replies[0].name, "_error");
         assert_eq!(replies[0].status_description(), Some("no such app"));
         assert_eq!(s.handle_input(&[0]), Err(RtmpError::Closed));
+    }
+
+    #[test]
+    fn unassembled_data_before_publish_is_capped_at_64_kib() {
+        // Two partial messages of 8 MiB - 1 announced, filled past 64 KiB:
+        // refused long before either completes.
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut p = Publisher::new();
+        s.handle_input(&std::mem::take(&mut p.out)).unwrap();
+        let len: u32 = 8 * 1024 * 1024 - 1;
+        let mut failed = false;
+        for csid in [5u8, 7] {
+            // type 0 header, csid, ts 0, length, type 20 (command), stream 0
+            let mut chunk = vec![csid];
+            chunk.extend_from_slice(&[0, 0, 0]);
+            chunk.extend_from_slice(&len.to_be_bytes()[1..]);
+            chunk.push(message_type::COMMAND_AMF0);
+            chunk.extend_from_slice(&[0, 0, 0, 0]);
+            chunk.extend_from_slice(&[0u8; 128]);
+            if s.handle_input(&chunk).is_err() {
+                failed = true;
+                break;
+            }
+            // type 3 continuations of the same message
+            for _ in 0..400 {
+                let mut c = vec![0xC0 | csid];
+                c.extend_from_slice(&[0u8; 128]);
+                if s.handle_input(&c).is_err() {
+                    failed = true;
+                    break;
+                }
+                assert!(s.buffered() <= PRE_PUBLISH_BUFFER);
+            }
+        }
+        assert!(failed, "more than 64 KiB held before publish");
+        assert!(s.is_closed());
+    }
+
+    #[test]
+    fn after_publish_large_messages_are_taken() {
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut p = Publisher::new();
+        connect_and_publish(&mut s, &mut p);
+        let big = vec![0x17u8; 300 * 1024];
+        p.media(message_type::VIDEO, 0, &big);
+        s.handle_input(&std::mem::take(&mut p.out)).unwrap();
+        assert!(!s.is_closed());
     }
 
     #[test]

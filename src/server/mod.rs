@@ -16,6 +16,7 @@
 //! it was answered.
 
 pub mod api_conn;
+pub mod budget;
 pub mod push_out;
 pub mod resolver;
 pub mod rtmp_ingest;
@@ -114,6 +115,8 @@ pub struct Server {
     limits: ApiLimits,
     api_conns: usize,
     rtmp_conns: usize,
+    /// Bytes held in ingest buffers, all connections together.
+    ingest_budget: budget::IngestBudget,
     shutdown: bool,
     resolver: Resolver,
     tls_client: Arc<rustls::ClientConfig>,
@@ -198,6 +201,7 @@ impl Server {
             limits,
             api_conns: 0,
             rtmp_conns: 0,
+            ingest_budget: budget::IngestBudget::new(budget::DEFAULT_INGEST_BUDGET),
             shutdown: false,
             resolver: Resolver::start(waker)?,
             tls_client: crate::tls::client_config(),
@@ -898,7 +902,14 @@ impl Server {
             }
             Service::Rtmp => {
                 crate::debug!("rtmp connection from {peer}");
-                let conn = RtmpIngest::new(stream, peer, tls, token.0 as u64, now);
+                let conn = RtmpIngest::new(
+                    stream,
+                    peer,
+                    tls,
+                    token.0 as u64,
+                    self.ingest_budget.share(),
+                    now,
+                );
                 let d = conn.deadline();
                 self.rtmp_conns += 1;
                 (Endpoint::RtmpConn(Box::new(conn)), d)

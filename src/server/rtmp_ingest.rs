@@ -5,6 +5,7 @@
 //! with the RTMP provider on, and the stream name must be free, or
 //! `publish` is refused with a status the client prints.
 
+use super::budget::BudgetShare;
 use super::transport::{ReadEnd, Transport};
 use crate::media::Frame;
 use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
@@ -48,6 +49,8 @@ pub struct RtmpIngest {
     closed: bool,
     /// Publish was refused: close once the refusal has been sent.
     refused: bool,
+    /// What this connection's buffers hold of the server-wide budget.
+    budget: BudgetShare,
 }
 
 /// The tcUrl's host: `rtmp://host[:port]/app...` -> `host`.
@@ -63,6 +66,7 @@ impl RtmpIngest {
         peer: SocketAddr,
         tls: Option<rustls::ServerConnection>,
         owner: u64,
+        budget: BudgetShare,
         now: Instant,
     ) -> Self {
         let source = if tls.is_some() {
@@ -82,6 +86,7 @@ impl RtmpIngest {
             last_input: now,
             closed: false,
             refused: false,
+            budget,
         }
     }
 
@@ -133,6 +138,14 @@ impl RtmpIngest {
         }
         if let Some(e) = failure {
             crate::info!("rtmp {}: protocol error: {e}; closing", self.peer);
+            self.closed = true;
+        }
+        if self.budget.update(self.session.buffered()).is_err() {
+            crate::warn!(
+                "rtmp {}: the server-wide ingest buffer budget ({} MiB) is used up; closing",
+                self.peer,
+                super::budget::DEFAULT_INGEST_BUDGET >> 20
+            );
             self.closed = true;
         }
         self.handle_events(registry, now, out);

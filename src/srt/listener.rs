@@ -51,8 +51,11 @@ pub struct ListenerConfig {
     pub latency: Duration,
     /// Close a connection after this long without hearing from the peer.
     pub peer_idle_timeout: Duration,
-    /// Most pending plus connected connections.
+    /// Most pending plus connected connections, server-wide.
     pub max_connections: usize,
+    /// Most pending plus connected connections from one IP address, so one
+    /// source cannot take every slot (DECISIONS section 15).
+    pub max_per_address: usize,
     /// Receive buffer size per connection, in packets.
     pub receive_buffer_packets: usize,
     /// Secret for SYN cookies and socket ids; `None` picks a random one.
@@ -65,6 +68,7 @@ impl Default for ListenerConfig {
             latency: Duration::from_millis(120),
             peer_idle_timeout: Duration::from_secs(5),
             max_connections: 1024,
+            max_per_address: 16,
             receive_buffer_packets: 8192,
             secret: None,
         }
@@ -130,6 +134,9 @@ pub struct ListenerStats {
     pub bad_cookies: u64,
     /// Handshakes rejected (by kiln or by protocol checks).
     pub rejected: u64,
+    /// Conclusions refused because the server-wide or per-address
+    /// connection limit was reached.
+    pub refused_over_limit: u64,
 }
 
 #[derive(Debug)]
@@ -175,6 +182,8 @@ pub struct Listener {
     epoch: Instant,
     conns: HashMap<u32, Conn>,
     by_peer: HashMap<(SocketAddr, u32), u32>,
+    /// Pending plus connected connections per peer IP address.
+    per_address: HashMap<std::net::IpAddr, usize>,
     rejected: HashMap<(SocketAddr, u32), (RejectReason, Instant)>,
     out: OutQueue,
     events: VecDeque<ListenerEvent>,
@@ -194,6 +203,7 @@ impl Listener {
             epoch: now,
             conns: HashMap::new(),
             by_peer: HashMap::new(),
+            per_address: HashMap::new(),
             rejected: HashMap::new(),
             out: OutQueue::default(),
             events: VecDeque::new(),
@@ -290,9 +300,22 @@ impl Listener {
         }
     }
 
+    /// Removes a connection from every table.
+    fn remove_conn(&mut self, id: u32) -> Option<Conn> {
+        let c = self.conns.remove(&id)?;
+        self.by_peer.remove(&(c.peer, c.peer_socket));
+        let ip = c.peer.ip();
+        if let Some(n) = self.per_address.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_address.remove(&ip);
+            }
+        }
+        Some(c)
+    }
+
     fn close_with(&mut self, id: u32, reason: CloseReason) {
-        if let Some(c) = self.conns.remove(&id) {
-            self.by_peer.remove(&(c.peer, c.peer_socket));
+        if self.remove_conn(id).is_some() {
             self.events.push_back(ListenerEvent::Closed {
                 conn: ConnectionId(id),
                 reason,
@@ -381,7 +404,11 @@ impl Listener {
             self.send_rejection(from, hs.socket_id, hs, RejectReason::MessageApi, now);
             return;
         }
-        if self.conns.len() >= self.config.max_connections {
+        let from_address = self.per_address.get(&from.ip()).copied().unwrap_or(0);
+        if self.conns.len() >= self.config.max_connections
+            || from_address >= self.config.max_per_address
+        {
+            self.stats.refused_over_limit += 1;
             self.send_rejection(from, hs.socket_id, hs, RejectReason::Backlog, now);
             return;
         }
@@ -405,6 +432,7 @@ impl Listener {
             },
         );
         self.by_peer.insert(key, id);
+        *self.per_address.entry(from.ip()).or_default() += 1;
         self.events.push_back(ListenerEvent::ConnectionRequest {
             conn: ConnectionId(id),
             peer: from,
@@ -485,8 +513,7 @@ impl Listener {
         hs.mtu = p.mtu;
         hs.cookie = p.cookie;
         let (peer, peer_socket) = (c.peer, c.peer_socket);
-        self.conns.remove(&conn.0);
-        self.by_peer.remove(&(peer, peer_socket));
+        self.remove_conn(conn.0);
         self.send_rejection(peer, peer_socket, &hs, reason, now);
         Ok(())
     }
@@ -494,10 +521,8 @@ impl Listener {
     /// Closes a connection from our side: sends SHUTDOWN, no `Closed` event.
     pub fn close(&mut self, conn: ConnectionId, now: Instant) -> Result<(), ListenerError> {
         let c = self
-            .conns
-            .remove(&conn.0)
+            .remove_conn(conn.0)
             .ok_or(ListenerError::UnknownConnection)?;
-        self.by_peer.remove(&(c.peer, c.peer_socket));
         if let State::Connected { .. } = c.state {
             let ts = timestamp_us(c.start, now);
             self.out.push_with(c.peer, |b| {
@@ -539,9 +564,7 @@ impl Listener {
             match reason {
                 Some(r) => self.close_with(id, r),
                 None => {
-                    if let Some(c) = self.conns.remove(&id) {
-                        self.by_peer.remove(&(c.peer, c.peer_socket));
-                    }
+                    self.remove_conn(id);
                 }
             }
         }
@@ -684,6 +707,76 @@ mod tests {
         conc.write_packet(&mut b, conclusion_ts, 0);
         l.handle_datagram(caller_addr(), &b, now);
         l.poll_event()
+    }
+
+    /// Induction from `from`: the cookie to conclude with.
+    fn induce(l: &mut Listener, from: SocketAddr, now: Instant) -> u32 {
+        let mut ind = Handshake::empty(HandshakeType::Induction);
+        ind.version = 4;
+        ind.extension = 2;
+        ind.socket_id = 0x1111;
+        let mut b = Vec::new();
+        ind.write_packet(&mut b, 100, 0);
+        l.handle_datagram(from, &b, now);
+        handshake_of(&next_packet(l).unwrap().1).cookie
+    }
+
+    /// A conclusion from `from` with socket id `sid`: the event it made.
+    fn conclude(
+        l: &mut Listener,
+        from: SocketAddr,
+        sid: u32,
+        cookie: u32,
+        now: Instant,
+    ) -> Option<ListenerEvent> {
+        let mut conc = Handshake::empty(HandshakeType::Conclusion);
+        conc.extension = HS_EXT_HSREQ;
+        conc.socket_id = sid;
+        conc.cookie = cookie;
+        conc.hsreq = Some(SrtHandshakeExt {
+            version: SRT_VERSION,
+            flags: SrtFlags::LIVE,
+            recv_tsbpd_delay_ms: 120,
+            send_tsbpd_delay_ms: 120,
+        });
+        let mut b = Vec::new();
+        conc.write_packet(&mut b, 200, 0);
+        l.handle_datagram(from, &b, now);
+        while next_packet(l).is_some() {}
+        l.poll_event()
+    }
+
+    #[test]
+    fn one_address_cannot_take_every_slot() {
+        let now = Instant::now();
+        let mut l = Listener::new(ListenerConfig::default(), now);
+        // One source reusing its cookie with 100 socket ids (and ports).
+        let cookie = induce(&mut l, caller_addr(), now);
+        let mut requests = 0;
+        for sid in 0..100u32 {
+            if let Some(ListenerEvent::ConnectionRequest { .. }) =
+                conclude(&mut l, caller_addr(), 0x2000 + sid, cookie, now)
+            {
+                requests += 1;
+            }
+        }
+        assert_eq!(requests, 16);
+        assert_eq!(l.connection_count(), 16);
+        assert_eq!(l.stats().refused_over_limit, 84);
+        // Another address still gets in.
+        let other: SocketAddr = "10.0.0.3:6000".parse().unwrap();
+        let cookie = induce(&mut l, other, now);
+        assert!(matches!(
+            conclude(&mut l, other, 0x3333, cookie, now),
+            Some(ListenerEvent::ConnectionRequest { .. })
+        ));
+        // Slots come back when connections go.
+        let ids: Vec<u32> = l.conns.keys().copied().collect();
+        for id in ids {
+            let _ = l.reject(ConnectionId(id), RejectReason::Predefined(1403), now);
+        }
+        assert_eq!(l.connection_count(), 0);
+        assert!(l.per_address.is_empty());
     }
 
     #[test]
