@@ -1,0 +1,226 @@
+//! Hostile peers against the real binary (DECISIONS section 15): what an
+//! unauthenticated peer can make kiln hold, and that one source cannot take
+//! a shared resource from everyone else. Figures are printed for
+//! RELIABILITY.md.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+use common::*;
+use media::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// kiln's peak and current resident memory in KiB (VmHWM, VmRSS).
+fn memory_kib(s: &Server) -> (u64, u64) {
+    let pid = s.child.as_ref().expect("running").id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+fn stream(s: &Server, name: &str) -> Option<serde_json::Value> {
+    let r = s.request(
+        "GET",
+        &format!("/v1/vhosts/default/apps/app/streams/{name}"),
+        None,
+    );
+    (r.status == 200).then(|| r.json()["response"].clone())
+}
+
+/// The probe: 60 connections each sending two partial 8 MiB - 1
+/// messages (and, on one more, an 8 MiB `connect` of AMF0 nulls). Before,
+/// they held 531 MB until the set-up timeout; now each is closed once it
+/// has 64 KiB unassembled, and kiln's peak memory stays small.
+#[test]
+fn rtmp_partial_messages_before_publish_pin_little_memory() {
+    let s = Server::start_media("hostile-rtmp");
+    let (peak_before, _) = memory_kib(&s);
+    let mut conns = Vec::new();
+    for _ in 0..60 {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s.media.rtmp)).unwrap();
+        c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        // C0 C1 C2 at once (kiln does not check C2's echo)
+        let mut hs = vec![3u8];
+        hs.extend(std::iter::repeat_n(0u8, 2 * 1536));
+        c.write_all(&hs).unwrap();
+        conns.push(c);
+    }
+    let len: u32 = 8 * 1024 * 1024 - 1;
+    let mut closed = 0;
+    for c in conns.iter_mut() {
+        let mut refused = false;
+        'messages: for csid in [5u8, 7] {
+            let mut chunk = vec![csid, 0, 0, 0];
+            chunk.extend_from_slice(&len.to_be_bytes()[1..]);
+            chunk.push(20); // AMF0 command
+            chunk.extend_from_slice(&[0, 0, 0, 0]);
+            chunk.extend(std::iter::repeat_n(5u8, 128)); // AMF0 nulls
+            for _ in 0..2048 {
+                if c.write_all(&chunk).is_err() {
+                    refused = true;
+                    break 'messages;
+                }
+                chunk.clear();
+                chunk.push(0xC0 | csid);
+                chunk.extend(std::iter::repeat_n(5u8, 128));
+            }
+        }
+        // kiln closes the connection: reads end with EOF or a reset, not
+        // with the read timeout.
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut sink = vec![0u8; 64 * 1024];
+        let ended = loop {
+            match c.read(&mut sink) {
+                Ok(0) => break true,
+                Ok(_) => {}
+                Err(e) => {
+                    break !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    )
+                }
+            }
+        };
+        if refused || ended {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 60);
+    let (peak_after, rss) = memory_kib(&s);
+    eprintln!(
+        "RELIABILITY: 60 RTMP connections x 2 partial 8 MiB messages: kiln peak RSS {} -> {} KiB (+{} KiB), RSS now {rss} KiB",
+        peak_before,
+        peak_after,
+        peak_after.saturating_sub(peak_before)
+    );
+    // 60 x 64 KiB is under 4 MiB; allow for allocator slack.
+    assert!(
+        peak_after.saturating_sub(peak_before) < 32 * 1024,
+        "peak grew {} KiB",
+        peak_after - peak_before
+    );
+    assert!(s.log_text().contains("more than 65536 bytes of partial messages"));
+    // The server still takes a real publisher.
+    if have_tool("ffmpeg") {
+        let url = format!("rtmp://127.0.0.1:{}/app/real", s.media.rtmp);
+        let mut ff = ffmpeg_source(6, &[], "flv", &url);
+        wait_until(Duration::from_secs(10), || stream(&s, "real")).expect("real publisher");
+        let _ = ff.kill();
+        let _ = ff.wait();
+    }
+}
+
+/// An SRT handshake packet (induction or conclusion) as a caller sends it.
+fn srt_handshake(conclusion: bool, socket_id: u32, cookie: u32, stream_id: &str) -> Vec<u8> {
+    use kiln::srt::packet::{Handshake, HandshakeType, SrtFlags, SrtHandshakeExt};
+    let mut hs = Handshake::empty(if conclusion {
+        HandshakeType::Conclusion
+    } else {
+        HandshakeType::Induction
+    });
+    hs.socket_id = socket_id;
+    if conclusion {
+        hs.cookie = cookie;
+        hs.extension = kiln::srt::packet::HS_EXT_HSREQ;
+        hs.hsreq = Some(SrtHandshakeExt {
+            version: kiln::srt::packet::SRT_VERSION,
+            flags: SrtFlags::LIVE,
+            recv_tsbpd_delay_ms: 120,
+            send_tsbpd_delay_ms: 120,
+        });
+        hs.stream_id = Some(stream_id.to_string());
+    } else {
+        hs.version = 4;
+        hs.extension = 2;
+    }
+    let mut b = Vec::new();
+    hs.write_packet(&mut b, 100, 0);
+    b
+}
+
+fn cookie_of(reply: &[u8]) -> u32 {
+    // control header 16 bytes; CIF: version, enc+ext, isn, mtu, window,
+    // type, socket id, cookie
+    u32::from_be_bytes([reply[44], reply[45], reply[46], reply[47]])
+}
+
+/// The probe: one source reusing its cookie with 1,100 socket ids
+/// got 1,024 sockets accepted and a real srt-live-transmit was then refused
+/// ("backlog exceeded"). Now one address gets at most 16.
+#[test]
+fn one_srt_source_cannot_take_every_slot() {
+    let s = Server::start_media("hostile-srt");
+    let target: SocketAddr = ([127, 0, 0, 1], s.media.srt).into();
+    // The flood comes from 127.0.0.2, the real publisher from 127.0.0.1.
+    let flood = UdpSocket::bind("127.0.0.2:0").unwrap();
+    flood
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    flood
+        .send_to(&srt_handshake(false, 0x100, 0, ""), target)
+        .unwrap();
+    let mut buf = [0u8; 1500];
+    let (n, _) = flood.recv_from(&mut buf).expect("induction answered");
+    let cookie = cookie_of(&buf[..n]);
+    let mut accepted = 0;
+    let mut refused = 0;
+    for sid in 0..1100u32 {
+        let pkt = srt_handshake(true, 0x1000 + sid, cookie, &format!("default/app/flood{sid}"));
+        flood.send_to(&pkt, target).unwrap();
+        let Ok((n, _)) = flood.recv_from(&mut buf) else {
+            continue;
+        };
+        // Conclusion answer: handshake type at CIF offset 20 (1 = conclusion,
+        // >= 1000 a rejection code).
+        let kind = u32::from_be_bytes([buf[36], buf[37], buf[38], buf[39]]);
+        if n >= 64 && kind == 0xFFFF_FFFF {
+            accepted += 1;
+        } else if kind >= 1000 {
+            refused += 1;
+        }
+    }
+    eprintln!(
+        "RELIABILITY: one SRT source, 1,100 socket ids: {accepted} accepted, {refused} refused"
+    );
+    assert!(accepted <= 16, "{accepted} accepted from one address");
+    assert!(refused >= 1000, "{refused} refused");
+    if !(have_tool("ffmpeg") && have_tool("srt-live-transmit")) {
+        return;
+    }
+    // A real srt-live-transmit from another address still gets in.
+    let url = format!("srt://127.0.0.1:{}?streamid=default/app/real", s.media.srt);
+    let mut ff = ffmpeg_source_cmd(8, "320x180", &[], "mpegts", "-")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pipe = ff.stdout.take().unwrap();
+    let mut slt = Command::new("srt-live-transmit")
+        .args(["-q", "file://con", &url])
+        .stdin(pipe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let got = wait_until(Duration::from_secs(10), || stream(&s, "real"));
+    let _ = ff.kill();
+    let _ = slt.kill();
+    let _ = ff.wait();
+    let _ = slt.wait();
+    assert!(got.is_some(), "srt-live-transmit was refused");
+    eprintln!(
+        "srt-live-transmit published {} ms after the flood",
+        t0.elapsed().as_millis()
+    );
+}
