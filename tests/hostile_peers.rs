@@ -109,7 +109,9 @@ fn rtmp_partial_messages_before_publish_pin_little_memory() {
         "peak grew {} KiB",
         peak_after - peak_before
     );
-    assert!(s.log_text().contains("more than 65536 bytes of partial messages"));
+    assert!(s
+        .log_text()
+        .contains("more than 65536 bytes of partial messages"));
     // The server still takes a real publisher.
     if have_tool("ffmpeg") {
         let url = format!("rtmp://127.0.0.1:{}/app/real", s.media.rtmp);
@@ -175,7 +177,12 @@ fn one_srt_source_cannot_take_every_slot() {
     let mut accepted = 0;
     let mut refused = 0;
     for sid in 0..1100u32 {
-        let pkt = srt_handshake(true, 0x1000 + sid, cookie, &format!("default/app/flood{sid}"));
+        let pkt = srt_handshake(
+            true,
+            0x1000 + sid,
+            cookie,
+            &format!("default/app/flood{sid}"),
+        );
         flood.send_to(&pkt, target).unwrap();
         let Ok((n, _)) = flood.recv_from(&mut buf) else {
             continue;

@@ -413,3 +413,61 @@ fn push_tasks_survive_a_restart_as_ready() {
     assert_eq!(t["url"], "srt://127.0.0.1:9000?latency=200000&streamid=x");
     assert_eq!(t["sequence"], 0);
 }
+
+/// Issue 10 item 19: an MPEG-TS/UDP publisher's last frame of every track
+/// reaches the push (the stream ends by the quiet timeout; the demuxer is
+/// flushed first): exactly the source file's frame counts. (Over SRT,
+/// ffmpeg closes without linger, as libsrt does in live mode, so what was
+/// still in its send buffer never arrives: not comparable frame for frame.)
+#[test]
+fn mpegts_udp_ingest_delivers_the_last_frame() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let s = Server::start_media("lastframe");
+    let src = s.dir.join("src.ts");
+    let made = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args([
+            "-t",
+            "4",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "25",
+        ])
+        .args(["-c:a", "aac", "-ac", "2", "-f", "mpegts"])
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let want = frame_counts(&src);
+    let mapped = format!("ts_{}", s.media.mpegts);
+    for (name, url) in [(
+        mapped.as_str(),
+        format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts),
+    )] {
+        let udp_port = free_udp_port();
+        let out = s.dir.join(format!("{name}.ts"));
+        let capture = udp_capture(udp_port, out.clone(), Duration::from_secs(8));
+        let r = s.start_push(
+            json!({"id": name, "stream": {"name": name}, "protocol": "mpegts",
+            "url": format!("udp://127.0.0.1:{udp_port}")}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let ok = Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-re", "-i"])
+            .arg(&src)
+            .args(["-c", "copy", "-f", "mpegts", &url])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        capture.join().unwrap();
+        let got = frame_counts(&out);
+        assert_eq!(got, want, "{name}: frames pushed vs the source");
+    }
+}

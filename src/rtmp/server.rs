@@ -93,6 +93,11 @@ pub enum ServerEvent {
     Frame(Frame),
     /// FCUnpublish, deleteStream or closeStream ended the publishing.
     Unpublish,
+    /// The client asked to `play` a stream; refused with
+    /// NetStream.Play.Failed (kiln does not serve RTMP playback yet).
+    PlayRefused {
+        stream_name: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -458,6 +463,9 @@ impl ServerSession {
                 self.reply_empty(txn);
             }
             "play" | "play2" => {
+                let stream_name = cmd.arg_str(0).unwrap_or("").to_string();
+                self.events
+                    .push_back(ServerEvent::PlayRefused { stream_name });
                 let info = status(
                     "error",
                     "NetStream.Play.Failed",

@@ -44,7 +44,10 @@ pub struct RtmpIngest {
     /// Resolved at `connect`: (vhost, app name as asked).
     target: Option<(Option<String>, String)>,
     pub stream: Option<StreamId>,
-    accepted_at: Instant,
+    /// When the handshake and first `publish` must be done by; `None` once
+    /// the connection has published (after an unpublish only the idle
+    /// timeout applies, so the client can close on its own).
+    setup_deadline: Option<Instant>,
     last_input: Instant,
     closed: bool,
     /// Publish was refused: close once the refusal has been sent.
@@ -82,7 +85,7 @@ impl RtmpIngest {
             owner,
             target: None,
             stream: None,
-            accepted_at: now,
+            setup_deadline: Some(now + SETUP_TIMEOUT),
             last_input: now,
             closed: false,
             refused: false,
@@ -95,11 +98,8 @@ impl RtmpIngest {
     }
 
     pub fn deadline(&self) -> Instant {
-        if self.stream.is_none() {
-            (self.accepted_at + SETUP_TIMEOUT).min(self.last_input + IDLE_TIMEOUT)
-        } else {
-            self.last_input + IDLE_TIMEOUT
-        }
+        let idle = self.last_input + IDLE_TIMEOUT;
+        self.setup_deadline.map_or(idle, |setup| setup.min(idle))
     }
 
     pub fn is_closed(&self) -> bool {
@@ -168,10 +168,10 @@ impl RtmpIngest {
         crate::info!(
             "rtmp {}: {}; closing",
             self.peer,
-            if self.stream.is_some() {
-                "no data for 30 s"
-            } else {
+            if self.setup_deadline.is_some() {
                 "no publish within 10 s"
+            } else {
+                "no data for 30 s"
             }
         );
         self.close(registry, out);
@@ -256,6 +256,13 @@ impl RtmpIngest {
                 }
                 ServerEvent::Metadata(_) => {}
                 ServerEvent::Unpublish => self.end(registry, out),
+                ServerEvent::PlayRefused { stream_name } => {
+                    let app = self.target.as_ref().map_or("", |(_, a)| a.as_str());
+                    crate::warn!(
+                        "rtmp {}: play [{app}/{stream_name}] refused: playback over RTMP is not served yet",
+                        self.peer
+                    );
+                }
             }
         }
     }
@@ -277,7 +284,7 @@ impl RtmpIngest {
         let Some(vhost) = vhost else {
             self.session
                 .reject_publish("No virtual host serves this tcUrl host");
-            crate::info!(
+            crate::warn!(
                 "rtmp {}: publish refused: no virtual host for the tcUrl",
                 self.peer
             );
@@ -289,13 +296,13 @@ impl RtmpIngest {
         match rtmp_on {
             None => {
                 let why = format!("Could not find the application: [{vhost}/{app}]");
-                crate::info!("rtmp {}: publish refused: {why}", self.peer);
+                crate::warn!("rtmp {}: publish refused: {why}", self.peer);
                 self.session.reject_publish(&why);
                 return;
             }
             Some(false) => {
                 let why = format!("RTMP is not enabled for the application: [{vhost}/{app}]");
-                crate::info!("rtmp {}: publish refused: {why}", self.peer);
+                crate::warn!("rtmp {}: publish refused: {why}", self.peer);
                 self.session.reject_publish(&why);
                 return;
             }
@@ -315,6 +322,7 @@ impl RtmpIngest {
         ) {
             Ok(id) => {
                 self.stream = Some(id);
+                self.setup_deadline = None;
                 self.last_input = now;
                 self.session.accept_publish();
                 out.started = Some(id);
@@ -326,7 +334,7 @@ impl RtmpIngest {
             }
             Err(PublishError::AlreadyPublishing) => {
                 let why = format!("The stream is already being published: [{vhost}/{app}/{name}]");
-                crate::info!("rtmp {}: publish refused: {why}", self.peer);
+                crate::warn!("rtmp {}: publish refused: {why}", self.peer);
                 self.session
                     .reject_publish_with_code("NetStream.Publish.BadName", &why);
             }

@@ -39,6 +39,17 @@ pub struct SrtIngest {
     owner: u64,
 }
 
+/// The mode a streamid asks for: `m=` in the access-control form, `mode=`
+/// in the query of the URL forms; `None` when it says none (publish).
+pub fn stream_id_mode(id: &str) -> Option<&str> {
+    let id = id.trim();
+    if let Some(acl) = id.strip_prefix("#!::") {
+        return acl.split(',').find_map(|kv| kv.strip_prefix("m="));
+    }
+    let (_, query) = id.split_once('?')?;
+    query.split('&').find_map(|kv| kv.strip_prefix("mode="))
+}
+
 /// (host or vhost name, app, stream) from a streamid.
 pub fn parse_stream_id(id: &str) -> Option<(Option<String>, String, String)> {
     let id = id.trim();
@@ -242,7 +253,7 @@ impl SrtIngest {
                                 }
                             }
                             Err(PublishError::AlreadyPublishing) => {
-                                crate::info!("srt {peer}: refused: stream [{vhost}/{app}/{name}] is already being published");
+                                crate::warn!("srt {peer}: refused (reject code 1409): stream [{vhost}/{app}/{name}] is already being published");
                                 let _ =
                                     self.listener
                                         .reject(conn, RejectReason::Predefined(409), now);
@@ -250,7 +261,10 @@ impl SrtIngest {
                         }
                     }
                     Err((code, why)) => {
-                        crate::info!("srt {peer}: refused (streamid {stream_id:?}): {why}");
+                        crate::warn!(
+                            "srt {peer}: refused (reject code {}): {why}",
+                            1000 + u32::from(code)
+                        );
                         let _ = self
                             .listener
                             .reject(conn, RejectReason::Predefined(code), now);
@@ -283,6 +297,22 @@ impl SrtIngest {
         let Some(id) = stream_id else {
             return Err((400, "no streamid; use {host}/{app}/{stream}".into()));
         };
+        match stream_id_mode(id) {
+            None | Some("publish") => {}
+            Some("request") => {
+                // SRT_REJX_BAD_MODE: libsrt callers print the code.
+                return Err((
+                    405,
+                    format!("streamid [{id}] asks to play (m=request): playback over SRT is not served yet"),
+                ));
+            }
+            Some(other) => {
+                return Err((
+                    405,
+                    format!("streamid [{id}]: unknown mode [{other}]; kiln takes m=publish"),
+                ))
+            }
+        }
         let Some((host, app, stream)) = parse_stream_id(id) else {
             return Err((
                 400,
@@ -342,7 +372,7 @@ impl SrtIngest {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_stream_id;
+    use super::{parse_stream_id, stream_id_mode};
 
     #[test]
     fn stream_id_forms() {
@@ -367,6 +397,13 @@ mod tests {
             t(Some("live.example.com"), "app", "cam")
         );
         assert_eq!(parse_stream_id("#!::r=app/cam,m=request"), None);
+        assert_eq!(stream_id_mode("#!::r=app/cam,m=request"), Some("request"));
+        assert_eq!(
+            stream_id_mode("srt://h:1/app/cam?mode=request"),
+            Some("request")
+        );
+        assert_eq!(stream_id_mode("#!::r=app/cam"), None);
+        assert_eq!(stream_id_mode("default/app/cam"), None);
         assert_eq!(parse_stream_id("justone"), None);
         assert_eq!(parse_stream_id(""), None);
     }

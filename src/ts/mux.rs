@@ -403,25 +403,42 @@ fn to_33_bits(ticks: Ticks) -> u64 {
     ticks.rem_euclid(TIMESTAMP_MODULUS as i64) as u64
 }
 
-/// Video: AUD, parameter sets before a keyframe that lacks them, then the
-/// NAL units in Annex B form.
+/// Video: an AUD (the source's own when its first NAL unit is one, else
+/// ours: never two), parameter sets before a keyframe that lacks them, then
+/// the rest of the NAL units in Annex B form.
 fn prepare_video(track: &MuxTrack, frame: &Frame, es: &mut Vec<u8>) -> Result<(), MuxError> {
     let hevc = track.codec == Codec::H265;
-    if hevc {
-        es.extend_from_slice(&AUD_H265);
+    let nal_type = |unit: &[u8]| {
+        if hevc {
+            h265::nal_type(unit)
+        } else {
+            h264::nal_type(unit)
+        }
+    };
+    let (aud, sps) = if hevc {
+        (h265::NAL_AUD, h265::NAL_SPS)
     } else {
-        es.extend_from_slice(&AUD_H264);
+        (h264::NAL_AUD, h264::NAL_SPS)
+    };
+    let original = es.len();
+    let mut units = nal::length_prefixed_units(&frame.data, 4).peekable();
+    let source_aud = match units.peek() {
+        Some(Ok(unit)) if nal_type(unit) == Some(aud) => units.next(),
+        _ => None,
+    };
+    match source_aud {
+        Some(Ok(unit)) => {
+            es.extend_from_slice(&[0, 0, 0, 1]);
+            es.extend_from_slice(unit);
+        }
+        _ if hevc => es.extend_from_slice(&AUD_H265),
+        _ => es.extend_from_slice(&AUD_H264),
     }
     if frame.keyframe && !track.parameter_sets.is_empty() {
         let mut has_sps = false;
         for unit in nal::length_prefixed_units(&frame.data, 4) {
             let unit = unit.map_err(MuxError::BadFrame)?;
-            let sps = if hevc {
-                h265::nal_type(unit) == Some(h265::NAL_SPS)
-            } else {
-                h264::nal_type(unit) == Some(h264::NAL_SPS)
-            };
-            if sps {
+            if nal_type(unit) == Some(sps) {
                 has_sps = true;
                 break;
             }
@@ -430,7 +447,19 @@ fn prepare_video(track: &MuxTrack, frame: &Frame, es: &mut Vec<u8>) -> Result<()
             es.extend_from_slice(&track.parameter_sets);
         }
     }
-    nal::length_prefixed_to_annexb(&frame.data, es).map_err(MuxError::BadFrame)
+    for unit in units {
+        match unit {
+            Ok(unit) => {
+                es.extend_from_slice(&[0, 0, 0, 1]);
+                es.extend_from_slice(unit);
+            }
+            Err(e) => {
+                es.truncate(original);
+                return Err(MuxError::BadFrame(e));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Adaptation-field content of the first packet of a PES.
@@ -684,6 +713,60 @@ mod tests {
         assert_eq!(pmt.streams[0].kind, EsKind::H264);
         assert_eq!(pmt.streams[1].kind, EsKind::Aac);
         assert_eq!(pmt.streams[1].pid, 0x101);
+    }
+
+    /// The elementary stream of each PES on `pid`.
+    fn pes_payloads(out: &[u8], pid: u16) -> Vec<Vec<u8>> {
+        let mut pes: Vec<Vec<u8>> = Vec::new();
+        for p in parse_packets(out).into_iter().filter(|p| p.pid == pid) {
+            if p.unit_start {
+                pes.push(Vec::new());
+            }
+            if let Some(last) = pes.last_mut() {
+                last.extend_from_slice(&p.payload);
+            }
+        }
+        pes.into_iter()
+            .map(|b| b[9 + b[8] as usize..].to_vec())
+            .collect()
+    }
+
+    /// NAL unit types (H.264) of an Annex B stream with 4-byte start codes.
+    fn annexb_types(es: &[u8]) -> Vec<u8> {
+        es.windows(5)
+            .filter(|w| w[..4] == [0, 0, 0, 1])
+            .map(|w| w[4] & 0x1F)
+            .collect()
+    }
+
+    #[test]
+    fn one_aud_per_access_unit_whether_or_not_the_source_has_one() {
+        let tracks = vec![video_track(1, Codec::H264)];
+        let plain = video_frames(1, Codec::H264, 12, 0, false, false);
+        let with_aud: Vec<Frame> = plain
+            .iter()
+            .map(|f| {
+                let mut data = vec![0, 0, 0, 2, 0x09, 0xF0];
+                data.extend_from_slice(&f.data);
+                Frame {
+                    data: data.into(),
+                    ..f.clone()
+                }
+            })
+            .collect();
+        for frames in [plain, with_aud] {
+            let out = mux_all(&tracks, &frames);
+            let pes = pes_payloads(&out, 0x100);
+            assert_eq!(pes.len(), 12);
+            for (i, es) in pes.iter().enumerate() {
+                let types = annexb_types(es);
+                assert_eq!(types.iter().filter(|t| **t == 9).count(), 1, "{types:?}");
+                assert_eq!(types[0], 9, "AUD first: {types:?}");
+                if i % 10 == 0 {
+                    assert_eq!(&types[1..3], &[7, 8], "parameter sets after the AUD");
+                }
+            }
+        }
     }
 
     #[test]
