@@ -234,7 +234,7 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
             }
         }
     }
-    let api = Api::new(
+    let mut api = Api::new(
         api_config.as_ref(),
         registry,
         store,
@@ -242,6 +242,14 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
         vhost_certs,
         offset,
     );
+    let mut addresses = kiln::sys::local_addresses();
+    addresses.push(config.ip);
+    api.own_ingest = kiln::api::OwnIngest {
+        rtmp_port: config.providers.rtmp_port,
+        srt_port: config.providers.srt_port,
+        mpegts_ports: config.providers.mpegts_ports.clone(),
+        addresses,
+    };
     let server = Server::bind(api, listen, limits).map_err(|e| format!("cannot start: {e}"))?;
     info!("kiln {} started", env!("CARGO_PKG_VERSION"));
     server.run().map_err(|e| e.to_string())

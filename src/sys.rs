@@ -112,6 +112,44 @@ mod tests {
     }
 }
 
+/// The addresses of this host's interfaces (for telling whether a
+/// destination is kiln itself); empty when they cannot be read.
+pub fn local_addresses() -> Vec<std::net::IpAddr> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list it allocates; it
+    // is walked read-only and freed once with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned.
+        let ifa = unsafe { &*cur };
+        if !ifa.ifa_addr.is_null() {
+            // SAFETY: ifa_addr points to a sockaddr whose family says which
+            // struct it is; only AF_INET and AF_INET6 are read as such.
+            match i32::from(unsafe { (*ifa.ifa_addr).sa_family }) {
+                libc::AF_INET => {
+                    let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                    out.push(std::net::IpAddr::from(
+                        u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
+                    ));
+                }
+                libc::AF_INET6 => {
+                    let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                    out.push(std::net::IpAddr::from(sin6.sin6_addr.s6_addr));
+                }
+                _ => {}
+            }
+        }
+        cur = ifa.ifa_next;
+    }
+    // SAFETY: freed once, not used after.
+    unsafe { libc::freeifaddrs(list) };
+    out
+}
+
 /// Why [`read_small_file`] refused a file.
 #[derive(Debug)]
 pub enum SmallFileError {

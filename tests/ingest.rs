@@ -199,6 +199,21 @@ fn mpegts_udp_stream_appears_and_goes_after_quiet() {
     let name = format!("ts_{}", s.media.mpegts);
     let url = format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts);
     let mut ff = ffmpeg_source(3, &[], "mpegts", &url);
+    // The stream is listed only once its tracks are known: the first answer
+    // that names it already has them.
+    let first = wait_until(Duration::from_secs(10), || {
+        let list = s.request("GET", "/v1/vhosts/default/apps/app/streams", None);
+        list.json()["response"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|n| n == name.as_str()))
+            .then(|| stream_json(&s, &name))
+            .flatten()
+    })
+    .expect("stream listed");
+    assert!(
+        !first["input"]["tracks"].as_array().unwrap().is_empty(),
+        "listed before its tracks are known: {first}"
+    );
     check_tracks(&wait_for_tracks(&s, &name), "MpegTs");
     assert!(ff.wait().unwrap().success());
     // StreamTimeoutMs is 1000 in the test config

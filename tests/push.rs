@@ -248,7 +248,9 @@ fn destination_down_errors_retries_and_recovers() {
     drop(holder);
     let mut listener = rtmp_listener(dead, &out);
     wait_for_listen(dead, Duration::from_secs(10));
-    wait_state(&s, "flaky", "pushing", Duration::from_secs(20));
+    let t = wait_state(&s, "flaky", "pushing", Duration::from_secs(20));
+    // lastError says why the last session failed: gone once pushing again
+    assert!(t.get("lastError").is_none(), "{t}");
     let _ = ff.kill();
     let _ = ff.wait();
     let _ = listener.wait();
@@ -469,5 +471,60 @@ fn mpegts_udp_ingest_delivers_the_last_frame() {
         capture.join().unwrap();
         let got = frame_counts(&out);
         assert_eq!(got, want, "{name}: frames pushed vs the source");
+    }
+}
+
+/// DECISIONS section 15: a push whose destination is kiln's own ingest for
+/// the very stream it reads is refused (it would keep the stream alive on
+/// its own output forever); a push into another stream is fine.
+#[test]
+fn a_push_that_feeds_its_own_stream_is_refused() {
+    let s = Server::start_media("selfloop");
+    let m = s.media;
+    let ts_name = format!("ts_{}", m.mpegts);
+    for (body, loops) in [
+        (
+            json!({"id":"ts","stream":{"name":ts_name},"protocol":"mpegts",
+                "url":format!("udp://127.0.0.1:{}", m.mpegts)}),
+            true,
+        ),
+        (
+            json!({"id":"ts0","stream":{"name":ts_name},"protocol":"mpegts",
+                "url":format!("udp://0.0.0.0:{}", m.mpegts)}),
+            true,
+        ),
+        (
+            json!({"id":"rtmp","stream":{"name":"cam"},"protocol":"rtmp",
+                "url":format!("rtmp://localhost:{}/app", m.rtmp),"streamKey":"cam"}),
+            true,
+        ),
+        (
+            json!({"id":"srt","stream":{"name":"cam"},"protocol":"srt",
+                "url":format!("srt://127.0.0.1:{}?streamid=default/app/cam", m.srt)}),
+            true,
+        ),
+        // into another stream of kiln: a relay, not a loop
+        (
+            json!({"id":"other","stream":{"name":"cam"},"protocol":"rtmp",
+                "url":format!("rtmp://127.0.0.1:{}/app", m.rtmp),"streamKey":"copy"}),
+            false,
+        ),
+        (
+            json!({"id":"tsother","stream":{"name":"cam"},"protocol":"mpegts",
+                "url":format!("udp://127.0.0.1:{}", m.mpegts)}),
+            false,
+        ),
+    ] {
+        let r = s.start_push(body.clone());
+        if loops {
+            assert_eq!(r.status, 400, "{body}: {}", r.body);
+            assert!(
+                r.message().contains("would feed the stream it reads"),
+                "{}",
+                r.body
+            );
+        } else {
+            assert_eq!(r.status, 200, "{body}: {}", r.body);
+        }
     }
 }

@@ -242,7 +242,7 @@ impl Api {
         let names: Vec<&str> = self
             .registry
             .streams
-            .of_app(vhost, app)
+            .shown_of_app(vhost, app)
             .into_iter()
             .map(|s| s.name.as_str())
             .collect();
@@ -256,7 +256,7 @@ impl Api {
         stream: &str,
     ) -> Result<super::Response, ApiError> {
         let (_, spec) = self.app_or_404(vhost, app)?;
-        let streams = self.registry.streams.of_app(vhost, app);
+        let streams = self.registry.streams.shown_of_app(vhost, app);
         // By input name, else by one of its output names.
         let live = streams
             .iter()

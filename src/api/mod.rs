@@ -10,6 +10,7 @@ pub mod access;
 mod apps;
 pub mod envelope;
 mod push;
+pub use push::OwnIngest;
 mod vhosts;
 
 pub use push::PushView;
@@ -42,6 +43,9 @@ pub struct Api {
     pub effects: Vec<Effect>,
     /// How many hosts and tasks callers may create.
     pub(crate) limits: ApiLimits,
+    /// kiln's own ingest ports and addresses, to refuse a push that would
+    /// feed the stream it reads.
+    pub own_ingest: OwnIngest,
 }
 
 /// Work a handler leaves for the loop.
@@ -95,6 +99,7 @@ impl Api {
             utc_offset,
             effects: Vec::new(),
             limits: api.map(|a| a.limits.clone()).unwrap_or_default(),
+            own_ingest: OwnIngest::default(),
         }
     }
 

@@ -7,9 +7,10 @@ use super::envelope::{self, ApiError};
 use super::{Api, Effect};
 use crate::clock;
 use crate::info;
-use crate::state::push::{self, PushTask, StartPushRequest};
+use crate::state::push::{self, Destination, PushSpec, PushTask, StartPushRequest};
 use crate::state::store::Change;
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
 use std::time::Instant;
 
 /// A task as the API shows it (the specification's fields, then lastError).
@@ -85,6 +86,27 @@ struct IdBody {
     id: Option<String>,
 }
 
+/// kiln's own ingest listeners (from the config) and this host's addresses.
+#[derive(Debug, Clone, Default)]
+pub struct OwnIngest {
+    pub rtmp_port: Option<u16>,
+    pub srt_port: Option<u16>,
+    pub mpegts_ports: Vec<u16>,
+    /// The bind address and the interfaces' addresses.
+    pub addresses: Vec<IpAddr>,
+}
+
+impl OwnIngest {
+    /// Is `host` (a URL's host) this machine?
+    fn is_local(&self, host: &str) -> bool {
+        if host.eq_ignore_ascii_case("localhost") {
+            return true;
+        }
+        host.parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified() || self.addresses.contains(&ip))
+    }
+}
+
 fn parse_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         if e.is_data() {
@@ -133,6 +155,9 @@ impl Api {
                 format_args!("Duplicate ID: [{}]", spec.id),
             ));
         }
+        if let Some(why) = self.feeds_itself(vhost, app, &spec, &destination) {
+            return Err(ApiError::bad_request(why));
+        }
         if self.registry.pushes.len() >= self.limits.max_push_tasks {
             return Err(ApiError::bad_request(format_args!(
                 "The limit of {} push tasks is reached (Managers/API/Limits/MaxPushTasks)",
@@ -168,6 +193,73 @@ impl Api {
             Instant::now(),
             self.utc_offset,
         )))
+    }
+
+    /// Why a push would feed the very stream it reads (a loop that keeps
+    /// the stream alive forever), or `None`: its destination is one of
+    /// kiln's own ingest ports on this host, and what arrives there becomes
+    /// the stream the push sends (DECISIONS section 15).
+    fn feeds_itself(
+        &self,
+        vhost: &str,
+        app: &str,
+        spec: &PushSpec,
+        destination: &Destination,
+    ) -> Option<String> {
+        let own = &self.own_ingest;
+        let (host, port) = destination.host_port();
+        if !own.is_local(host) {
+            return None;
+        }
+        let app_spec = self.registry.app(vhost, app)?;
+        // Does input stream `name` of vhost/app produce what the push reads?
+        let reads = |v: &str, a: &str, name: &str| {
+            v == vhost
+                && a == app
+                && (name == spec.stream_name
+                    || app_spec
+                        .output_names(name)
+                        .iter()
+                        .any(|(n, _)| *n == spec.stream_name))
+        };
+        let vhost_serving = |h: &str| {
+            self.registry
+                .vhosts()
+                .iter()
+                .find(|v| v.spec.name == h)
+                .or_else(|| {
+                    self.registry
+                        .vhosts()
+                        .iter()
+                        .find(|v| v.spec.serves_host_name(h))
+                })
+                .map(|v| v.spec.name.clone())
+        };
+        let fed = match destination {
+            Destination::Udp { .. } if own.mpegts_ports.contains(&port) => {
+                crate::server::ts_ingest::mapped_stream(&self.registry, port)
+            }
+            Destination::Rtmp {
+                tls: false,
+                app: dest_app,
+                ..
+            } if own.rtmp_port == Some(port) => {
+                vhost_serving(host).map(|v| (v, dest_app.clone(), spec.stream_key.clone()))
+            }
+            Destination::Srt { stream_id, .. } if own.srt_port == Some(port) => {
+                let (h, a, s) = crate::server::srt_ingest::parse_stream_id(stream_id.as_deref()?)?;
+                vhost_serving(h.as_deref().unwrap_or("*")).map(|v| (v, a, s))
+            }
+            _ => None,
+        }?;
+        let (v, a, name) = fed;
+        reads(&v, &a, &name).then(|| {
+            format!(
+                "The push would feed the stream it reads: [{}] is kiln's own {} ingest for [{v}/{a}/{name}]",
+                spec.url,
+                spec.protocol.name()
+            )
+        })
     }
 
     pub(super) fn stop_push(

@@ -569,9 +569,12 @@ impl PushTask {
     }
 
     /// The destination accepted the stream.
+    /// The session reached `pushing`: `lastError` (why the last session
+    /// failed) no longer describes the task, so it is cleared.
     pub fn session_pushing(&mut self, now: Instant) {
         self.state = PushState::Pushing;
         self.pushing_since = Some(now);
+        self.last_error = None;
     }
 
     /// The current session ended; `error` says why if it failed. Returns
@@ -907,7 +910,13 @@ mod tests {
         );
         assert_eq!(t.last_error.as_deref(), Some("refused"));
         t.session_started(4000);
+        assert_eq!(
+            t.last_error.as_deref(),
+            Some("refused"),
+            "kept while connecting"
+        );
         t.session_pushing(t0);
+        assert_eq!(t.last_error, None, "cleared once pushing again");
         t.sent_bytes = 100;
         assert_eq!(
             t.session_ended(t0 + Duration::from_secs(1), 5000, None, 0),

@@ -160,6 +160,15 @@ impl Streams {
     }
 
     /// Live streams of an application, oldest first.
+    /// The streams of an app whose tracks are known, in start order: what
+    /// the API shows (a stream without tracks yet is not listed, whatever
+    /// its protocol).
+    pub fn shown_of_app(&self, vhost: &str, app: &str) -> Vec<&LiveStream> {
+        let mut v = self.of_app(vhost, app);
+        v.retain(|s| !s.tracks.is_empty());
+        v
+    }
+
     pub fn of_app(&self, vhost: &str, app: &str) -> Vec<&LiveStream> {
         let mut v: Vec<&LiveStream> = self
             .streams
