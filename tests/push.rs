@@ -10,8 +10,7 @@ mod media;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
-use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,33 +25,6 @@ fn rtmp_listener(port: u16, out: &Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("ffmpeg listens")
-}
-
-/// Captures every UDP datagram to a file until `quiet` passes without one.
-fn udp_capture(port: u16, out: PathBuf, quiet: Duration) -> std::thread::JoinHandle<usize> {
-    let socket = UdpSocket::bind(("127.0.0.1", port)).expect("bind capture");
-    std::thread::spawn(move || {
-        socket.set_read_timeout(Some(quiet)).unwrap();
-        let mut data = Vec::new();
-        let mut buf = [0u8; 65536];
-        let mut count = 0;
-        let t0 = Instant::now();
-        // Wait up to 30 s for the first datagram, then until quiet.
-        while let Ok(n) = socket.recv(&mut buf).or_else(|e| {
-            if count == 0 && t0.elapsed() < Duration::from_secs(30) {
-                Ok(0)
-            } else {
-                Err(e)
-            }
-        }) {
-            if n > 0 {
-                data.extend_from_slice(&buf[..n]);
-                count += 1;
-            }
-        }
-        std::fs::write(&out, &data).unwrap();
-        count
-    })
 }
 
 fn wait_state(s: &Server, id: &str, state: &str, limit: Duration) -> Value {

@@ -41,18 +41,39 @@ pub struct SrtIngest {
 
 /// The mode a streamid asks for: `m=` in the access-control form, `mode=`
 /// in the query of the URL forms; `None` when it says none (publish).
-pub fn stream_id_mode(id: &str) -> Option<&str> {
-    let id = id.trim();
+pub fn stream_id_mode(id: &str) -> Option<String> {
+    let id = access_control_form(id);
     if let Some(acl) = id.strip_prefix("#!::") {
-        return acl.split(',').find_map(|kv| kv.strip_prefix("m="));
+        return acl
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("m="))
+            .map(str::to_string);
     }
     let (_, query) = id.split_once('?')?;
-    query.split('&').find_map(|kv| kv.strip_prefix("mode="))
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("mode="))
+        .map(str::to_string)
+}
+
+/// The streamid trimmed, and percent-decoded when that makes it SRT's
+/// access-control form (`%23!::r=...` as some URL-driven callers send it).
+fn access_control_form(id: &str) -> std::borrow::Cow<'_, str> {
+    let id = id.trim();
+    if !id.starts_with("#!::") && id.starts_with("%23") {
+        if let Some(decoded) = crate::http::percent_decode(id) {
+            if decoded.starts_with("#!::") {
+                return decoded.into();
+            }
+        }
+    }
+    id.into()
 }
 
 /// (host or vhost name, app, stream) from a streamid.
 pub fn parse_stream_id(id: &str) -> Option<(Option<String>, String, String)> {
-    let id = id.trim();
+    let id = access_control_form(id);
+    let id = id.as_ref();
     if let Some(acl) = id.strip_prefix("#!::") {
         let (mut host, mut resource, mut mode) = (None, None, None);
         for kv in acl.split(',') {
@@ -297,7 +318,7 @@ impl SrtIngest {
         let Some(id) = stream_id else {
             return Err((400, "no streamid; use {host}/{app}/{stream}".into()));
         };
-        match stream_id_mode(id) {
+        match stream_id_mode(id).as_deref() {
             None | Some("publish") => {}
             Some("request") => {
                 // SRT_REJX_BAD_MODE: libsrt callers print the code.
@@ -397,10 +418,19 @@ mod tests {
             t(Some("live.example.com"), "app", "cam")
         );
         assert_eq!(parse_stream_id("#!::r=app/cam,m=request"), None);
-        assert_eq!(stream_id_mode("#!::r=app/cam,m=request"), Some("request"));
+        let mode = |id: &str| stream_id_mode(id);
+        assert_eq!(mode("#!::r=app/cam,m=request").as_deref(), Some("request"));
         assert_eq!(
-            stream_id_mode("srt://h:1/app/cam?mode=request"),
+            mode("%23!::r=app/cam,m=request").as_deref(),
             Some("request")
+        );
+        assert_eq!(
+            mode("srt://h:1/app/cam?mode=request").as_deref(),
+            Some("request")
+        );
+        assert_eq!(
+            parse_stream_id("%23!::r=app/cam,m=publish"),
+            t(None, "app", "cam")
         );
         assert_eq!(stream_id_mode("#!::r=app/cam"), None);
         assert_eq!(stream_id_mode("default/app/cam"), None);

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -137,4 +137,31 @@ pub fn monotonic_dts(file: &Path) -> bool {
 /// Within 2% (plus one frame) of what was sent.
 pub fn within_2pct(got: u64, want: u64) -> bool {
     (got as f64 - want as f64).abs() <= want as f64 * 0.02 + 1.0
+}
+
+/// Captures every UDP datagram to a file until `quiet` passes without one.
+pub fn udp_capture(port: u16, out: PathBuf, quiet: Duration) -> std::thread::JoinHandle<usize> {
+    let socket = std::net::UdpSocket::bind(("127.0.0.1", port)).expect("bind capture");
+    std::thread::spawn(move || {
+        socket.set_read_timeout(Some(quiet)).unwrap();
+        let mut data = Vec::new();
+        let mut buf = [0u8; 65536];
+        let mut count = 0;
+        let t0 = Instant::now();
+        // Wait up to 30 s for the first datagram, then until quiet.
+        while let Ok(n) = socket.recv(&mut buf).or_else(|e| {
+            if count == 0 && t0.elapsed() < Duration::from_secs(30) {
+                Ok(0)
+            } else {
+                Err(e)
+            }
+        }) {
+            if n > 0 {
+                data.extend_from_slice(&buf[..n]);
+                count += 1;
+            }
+        }
+        std::fs::write(&out, &data).unwrap();
+        count
+    })
 }
