@@ -277,7 +277,7 @@ fn load_certificates(config: &Config) -> Result<StartCerts, config::ConfigErrors
             if let Some(spec) = &api_config.tls {
                 match tls::load_certified_key(spec) {
                     Ok(k) => api = Some(k),
-                    Err(e) => errors.push(err("Server/Managers/Host/TLS", 0, e)),
+                    Err(e) => errors.push(err("Server/Managers/Host/TLS", api_config.tls_line, e)),
                 }
             }
         }

@@ -92,6 +92,12 @@ fn bad_tls_file_is_a_config_error_naming_the_path() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("missing-cert.pem"), "{err}");
+    // with the line of <TLS>, never line 0
+    assert!(
+        err.contains("Server/Managers/Host/TLS: bad TLS file"),
+        "{err}"
+    );
+    assert!(!err.contains(":0:"), "{err}");
 }
 
 #[test]

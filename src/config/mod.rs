@@ -50,6 +50,8 @@ pub struct ApiConfig {
     pub host_names: Vec<String>,
     /// `<Managers><Host><TLS>`.
     pub tls: Option<TlsSpec>,
+    /// The line of `<Managers><Host><TLS>` (for errors about its files).
+    pub tls_line: u64,
     pub limits: ApiLimits,
 }
 
@@ -671,6 +673,7 @@ impl Walker<'_> {
                 cross_domains: section.cross_domains,
                 host_names: section.host_names,
                 tls: section.tls,
+                tls_line: section.tls_line,
                 limits: section.limits,
             });
         }
@@ -796,7 +799,10 @@ impl Walker<'_> {
                 "Host" => w.children(c, p, &[], &[], |w, c, p| {
                     match c.name.as_str() {
                         "Names" => m.host_names = w.names_list(c, p),
-                        "TLS" => m.tls = w.tls(c, p),
+                        "TLS" => {
+                            m.tls = w.tls(c, p);
+                            m.tls_line = c.line;
+                        }
                         _ => return false,
                     }
                     true
@@ -1319,6 +1325,7 @@ impl Walker<'_> {
 struct ManagersSection {
     host_names: Vec<String>,
     tls: Option<TlsSpec>,
+    tls_line: u64,
     access_token: Option<String>,
     cross_domains: Vec<String>,
     limits: ApiLimits,
