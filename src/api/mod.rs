@@ -54,8 +54,13 @@ pub enum Effect {
     /// End the live sessions of an application (or of every application
     /// of a host when `app` is `None`): it changed or was deleted.
     RestartApp { vhost: String, app: Option<String> },
-    /// Tasks were added: open sessions for those that can start.
-    PushesChanged,
+    /// A task was added: open its session if its stream is live (only this
+    /// task is looked at, so a call costs the same at any number of tasks).
+    PushAdded {
+        vhost: String,
+        app: String,
+        id: String,
+    },
     /// A task was stopped (already removed from the table): close its
     /// session cleanly.
     StopPush {

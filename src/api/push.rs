@@ -182,7 +182,11 @@ impl Api {
             task.session_started(clock::unix_millis_now());
         }
         self.registry.pushes.insert(task);
-        self.effects.push(Effect::PushesChanged);
+        self.effects.push(Effect::PushAdded {
+            vhost: vhost.to_string(),
+            app: app.to_string(),
+            id: id.clone(),
+        });
         let task = self
             .registry
             .pushes

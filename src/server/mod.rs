@@ -489,7 +489,9 @@ impl Server {
                         self.end_publisher(Token(owner as usize), id, now);
                     }
                 }
-                Effect::PushesChanged => self.reconcile_pushes(now),
+                Effect::PushAdded { vhost, app, id } => {
+                    self.start_if_live(TaskKey { vhost, app, id }, now)
+                }
                 Effect::StopPush { vhost, app, id } => {
                     let key = TaskKey { vhost, app, id };
                     if let Some(token) = self.sessions.remove(&key) {
@@ -653,6 +655,22 @@ impl Server {
                 self.retry_armed = Some(at);
                 self.timers.schedule(at, RETRY_TOKEN);
             }
+        }
+    }
+
+    /// Starts one task's session when its stream is live and it has none.
+    fn start_if_live(&mut self, key: TaskKey, now: Instant) {
+        if self.sessions.contains_key(&key) {
+            return;
+        }
+        let reg = &self.api.registry;
+        let Some(task) = reg.pushes.get(&key.vhost, &key.app, &key.id) else {
+            return;
+        };
+        if let Some((stream_id, _)) =
+            reg.output_stream(&key.vhost, &key.app, &task.spec.stream_name)
+        {
+            self.start_session(key, stream_id, now);
         }
     }
 
