@@ -229,3 +229,72 @@ fn curl_walkthrough() {
     let (code, _, _) = curl(&["-u", TOKEN, "-X", "DELETE"], &s.url("/v1/vhosts/web"));
     assert_eq!(code, 200);
 }
+
+/// Issue 10 item 9, against the real binary: duplicate JSON keys, the names
+/// `.` and `..`, host names that are not host names, and push URLs with a
+/// sign, a port out of range or an SRT latency in the wrong unit are all
+/// refused with 400 saying what is wrong.
+#[test]
+fn validation_gaps_are_closed() {
+    let s = Server::start("validation");
+    let r = s.request(
+        "POST",
+        "/v1/vhosts",
+        Some(r#"[{"name":"a","name":"b","host":{"names":["*"]}}]"#),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.message().contains("duplicate key [name]"), "{}", r.body);
+    let long = "h".repeat(100_000);
+    for (name, host) in [
+        (".", "x.test"),
+        ("..", "x.test"),
+        ("n1", "a\nb"),
+        ("n2", "a\u{0}b"),
+        ("n3", long.as_str()),
+    ] {
+        let body = serde_json::json!([{"name": name, "host": {"names": [host]}}]);
+        let r = s.request("POST", "/v1/vhosts", Some(&body.to_string()));
+        assert_eq!(
+            r.status,
+            400,
+            "{name}: {}",
+            &r.body[..r.body.len().min(300)]
+        );
+    }
+    for (url, why) in [
+        ("udp://127.0.0.1:+80", "[+80] is not a number"),
+        ("udp://127.0.0.1:99999", "not in 1-65535"),
+        ("udp://127.0.0.1:50o4", "[50o4] is not a number"),
+        ("udp://bad\nhost:80", "not a host name"),
+    ] {
+        let r = s.start_push(
+            serde_json::json!({"id":"p","stream":{"name":"s"},"protocol":"mpegts","url":url}),
+        );
+        assert_eq!(r.status, 400, "{url}");
+        assert!(r.message().contains(why), "{url}: {}", r.body);
+    }
+    let r = s.start_push(
+        serde_json::json!({"id":"p","stream":{"name":"s"},"protocol":"srt",
+        "url":"srt://127.0.0.1:9000?latency=200"}),
+    );
+    assert_eq!(r.status, 400);
+    assert!(r.message().contains("microseconds") && r.message().contains("latency=200000"));
+}
+
+/// Issue 10 item 5: peer- and user-supplied text with newlines and escape
+/// codes never forges a log line.
+#[test]
+fn supplied_text_cannot_forge_log_lines() {
+    let s = Server::start("loginject");
+    let evil = "x\n2026-01-01T00:00:00.000+00:00 ERROR forged line\u{1b}[31m";
+    let r = s.start_push(serde_json::json!({"id": "evil", "stream": {"name": evil},
+        "protocol": "mpegts", "url": "udp://127.0.0.1:9"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let log = s.log_text();
+    assert!(
+        log.contains("\\n2026-01-01T00:00:00.000+00:00 ERROR forged line\\x1b[31m"),
+        "{log}"
+    );
+    assert!(!log.lines().any(|l| l.starts_with("2026-01-01")), "{log}");
+    assert!(!log.contains('\u{1b}'));
+}
