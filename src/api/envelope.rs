@@ -302,7 +302,7 @@ mod tests {
             &b""[..],
             b"  ",
             br#"{"a":{"a":1},"b":[{"a":1},{"a":2}]}"#,
-            b"{not json",
+            b"[not json",
         ] {
             assert!(check_duplicate_keys(body).is_ok());
         }

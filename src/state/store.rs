@@ -88,8 +88,10 @@ struct Record {
     change: Change,
 }
 
+#[cfg(test)]
 impl DurableState {
-    /// Replays one change (what the handler did to the registry).
+    /// Applies one change the plain way (the reference [`replay`] is
+    /// checked against).
     pub fn apply(&mut self, change: Change) {
         match change {
             Change::AddVhosts { vhosts } => self.vhosts.extend(vhosts),
@@ -217,47 +219,14 @@ impl StateStore {
         if snapshot.is_none() && journal.is_empty() {
             return Ok(None);
         }
-        let mut state = match &snapshot {
-            Some(data) => {
-                let state: DurableState = serde_json::from_slice(data)
-                    .map_err(|e| StateError::Parse(self.path.clone(), e))?;
-                if state.format != FORMAT {
-                    return Err(StateError::Format(self.path.clone(), state.format));
-                }
-                state
-            }
-            None => DurableState {
-                format: FORMAT,
-                ..Default::default()
-            },
-        };
+        let state = replay(
+            snapshot.as_deref(),
+            &journal,
+            &self.path,
+            &self.journal_path,
+        )?;
         self.snapshot_bytes = snapshot.map_or(0, |d| d.len() as u64);
         self.seq = state.journal_seq;
-        let mut lines = journal.split(|b| *b == b'\n').enumerate().peekable();
-        while let Some((i, line)) = lines.next() {
-            // The piece after the last newline: empty, or a torn append.
-            let last = lines.peek().is_none();
-            if line.is_empty() && last {
-                break;
-            }
-            let record: Record = match serde_json::from_slice(line) {
-                Ok(r) => r,
-                Err(_) if last => {
-                    crate::warn!(
-                        "state journal {}: dropped an incomplete last record ({} bytes, never acknowledged)",
-                        self.journal_path.display(),
-                        line.len()
-                    );
-                    break;
-                }
-                Err(e) => return Err(StateError::Journal(self.journal_path.clone(), i + 1, e)),
-            };
-            if record.seq > self.seq {
-                self.seq = record.seq;
-                state.apply(record.change);
-            }
-        }
-        state.journal_seq = self.seq;
         Ok(Some(state))
     }
 
@@ -363,6 +332,157 @@ impl StateStore {
         sync_dir(&self.path)?;
         self.snapshot_bytes = data.len() as u64;
         Ok(())
+    }
+}
+
+/// The state a snapshot and a journal hold together (pure: the fuzz target
+/// `state_journal` drives it). `journal_seq` of the result is the last
+/// record applied. The paths only name the files in errors.
+pub fn replay(
+    snapshot: Option<&[u8]>,
+    journal: &[u8],
+    snapshot_path: &Path,
+    journal_path: &Path,
+) -> Result<DurableState, StateError> {
+    let state = match snapshot {
+        Some(data) => {
+            let state: DurableState = serde_json::from_slice(data)
+                .map_err(|e| StateError::Parse(snapshot_path.to_path_buf(), e))?;
+            if state.format != FORMAT {
+                return Err(StateError::Format(
+                    snapshot_path.to_path_buf(),
+                    state.format,
+                ));
+            }
+            state
+        }
+        None => DurableState {
+            format: FORMAT,
+            ..Default::default()
+        },
+    };
+    let mut replayer = Replayer::new(state);
+    let mut lines = journal.split(|b| *b == b'\n').enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        // The piece after the last newline: empty, or a torn append.
+        let last = lines.peek().is_none();
+        if line.is_empty() && last {
+            break;
+        }
+        let record: Record = match serde_json::from_slice(line) {
+            Ok(r) => r,
+            Err(_) if last => {
+                crate::warn!(
+                    "state journal {}: dropped an incomplete last record ({} bytes, never acknowledged)",
+                    journal_path.display(),
+                    line.len()
+                );
+                break;
+            }
+            Err(e) => return Err(StateError::Journal(journal_path.to_path_buf(), i + 1, e)),
+        };
+        replayer.apply(record);
+    }
+    Ok(replayer.finish())
+}
+
+/// Applies journal records in O(1) each (but for a host's applications,
+/// O(their size)), whatever the number of tasks: a deleted host or
+/// application is remembered with the sequence number of its deletion,
+/// and a task is kept only if it was added after every deletion that
+/// covers it.
+struct Replayer {
+    state: DurableState,
+    /// (task, sequence number it was added at); `None` once deleted.
+    pushes: Vec<Option<(PushSpec, u64)>>,
+    index: std::collections::HashMap<(String, String, String), usize>,
+    vhost_deleted: std::collections::HashMap<String, u64>,
+    app_deleted: std::collections::HashMap<(String, String), u64>,
+}
+
+impl Replayer {
+    fn new(mut state: DurableState) -> Self {
+        let pushes: Vec<Option<(PushSpec, u64)>> = std::mem::take(&mut state.pushes)
+            .into_iter()
+            .map(|p| Some((p, 0)))
+            .collect();
+        let index = pushes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                p.as_ref()
+                    .map(|(p, _)| ((p.vhost.clone(), p.app.clone(), p.id.clone()), i))
+            })
+            .collect();
+        Replayer {
+            state,
+            pushes,
+            index,
+            vhost_deleted: Default::default(),
+            app_deleted: Default::default(),
+        }
+    }
+
+    fn apply(&mut self, record: Record) {
+        if record.seq <= self.state.journal_seq {
+            return; // already in the snapshot
+        }
+        let seq = record.seq;
+        self.state.journal_seq = seq;
+        match record.change {
+            Change::AddVhosts { vhosts } => self.state.vhosts.extend(vhosts),
+            Change::DeleteVhost { name } => {
+                self.state.vhosts.retain(|v| v.name != name);
+                self.vhost_deleted.insert(name, seq);
+            }
+            Change::SetApps {
+                vhost,
+                applications,
+                removed_app,
+            } => {
+                if let Some(v) = self.state.vhosts.iter_mut().find(|v| v.name == vhost) {
+                    v.applications = applications;
+                }
+                if let Some(app) = removed_app {
+                    self.app_deleted.insert((vhost, app), seq);
+                }
+            }
+            Change::AddPush { push } => {
+                let key = (push.vhost.clone(), push.app.clone(), push.id.clone());
+                if let Some(old) = self.index.insert(key, self.pushes.len()) {
+                    self.pushes[old] = None;
+                }
+                self.pushes.push(Some((push, seq)));
+            }
+            Change::DeletePush { vhost, app, id } => {
+                if let Some(i) = self.index.remove(&(vhost, app, id)) {
+                    self.pushes[i] = None;
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> DurableState {
+        let Replayer {
+            mut state,
+            pushes,
+            vhost_deleted,
+            app_deleted,
+            ..
+        } = self;
+        state.pushes = pushes
+            .into_iter()
+            .flatten()
+            .filter(|(p, added)| {
+                let host_gone = vhost_deleted.get(&p.vhost).is_some_and(|d| d > added);
+                let app_gone = app_deleted
+                    .get(&(p.vhost.clone(), p.app.clone()))
+                    .is_some_and(|d| d > added);
+                !host_gone && !app_gone
+            })
+            .map(|(p, _)| p)
+            .collect();
+        state
     }
 }
 
@@ -509,6 +629,43 @@ mod tests {
         fs::write(d.join("state.json.journal"), b"{bad}\n{\"seq\":9}\n").unwrap();
         let err = StateStore::new(p.clone()).load().unwrap_err().to_string();
         assert!(err.contains("journal") && err.contains("line 1"), "{err}");
+    }
+
+    proptest::proptest! {
+        /// Replaying a journal gives what applying its changes one by one
+        /// gives (hosts and apps deleted and made again, tasks of deleted
+        /// hosts and apps dropped, ids reused after a delete).
+        #[test]
+        fn replay_equals_plain_application(ops in proptest::collection::vec((0u8..6, 0u8..3, 0u8..2, 0u8..4), 0..200)) {
+            let mut plain = DurableState { format: FORMAT, ..Default::default() };
+            let mut journal = Vec::new();
+            for (seq, (op, h, a, i)) in ops.into_iter().enumerate() {
+                let (h, a) = (format!("h{h}"), format!("a{a}"));
+                let id = format!("p{i}");
+                let exists = |s: &DurableState| s.vhosts.iter().any(|v| v.name == h);
+                let change = match op {
+                    0 if !exists(&plain) => Change::AddVhosts { vhosts: vec![vhost(&h)] },
+                    1 if exists(&plain) => Change::DeleteVhost { name: h.clone() },
+                    2 if exists(&plain) => Change::SetApps { vhost: h.clone(), applications: None, removed_app: Some(a.clone()) },
+                    3 | 4 if exists(&plain)
+                        && !plain.pushes.iter().any(|p| p.vhost == h && p.app == a && p.id == id) =>
+                    {
+                        let mut p = push(&id);
+                        p.vhost = h.clone();
+                        p.app = a.clone();
+                        Change::AddPush { push: p }
+                    }
+                    5 => Change::DeletePush { vhost: h.clone(), app: a.clone(), id },
+                    _ => continue,
+                };
+                journal.extend(serde_json::to_vec(&Record { seq: seq as u64 + 1, change: change.clone() }).unwrap());
+                journal.push(b'\n');
+                plain.apply(change);
+            }
+            let got = replay(None, &journal, Path::new("s"), Path::new("j")).unwrap();
+            proptest::prop_assert_eq!(got.vhosts, plain.vhosts);
+            proptest::prop_assert_eq!(got.pushes, plain.pushes);
+        }
     }
 
     #[test]
