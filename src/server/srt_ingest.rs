@@ -291,6 +291,18 @@ impl SrtIngest {
                             .reject(conn, RejectReason::Predefined(code), now);
                     }
                 },
+                ListenerEvent::Refused {
+                    peer,
+                    stream_id,
+                    reason,
+                    detail,
+                } => {
+                    crate::warn!(
+                        "srt {peer}: refused (reject code {}, {reason}): {detail}; streamid [{}]",
+                        reason.code(),
+                        stream_id.as_deref().unwrap_or("")
+                    );
+                }
                 ListenerEvent::Data { conn, payload } => {
                     let Some(c) = self.conns.get_mut(&conn) else {
                         continue;

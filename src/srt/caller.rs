@@ -9,9 +9,14 @@
 //! [`Caller::send`] queues payloads (split at `payload_size`) that go out
 //! through [`Caller::poll_transmit`]; see `sender.rs` for ARQ and drop.
 //!
-//! Time is `std::time::Instant`, passed in. Not included: encryption,
-//! rendezvous, receiving data, congestion control/pacing (live mode sends
-//! at the rate `send` is called).
+//! Encryption (`CallerConfig::crypto`): the conclusion carries a KMREQ
+//! with our key; the listener's KMRSP must echo it (a one-word KMRSP is its
+//! refusal: `CloseReason::KeyMaterial`). Payloads are encrypted once, when
+//! queued, and keys are refreshed on libsrt's schedule (`crypto.rs`).
+//!
+//! Time is `std::time::Instant`, passed in. Not included: rendezvous,
+//! receiving data, congestion control/pacing (live mode sends at the rate
+//! `send` is called).
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
@@ -21,10 +26,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::common::{add_or_same, timestamp_us, OutQueue};
+use super::crypto::{CryptoConfig, TxCrypto, KM_STATE_UNSECURED};
 use super::packet::{
     encode_peer_ip, write_simple_control, ControlBody, ControlType, Handshake, HandshakeType,
     Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW, DEFAULT_MTU,
-    HS_EXT_CONFIG, HS_EXT_HSREQ, MAX_PAYLOAD_LEN, SRT_MAGIC_CODE, SRT_VERSION,
+    HS_EXT_CONFIG, HS_EXT_HSREQ, HS_EXT_KMREQ, MAX_PAYLOAD_LEN, SRT_MAGIC_CODE, SRT_VERSION,
 };
 use super::receiver::{CloseReason, Link};
 use super::sender::{Sender, SenderStats};
@@ -53,6 +59,8 @@ pub struct CallerConfig {
     pub socket_id: Option<u32>,
     /// Initial sequence number; `None` picks a random one.
     pub initial_seq: Option<u32>,
+    /// Encrypt with this passphrase and key length.
+    pub crypto: Option<CryptoConfig>,
 }
 
 impl CallerConfig {
@@ -68,6 +76,7 @@ impl CallerConfig {
             send_buffer_packets: 8192,
             socket_id: None,
             initial_seq: None,
+            crypto: None,
         }
     }
 }
@@ -126,6 +135,8 @@ pub struct Caller {
     peer_latency: Duration,
     out: OutQueue,
     events: VecDeque<CallerEvent>,
+    /// Our keys until the sender takes them.
+    crypto: Option<Box<TxCrypto>>,
 }
 
 impl Caller {
@@ -152,8 +163,19 @@ impl Caller {
             peer_latency: config.latency,
             out: OutQueue::default(),
             events: VecDeque::new(),
+            crypto: None,
             config,
         };
+        if let Some(cfg) = c.config.crypto.clone() {
+            match TxCrypto::new(cfg) {
+                Some(tx) => c.crypto = Some(Box::new(tx)),
+                None => {
+                    // No randomness for a key: never send in the clear.
+                    c.close(CloseReason::KeyMaterial(KM_STATE_UNSECURED));
+                    return c;
+                }
+            }
+        }
         c.send_handshake(now);
         c
     }
@@ -210,6 +232,11 @@ impl Caller {
                     hs.extension |= HS_EXT_CONFIG;
                     hs.stream_id = Some(sid.clone());
                 }
+                if let Some(tx) = &self.crypto {
+                    hs.extension |= HS_EXT_KMREQ;
+                    hs.encryption = (tx.key_len() / 8) as u16;
+                    hs.kmreq = Some(tx.handshake_km());
+                }
                 hs
             }
             _ => return,
@@ -260,6 +287,7 @@ impl Caller {
                     ControlBody::Nak(list) => sender.on_nak(list, now, &mut self.out),
                     ControlBody::Shutdown => self.close(CloseReason::PeerShutdown),
                     ControlBody::PeerError(code) => self.close(CloseReason::PeerError(code)),
+                    ControlBody::KeyMaterial { request: false, km } => sender.on_km_response(km),
                     _ => {}
                 }
             }
@@ -286,9 +314,19 @@ impl Caller {
                     self.close(CloseReason::Rejected(RejectReason::Version));
                     return;
                 };
-                if hs.kmrsp {
-                    self.close(CloseReason::Rejected(RejectReason::Unsecure));
-                    return;
+                match (&self.crypto, &hs.kmrsp) {
+                    (Some(tx), Some(rsp)) => {
+                        if let Err(state) = tx.check_handshake_response(rsp) {
+                            self.close(CloseReason::KeyMaterial(state));
+                            return;
+                        }
+                    }
+                    (Some(_), None) | (None, Some(_)) => {
+                        // Encryption on one side only.
+                        self.close(CloseReason::Rejected(RejectReason::Unsecure));
+                        return;
+                    }
+                    (None, None) => {}
                 }
                 self.peer_latency = Duration::from_millis(u64::from(rsp.recv_tsbpd_delay_ms))
                     .max(self.config.latency);
@@ -303,6 +341,7 @@ impl Caller {
                     self.peer_latency,
                     self.config.send_buffer_packets,
                     self.config.peer_idle_timeout,
+                    self.crypto.take(),
                     now,
                 )));
                 self.state = CallerState::Connected;

@@ -14,8 +14,11 @@
 //! Time is `std::time::Instant`, always passed in. Drive it like quinn:
 //! feed [`Listener::handle_datagram`] and [`Listener::handle_timeout`], then
 //! drain [`Listener::poll_transmit`] and [`Listener::poll_event`], and sleep
-//! until [`Listener::poll_timeout`]. Not included: encryption, rendezvous,
-//! sending data to callers, stream (file) mode.
+//! until [`Listener::poll_timeout`]. Encryption (`ListenerConfig::crypto`):
+//! the caller's KMREQ is checked in the conclusion (wrong passphrase:
+//! BADSECRET; encryption on one side only: UNSECURE), payloads are
+//! decrypted on arrival, and key refreshes (UMSG_EXT KMREQ) are answered.
+//! Not included: rendezvous, sending data to callers, stream (file) mode.
 
 use std::collections::hash_map::{DefaultHasher, RandomState};
 use std::collections::{HashMap, VecDeque};
@@ -27,10 +30,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::common::{add_or_same, earliest, timestamp_us, OutQueue};
+use super::crypto::{
+    km_state_response, CryptoConfig, KmError, RxCrypto, KM_STATE_BADSECRET, KM_STATE_NOSECRET,
+};
 use super::packet::{
-    encode_peer_ip, ControlBody, ControlPacket, Handshake, HandshakeType, Packet, RejectReason,
-    SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW, DEFAULT_MTU, HS_EXT_HSREQ,
-    HS_EXT_KMREQ, SRT_MAGIC_CODE, SRT_VERSION,
+    encode_peer_ip, write_km_packet, ControlBody, ControlPacket, Handshake, HandshakeType,
+    KeyFlags, Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW,
+    DEFAULT_MTU, HS_EXT_HSREQ, HS_EXT_KMREQ, SRT_MAGIC_CODE, SRT_VERSION,
 };
 use super::receiver::{CloseReason, Link, Receiver, ReceiverParams, ReceiverStats};
 
@@ -60,6 +66,9 @@ pub struct ListenerConfig {
     pub receive_buffer_packets: usize,
     /// Secret for SYN cookies and socket ids; `None` picks a random one.
     pub secret: Option<u64>,
+    /// Passphrase and key length: callers must encrypt with it (libsrt's
+    /// enforced encryption); `None`: callers must not encrypt.
+    pub crypto: Option<CryptoConfig>,
 }
 
 impl Default for ListenerConfig {
@@ -69,6 +78,7 @@ impl Default for ListenerConfig {
             peer_idle_timeout: Duration::from_secs(5),
             max_connections: 1024,
             max_per_address: 16,
+            crypto: None,
             receive_buffer_packets: 8192,
             secret: None,
         }
@@ -93,6 +103,18 @@ pub enum ListenerEvent {
         conn: ConnectionId,
         /// The payload.
         payload: Bytes,
+    },
+    /// A caller was refused during the handshake for its encryption (a
+    /// wrong or missing passphrase), before any `ConnectionRequest`.
+    Refused {
+        /// The caller's address.
+        peer: SocketAddr,
+        /// The SID extension, if any.
+        stream_id: Option<String>,
+        /// What it was told (libsrt's BADSECRET or UNSECURE).
+        reason: RejectReason,
+        /// Why, for the log.
+        detail: &'static str,
     },
     /// The connection is gone (not emitted after `reject` or `close`).
     Closed {
@@ -148,6 +170,8 @@ struct Pending {
     base: Instant,
     base_ts: u32,
     created: Instant,
+    /// Keys from the caller's KMREQ, and the KMRSP to answer with.
+    crypto: Option<(Box<RxCrypto>, Vec<u8>)>,
 }
 
 #[derive(Debug)]
@@ -157,6 +181,8 @@ enum State {
         rx: Box<Receiver>,
         /// The conclusion response, resent when the caller repeats its conclusion.
         response: Vec<u8>,
+        /// The caller's keys, when it encrypts.
+        crypto: Option<Box<RxCrypto>>,
     },
 }
 
@@ -184,6 +210,8 @@ pub struct Listener {
     by_peer: HashMap<(SocketAddr, u32), u32>,
     /// Pending plus connected connections per peer IP address.
     per_address: HashMap<std::net::IpAddr, usize>,
+    /// A payload being decrypted.
+    scratch: Vec<u8>,
     rejected: HashMap<(SocketAddr, u32), (RejectReason, Instant)>,
     out: OutQueue,
     events: VecDeque<ListenerEvent>,
@@ -204,6 +232,7 @@ impl Listener {
             conns: HashMap::new(),
             by_peer: HashMap::new(),
             per_address: HashMap::new(),
+            scratch: Vec::with_capacity(1500),
             rejected: HashMap::new(),
             out: OutQueue::default(),
             events: VecDeque::new(),
@@ -271,13 +300,30 @@ impl Listener {
             return;
         }
         let id = ConnectionId(dest);
-        let State::Connected { rx, response } = &mut conn.state else {
+        let State::Connected {
+            rx,
+            response,
+            crypto,
+        } = &mut conn.state
+        else {
             return;
         };
         rx.touch(now);
         match packet {
             Packet::Data(d) => {
-                rx.on_data(&d.header, d.payload, now, &mut self.out);
+                let payload = match (d.header.key, crypto.as_mut()) {
+                    (KeyFlags::None, _) => d.payload,
+                    (flag, Some(keys)) => {
+                        self.scratch.clear();
+                        self.scratch.extend_from_slice(d.payload);
+                        if !keys.decrypt(flag, d.header.seq.value(), &mut self.scratch) {
+                            return; // no key for it (yet): as if lost
+                        }
+                        &self.scratch[..]
+                    }
+                    (_, None) => return, // encrypted but no keys: unusable
+                };
+                rx.on_data(&d.header, payload, now, &mut self.out);
                 let events = &mut self.events;
                 rx.deliver(now, |payload| {
                     events.push_back(ListenerEvent::Data { conn: id, payload })
@@ -294,6 +340,19 @@ impl Listener {
                 ControlBody::Handshake(hs) if hs.hs_type == HandshakeType::Conclusion => {
                     let r = response.clone();
                     self.out.push_with(from, |b| b.extend_from_slice(&r));
+                }
+                ControlBody::KeyMaterial { request: true, km } => {
+                    // A key refresh: take the keys, answer with the same
+                    // message (or the state that says why not).
+                    let answer = match crypto.as_mut().map(|keys| keys.handle_km(km)) {
+                        Some(Ok(())) => km.to_vec(),
+                        Some(Err(_)) => km_state_response(KM_STATE_BADSECRET),
+                        None => km_state_response(KM_STATE_NOSECRET),
+                    };
+                    let ts = timestamp_us(conn.start, now);
+                    let dest = conn.peer_socket;
+                    self.out
+                        .push_with(from, |b| write_km_packet(b, false, &answer, ts, dest));
                 }
                 _ => {}
             },
@@ -321,6 +380,24 @@ impl Listener {
                 reason,
             });
         }
+    }
+
+    /// Rejects a conclusion for its encryption and says so in an event.
+    fn refuse(
+        &mut self,
+        from: SocketAddr,
+        hs: &Handshake,
+        reason: RejectReason,
+        detail: &'static str,
+        now: Instant,
+    ) {
+        self.send_rejection(from, hs.socket_id, hs, reason, now);
+        self.events.push_back(ListenerEvent::Refused {
+            peer: from,
+            stream_id: hs.stream_id.clone(),
+            reason,
+            detail,
+        });
     }
 
     fn send_rejection(
@@ -396,10 +473,40 @@ impl Listener {
             self.send_rejection(from, hs.socket_id, hs, RejectReason::Version, now);
             return;
         };
-        if hs.kmreq || hs.encryption != 0 || hs.extension & HS_EXT_KMREQ != 0 {
-            self.send_rejection(from, hs.socket_id, hs, RejectReason::Unsecure, now);
-            return;
-        }
+        let crypto = match (&self.config.crypto, &hs.kmreq) {
+            (Some(cfg), Some(km)) => match RxCrypto::from_km(&cfg.passphrase, km) {
+                Ok(rx) => Some((Box::new(rx), km.clone())),
+                Err(e) => {
+                    let detail = match e {
+                        KmError::BadSecret => "wrong passphrase",
+                        KmError::Malformed(_) => "malformed keying material",
+                    };
+                    self.refuse(from, hs, RejectReason::BadSecret, detail, now);
+                    return;
+                }
+            },
+            (Some(_), None) => {
+                self.refuse(
+                    from,
+                    hs,
+                    RejectReason::Unsecure,
+                    "a passphrase is required and the caller sent none",
+                    now,
+                );
+                return;
+            }
+            (None, _) if hs.kmreq.is_some() || hs.extension & HS_EXT_KMREQ != 0 => {
+                self.refuse(
+                    from,
+                    hs,
+                    RejectReason::Unsecure,
+                    "the caller encrypts and no passphrase is set here",
+                    now,
+                );
+                return;
+            }
+            (None, _) => None,
+        };
         if hsreq.flags.has(SrtFlags::STREAM) {
             self.send_rejection(from, hs.socket_id, hs, RejectReason::MessageApi, now);
             return;
@@ -428,6 +535,7 @@ impl Listener {
                     base: now,
                     base_ts: ts,
                     created: now,
+                    crypto,
                 }),
             },
         );
@@ -449,9 +557,10 @@ impl Listener {
             .conns
             .get_mut(&conn.0)
             .ok_or(ListenerError::UnknownConnection)?;
-        let State::Pending(p) = &c.state else {
+        let State::Pending(p) = &mut c.state else {
             return Err(ListenerError::AlreadyAccepted);
         };
+        let crypto = p.crypto.take();
         let rcv_latency_ms =
             (latency.as_millis().min(65535) as u16).max(p.hsreq.send_tsbpd_delay_ms);
         let snd_latency_ms =
@@ -471,7 +580,18 @@ impl Listener {
             recv_tsbpd_delay_ms: rcv_latency_ms,
             send_tsbpd_delay_ms: snd_latency_ms,
         });
-        let mut response = Vec::with_capacity(96);
+        if let Some((_, km)) = &crypto {
+            // KMRSP: the keying material echoed (libsrt's bidirectional
+            // security association), and our key length advertised.
+            r.extension |= HS_EXT_KMREQ;
+            r.kmrsp = Some(km.clone());
+            r.encryption = self
+                .config
+                .crypto
+                .as_ref()
+                .map_or(0, |c| (c.key_len / 8) as u16);
+        }
+        let mut response = Vec::with_capacity(160);
         r.write_packet(&mut response, timestamp_us(c.start, now), c.peer_socket);
         let params = ReceiverParams {
             initial_seq: p.initial_seq,
@@ -490,7 +610,11 @@ impl Listener {
         let rx = Box::new(Receiver::new(link, params, now));
         self.out
             .push_with(c.peer, |b| b.extend_from_slice(&response));
-        c.state = State::Connected { rx, response };
+        c.state = State::Connected {
+            rx,
+            response,
+            crypto: crypto.map(|(rx, _)| rx),
+        };
         Ok(())
     }
 
@@ -926,7 +1050,7 @@ mod tests {
         conc.cookie = cookie;
         conc.encryption = 2;
         conc.extension = HS_EXT_HSREQ | HS_EXT_KMREQ;
-        conc.kmreq = true;
+        conc.kmreq = Some(vec![0x12, 0x20, 0x29, 1]);
         conc.hsreq = Some(SrtHandshakeExt {
             version: SRT_VERSION,
             flags: SrtFlags::LIVE,
@@ -936,7 +1060,13 @@ mod tests {
         b.clear();
         conc.write_packet(&mut b, 0, 0);
         l.handle_datagram(caller_addr(), &b, now);
-        assert!(l.poll_event().is_none());
+        assert!(matches!(
+            l.poll_event(),
+            Some(ListenerEvent::Refused {
+                reason: RejectReason::Unsecure,
+                ..
+            })
+        ));
         let (_, rej) = next_packet(&mut l).unwrap();
         assert_eq!(
             handshake_of(&rej).hs_type,

@@ -18,6 +18,7 @@
 
 pub mod caller;
 mod common;
+pub mod crypto;
 pub mod listener;
 pub mod packet;
 mod receiver;

@@ -141,7 +141,7 @@ pub enum PacketPosition {
 }
 
 impl PacketPosition {
-    fn from_bits(b: u32) -> Self {
+    pub(crate) fn from_bits(b: u32) -> Self {
         match b & 3 {
             0b10 => PacketPosition::First,
             0b00 => PacketPosition::Middle,
@@ -149,7 +149,7 @@ impl PacketPosition {
             _ => PacketPosition::Solo,
         }
     }
-    fn bits(self) -> u32 {
+    pub(crate) fn bits(self) -> u32 {
         match self {
             PacketPosition::First => 0b10,
             PacketPosition::Middle => 0b00,
@@ -173,7 +173,7 @@ pub enum KeyFlags {
 }
 
 impl KeyFlags {
-    fn from_bits(b: u32) -> Self {
+    pub(crate) fn from_bits(b: u32) -> Self {
         match b & 3 {
             0 => KeyFlags::None,
             1 => KeyFlags::Even,
@@ -181,7 +181,7 @@ impl KeyFlags {
             _ => KeyFlags::Both,
         }
     }
-    fn bits(self) -> u32 {
+    pub(crate) fn bits(self) -> u32 {
         match self {
             KeyFlags::None => 0,
             KeyFlags::Even => 1,
@@ -555,10 +555,11 @@ pub struct Handshake {
     pub hsreq: Option<SrtHandshakeExt>,
     /// HSRSP extension, if present.
     pub hsrsp: Option<SrtHandshakeExt>,
-    /// A KMREQ extension was present (encryption requested).
-    pub kmreq: bool,
-    /// A KMRSP extension was present.
-    pub kmrsp: bool,
+    /// KMREQ extension: the caller's keying material (encryption asked).
+    pub kmreq: Option<Vec<u8>>,
+    /// KMRSP extension: the keying material echoed, or one word of KM
+    /// state when refused.
+    pub kmrsp: Option<Vec<u8>>,
     /// Stream id (SID extension).
     pub stream_id: Option<String>,
 }
@@ -579,8 +580,8 @@ impl Handshake {
             peer_ip: [0; 16],
             hsreq: None,
             hsrsp: None,
-            kmreq: false,
-            kmrsp: false,
+            kmreq: None,
+            kmrsp: None,
             stream_id: None,
         }
     }
@@ -607,8 +608,8 @@ impl Handshake {
             peer_ip,
             hsreq: None,
             hsrsp: None,
-            kmreq: false,
-            kmrsp: false,
+            kmreq: None,
+            kmrsp: None,
             stream_id: None,
         };
         if hs.version < 5 {
@@ -639,8 +640,8 @@ impl Handshake {
                         hs.hsrsp = Some(ext);
                     }
                 }
-                SRT_CMD_KMREQ => hs.kmreq = true,
-                SRT_CMD_KMRSP => hs.kmrsp = true,
+                SRT_CMD_KMREQ => hs.kmreq = Some(body.to_vec()),
+                SRT_CMD_KMRSP => hs.kmrsp = Some(body.to_vec()),
                 SRT_CMD_SID => {
                     if body.len() > MAX_STREAM_ID_LEN {
                         return Err(PacketError::BadExtension);
@@ -685,6 +686,15 @@ impl Handshake {
                 let lat =
                     (u32::from(e.recv_tsbpd_delay_ms) << 16) | u32::from(e.send_tsbpd_delay_ms);
                 buf.extend_from_slice(&lat.to_be_bytes());
+            }
+        }
+        for (cmd, km) in [(SRT_CMD_KMREQ, &self.kmreq), (SRT_CMD_KMRSP, &self.kmrsp)] {
+            if let Some(km) = km {
+                let words = km.len().div_ceil(4);
+                buf.extend_from_slice(&cmd.to_be_bytes());
+                buf.extend_from_slice(&(words as u16).to_be_bytes());
+                buf.extend_from_slice(km);
+                buf.resize(buf.len() + (words * 4 - km.len()), 0);
             }
         }
         if let Some(sid) = &self.stream_id {
@@ -854,6 +864,31 @@ pub fn write_nak_packet(
     n
 }
 
+/// Appends a UMSG_EXT keying-material packet (a key refresh KMREQ, or the
+/// KMRSP answering one).
+pub fn write_km_packet(
+    buf: &mut Vec<u8>,
+    request: bool,
+    km: &[u8],
+    timestamp: u32,
+    dest_socket: u32,
+) {
+    let subtype = if request {
+        SRT_CMD_KMREQ
+    } else {
+        SRT_CMD_KMRSP
+    };
+    write_control_header(
+        buf,
+        ControlType::UserDefined,
+        subtype,
+        0,
+        timestamp,
+        dest_socket,
+    );
+    buf.extend_from_slice(km);
+}
+
 /// Appends a control packet whose CIF is a 4-byte zero pad (KEEPALIVE,
 /// SHUTDOWN, ACKACK, like libsrt).
 pub fn write_simple_control(
@@ -916,6 +951,9 @@ pub enum ControlBody<'a> {
     },
     /// PEERERROR with its error code.
     PeerError(u32),
+    /// UMSG_EXT keying material (a key refresh): a KMREQ (`request`) or a
+    /// KMRSP, with the KM message as sent.
+    KeyMaterial { request: bool, km: &'a [u8] },
     /// User-defined (HSv4 extension) message with its subtype.
     UserDefined(u16),
     /// Unknown control type.
@@ -1038,6 +1076,12 @@ impl<'a> Packet<'a> {
                 }
             }
             8 => ControlBody::PeerError(w1),
+            0x7FFF if subtype == SRT_CMD_KMREQ || subtype == SRT_CMD_KMRSP => {
+                ControlBody::KeyMaterial {
+                    request: subtype == SRT_CMD_KMREQ,
+                    km: cif,
+                }
+            }
             0x7FFF => ControlBody::UserDefined(subtype),
             other => ControlBody::Unknown(other),
         };

@@ -72,6 +72,9 @@ pub enum CloseReason {
     PeerError(u32),
     /// The local side called `shutdown`/`close`.
     Local,
+    /// The peer answered our keying material with this KM state (a wrong
+    /// passphrase, or none set there).
+    KeyMaterial(u32),
 }
 
 impl std::fmt::Display for CloseReason {
@@ -83,6 +86,13 @@ impl std::fmt::Display for CloseReason {
             CloseReason::Rejected(r) => write!(f, "rejected: {r}"),
             CloseReason::PeerError(c) => write!(f, "peer error {c}"),
             CloseReason::Local => f.write_str("closed locally"),
+            CloseReason::KeyMaterial(state) => {
+                write!(
+                    f,
+                    "encryption refused: {}",
+                    super::crypto::km_state_text(*state)
+                )
+            }
         }
     }
 }

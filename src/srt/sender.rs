@@ -11,9 +11,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::common::{add_or_same, timestamp_us, LossSet, OutQueue, RttEstimate};
+use super::crypto::TxCrypto;
 use super::packet::{
-    write_dropreq_packet, write_simple_control, Ack, ControlType, DataHeader, KeyFlags, LossList,
-    MsgNumber, PacketPosition, SeqNumber,
+    write_dropreq_packet, write_km_packet, write_simple_control, Ack, ControlType, DataHeader,
+    KeyFlags, LossList, MsgNumber, PacketPosition, SeqNumber,
 };
 use super::receiver::{CloseReason, Link, KEEPALIVE_INTERVAL};
 
@@ -47,6 +48,8 @@ struct SendSlot {
     origin: Instant,
     payload: Vec<u8>,
     last_rexmit: Option<Instant>,
+    /// The key the payload is encrypted with (retransmissions reuse it).
+    key: KeyFlags,
 }
 
 #[derive(Debug)]
@@ -67,6 +70,8 @@ pub(crate) struct Sender {
     last_sent: Instant,
     last_recv: Instant,
     stats: SenderStats,
+    /// Our keys, when the connection is encrypted.
+    crypto: Option<Box<TxCrypto>>,
 }
 
 const MAX_POOLED: usize = 256;
@@ -78,6 +83,7 @@ impl Sender {
         peer_latency: Duration,
         capacity: usize,
         idle_timeout: Duration,
+        crypto: Option<Box<TxCrypto>>,
         now: Instant,
     ) -> Self {
         Sender {
@@ -96,6 +102,25 @@ impl Sender {
             last_sent: now,
             last_recv: now,
             stats: SenderStats::default(),
+            crypto,
+        }
+    }
+
+    /// Queues the key announcement that is due (a refresh, or a repeat of
+    /// one the peer has not answered) as a UMSG_EXT KMREQ.
+    fn announce_keys(&mut self, now: Instant, out: &mut OutQueue) {
+        let Some(km) = self.crypto.as_mut().and_then(|c| c.poll_announcement(now)) else {
+            return;
+        };
+        let ts = self.ts(now);
+        let dest = self.link.peer_socket;
+        out.push_with(self.link.peer, |b| write_km_packet(b, true, &km, ts, dest));
+    }
+
+    /// The peer's KMRSP to a key announcement.
+    pub(crate) fn on_km_response(&mut self, km: &[u8]) {
+        if let Some(c) = self.crypto.as_mut() {
+            c.handle_response(km);
         }
     }
 
@@ -131,6 +156,11 @@ impl Sender {
         let mut v = self.pool.pop().unwrap_or_default();
         v.clear();
         v.extend_from_slice(payload);
+        let seq = self.seq_at(self.buffer.len());
+        let key = match self.crypto.as_mut() {
+            Some(c) => c.encrypt(seq.value(), &mut v, now),
+            None => KeyFlags::None,
+        };
         let msg = self.next_msg;
         self.next_msg = msg.next();
         self.buffer.push_back(SendSlot {
@@ -139,7 +169,11 @@ impl Sender {
             origin: now,
             payload: v,
             last_rexmit: None,
+            key,
         });
+        if self.crypto.is_some() {
+            self.announce_keys(now, out);
+        }
     }
 
     fn recycle(&mut self, slot: SendSlot) {
@@ -247,6 +281,7 @@ impl Sender {
             .take_while(|s| now.saturating_duration_since(s.origin) > self.drop_after)
             .count();
         self.drop_front(n, now, out);
+        self.announce_keys(now, out);
         self.link.keepalive_if_idle(&mut self.last_sent, now, out);
         None
     }
@@ -260,7 +295,7 @@ impl Sender {
             seq: self.seq_at(index),
             position: PacketPosition::Solo,
             in_order: false,
-            key: KeyFlags::None,
+            key: slot.key,
             retransmitted,
             msg: slot.msg,
             timestamp: slot.ts,
@@ -324,6 +359,9 @@ impl Sender {
                 front.origin,
                 self.drop_after + Duration::from_micros(1),
             ));
+        }
+        if let Some(km) = self.crypto.as_ref().and_then(|c| c.poll_timeout()) {
+            t = t.min(km);
         }
         t
     }

@@ -136,6 +136,8 @@ struct Outcome {
     sender: SenderStats,
     receiver: Option<ReceiverStats>,
     send_times: Vec<Instant>,
+    /// Handshakes the listener refused for their encryption.
+    refused: Vec<RejectReason>,
 }
 
 struct Scenario {
@@ -154,6 +156,8 @@ struct Scenario {
     /// From this time after connecting, the network drops everything.
     blackout_after: Option<Duration>,
     run_for: Duration,
+    caller_crypto: Option<crypto::CryptoConfig>,
+    listener_crypto: Option<crypto::CryptoConfig>,
 }
 
 impl Default for Scenario {
@@ -171,6 +175,8 @@ impl Default for Scenario {
             shutdown_after: None,
             blackout_after: None,
             run_for: Duration::from_secs(5),
+            caller_crypto: None,
+            listener_crypto: None,
         }
     }
 }
@@ -183,6 +189,7 @@ fn run(s: Scenario) -> Outcome {
         ListenerConfig {
             latency: s.latency,
             secret: Some(s.seed),
+            crypto: s.listener_crypto.clone(),
             ..ListenerConfig::default()
         },
         now,
@@ -193,6 +200,7 @@ fn run(s: Scenario) -> Outcome {
             latency: s.latency,
             socket_id: Some(0x0abc_def0),
             initial_seq: Some(SeqNumber::MAX - 100), // wraps during the test
+            crypto: s.caller_crypto.clone(),
             ..CallerConfig::new(l_addr())
         },
         now,
@@ -205,6 +213,7 @@ fn run(s: Scenario) -> Outcome {
         sender: SenderStats::default(),
         receiver: None,
         send_times: Vec::new(),
+        refused: Vec::new(),
     };
     let total = s.payloads + s.filler;
     let mut next_send: Option<Instant> = None;
@@ -290,6 +299,7 @@ fn run(s: Scenario) -> Outcome {
                     out.delivered.push((i, now, sent_at));
                 }
                 ListenerEvent::Closed { reason, .. } => out.listener_closed.push((now, reason)),
+                ListenerEvent::Refused { reason, .. } => out.refused.push(reason),
             }
         }
         if let Some(id) = conn {
@@ -365,6 +375,77 @@ fn clean_network_delivers_everything_at_latency() {
     assert_eq!(r.packets_lost, 0);
     assert!(r.rtt_us > 15_000 && r.rtt_us < 25_000, "rtt {}", r.rtt_us);
     assert!(o.sender.rtt_us > 15_000 && o.sender.rtt_us < 25_000);
+}
+
+fn keys(passphrase: &str, len: usize) -> Option<crypto::CryptoConfig> {
+    Some(crypto::CryptoConfig::new(passphrase, len).unwrap())
+}
+
+#[test]
+fn encrypted_stream_survives_key_refreshes_over_a_lossy_link() {
+    // Both ends encrypted (AES-128/192/256), a new key every 400 packets
+    // announced 100 before: 3 refreshes during the run, while 5% of the
+    // datagrams each way (data, NAKs, and the KM announcements themselves)
+    // are lost and reordered. (A key's slot is reused two periods later, so
+    // a period must outlast the latency window: 400 packets at 1 ms is
+    // twice the 200 ms latency; libsrt's default is 2^24 packets.)
+    for (seed, len) in [(1, 16), (2, 24), (3, 32), (4, 16), (5, 32)] {
+        let tx = crypto::CryptoConfig::new("a shared passphrase", len)
+            .unwrap()
+            .with_refresh(400, 100)
+            .unwrap();
+        let o = run(Scenario {
+            seed,
+            loss_pct: 5,
+            jitter: Duration::from_millis(8),
+            latency: Duration::from_millis(200),
+            caller_crypto: Some(tx),
+            listener_crypto: keys("a shared passphrase", 16),
+            ..Scenario::default()
+        });
+        check_all_delivered(
+            &o,
+            1000,
+            Duration::from_millis(200),
+            Duration::from_millis(20),
+        );
+        assert!(o.sender.packets_retransmitted > 0, "seed {seed}");
+        assert!(o.refused.is_empty());
+    }
+}
+
+#[test]
+fn wrong_or_missing_passphrase_is_refused_on_both_sides() {
+    let bad = run(Scenario {
+        caller_crypto: keys("one passphrase", 16),
+        listener_crypto: keys("another passphrase", 16),
+        ..Scenario::default()
+    });
+    assert_eq!(bad.refused, vec![RejectReason::BadSecret]);
+    assert_eq!(
+        bad.caller_events.first().map(|e| e.1),
+        Some(CallerEvent::Closed(CloseReason::Rejected(
+            RejectReason::BadSecret
+        )))
+    );
+    assert!(bad.delivered.is_empty());
+    for (caller, listener) in [
+        (keys("one passphrase", 16), None),
+        (None, keys("one passphrase", 16)),
+    ] {
+        let o = run(Scenario {
+            caller_crypto: caller,
+            listener_crypto: listener,
+            ..Scenario::default()
+        });
+        assert_eq!(o.refused, vec![RejectReason::Unsecure]);
+        assert_eq!(
+            o.caller_events.first().map(|e| e.1),
+            Some(CallerEvent::Closed(CloseReason::Rejected(
+                RejectReason::Unsecure
+            )))
+        );
+    }
 }
 
 #[test]
@@ -669,7 +750,9 @@ fn listener_multiplexes_callers_including_shared_ports() {
                     assert_eq!(format!("app/s{}", payload[0]), *sid);
                     received.entry(sid.clone()).or_default().push(payload[1]);
                 }
-                ListenerEvent::Closed { .. } => panic!("unexpected close"),
+                ListenerEvent::Closed { .. } | ListenerEvent::Refused { .. } => {
+                    panic!("unexpected close")
+                }
             }
         }
         while let Some(to) = l.poll_transmit(&mut buf) {
