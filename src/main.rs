@@ -207,6 +207,13 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
         .providers
         .srt_port
         .map(|port| SocketAddr::new(config.ip, port));
+    listen.srt_crypto = config.providers.srt_crypto.clone();
+    if let (Some(_), Some(c)) = (listen.srt, &listen.srt_crypto) {
+        info!(
+            "SRT ingest: callers must encrypt (AES-{}, passphrase set)",
+            c.key_len * 8
+        );
+    }
 
     let api_config = config.api.clone();
     let limits = api_config

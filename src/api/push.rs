@@ -169,7 +169,7 @@ impl Api {
         info!(
             "push [{vhost}/{app}/{id}] created: {} {} for stream [{}]",
             spec.protocol.name(),
-            spec.url,
+            push::redacted_url(&spec.url),
             spec.stream_name
         );
         let live = self
@@ -260,7 +260,7 @@ impl Api {
         reads(&v, &a, &name).then(|| {
             format!(
                 "The push would feed the stream it reads: [{}] is kiln's own {} ingest for [{v}/{a}/{name}]",
-                spec.url,
+                push::redacted_url(&spec.url),
                 spec.protocol.name()
             )
         })

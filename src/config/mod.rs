@@ -90,6 +90,9 @@ pub struct ProviderBinds {
     pub rtmp_port: Option<u16>,
     pub rtmp_tls_port: Option<u16>,
     pub srt_port: Option<u16>,
+    /// `<SRT><Options>` SRTO_PASSPHRASE / SRTO_PBKEYLEN: callers must
+    /// encrypt with this passphrase.
+    pub srt_crypto: Option<crate::srt::crypto::CryptoConfig>,
     pub mpegts_ports: Vec<u16>,
     /// How long an MPEG-TS port may be quiet before its stream ends
     /// (`<MPEGTS><StreamTimeoutMs>`, kiln extension; default 5 s).
@@ -102,6 +105,7 @@ impl Default for ProviderBinds {
             rtmp_port: None,
             rtmp_tls_port: None,
             srt_port: None,
+            srt_crypto: None,
             mpegts_ports: Vec::new(),
             mpegts_quiet: Duration::from_secs(5),
         }
@@ -760,6 +764,7 @@ impl Walker<'_> {
                             "SRT" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
                                 match c.name.as_str() {
                                     "Port" => providers.srt_port = w.udp_port(c, p),
+                                    "Options" => providers.srt_crypto = w.srt_options(c, p),
                                     _ => return false,
                                 }
                                 true
@@ -826,6 +831,76 @@ impl Walker<'_> {
             true
         });
         m
+    }
+
+    /// OME's `<SRT><Options><Option><Key>SRTO_...</Key><Value>`: the
+    /// passphrase and key length are applied; other libsrt options are
+    /// warned about and ignored.
+    fn srt_options(
+        &mut self,
+        el: &Element,
+        path: &str,
+    ) -> Option<crate::srt::crypto::CryptoConfig> {
+        let (mut passphrase, mut key_len, mut key_len_at) = (None, 0usize, None);
+        self.children(el, path, &[], &["Option"], |w, c, p| {
+            if c.name != "Option" {
+                return false;
+            }
+            let (mut key, mut value) = (None, None);
+            w.children(c, p, &[], &[], |w, c, p| {
+                match c.name.as_str() {
+                    "Key" => key = w.text(c, p),
+                    "Value" => value = w.text(c, p),
+                    _ => return false,
+                }
+                true
+            });
+            match (key.as_deref(), value) {
+                (Some("SRTO_PASSPHRASE"), Some(v)) => passphrase = Some((v, c.line)),
+                (Some("SRTO_PBKEYLEN"), Some(v)) => match v.trim().parse::<usize>() {
+                    Ok(n @ (0 | 16 | 24 | 32)) => {
+                        key_len = n;
+                        key_len_at = Some(c.line);
+                    }
+                    _ => w.error(
+                        c,
+                        p,
+                        format!("SRTO_PBKEYLEN must be 16, 24 or 32 (got [{v}])"),
+                    ),
+                },
+                (Some(k), _) if k.starts_with("SRTO_") => w.warn(
+                    c,
+                    p,
+                    format!("SRT option {k} is not applied by kiln; ignored"),
+                ),
+                (k, _) => w.error(
+                    c,
+                    p,
+                    format!(
+                        "an <Option> needs <Key>SRTO_...</Key> and <Value> (got key [{}])",
+                        k.unwrap_or("")
+                    ),
+                ),
+            }
+            true
+        });
+        let Some((passphrase, _)) = passphrase else {
+            if key_len_at.is_some() {
+                self.warn(
+                    el,
+                    path,
+                    "SRTO_PBKEYLEN without SRTO_PASSPHRASE: no encryption",
+                );
+            }
+            return None;
+        };
+        match crate::srt::crypto::CryptoConfig::new(&passphrase, key_len) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                self.error(el, path, format!("SRTO_PASSPHRASE: {e}"));
+                None
+            }
+        }
     }
 
     fn limits(&mut self, el: &Element, path: &str) -> ApiLimits {

@@ -217,3 +217,32 @@ fn env_substitution_leaves_ome_variables() {
     let r = substitute_env("a${env:TOKEN}b${OriginStreamName}", &env).unwrap();
     assert_eq!(r, "asecretb${OriginStreamName}");
 }
+
+#[test]
+fn srt_options_passphrase_and_key_length() {
+    let xml = |opts: &str| {
+        format!(
+            r#"<Server version="8"><Bind><Providers><SRT><Port>9999</Port><Options>{opts}</Options></SRT></Providers></Bind></Server>"#
+        )
+    };
+    let ok = parse(
+        Path::new("s.xml"),
+        &xml("<Option><Key>SRTO_PASSPHRASE</Key><Value>0123456789</Value></Option><Option><Key>SRTO_PBKEYLEN</Key><Value>32</Value></Option><Option><Key>SRTO_LATENCY</Key><Value>200</Value></Option>"),
+        &|_| None,
+    )
+    .unwrap();
+    let c = ok.config.providers.srt_crypto.unwrap();
+    assert_eq!(c.key_len, 32);
+    assert!(ok
+        .warnings
+        .iter()
+        .any(|w| w.to_string().contains("SRTO_LATENCY")));
+    let err = parse(
+        Path::new("s.xml"),
+        &xml("<Option><Key>SRTO_PASSPHRASE</Key><Value>short</Value></Option>"),
+        &|_| None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("10-79"), "{err}");
+}

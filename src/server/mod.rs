@@ -82,6 +82,8 @@ pub struct Listen {
     pub mpegts_quiet: Duration,
     /// The SRT listener's address.
     pub srt: Option<SocketAddr>,
+    /// Its passphrase, when callers must encrypt.
+    pub srt_crypto: Option<crate::srt::crypto::CryptoConfig>,
 }
 
 enum Endpoint {
@@ -188,6 +190,7 @@ impl Server {
                 endpoint: Endpoint::Srt(Box::new(SrtIngest::new(
                     socket,
                     token.0 as u64,
+                    listen.srt_crypto.clone(),
                     Instant::now(),
                 ))),
                 armed: None,
@@ -715,7 +718,7 @@ impl Server {
             key.vhost,
             key.app,
             key.id,
-            task.spec.url
+            push::redacted_url(&task.spec.url)
         );
         if let Some(t) = self
             .api

@@ -120,6 +120,7 @@ enum Output {
 struct SrtOut {
     socket: Option<UdpSocket>,
     caller: Option<Caller>,
+    crypto: Option<crate::srt::crypto::CryptoConfig>,
     stream_id: Option<String>,
     latency: Duration,
     timeout: Option<Duration>,
@@ -213,10 +214,12 @@ impl PushOut {
                 timeout,
                 stream_id,
                 payload_size,
+                crypto,
                 ..
             } => Output::Srt(Box::new(SrtOut {
                 socket: None,
                 caller: None,
+                crypto: crypto.clone(),
                 stream_id: stream_id.clone(),
                 latency: *latency,
                 timeout: *timeout,
@@ -378,6 +381,7 @@ impl PushOut {
                 config.stream_id = srt.stream_id.clone();
                 config.latency = srt.latency;
                 config.payload_size = srt.payload_size;
+                config.crypto = srt.crypto.clone();
                 if let Some(t) = srt.timeout {
                     config.peer_idle_timeout = t;
                 }

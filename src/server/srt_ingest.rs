@@ -133,10 +133,19 @@ pub fn drain_demuxer(demuxer: &mut Demuxer, id: StreamId, registry: &mut Registr
 }
 
 impl SrtIngest {
-    pub fn new(socket: UdpSocket, owner: u64, now: Instant) -> Self {
+    pub fn new(
+        socket: UdpSocket,
+        owner: u64,
+        crypto: Option<crate::srt::crypto::CryptoConfig>,
+        now: Instant,
+    ) -> Self {
+        let config = ListenerConfig {
+            crypto,
+            ..ListenerConfig::default()
+        };
         SrtIngest {
             socket,
-            listener: Listener::new(ListenerConfig::default(), now),
+            listener: Listener::new(config, now),
             conns: HashMap::new(),
             buf: vec![0u8; MAX_DATAGRAM],
             out: Vec::with_capacity(1500),
@@ -302,6 +311,9 @@ impl SrtIngest {
                         reason.code(),
                         stream_id.as_deref().unwrap_or("")
                     );
+                }
+                ListenerEvent::KeysRefreshed { conn } => {
+                    crate::debug!("srt {conn}: keys refreshed");
                 }
                 ListenerEvent::Data { conn, payload } => {
                     let Some(c) = self.conns.get_mut(&conn) else {

@@ -116,6 +116,11 @@ pub enum ListenerEvent {
         /// Why, for the log.
         detail: &'static str,
     },
+    /// The caller switched to new keys it announced (a key refresh).
+    KeysRefreshed {
+        /// The connection.
+        conn: ConnectionId,
+    },
     /// The connection is gone (not emitted after `reject` or `close`).
     Closed {
         /// The connection.
@@ -345,7 +350,11 @@ impl Listener {
                     // A key refresh: take the keys, answer with the same
                     // message (or the state that says why not).
                     let answer = match crypto.as_mut().map(|keys| keys.handle_km(km)) {
-                        Some(Ok(())) => km.to_vec(),
+                        Some(Ok(())) => {
+                            self.events
+                                .push_back(ListenerEvent::KeysRefreshed { conn: id });
+                            km.to_vec()
+                        }
                         Some(Err(_)) => km_state_response(KM_STATE_BADSECRET),
                         None => km_state_response(KM_STATE_NOSECRET),
                     };

@@ -81,6 +81,9 @@ pub enum Destination {
         timeout: Option<Duration>,
         stream_id: Option<String>,
         payload_size: usize,
+        /// `passphrase`/`pbkeylen` (and libsrt's `kmrefreshrate`,
+        /// `kmpreannounce`): encrypt.
+        crypto: Option<crate::srt::crypto::CryptoConfig>,
     },
 }
 
@@ -297,6 +300,27 @@ fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
         .map(|p| p.split_once('=').unwrap_or((p, "")))
 }
 
+/// The URL as logs show it: a `passphrase` value replaced by `***`.
+pub fn redacted_url(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.into();
+    };
+    if !query.split('&').any(|kv| kv.starts_with("passphrase=")) {
+        return url.into();
+    }
+    let query: Vec<&str> = query
+        .split('&')
+        .map(|kv| {
+            if kv.starts_with("passphrase=") {
+                "passphrase=***"
+            } else {
+                kv
+            }
+        })
+        .collect();
+    format!("{base}?{}", query.join("&")).into()
+}
+
 /// Parses a destination URL for a protocol (400 text on error).
 pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
     let invalid = |why: &str| format!("Invalid url [{url}]: {why}");
@@ -376,6 +400,14 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
             let mut timeout = None;
             let mut stream_id = None;
             let mut payload_size = 1316usize;
+            let (mut passphrase, mut pbkeylen) = (None::<String>, 0usize);
+            let (mut refresh, mut preannounce) = (None::<u64>, None::<u64>);
+            let count = |k: &str, v: &str| -> Result<u64, String> {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0 && *n <= 1 << 31)
+                    .ok_or_else(|| format!("Invalid srt option {k}=[{v}]: a packet count"))
+            };
             // Bounded: these become deadlines on the loop's clock. Values
             // are microseconds (ffmpeg's and OME's unit); 1-999 is refused
             // because srt-live-transmit users write milliseconds there.
@@ -414,16 +446,45 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                             .filter(|n| (188..=1456).contains(n) && n % 188 == 0)
                             .ok_or_else(|| format!("Invalid srt option {k}=[{v}]: a multiple of 188 up to 1316"))?
                     }
-                    "passphrase" | "pbkeylen" => {
-                        return Err(format!("Unsupported srt option [{k}]: encryption is not supported yet"))
+                    "passphrase" => {
+                        passphrase =
+                            Some(crate::http::percent_decode(v).unwrap_or_else(|| v.to_string()))
                     }
+                    "pbkeylen" => {
+                        pbkeylen = v
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|n| [16, 24, 32].contains(n))
+                            .ok_or_else(|| format!("Invalid srt option pbkeylen=[{v}]: 16, 24 or 32"))?
+                    }
+                    "kmrefreshrate" => refresh = Some(count(k, v)?),
+                    "kmpreannounce" => preannounce = Some(count(k, v)?),
                     other => {
                         return Err(format!(
-                            "Unknown srt option [{other}]; known: mode, latency, timeout, streamid, payload_size"
+                            "Unknown srt option [{other}]; known: mode, latency, timeout, streamid, payload_size, passphrase, pbkeylen, kmrefreshrate, kmpreannounce"
                         ))
                     }
                 }
             }
+            let crypto = match passphrase {
+                Some(p) => {
+                    let mut c = crate::srt::crypto::CryptoConfig::new(&p, pbkeylen)
+                        .map_err(|e| format!("Invalid srt option passphrase: {e}"))?;
+                    if refresh.is_some() || preannounce.is_some() {
+                        let rate = refresh.unwrap_or(c.refresh_rate);
+                        let pre = preannounce.unwrap_or((rate / 4).max(1));
+                        c = c
+                            .with_refresh(rate, pre)
+                            .map_err(|e| format!("Invalid srt option: {e}"))?;
+                    }
+                    Some(c)
+                }
+                None if pbkeylen != 0 || refresh.is_some() || preannounce.is_some() => return Err(
+                    "Invalid srt url: pbkeylen, kmrefreshrate and kmpreannounce need a passphrase"
+                        .into(),
+                ),
+                None => None,
+            };
             Ok(Destination::Srt {
                 host,
                 port,
@@ -431,6 +492,7 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                 timeout,
                 stream_id,
                 payload_size,
+                crypto,
             })
         }
     }
@@ -797,6 +859,15 @@ mod tests {
     }
 
     #[test]
+    fn passphrases_are_redacted_for_logs() {
+        assert_eq!(
+            redacted_url("srt://h:1?streamid=a&passphrase=0123456789x&pbkeylen=16"),
+            "srt://h:1?streamid=a&passphrase=***&pbkeylen=16"
+        );
+        assert_eq!(redacted_url("udp://h:1"), "udp://h:1");
+    }
+
+    #[test]
     fn url_errors() {
         let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"rtmp","url":"srt://x:1/app","streamKey":"k"}"#).unwrap_err();
         assert!(e.contains("rtmp://"), "{e}");
@@ -804,8 +875,15 @@ mod tests {
             start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?foo=1"}"#)
                 .unwrap_err();
         assert!(e.contains("[foo]"), "{e}");
-        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?passphrase=secret123"}"#).unwrap_err();
-        assert!(e.contains("passphrase") && e.contains("encryption"), "{e}");
+        let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?passphrase=short"}"#).unwrap_err();
+        assert!(e.contains("passphrase") && e.contains("10-79"), "{e}");
+        let e = start(
+            r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?pbkeylen=24"}"#,
+        )
+        .unwrap_err();
+        assert!(e.contains("need a passphrase"), "{e}");
+        let (_, d) = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?passphrase=0123456789abc&pbkeylen=32"}"#).unwrap();
+        assert!(matches!(d, Destination::Srt { crypto: Some(ref c), .. } if c.key_len == 32));
         let e = start(
             r#"{"id":"a","stream":{"name":"s"},"protocol":"srt","url":"srt://x:1?mode=listener"}"#,
         )

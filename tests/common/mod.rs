@@ -66,6 +66,8 @@ pub struct ServerOptions {
     /// `<IP>`, the address every port binds (loopback unless a test runs
     /// kiln inside a network namespace of its own).
     pub bind_ip: &'static str,
+    /// Inside `<Bind><Providers><SRT>` after `<Port>` (e.g. `<Options>`).
+    pub srt_options: String,
 }
 
 impl Default for ServerOptions {
@@ -79,6 +81,7 @@ impl Default for ServerOptions {
             media: false,
             vhost_tls: None,
             bind_ip: "127.0.0.1",
+            srt_options: String::new(),
         }
     }
 }
@@ -134,7 +137,10 @@ pub fn write_config_with_media(
         providers.push_str("</RTMP>");
     }
     if media.srt != 0 {
-        providers.push_str(&format!("<SRT><Port>{}</Port></SRT>", media.srt));
+        providers.push_str(&format!(
+            "<SRT><Port>{}</Port>{}</SRT>",
+            media.srt, opts.srt_options
+        ));
     }
     if media.mpegts != 0 {
         providers.push_str(&format!(
