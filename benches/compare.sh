@@ -8,9 +8,9 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
-#   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" (defaults)
+#   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
 #
 # Every load is bounded in time (wrk -d, timeout on ffmpeg) and in count
@@ -21,12 +21,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc startup"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
 LAT_NS=${BENCH_LAT_N:-"1 100"}
 UDP_FF_NS=${BENCH_UDP_FFMPEG_N:-"1 10"}
 SRT_NS=${BENCH_SRT_N:-"1 10 50"}
+SRT_ENC_NS=${BENCH_SRT_ENC_N:-"10"}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 NGX_RTMP_MOD=${NGX_RTMP_MOD:-/usr/lib/nginx/modules/ngx_rtmp_module.so}
 TOKEN='kiln:bench'
@@ -45,8 +46,8 @@ need openssl openssl
 need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
-if want srt; then need srt-live-transmit srt-tools; fi
-if want rtmp || want udp || want srt; then
+if want srt || want srtenc; then need srt-live-transmit srt-tools; fi
+if want rtmp || want udp || want srt || want srtenc; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -314,7 +315,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -604,54 +605,64 @@ $rows"
 fi
 
 # --- SRT fan-out -----------------------------------------------------------------
+# One round: N sinks, kiln pushing to them, then N srt-live-transmit relays
+# pushing to them; QUERY (e.g. "&passphrase=...") goes on every SRT URL of
+# both sides and of the sinks. Sets k_cpu k_sink k_push n_cpu n_sink alive
+# (not run in a subshell, so every process it starts stays in PIDS).
+srt_round() { # N QUERY
+    local N=$1 Q=$2 i p
+    read -r -a SPORTS <<<"$(free_ports "$N")"   # sink listeners (srt-live-transmit)
+    read -r -a UPORTS <<<"$(free_ports "$N")"   # peer relays' UDP inputs
+    start_sinks() {
+        SINK_PIDS=()
+        for p in "${SPORTS[@]}"; do
+            srt-live-transmit -q "srt://127.0.0.1:$p?mode=listener$Q" file://con >/dev/null 2>&1 &
+            SINK_PIDS+=($!); PIDS+=($!)
+        done
+        sleep 1
+    }
+    stop_all() { local p; for p in "$@"; do stop "$p"; done; }
+
+    # kiln: N SRT caller pushes
+    start_sinks
+    kiln_with_source
+    for i in $(seq "$N"); do start_push "s$i" srt "srt://127.0.0.1:${SPORTS[$((i-1))]}?mode=caller$Q"; done
+    sleep "$WARM"
+    c0=$(cpu_ticks "$KILN_PID"); w0=$(wchar "${SINK_PIDS[@]}")
+    window "$KILN_PID" "kiln-srt-$N"
+    c1=$(cpu_ticks "$KILN_PID"); w1=$(wchar "${SINK_PIDS[@]}")
+    k_sink=$(calc "($w1-$w0)*8/$SECS/1e6")
+    read -r _ k_push <<<"$(sent_bytes)"
+    k_cpu=$(calc "($c1-$c0)/$TCK")
+    stop "$SRC_PID"; stop_kiln; stop_all "${SINK_PIDS[@]}"
+    log "SRT N=$N${Q:+ (encrypted)} kiln: cpu ${k_cpu}s, sinks ${k_sink} Mb/s, pushing $k_push"
+
+    # peer: N srt-live-transmit callers, each fed a UDP copy of the source
+    # (the copies come from kiln mpegts pushes; kiln's CPU is not counted)
+    start_sinks
+    RELAYS=()
+    for i in $(seq "$N"); do
+        srt-live-transmit -q "udp://127.0.0.1:${UPORTS[$((i-1))]}" "srt://127.0.0.1:${SPORTS[$((i-1))]}?mode=caller$Q" >/dev/null 2>&1 &
+        RELAYS+=($!); PIDS+=($!)
+    done
+    kiln_with_source
+    for i in $(seq "$N"); do start_push "u$i" mpegts "udp://127.0.0.1:${UPORTS[$((i-1))]}"; done
+    sleep "$WARM"
+    c0=$(cpu_ticks "${RELAYS[@]}"); w0=$(wchar "${SINK_PIDS[@]}")
+    sleep "$SECS"
+    c1=$(cpu_ticks "${RELAYS[@]}"); w1=$(wchar "${SINK_PIDS[@]}")
+    n_sink=$(calc "($w1-$w0)*8/$SECS/1e6")
+    alive=0; for p in "${RELAYS[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+    n_cpu=$(calc "($c1-$c0)/$TCK")
+    stop "$SRC_PID"; stop_kiln; stop_all "${RELAYS[@]}" "${SINK_PIDS[@]}"
+    log "SRT N=$N${Q:+ (encrypted)} srt-live-transmit: cpu ${n_cpu}s, sinks ${n_sink} Mb/s, alive $alive"
+}
+LIBSRT_VERSION=$( (srt-live-transmit -version 2>&1 || true) | grep -o 'version [0-9.]*' | head -1 || true)
+
 if want srt; then
     rows=""
     for N in $SRT_NS; do
-        read -r -a SPORTS <<<"$(free_ports "$N")"   # sink listeners (srt-live-transmit)
-        read -r -a UPORTS <<<"$(free_ports "$N")"   # peer relays' UDP inputs
-        start_sinks() {
-            SINK_PIDS=()
-            for p in "${SPORTS[@]}"; do
-                srt-live-transmit -q "srt://127.0.0.1:$p?mode=listener" file://con >/dev/null 2>&1 &
-                SINK_PIDS+=($!); PIDS+=($!)
-            done
-            sleep 1
-        }
-        stop_all() { local p; for p in "$@"; do stop "$p"; done; }
-
-        # kiln: N SRT caller pushes
-        start_sinks
-        kiln_with_source
-        for i in $(seq "$N"); do start_push "s$i" srt "srt://127.0.0.1:${SPORTS[$((i-1))]}"; done
-        sleep "$WARM"
-        c0=$(cpu_ticks "$KILN_PID"); w0=$(wchar "${SINK_PIDS[@]}")
-        window "$KILN_PID" "kiln-srt-$N"
-        c1=$(cpu_ticks "$KILN_PID"); w1=$(wchar "${SINK_PIDS[@]}")
-        k_sink=$(calc "($w1-$w0)*8/$SECS/1e6")
-        read -r _ k_push <<<"$(sent_bytes)"
-        k_cpu=$(calc "($c1-$c0)/$TCK")
-        stop "$SRC_PID"; stop_kiln; stop_all "${SINK_PIDS[@]}"
-        log "SRT N=$N kiln: cpu ${k_cpu}s, sinks ${k_sink} Mb/s, pushing $k_push"
-
-        # peer: N srt-live-transmit callers, each fed a UDP copy of the source
-        # (the copies come from kiln mpegts pushes; kiln's CPU is not counted)
-        start_sinks
-        RELAYS=()
-        for i in $(seq "$N"); do
-            srt-live-transmit -q "udp://127.0.0.1:${UPORTS[$((i-1))]}" "srt://127.0.0.1:${SPORTS[$((i-1))]}" >/dev/null 2>&1 &
-            RELAYS+=($!); PIDS+=($!)
-        done
-        kiln_with_source
-        for i in $(seq "$N"); do start_push "u$i" mpegts "udp://127.0.0.1:${UPORTS[$((i-1))]}"; done
-        sleep "$WARM"
-        c0=$(cpu_ticks "${RELAYS[@]}"); w0=$(wchar "${SINK_PIDS[@]}")
-        sleep "$SECS"
-        c1=$(cpu_ticks "${RELAYS[@]}"); w1=$(wchar "${SINK_PIDS[@]}")
-        n_sink=$(calc "($w1-$w0)*8/$SECS/1e6")
-        alive=0; for p in "${RELAYS[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
-        n_cpu=$(calc "($c1-$c0)/$TCK"); n_hwm=$(hwm_kb "${RELAYS[@]}")
-        stop "$SRC_PID"; stop_kiln; stop_all "${RELAYS[@]}" "${SINK_PIDS[@]}"
-        log "SRT N=$N srt-live-transmit: cpu ${n_cpu}s, sinks ${n_sink} Mb/s, alive $alive"
+        srt_round "$N" ""
         cr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($n_cpu,1/$TCK))")
         rows+="| $N | $(fmt "$(calc "1000*$k_cpu/$N/$SECS")") | $(fmt "$(calc "1000*$n_cpu/$N/$SECS")") | **$cr** (≤ 1: $(calc "'yes' if $k_cpu <= $n_cpu else 'no'")) | $(fmt "$k_sink" 1) / $(fmt "$n_sink" 1) | $k_push/$N | $alive/$N |
 "
@@ -660,13 +671,39 @@ if want srt; then
 
 Sinks: N \`srt-live-transmit\` listeners writing to /dev/null. kiln: N
 \`protocol: srt\` caller pushes. Peer: N \`srt-live-transmit udp:// -> srt://\`
-callers (libsrt $(srt-live-transmit -version 2>&1 | grep -o 'version [0-9.]*' | head -1)), each fed a UDP copy of the
+callers (libsrt $LIBSRT_VERSION), each fed a UDP copy of the
 source (made by kiln, whose CPU is not counted on that side). CPU =
 utime+stime over ${SECS} s (peer: all N processes, all threads). Sinks Mb/s =
 what the N sinks wrote to /dev/null (\`wchar\`), to show both sides delivered.
 
 | N | kiln CPU ms/s per push | srt-live-transmit CPU ms/s per push | ratio (target) | sinks Mb/s kiln / peer | kiln pushing | peer relays alive |
 |---|---|---|---|---|---|---|
+$rows"
+fi
+
+# --- SRT encryption cost ----------------------------------------------------------
+if want srtenc; then
+    rows=""
+    ENC="&passphrase=kiln-bench-passphrase&pbkeylen=16"
+    for N in $SRT_ENC_NS; do
+        srt_round "$N" ""
+        kp_cpu=$k_cpu np_cpu=$n_cpu
+        srt_round "$N" "$ENC"
+        ke_cpu=$k_cpu ke_sink=$k_sink ke_push=$k_push ne_cpu=$n_cpu ne_sink=$n_sink e_alive=$alive
+        kr=$(calc "'%.2f' % ($ke_cpu/max($kp_cpu,1/$TCK))")
+        nr=$(calc "'%.2f' % ($ne_cpu/max($np_cpu,1/$TCK))")
+        rows+="| $N | $(fmt "$(calc "1000*$kp_cpu/$N/$SECS")") / $(fmt "$(calc "1000*$ke_cpu/$N/$SECS")") | **$kr** (< 1.5: $(calc "'yes' if $ke_cpu < 1.5*max($kp_cpu,1/$TCK) else 'no'")) | $(fmt "$(calc "1000*$np_cpu/$N/$SECS")") / $(fmt "$(calc "1000*$ne_cpu/$N/$SECS")") | $nr | $(fmt "$ke_sink" 1) / $(fmt "$ne_sink" 1) | $ke_push/$N | $e_alive/$N |
+"
+    done
+    add "### SRT encryption cost (AES-128, N SRT destinations)
+
+The SRT fan-out above, once in the clear and once with
+\`passphrase=...&pbkeylen=16\` on every URL (kiln's pushes, the peer's
+srt-live-transmit callers, and the sinks, which decrypt). CPU = utime+stime
+over ${SECS} s, per push.
+
+| N | kiln CPU ms/s per push, clear / encrypted | kiln encrypted / clear (target) | srt-live-transmit ($LIBSRT_VERSION) CPU ms/s per push, clear / encrypted | libsrt encrypted / clear | sinks Mb/s encrypted kiln / peer | kiln pushing | peer relays alive |
+|---|---|---|---|---|---|---|---|
 $rows"
 fi
 
