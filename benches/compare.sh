@@ -657,7 +657,7 @@ srt_round() { # N QUERY
     stop "$SRC_PID"; stop_kiln; stop_all "${RELAYS[@]}" "${SINK_PIDS[@]}"
     log "SRT N=$N${Q:+ (encrypted)} srt-live-transmit: cpu ${n_cpu}s, sinks ${n_sink} Mb/s, alive $alive"
 }
-LIBSRT_VERSION=$( (srt-live-transmit -version 2>&1 || true) | grep -o 'version [0-9.]*' | head -1 || true)
+LIBSRT_VERSION=$( (srt-live-transmit -version 2>&1 || true) | grep -o 'version:\? [0-9.]*' | head -1 || true)
 
 if want srt; then
     rows=""
