@@ -290,7 +290,22 @@ fn load_certificates(config: &Config) -> Result<StartCerts, config::ConfigErrors
         }
     }
     let mut vhosts = Vec::new();
+    // Vhost certificates serve the media-side TLS listeners (RTMPS); with
+    // none configured they are not loaded, so a config that names files
+    // only an LL-HLS or WebRTC TLS port would use (OME's samples) still runs.
+    let media_tls = config.providers.rtmp_tls_port.is_some();
     for v in &config.vhosts {
+        if !media_tls {
+            if v.spec.host.tls.is_some() {
+                warn!(
+                    "{}:{}: virtual host [{}]: <TLS> not loaded: no media TLS port (<Bind><Providers><RTMP><TLSPort>) uses it",
+                    config.file.display(),
+                    v.line,
+                    v.spec.name
+                );
+            }
+            continue;
+        }
         if let Some(spec) = &v.spec.host.tls {
             match tls::load_certified_key(spec) {
                 Ok(key) => vhosts.push(VhostCert {

@@ -394,11 +394,14 @@ pub fn output_tracks(tracks: &[Track], profile: Option<&OutputProfile>) -> Vec<(
             let name = match profile {
                 None => input_track_name(tracks, t),
                 Some(p) => p
-                    .encode_name(match t.kind() {
-                        MediaKind::Video => EncodeTarget::Video,
-                        MediaKind::Audio => EncodeTarget::Audio,
-                        MediaKind::Data => EncodeTarget::Data,
-                    })?
+                    .encode_name(
+                        match t.kind() {
+                            MediaKind::Video => EncodeTarget::Video,
+                            MediaKind::Audio => EncodeTarget::Audio,
+                            MediaKind::Data => EncodeTarget::Data,
+                        },
+                        &t.codec.api_name().to_ascii_lowercase(),
+                    )?
                     .to_string(),
             };
             Some((t.clone(), name))

@@ -10,6 +10,7 @@
 //! certificates (the caller does, and reports bad files by path).
 
 pub mod dom;
+pub mod ome_schema;
 
 use crate::state::vhost::{
     AdmissionWebhooks, Enables, HostSpec, Origin, OriginMapStore, OriginPass, OriginUrls, Origins,
@@ -117,6 +118,9 @@ impl Default for ProviderBinds {
 pub struct VhostConfig {
     pub spec: VhostSpec,
     pub applications: Vec<AppConfig>,
+    /// OME's dynamic-application template (`<Name>*</Name>`): applications
+    /// that origin pulls create on demand are copies of it.
+    pub app_template: Option<AppConfig>,
     pub line: u64,
 }
 
@@ -143,6 +147,10 @@ pub struct OutputProfileConfig {
 pub struct EncodeConfig {
     pub kind: EncodeKind,
     pub name: String,
+    /// OME's conditional bypass (`<Codec>X</Codec>` with
+    /// `<BypassIfMatch><Codec>eq</Codec>`): the track passes only when its
+    /// codec is X. `None`: a plain bypass.
+    pub if_codec: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -444,7 +452,12 @@ impl Walker<'_> {
             }
             seen.push(&child.name);
             if !visit(self, child, &cpath) {
-                self.error(child, &cpath, format!("unknown element <{}>", child.name));
+                if ome_schema::is_ome_element(&child.name) {
+                    // OME has it; kiln does not apply it here.
+                    self.warn(child, &cpath, "not supported by kiln; ignored");
+                } else {
+                    self.error(child, &cpath, format!("unknown element <{}>", child.name));
+                }
             }
         }
     }
@@ -1013,7 +1026,80 @@ impl Walker<'_> {
     }
 
     fn vhosts(&mut self, el: &Element, path: &str) -> Vec<VhostConfig> {
-        self.repeated(el, path, &[], "VirtualHost", |w, c, p| w.vhost(c, p))
+        let mut out = Vec::new();
+        self.children(el, path, &[], &["VirtualHost"], |w, c, p| {
+            if c.name != "VirtualHost" {
+                return false;
+            }
+            match c.attribute("include") {
+                Some(pattern) => out.extend(w.included_vhosts(c, p, pattern)),
+                None => out.extend(w.vhost(c, p)),
+            }
+            true
+        });
+        out
+    }
+
+    /// `<VirtualHost include="VHost*.xml" />` (OME): every file matching the
+    /// pattern (relative to the config's folder; `*` and `?` in the file
+    /// name), in name order, holds one `<VirtualHost>`. No match: nothing.
+    fn included_vhosts(&mut self, el: &Element, path: &str, pattern: &str) -> Vec<VhostConfig> {
+        let full = config_dir(&self.file).join(pattern);
+        let dir = full.parent().map(Path::to_path_buf).unwrap_or_default();
+        let file_pattern = full
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter(|e| {
+                    crate::wildcard::matches(&file_pattern, &e.file_name().to_string_lossy())
+                })
+                .map(|e| e.path())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        files.sort();
+        if files.is_empty() {
+            self.warn(
+                el,
+                path,
+                format!("include [{pattern}] matches no file; nothing included"),
+            );
+        }
+        let mut out = Vec::new();
+        for file in files {
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.error(el, path, format!("include [{}]: {e}", file.display()));
+                    continue;
+                }
+            };
+            let outer = std::mem::replace(&mut self.file, file.clone());
+            match dom::parse(&text) {
+                Ok(root) if root.name == "VirtualHost" => out.extend(self.vhost(&root, path)),
+                Ok(root) => self.error(
+                    &root,
+                    path,
+                    format!(
+                        "an included file must hold one <VirtualHost>, not <{}>",
+                        root.name
+                    ),
+                ),
+                Err(e) => self.errors.push(ConfigError {
+                    file: file.clone(),
+                    line: e.line,
+                    column: e.column,
+                    path: String::new(),
+                    message: format!("XML syntax error: {}", e.message),
+                }),
+            }
+            self.file = outer;
+        }
+        out
     }
 
     fn vhost(&mut self, el: &Element, path: &str) -> Option<VhostConfig> {
@@ -1022,6 +1108,7 @@ impl Walker<'_> {
         let mut host: Option<HostSpec> = None;
         let mut spec_extra = (None, None, None, None);
         let mut applications = Vec::new();
+        let mut app_template = None;
         self.children(el, path, UNSUPPORTED_VHOST, &[], |w, c, p| {
             match c.name.as_str() {
                 "Name" => name = w.nonempty_text(c, p),
@@ -1050,7 +1137,12 @@ impl Walker<'_> {
                         return false;
                     }
                     if let Some(a) = w.application(c, p) {
-                        if applications.iter().any(|x: &AppConfig| x.name == a.name) {
+                        if a.name == "*" {
+                            if app_template.is_some() {
+                                w.error(c, p, "the application template [*] is declared twice");
+                            }
+                            app_template = Some(a);
+                        } else if applications.iter().any(|x: &AppConfig| x.name == a.name) {
                             w.error(c, p, format!("application [{}] is declared twice", a.name));
                         } else {
                             applications.push(a);
@@ -1087,6 +1179,7 @@ impl Walker<'_> {
         Some(VhostConfig {
             spec,
             applications,
+            app_template,
             line: el.line,
         })
     }
@@ -1310,11 +1403,12 @@ impl Walker<'_> {
             self.error(el, path, "<Name> is required");
             return None;
         };
-        if !crate::state::vhost::valid_name(&name) {
+        // `*` is OME's dynamic-application template (kept by the vhost).
+        if name != "*" && !crate::state::vhost::valid_name(&name) {
             self.error(
                 el,
                 path,
-                format!("application name [{name}] must be 1-255 letters, digits, '-', '_' or '.'"),
+                format!("application name [{name}] must be 1-255 letters, digits, '-', '_' or '.' (or * for OME's template)"),
             );
             return None;
         }
@@ -1328,6 +1422,9 @@ impl Walker<'_> {
 
     fn output_profile(&mut self, el: &Element, path: &str) -> Option<OutputProfileConfig> {
         let (mut name, mut osn, mut encodes) = (None, None, Vec::new());
+        // OME names unnamed encodes video_0, audio_0, ... (counting the
+        // unnamed ones of each kind).
+        let mut unnamed = [0usize; 3];
         self.children(el, path, UNSUPPORTED_OUTPUT_PROFILE, &[], |w, c, p| {
             match c.name.as_str() {
                 "Name" => name = w.nonempty_text(c, p),
@@ -1338,13 +1435,13 @@ impl Walker<'_> {
                     UNSUPPORTED_ENCODES,
                     &["Video", "Audio", "Data"],
                     |w, c, p| {
-                        let kind = match c.name.as_str() {
-                            "Video" => EncodeKind::Video,
-                            "Audio" => EncodeKind::Audio,
-                            "Data" => EncodeKind::Data,
+                        let (kind, slot, prefix) = match c.name.as_str() {
+                            "Video" => (EncodeKind::Video, 0, "video"),
+                            "Audio" => (EncodeKind::Audio, 1, "audio"),
+                            "Data" => (EncodeKind::Data, 2, "data"),
                             _ => return false,
                         };
-                        if let Some(e) = w.encode(c, p, kind) {
+                        if let Some(e) = w.encode(c, p, kind, &mut unnamed[slot], prefix) {
                             encodes.push(e);
                         }
                         true
@@ -1365,34 +1462,80 @@ impl Walker<'_> {
         })
     }
 
-    fn encode(&mut self, el: &Element, path: &str, kind: EncodeKind) -> Option<EncodeConfig> {
-        let (mut name, mut bypass) = (None, kind == EncodeKind::Data);
-        // Transcoding settings are known to OME; kiln refuses them below
-        // unless <Bypass>true</Bypass> makes them moot.
+    /// One encode. A bypass applies; a conditional bypass on the codec
+    /// applies as "pass the track when its codec matches"; any other
+    /// (transcoding) encode is skipped with a warning: kiln relays.
+    fn encode(
+        &mut self,
+        el: &Element,
+        path: &str,
+        kind: EncodeKind,
+        unnamed: &mut usize,
+        prefix: &str,
+    ) -> Option<EncodeConfig> {
+        let (mut name, mut bypass, mut codec) = (None, kind == EncodeKind::Data, None);
+        let mut codec_eq = false;
+        let mut other_conditions = Vec::new();
         self.children(el, path, &[], &[], |w, c, p| {
             match c.name.as_str() {
                 "Name" => name = w.nonempty_text(c, p),
                 "Bypass" => bypass = w.bool_text(c, p).unwrap_or(false),
-                "Codec" | "Width" | "Height" | "Bitrate" | "Framerate" | "Preset"
-                | "Samplerate" | "Channel" | "BypassIfMatch" | "KeyFrameInterval" | "BFrames"
-                | "Profile" | "ThreadCount" | "Modules" | "Scale" | "Lookahead" | "SkipFrames" => {}
-                _ => return false,
+                "Codec" => codec = w.nonempty_text(c, p),
+                "BypassIfMatch" => w.children(c, p, &[], &[], |w, c, p| {
+                    let op = w.nonempty_text(c, p).unwrap_or_default();
+                    if c.name == "Codec" && op.eq_ignore_ascii_case("eq") {
+                        codec_eq = true;
+                    } else if ome_schema::is_ome_element(&c.name) {
+                        other_conditions.push(c.name.clone());
+                    } else {
+                        return false;
+                    }
+                    true
+                }),
+                // Transcoding settings: OME's, moot for a bypass.
+                _ => return ome_schema::is_ome_element(&c.name),
             }
             true
         });
-        if !bypass {
-            self.error(
-                el,
-                path,
-                "only <Bypass>true</Bypass> encodes are supported: kiln relays streams and does not transcode",
-            );
-            return None;
+        let name = name.unwrap_or_else(|| {
+            let n = format!("{prefix}_{unnamed}");
+            *unnamed += 1;
+            n
+        });
+        if bypass {
+            return Some(EncodeConfig {
+                kind,
+                name,
+                if_codec: None,
+            });
         }
-        let Some(name) = name else {
-            self.error(el, path, "<Name> is required");
-            return None;
-        };
-        Some(EncodeConfig { kind, name })
+        match codec {
+            Some(codec) if codec_eq => {
+                if !other_conditions.is_empty() {
+                    self.warn(
+                        el,
+                        path,
+                        format!(
+                            "encode [{name}]: only <BypassIfMatch><Codec> is checked (kiln does not transcode); {} not applied",
+                            other_conditions.join(", ")
+                        ),
+                    );
+                }
+                Some(EncodeConfig {
+                    kind,
+                    name,
+                    if_codec: Some(codec.to_ascii_lowercase()),
+                })
+            }
+            _ => {
+                self.warn(
+                    el,
+                    path,
+                    format!("encode [{name}] transcodes; kiln relays streams and does not transcode: skipped (the profile's bypass encodes still apply)"),
+                );
+                None
+            }
+        }
     }
 }
 

@@ -171,13 +171,18 @@ fn api_absent_means_off() {
 }
 
 #[test]
-fn transcoding_is_refused() {
+fn a_transcoding_encode_is_skipped_with_a_warning() {
     let text = GOOD.replace(
         "<Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>",
         "<Audio><Name>opus</Name><Codec>opus</Codec><Bitrate>128000</Bitrate></Audio>",
     );
-    let err = load_str(&text).unwrap_err().to_string();
-    assert!(err.contains("does not transcode"), "{err}");
+    let loaded = load_str(&text).unwrap();
+    assert!(loaded
+        .warnings
+        .iter()
+        .any(|w| w.to_string().contains("encode [opus] transcodes")));
+    let encodes = &loaded.config.vhosts[0].applications[0].output_profiles[0].encodes;
+    assert_eq!(encodes.len(), 1, "the bypass video encode still applies");
 }
 
 #[test]
@@ -245,4 +250,144 @@ fn srt_options_passphrase_and_key_length() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("10-79"), "{err}");
+}
+
+/// An OME-shaped config (written here, in the style of OME's samples) with
+/// every construct OME's files use that kiln once refused.
+const OME_STYLE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<Server version="8">
+  <Name>OvenMediaEngine</Name>
+  <Type>origin</Type>
+  <IP>*</IP>
+  <PrivacyProtection>false</PrivacyProtection>
+  <StunServer>stun.example.com:3478</StunServer>
+  <Modules><HTTP2><Enable>true</Enable></HTTP2><LLHLS><Enable>true</Enable></LLHLS></Modules>
+  <Bind>
+    <Providers>
+      <RTMP><Port>1935</Port><WorkerCount>1</WorkerCount></RTMP>
+      <SRT><Port>9999</Port><WorkerCount>1</WorkerCount>
+        <Options><Option><Key>SRTO_LATENCY</Key><Value>200</Value></Option></Options>
+      </SRT>
+    </Providers>
+    <Publishers><LLHLS><Port>3333</Port></LLHLS></Publishers>
+  </Bind>
+  <Defaults><CrossDomains><Url>*</Url></CrossDomains></Defaults>
+  <VirtualHosts>
+    <VirtualHost include="VHost*.xml" />
+    <VirtualHost>
+      <Name>default</Name>
+      <Host><Names><Name>*</Name></Names></Host>
+      <Applications>
+        <Application>
+          <Name>app</Name>
+          <Type>live</Type>
+          <OutputProfiles>
+            <HWAccels><Decoder><Enable>false</Enable></Decoder></HWAccels>
+            <OutputProfile>
+              <Name>bypass_stream</Name>
+              <OutputStreamName>${OriginStreamName}</OutputStreamName>
+              <Playlist><Name>default</Name><FileName>master</FileName></Playlist>
+              <Encodes>
+                <Video><Bypass>true</Bypass></Video>
+                <Video><Name>video_720</Name><Codec>h264</Codec><Width>1280</Width><Height>720</Height></Video>
+                <Audio><Name>aac_audio</Name><Codec>aac</Codec><Bitrate>128000</Bitrate>
+                  <BypassIfMatch><Codec>eq</Codec></BypassIfMatch></Audio>
+                <Audio><Name>opus_audio</Name><Codec>opus</Codec>
+                  <BypassIfMatch><Codec>eq</Codec><Samplerate>lte</Samplerate></BypassIfMatch></Audio>
+              </Encodes>
+            </OutputProfile>
+          </OutputProfiles>
+          <Providers><RTMP /><SRT /><OVT /><WebRTC><Timeout>30000</Timeout></WebRTC></Providers>
+          <Publishers><AppWorkerCount>1</AppWorkerCount><LLHLS><ChunkDuration>0.5</ChunkDuration></LLHLS></Publishers>
+        </Application>
+        <Application>
+          <Name>*</Name>
+          <Type>live</Type>
+          <Providers><OVT /></Providers>
+        </Application>
+      </Applications>
+    </VirtualHost>
+  </VirtualHosts>
+</Server>
+"#;
+
+#[test]
+fn ome_style_config_loads_with_one_warning_per_unapplied_element() {
+    let dir = std::env::temp_dir().join(format!("kiln-ome-style-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two included hosts, in name order; a file that does not match.
+    std::fs::write(
+        dir.join("VHost-b.xml"),
+        "<VirtualHost><Name>b</Name><Host><Names><Name>b.test</Name></Names></Host></VirtualHost>",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("VHost-a.xml"),
+        "<VirtualHost><Name>a</Name><Host><Names><Name>a.test</Name></Names></Host><Applications><Application><Name>live</Name><Providers><RTMP/></Providers></Application></Applications></VirtualHost>",
+    )
+    .unwrap();
+    std::fs::write(dir.join("Other.xml"), "<nothing/>").unwrap();
+    let file = dir.join("Server.xml");
+    let loaded = parse(&file, OME_STYLE, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+    let c = &loaded.config;
+    let names: Vec<&str> = c.vhosts.iter().map(|v| v.spec.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "default"]);
+    assert_eq!(c.vhosts[0].applications[0].name, "live");
+    let default = &c.vhosts[2];
+    assert_eq!(
+        default.applications.len(),
+        1,
+        "the * template is not an app"
+    );
+    assert_eq!(default.app_template.as_ref().unwrap().name, "*");
+    let encodes = &default.applications[0].output_profiles[0].encodes;
+    let got: Vec<(&str, Option<&str>)> = encodes
+        .iter()
+        .map(|e| (e.name.as_str(), e.if_codec.as_deref()))
+        .collect();
+    // unnamed bypass -> video_0 (OME's naming); the 720p transcode skipped;
+    // the conditional AAC and Opus bypasses kept
+    assert_eq!(
+        got,
+        [
+            ("video_0", None),
+            ("aac_audio", Some("aac")),
+            ("opus_audio", Some("opus"))
+        ]
+    );
+    let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+    let has = |s: &str| warnings.iter().any(|w| w.contains(s));
+    for want in [
+        "Server/Type",
+        "Server/PrivacyProtection",
+        "Server/StunServer",
+        "Server/Modules",
+        "Server/Defaults",
+        "Server/Bind/Publishers",
+        "Server/Bind/Providers/RTMP/WorkerCount",
+        "SRTO_LATENCY",
+        "OutputProfiles/HWAccels",
+        "OutputProfile/Playlist",
+        "encode [video_720] transcodes",
+        "encode [opus_audio]: only <BypassIfMatch><Codec> is checked",
+        "Providers/OVT",
+        "Publishers/LLHLS",
+    ] {
+        assert!(has(want), "no warning about {want}: {warnings:#?}");
+    }
+    // each with its line
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("Server.xml:4:3: Server/Type")),
+        "{warnings:#?}"
+    );
+    // A typo, known to OME nowhere, is still an error.
+    let typo = OME_STYLE
+        .replace("<PrivacyProtection>", "<PrivacyProtektion>")
+        .replace("</PrivacyProtection>", "</PrivacyProtektion>");
+    let err = parse(&file, &typo, &|_| None).unwrap_err().to_string();
+    assert!(err.contains("unknown element <PrivacyProtektion>"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

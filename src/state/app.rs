@@ -134,10 +134,13 @@ impl AppSpec {
             p.encodes
                 .iter()
                 .filter(|e| e.kind == kind)
-                .map(|e| Encode {
-                    name: e.name.clone(),
-                    bypass: true,
-                    settings: Map::new(),
+                .map(|e| match &e.if_codec {
+                    None => Encode {
+                        name: e.name.clone(),
+                        bypass: true,
+                        settings: Map::new(),
+                    },
+                    Some(codec) => Encode::conditional(&e.name, codec),
                 })
                 .collect()
         };
@@ -222,9 +225,9 @@ impl AppSpec {
                             p.name
                         ));
                     }
-                    if !e.bypass && kind != "datas" {
+                    if !e.bypass && kind != "datas" && e.bypass_codec().is_none() {
                         return Err(format!(
-                            "output profile [{}]: encode [{}] is not a bypass; kiln relays streams and does not transcode (set \"bypass\": true)",
+                            "output profile [{}]: encode [{}] is not a bypass; kiln relays streams and does not transcode (set \"bypass\": true, or \"codec\" with \"bypassIfMatch\": {{\"codec\": \"eq\"}})",
                             p.name, e.name
                         ));
                     }
@@ -291,15 +294,59 @@ impl AppSpec {
     }
 }
 
-impl OutputProfile {
-    /// The name a track of this kind carries in this profile's output:
-    /// the first encode of its kind.
-    pub fn encode_name(&self, target: EncodeTarget) -> Option<&str> {
-        match target {
-            EncodeTarget::Video => self.encodes.videos.first(),
-            EncodeTarget::Audio => self.encodes.audios.first(),
-            EncodeTarget::Data => self.encodes.datas.first(),
+impl Encode {
+    /// OME's conditional bypass: `codec` with `bypassIfMatch.codec = eq`.
+    pub fn conditional(name: &str, codec: &str) -> Encode {
+        let mut settings = Map::new();
+        settings.insert("codec".into(), Value::from(codec));
+        settings.insert("bypassIfMatch".into(), serde_json::json!({ "codec": "eq" }));
+        Encode {
+            name: name.to_string(),
+            bypass: false,
+            settings,
         }
+    }
+
+    /// The codec a conditional bypass passes (`codec` when
+    /// `bypassIfMatch.codec` is `eq`), lower-case.
+    pub fn bypass_codec(&self) -> Option<String> {
+        let eq = self
+            .settings
+            .get("bypassIfMatch")
+            .and_then(|b| b.get("codec"))
+            .and_then(Value::as_str)
+            .is_some_and(|op| op.eq_ignore_ascii_case("eq"));
+        let codec = self.settings.get("codec").and_then(Value::as_str)?;
+        eq.then(|| codec.to_ascii_lowercase())
+    }
+
+    /// Does this encode pass a track of `codec` (kiln's codec name, e.g.
+    /// `aac`, `h264`)?
+    pub fn passes(&self, codec: &str) -> bool {
+        if self.bypass {
+            return true;
+        }
+        match self.bypass_codec().as_deref() {
+            Some(c) => {
+                c == codec || (c == "hevc" && codec == "h265") || (c == "avc" && codec == "h264")
+            }
+            None => false,
+        }
+    }
+}
+
+impl OutputProfile {
+    /// The name a track of this kind and codec carries in this profile's
+    /// output: the first encode of its kind that passes it (a bypass, or a
+    /// conditional bypass on that codec); `None`: not in this output.
+    pub fn encode_name(&self, target: EncodeTarget, codec: &str) -> Option<&str> {
+        match target {
+            EncodeTarget::Video => &self.encodes.videos,
+            EncodeTarget::Audio => &self.encodes.audios,
+            EncodeTarget::Data => &self.encodes.datas,
+        }
+        .iter()
+        .find(|e| target == EncodeTarget::Data || e.passes(codec))
         .map(|e| e.name.as_str())
     }
 }

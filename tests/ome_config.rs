@@ -1,0 +1,235 @@
+//! An OvenMediaEngine-style Server.xml (written here in the shape of OME's
+//! samples, which are under OME's licence) runs unchanged: kiln warns about
+//! what it does not do, includes vhost files, keeps the `*` template, names
+//! unnamed encodes OME's way, applies conditional bypasses, and serves the
+//! API with OME's token; RTMP and SRT publishers show up with the output
+//! track names of the profile.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+use common::*;
+use media::*;
+use std::time::Duration;
+
+fn ome_style(api: u16, rtmp: u16, srt: u16, vhosts: &str) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<Server version="8">
+	<Name>OvenMediaEngine</Name>
+	<Type>origin</Type>
+	<IP>127.0.0.1</IP>
+	<PrivacyProtection>false</PrivacyProtection>
+	<StunServer>stun.example.com:3478</StunServer>
+	<Modules>
+		<HTTP2><Enable>true</Enable></HTTP2>
+		<LLHLS><Enable>true</Enable></LLHLS>
+		<P2P><Enable>false</Enable><MaxClientPeersPerHostPeer>2</MaxClientPeersPerHostPeer></P2P>
+	</Modules>
+	<Bind>
+		<Managers>
+			<API>
+				<Port>{api}</Port>
+				<WorkerCount>1</WorkerCount>
+			</API>
+		</Managers>
+		<Providers>
+			<RTSPC><WorkerCount>1</WorkerCount></RTSPC>
+			<OVT><WorkerCount>1</WorkerCount></OVT>
+			<RTMP><Port>{rtmp}</Port><WorkerCount>1</WorkerCount></RTMP>
+			<SRT><Port>{srt}</Port><WorkerCount>1</WorkerCount></SRT>
+			<WebRTC>
+				<Signalling><Port>13333</Port><WorkerCount>1</WorkerCount></Signalling>
+				<IceCandidates><IceCandidate>*:10000-10004/udp</IceCandidate><TcpRelay>*:3478</TcpRelay></IceCandidates>
+			</WebRTC>
+		</Providers>
+		<Publishers>
+			<OVT><Port>9000</Port></OVT>
+			<LLHLS><Port>13333</Port></LLHLS>
+		</Publishers>
+	</Bind>
+	<Managers>
+		<Host><Names><Name>*</Name></Names></Host>
+		<API>
+			<AccessToken>ome-access-token</AccessToken>
+			<CrossDomains><Url>*.airensoft.com</Url></CrossDomains>
+		</API>
+	</Managers>
+	<Defaults><CrossDomains><Url>*</Url></CrossDomains></Defaults>
+	<VirtualHosts>
+		<VirtualHost include="{vhosts}" />
+		<VirtualHost>
+			<Name>default</Name>
+			<Distribution>ovenmediaengine.com</Distribution>
+			<Host><Names><Name>*</Name></Names></Host>
+			<Applications>
+				<Application>
+					<Name>app</Name>
+					<Type>live</Type>
+					<OutputProfiles>
+						<Decodes><ThreadCount>2</ThreadCount><OnlyKeyframes>false</OnlyKeyframes></Decodes>
+						<HWAccels><Decoder><Enable>false</Enable></Decoder><Encoder><Enable>false</Enable></Encoder></HWAccels>
+						<OutputProfile>
+							<Name>bypass_stream</Name>
+							<OutputStreamName>${{OriginStreamName}}</OutputStreamName>
+							<Playlist>
+								<Name>default</Name>
+								<FileName>master</FileName>
+								<Options><WebRtcAutoAbr>true</WebRtcAutoAbr></Options>
+								<RenditionTemplate>
+									<Name>${{Height}}p</Name>
+									<VideoTemplate><EncodingType>all</EncodingType></VideoTemplate>
+									<AudioTemplate><EncodingType>all</EncodingType></AudioTemplate>
+								</RenditionTemplate>
+							</Playlist>
+							<Encodes>
+								<Video><Bypass>true</Bypass></Video>
+								<Audio>
+									<Name>aac_audio</Name>
+									<Codec>aac</Codec>
+									<Bitrate>128000</Bitrate>
+									<Samplerate>48000</Samplerate>
+									<Channel>2</Channel>
+									<BypassIfMatch><Codec>eq</Codec></BypassIfMatch>
+								</Audio>
+								<Audio>
+									<Name>opus_audio</Name>
+									<Codec>opus</Codec>
+									<Bitrate>128000</Bitrate>
+									<BypassIfMatch><Codec>eq</Codec></BypassIfMatch>
+								</Audio>
+							</Encodes>
+						</OutputProfile>
+					</OutputProfiles>
+					<Providers>
+						<OVT />
+						<RTMP />
+						<SRT />
+						<RTSPPull />
+						<WebRTC><Timeout>30000</Timeout></WebRTC>
+					</Providers>
+					<Publishers>
+						<AppWorkerCount>1</AppWorkerCount>
+						<StreamWorkerCount>8</StreamWorkerCount>
+						<OVT />
+						<LLHLS><ChunkDuration>0.5</ChunkDuration><SegmentDuration>6</SegmentDuration></LLHLS>
+					</Publishers>
+				</Application>
+				<Application>
+					<Name>*</Name>
+					<Type>live</Type>
+					<Providers><OVT /></Providers>
+				</Application>
+			</Applications>
+		</VirtualHost>
+	</VirtualHosts>
+</Server>
+"#
+    )
+}
+
+#[test]
+fn an_ome_style_server_xml_runs_and_takes_publishers() {
+    let dir = temp_dir("ome-style");
+    std::fs::write(
+        dir.join("VHost-extra.xml"),
+        "<VirtualHost><Name>extra</Name><Host><Names><Name>extra.test</Name></Names></Host></VirtualHost>",
+    )
+    .unwrap();
+    let (api, rtmp, srt) = (free_port(), free_port(), free_udp_port());
+    let config = dir.join("Server.xml");
+    std::fs::write(&config, ome_style(api, rtmp, srt, "VHost*.xml")).unwrap();
+    let mut s = Server {
+        child: None,
+        dir: dir.clone(),
+        config,
+        port: api,
+        tls_port: None,
+        log: dir.join("kiln.log"),
+        media: MediaPorts {
+            rtmp,
+            srt,
+            ..MediaPorts::default()
+        },
+    };
+    s.spawn();
+    let log = s.log_text();
+    for what in [
+        "Server/Modules",
+        "Server/Defaults",
+        "Publishers/LLHLS",
+        "Playlist",
+    ] {
+        assert!(log.contains(what), "no warning about {what}\n{log}");
+    }
+    // OME's token, OME's Basic form.
+    let r = s.request_with(
+        "GET",
+        "/v1/vhosts",
+        &[("Authorization", "Basic b21lLWFjY2Vzcy10b2tlbg==")],
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["response"],
+        serde_json::json!(["extra", "default"])
+    );
+    let r = s.request_with(
+        "GET",
+        "/v1/vhosts/default/apps",
+        &[("Authorization", "Basic b21lLWFjY2Vzcy10b2tlbg==")],
+        None,
+    );
+    assert_eq!(
+        r.json()["response"],
+        serde_json::json!(["app"]),
+        "the * template is not an app"
+    );
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let auth = [("Authorization", "Basic b21lLWFjY2Vzcy10b2tlbg==")];
+    let stream = |name: &str| {
+        let r = s.request_with(
+            "GET",
+            &format!("/v1/vhosts/default/apps/app/streams/{name}"),
+            &auth,
+            None,
+        );
+        (r.status == 200).then(|| r.json()["response"].clone())
+    };
+    let mut rtmp_pub = ffmpeg_source(8, &[], "flv", &format!("rtmp://127.0.0.1:{rtmp}/app/cam"));
+    let mut srt_pub = ffmpeg_source(
+        8,
+        &[],
+        "mpegts",
+        &format!("srt://127.0.0.1:{srt}?streamid=default/app/srtcam&pkt_size=1316"),
+    );
+    for name in ["cam", "srtcam"] {
+        let v = wait_until(Duration::from_secs(10), || {
+            stream(name).filter(|v| {
+                v["outputs"][0]["tracks"]
+                    .as_array()
+                    .is_some_and(|t| t.len() == 2)
+            })
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} never showed with two output tracks\n{}",
+                s.log_text()
+            )
+        });
+        let names: Vec<&str> = v["outputs"][0]["tracks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        // the unnamed bypass is video_0; the source's AAC passes as aac_audio
+        assert_eq!(names, ["video_0", "aac_audio"], "{v}");
+    }
+    let _ = rtmp_pub.kill();
+    let _ = srt_pub.kill();
+    let _ = rtmp_pub.wait();
+    let _ = srt_pub.wait();
+}
