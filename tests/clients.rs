@@ -8,21 +8,12 @@ mod common;
 mod media;
 use common::*;
 use media::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn gstreamer() -> bool {
     have_tool("gst-launch-1.0") && have_tool("ffprobe") && have_tool("ffmpeg")
-}
-
-fn stream(s: &Server, name: &str) -> Option<Value> {
-    let r = s.request(
-        "GET",
-        &format!("/v1/vhosts/default/apps/app/streams/{name}"),
-        None,
-    );
-    (r.status == 200).then(|| r.json()["response"].clone())
 }
 
 fn gst(pipeline: &str) -> Command {
@@ -121,7 +112,7 @@ fn gstreamer_srtsink_and_udpsink_publish() {
         .spawn()
         .unwrap();
         let v = wait_until(Duration::from_secs(10), || {
-            stream(&s, &name).filter(|v| {
+            s.live_stream(&name).filter(|v| {
                 v["input"]["tracks"]
                     .as_array()
                     .is_some_and(|t| !t.is_empty())

@@ -10,7 +10,6 @@ use common::*;
 use media::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// kiln's peak and current resident memory in KiB (VmHWM, VmRSS).
@@ -26,15 +25,6 @@ fn memory_kib(s: &Server) -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmHWM:"), field("VmRSS:"))
-}
-
-fn stream(s: &Server, name: &str) -> Option<serde_json::Value> {
-    let r = s.request(
-        "GET",
-        &format!("/v1/vhosts/default/apps/app/streams/{name}"),
-        None,
-    );
-    (r.status == 200).then(|| r.json()["response"].clone())
 }
 
 /// The probe: 60 connections each sending two partial 8 MiB - 1
@@ -116,7 +106,7 @@ fn rtmp_partial_messages_before_publish_pin_little_memory() {
     if have_tool("ffmpeg") {
         let url = format!("rtmp://127.0.0.1:{}/app/real", s.media.rtmp);
         let mut ff = ffmpeg_source(6, &[], "flv", &url);
-        wait_until(Duration::from_secs(10), || stream(&s, "real")).expect("real publisher");
+        wait_until(Duration::from_secs(10), || s.live_stream("real")).expect("real publisher");
         let _ = ff.kill();
         let _ = ff.wait();
     }
@@ -206,21 +196,9 @@ fn one_srt_source_cannot_take_every_slot() {
     }
     // A real srt-live-transmit from another address still gets in.
     let url = format!("srt://127.0.0.1:{}?streamid=default/app/real", s.media.srt);
-    let mut ff = ffmpeg_source_cmd(8, "320x180", &[], "mpegts", "-")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pipe = ff.stdout.take().unwrap();
-    let mut slt = Command::new("srt-live-transmit")
-        .args(["-q", "file://con", &url])
-        .stdin(pipe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut ff, mut slt) = srt_live_transmit_source(8, &url);
     let t0 = Instant::now();
-    let got = wait_until(Duration::from_secs(10), || stream(&s, "real"));
+    let got = wait_until(Duration::from_secs(10), || s.live_stream("real"));
     let _ = ff.kill();
     let _ = slt.kill();
     let _ = ff.wait();

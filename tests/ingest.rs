@@ -12,19 +12,10 @@ use serde_json::Value;
 use std::io::Write;
 use std::time::Duration;
 
-fn stream_json(s: &Server, name: &str) -> Option<Value> {
-    let r = s.request(
-        "GET",
-        &format!("/v1/vhosts/default/apps/app/streams/{name}"),
-        None,
-    );
-    (r.status == 200).then(|| r.json()["response"].clone())
-}
-
 /// Waits for the stream to show with both tracks known.
 fn wait_for_tracks(s: &Server, name: &str) -> Value {
     wait_until(Duration::from_secs(10), || {
-        stream_json(s, name).filter(|v| {
+        s.live_stream(name).filter(|v| {
             v["input"]["tracks"]
                 .as_array()
                 .is_some_and(|t| t.len() == 2)
@@ -67,7 +58,7 @@ fn check_tracks(v: &Value, source: &str) {
 
 fn wait_gone(s: &Server, name: &str) {
     wait_until(Duration::from_secs(10), || {
-        stream_json(s, name).is_none().then_some(())
+        s.live_stream(name).is_none().then_some(())
     })
     .unwrap_or_else(|| panic!("stream {name} did not go away"));
 }
@@ -120,7 +111,7 @@ fn rtmp_second_publisher_and_unknown_app_are_refused() {
         "{err}"
     );
     // the first publisher was not disturbed
-    assert!(stream_json(&s, "cam").is_some());
+    assert!(s.live_stream("cam").is_some());
     let _ = first.kill();
     let _ = first.wait();
     wait_gone(&s, "cam");
@@ -206,7 +197,7 @@ fn mpegts_udp_stream_appears_and_goes_after_quiet() {
         list.json()["response"]
             .as_array()
             .is_some_and(|a| a.iter().any(|n| n == name.as_str()))
-            .then(|| stream_json(&s, &name))
+            .then(|| s.live_stream(&name))
             .flatten()
     })
     .expect("stream listed");

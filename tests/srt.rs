@@ -15,15 +15,6 @@ fn tools() -> bool {
     have_tool("ffmpeg") && have_tool("ffprobe") && have_tool("srt-live-transmit")
 }
 
-fn stream(s: &Server, name: &str) -> Option<Value> {
-    let r = s.request(
-        "GET",
-        &format!("/v1/vhosts/default/apps/app/streams/{name}"),
-        None,
-    );
-    (r.status == 200).then(|| r.json()["response"].clone())
-}
-
 fn codecs(v: &Value) -> Vec<String> {
     v["input"]["tracks"]
         .as_array()
@@ -53,7 +44,7 @@ fn ffmpeg_publishes_over_srt() {
     );
     let mut ff = ffmpeg_source(4, &[], "mpegts", &url);
     let v = wait_until(Duration::from_secs(10), || {
-        stream(&s, "cam").filter(|v| {
+        s.live_stream("cam").filter(|v| {
             v["input"]["tracks"]
                 .as_array()
                 .is_some_and(|t| t.len() == 2)
@@ -77,7 +68,7 @@ fn ffmpeg_publishes_over_srt() {
     );
     assert!(ff.wait().unwrap().success());
     wait_until(Duration::from_secs(10), || {
-        stream(&s, "cam").is_none().then_some(())
+        s.live_stream("cam").is_none().then_some(())
     })
     .expect("stream ends");
 }
@@ -90,39 +81,8 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
     let s = Server::start_media("srtslt");
     // ffmpeg makes a real-time TS on stdout; srt-live-transmit sends it.
     let url = format!("srt://127.0.0.1:{}?streamid=app/slt", s.media.srt);
-    let mut ff = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args([
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=640x360:rate=25",
-            "-t",
-            "20",
-        ])
-        .args([
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-f",
-            "mpegts",
-            "-",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pipe = ff.stdout.take().unwrap();
-    // srt-live-transmit does not exit at the end of its input: killed below.
-    let mut slt = Command::new("srt-live-transmit")
-        .args(["-q", "file://con", &url])
-        .stdin(pipe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let v = wait_until(Duration::from_secs(10), || stream(&s, "slt")).expect("the stream shows");
+    let (mut ff, mut slt) = srt_live_transmit_source(20, &url);
+    let v = wait_until(Duration::from_secs(10), || s.live_stream("slt")).expect("the stream shows");
     assert_eq!(v["input"]["sourceType"], "Srt");
     let _ = ff.kill();
     let _ = ff.wait();
@@ -131,7 +91,7 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
     // The caller vanished without a SHUTDOWN: the stream ends on the peer
     // idle timeout.
     wait_until(Duration::from_secs(15), || {
-        stream(&s, "slt").is_none().then_some(())
+        s.live_stream("slt").is_none().then_some(())
     })
     .expect("stream ends");
 
@@ -151,12 +111,12 @@ fn srt_live_transmit_publishes_and_bad_streamids_are_rejected() {
         s.media.srt
     );
     let mut first = ffmpeg_source(8, &[], "mpegts", &url);
-    wait_until(Duration::from_secs(10), || stream(&s, "dup")).expect("first publisher");
+    wait_until(Duration::from_secs(10), || s.live_stream("dup")).expect("first publisher");
     let second = ffmpeg_source(1, &[], "mpegts", &url)
         .wait_with_output()
         .unwrap();
     assert!(!second.status.success());
-    assert!(stream(&s, "dup").is_some());
+    assert!(s.live_stream("dup").is_some());
     let _ = first.kill();
     let _ = first.wait();
     assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);

@@ -104,19 +104,7 @@ fn ffmpeg_and_srt_live_transmit_publish_encrypted() {
         s.media.srt
     );
     let counts = relayed_counts(&s, "slt", || {
-        let mut ff = ffmpeg_source_cmd(secs, "640x360", &[], "mpegts", "-")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pipe = ff.stdout.take().unwrap();
-        let mut slt = Command::new("srt-live-transmit")
-            .args(["-q", "file://con", &url])
-            .stdin(pipe)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let (mut ff, mut slt) = srt_live_transmit_source(secs, &url);
         assert!(ff.wait().unwrap().success());
         // srt-live-transmit does not exit at the end of its input; give
         // it its latency to drain, then stop it.

@@ -55,6 +55,27 @@ pub fn ffmpeg_source_cmd(
     cmd
 }
 
+/// srt-live-transmit publishing ffmpeg's real-time test pattern (a TS on
+/// its stdin) to `url` for `secs` seconds: (ffmpeg, srt-live-transmit).
+/// srt-live-transmit does not exit at the end of its input: the caller
+/// kills both.
+pub fn srt_live_transmit_source(secs: u32, url: &str) -> (Child, Child) {
+    let mut ff = ffmpeg_source_cmd(secs, "640x360", &[], "mpegts", "-")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts");
+    let pipe = ff.stdout.take().expect("ffmpeg stdout");
+    let slt = Command::new("srt-live-transmit")
+        .args(["-q", "file://con", url])
+        .stdin(pipe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("srt-live-transmit starts");
+    (ff, slt)
+}
+
 /// Polls `f` every 50 ms until it gives a value or `limit` passes.
 pub fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let t0 = Instant::now();

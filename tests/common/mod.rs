@@ -361,6 +361,17 @@ impl Server {
         )
     }
 
+    /// The live stream `name` of `default/app` as the API shows it, when
+    /// it is listed.
+    pub fn live_stream(&self, name: &str) -> Option<serde_json::Value> {
+        let r = self.request(
+            "GET",
+            &format!("/v1/vhosts/default/apps/app/streams/{name}"),
+            None,
+        );
+        (r.status == 200).then(|| r.json()["response"].clone())
+    }
+
     /// The push task `id` of `default/app`, as `:pushes` shows it.
     pub fn push_task(&self, id: &str) -> Option<serde_json::Value> {
         let r = self.request(
