@@ -8,7 +8,6 @@ mod media;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn tools() -> bool {
@@ -145,25 +144,8 @@ fn srt_push_to_srt_live_transmit_and_ffmpeg() {
     let ff_port = free_udp_port();
     let slt_out = s.dir.join("slt.ts");
     let ff_out = s.dir.join("ff.ts");
-    let mut slt = Command::new("srt-live-transmit")
-        .args([
-            "-q",
-            &format!("srt://:{slt_port}?mode=listener"),
-            "file://con",
-        ])
-        .stdout(std::fs::File::create(&slt_out).unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut ff = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y"])
-        .args(["-i", &format!("srt://127.0.0.1:{ff_port}?mode=listener")])
-        .args(["-c", "copy", "-f", "mpegts"])
-        .arg(&ff_out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut slt = srt_live_transmit_sink(slt_port, "", &slt_out);
+    let mut ff = ffmpeg_srt_sink(ff_port, "", &ff_out);
     std::thread::sleep(Duration::from_millis(500));
     push_srt_to(&s, "to-slt", slt_port);
     push_srt_to(&s, "to-ffmpeg", ff_port);

@@ -11,7 +11,6 @@ mod media;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PASS: &str = "kiln-test-passphrase";
@@ -171,38 +170,17 @@ fn kiln_pushes_encrypted_to_srt_live_transmit_and_ffmpeg() {
     let bad_port = free_udp_port();
     let slt_out = s.dir.join("slt.ts");
     let ff_out = s.dir.join("ff.ts");
-    let mut slt = Command::new("srt-live-transmit")
-        .args([
-            "-q",
-            &format!("srt://:{slt_port}?mode=listener&passphrase={PASS}&pbkeylen=24"),
-            "file://con",
-        ])
-        .stdout(std::fs::File::create(&slt_out).unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut ff = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y"])
-        .args([
-            "-i",
-            &format!("srt://127.0.0.1:{ff_port}?mode=listener&passphrase={PASS}&pbkeylen=32"),
-        ])
-        .args(["-c", "copy", "-f", "mpegts"])
-        .arg(&ff_out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut bad = Command::new("srt-live-transmit")
-        .args([
-            "-q",
-            &format!("srt://:{bad_port}?mode=listener&passphrase=another-passphrase"),
-            "file://con",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut slt = srt_live_transmit_sink(
+        slt_port,
+        &format!("&passphrase={PASS}&pbkeylen=24"),
+        &slt_out,
+    );
+    let mut ff = ffmpeg_srt_sink(ff_port, &format!("&passphrase={PASS}&pbkeylen=32"), &ff_out);
+    let mut bad = srt_live_transmit_sink(
+        bad_port,
+        "&passphrase=another-passphrase",
+        &s.dir.join("bad.ts"),
+    );
     std::thread::sleep(Duration::from_millis(500));
     for (id, port, extra) in [
         // a key refresh every 300 packets to srt-live-transmit

@@ -76,6 +76,38 @@ pub fn srt_live_transmit_source(secs: u32, url: &str) -> (Child, Child) {
     (ff, slt)
 }
 
+/// srt-live-transmit as an SRT listener on `port` (with `query`, e.g.
+/// `&passphrase=...`) writing what it receives to `out`.
+pub fn srt_live_transmit_sink(port: u16, query: &str, out: &Path) -> Child {
+    Command::new("srt-live-transmit")
+        .args([
+            "-q",
+            &format!("srt://:{port}?mode=listener{query}"),
+            "file://con",
+        ])
+        .stdout(std::fs::File::create(out).expect("sink file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("srt-live-transmit starts")
+}
+
+/// ffmpeg as an SRT listener on `port` (with `query`) copying what it
+/// receives into the MPEG-TS file `out`; it exits when the caller leaves.
+pub fn ffmpeg_srt_sink(port: u16, query: &str, out: &Path) -> Child {
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args([
+            "-i",
+            &format!("srt://127.0.0.1:{port}?mode=listener{query}"),
+        ])
+        .args(["-c", "copy", "-f", "mpegts"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
 /// Polls `f` every 50 ms until it gives a value or `limit` passes.
 pub fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let t0 = Instant::now();
