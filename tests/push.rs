@@ -300,9 +300,13 @@ fn start_push_validation() {
     assert!(r.message().contains("srt://"), "{}", r.body);
     let r = post(
         "/v1/vhosts/default/apps/app:startPush",
-        r#"{"id":"x","stream":{"name":"s"},"protocol":"srt","url":"srt://a:1?passphrase=abcdefghij"}"#,
+        r#"{"id":"x","stream":{"name":"s"},"protocol":"srt","url":"srt://a:1?passphrase=abcdefghi"}"#,
     );
-    assert!(r.message().contains("passphrase"), "{}", r.body);
+    assert!(
+        r.message().contains("passphrase") && r.message().contains("10-79"),
+        "{}",
+        r.body
+    );
     let r = post(
         "/v1/vhosts/default/apps/app:startPush",
         r#"{"id":"x","stream":{"name":"s","variantNames":["nope"]},"protocol":"mpegts","url":"udp://a:1"}"#,

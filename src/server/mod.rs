@@ -808,12 +808,30 @@ impl Server {
                             ended = true;
                             self.jitter =
                                 self.jitter.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                            let why = err.clone();
                             retry = task.session_ended(
                                 now,
                                 crate::clock::unix_millis_now(),
                                 err,
                                 (self.jitter >> 16) & 1023,
                             );
+                            // A failure an operator acts on: WARN, with when
+                            // the next attempt is due (DECISIONS 14).
+                            if let Some(why) = why {
+                                let next = retry.map_or(String::new(), |at| {
+                                    format!(
+                                        "; next attempt in {:.1} s",
+                                        at.saturating_duration_since(now).as_secs_f64()
+                                    )
+                                });
+                                crate::warn!(
+                                    "push [{}/{}/{}] failed (session {}): {why}{next}",
+                                    key.vhost,
+                                    key.app,
+                                    key.id,
+                                    task.sequence
+                                );
+                            }
                         }
                     }
                 }

@@ -317,7 +317,8 @@ impl PushOut {
             }
             _ => {}
         }
-        crate::info!(
+        // The loop logs it at WARN with the next retry time.
+        crate::debug!(
             "push [{}/{}/{}]: {why}",
             self.key.vhost,
             self.key.app,
