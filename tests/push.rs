@@ -207,6 +207,15 @@ fn destination_down_errors_retries_and_recovers() {
     assert_eq!(r.status, 200);
     let t = wait_state(&s, "flaky", "error", Duration::from_secs(10));
     assert!(t["lastError"].as_str().unwrap().contains("refused"), "{t}");
+    // One WARN line per failure, saying when the next attempt is due.
+    let log = s.log_text();
+    assert!(
+        log.lines().any(
+            |l| l.contains("WARN  push [default/app/flaky] failed (session 1)")
+                && l.contains("next attempt in")
+        ),
+        "{log}"
+    );
     // It retries on its back-off: the session count grows.
     let t0 = Instant::now();
     while s.push_task("flaky").unwrap()["sequence"].as_u64().unwrap() < 2 {
