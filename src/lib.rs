@@ -11,6 +11,7 @@ pub mod codec;
 pub mod config;
 pub mod http;
 pub mod media;
+pub mod metrics;
 pub mod push;
 pub mod rtmp;
 pub mod server;

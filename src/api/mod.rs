@@ -10,6 +10,7 @@ pub mod access;
 mod apps;
 pub mod envelope;
 mod push;
+mod stats;
 pub use push::OwnIngest;
 mod vhosts;
 
@@ -26,6 +27,7 @@ use crate::state::Registry;
 use crate::tls::{ApiCertResolver, VhostCertResolver};
 use envelope::ApiError;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// What the API handlers work on.
 pub struct Api {
@@ -46,6 +48,12 @@ pub struct Api {
     /// kiln's own ingest ports and addresses, to refuse a push that would
     /// feed the stream it reads.
     pub own_ingest: OwnIngest,
+    /// When this server started (Unix ms): the created time of the stats
+    /// of the server, its vhosts and apps.
+    started_ms: i64,
+    /// The most connections seen per stats level (server, vhost, app,
+    /// stream), and when.
+    peaks: std::collections::HashMap<(String, String, String), crate::metrics::Peak>,
 }
 
 /// Work a handler leaves for the loop.
@@ -105,6 +113,8 @@ impl Api {
             effects: Vec::new(),
             limits: api.map(|a| a.limits.clone()).unwrap_or_default(),
             own_ingest: OwnIngest::default(),
+            started_ms: crate::clock::unix_millis_now(),
+            peaks: Default::default(),
         }
     }
 
@@ -184,6 +194,10 @@ impl Api {
         }
         let result = match (&route, method) {
             (Route::Version, _) => Ok(envelope::ok(Version::CURRENT)),
+            (Route::Stats(vh, app, s), _) => {
+                self.stats(vh.as_deref(), app.as_deref(), s.as_deref(), Instant::now())
+            }
+            (Route::Metrics, _) => Ok(self.metrics(Instant::now())),
             (Route::Vhosts, "GET") => Ok(self.list_vhosts()),
             (Route::Vhosts, _) => self.create_vhosts(&req.body),
             (Route::Vhost(name), "GET") => self.get_vhost(name),
@@ -251,15 +265,34 @@ enum Route {
     AppAction(String, String, AppAction),
     Streams(String, String),
     Stream(String, String, String),
+    /// `/v1/stats/current[/vhosts/{vh}[/apps/{app}[/streams/{s}]]]`.
+    Stats(Option<String>, Option<String>, Option<String>),
+    /// `/metrics` (Prometheus text).
+    Metrics,
 }
 
 impl Route {
     fn parse(path: &str) -> Option<Route> {
+        if path == "/metrics" {
+            return Some(Route::Metrics);
+        }
         let rest = path.strip_prefix("/v1/")?;
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         let segments: Vec<&str> = rest.split('/').collect();
         Some(match segments.as_slice() {
             ["version"] => Route::Version,
+            ["stats", "current"] => Route::Stats(None, None, None),
+            ["stats", "current", "vhosts", vh] => {
+                Route::Stats(Some(percent_decode(vh)?), None, None)
+            }
+            ["stats", "current", "vhosts", vh, "apps", app] => {
+                Route::Stats(Some(percent_decode(vh)?), Some(percent_decode(app)?), None)
+            }
+            ["stats", "current", "vhosts", vh, "apps", app, "streams", s] => Route::Stats(
+                Some(percent_decode(vh)?),
+                Some(percent_decode(app)?),
+                Some(percent_decode(s)?),
+            ),
             ["vhosts"] => Route::Vhosts,
             ["vhosts:reloadAllCertificates"] => Route::ReloadAllCertificates,
             ["managers", "api:reloadCertificate"] => Route::ReloadApiCertificate,
@@ -304,7 +337,7 @@ impl Route {
 
     fn methods(&self) -> &'static [&'static str] {
         match self {
-            Route::Version => &["GET"],
+            Route::Version | Route::Stats(..) | Route::Metrics => &["GET"],
             Route::Vhosts => &["GET", "POST"],
             Route::Vhost(_) => &["GET", "DELETE"],
             Route::ReloadAllCertificates

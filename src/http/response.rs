@@ -75,15 +75,20 @@ pub fn write_response(resp: &Response, head_only: bool, close: bool, out: &mut V
         resp.status,
         reason(resp.status)
     );
+    // JSON unless the response names its own type (e.g. /metrics).
+    let content_type = resp.header("content-type");
     if !no_body {
         let _ = write!(
             out,
-            "Content-Type: application/json;charset=UTF-8\r\nContent-Length: {}\r\n",
+            "Content-Type: {}\r\nContent-Length: {}\r\n",
+            content_type.unwrap_or("application/json;charset=UTF-8"),
             resp.body.len()
         );
     }
     for (name, value) in &resp.headers {
-        let _ = write!(out, "{name}: {value}\r\n");
+        if !name.eq_ignore_ascii_case("content-type") {
+            let _ = write!(out, "{name}: {value}\r\n");
+        }
     }
     if close {
         out.extend_from_slice(b"Connection: close\r\n");

@@ -540,6 +540,8 @@ impl Server {
     /// Hands what ingest produced to the stream's push sessions.
     fn dispatch(&mut self, out: IngestOutput, now: Instant) {
         if let Some(id) = out.stream {
+            let bytes: usize = out.frames.iter().map(|f| f.data.len()).sum();
+            self.api.registry.streams.note_input(id, bytes as u64, now);
             let subs = self.subscribers.get(&id).cloned().unwrap_or_default();
             if out.tracks_changed {
                 for &token in &subs {
@@ -788,6 +790,7 @@ impl Server {
         let mut retry = None;
         // Runs for every push on every ingest read: no key clones here.
         let mut ended = false;
+        let mut state_changed = false;
         if !s.detached && !s.task_done {
             let key = &s.key;
             if let Some(task) = self
@@ -796,6 +799,12 @@ impl Server {
                 .pushes
                 .get_mut(&key.vhost, &key.app, &key.id)
             {
+                // A new session starts from 0: then all of it is new.
+                let new_bytes = s
+                    .sent_bytes
+                    .checked_sub(task.sent_bytes)
+                    .unwrap_or(s.sent_bytes);
+                task.out_rate.add(new_bytes, now);
                 task.sent_bytes = s.sent_bytes;
                 task.dropped_frames = s.dropped_frames();
                 for r in reports {
@@ -803,9 +812,11 @@ impl Server {
                         Report::Pushing => {
                             crate::info!("push [{}/{}/{}]: pushing", key.vhost, key.app, key.id);
                             task.session_pushing(now);
+                            state_changed = true;
                         }
                         Report::Ended(err) => {
                             ended = true;
+                            state_changed = true;
                             self.jitter =
                                 self.jitter.wrapping_mul(1_103_515_245).wrapping_add(12_345);
                             let why = err.clone();
@@ -837,7 +848,17 @@ impl Server {
                 }
             }
         }
+        if state_changed {
+            self.api.note_peaks(now);
+        }
         if ended {
+            let Some(Entry {
+                endpoint: Endpoint::Push(s),
+                ..
+            }) = self.endpoints.get_mut(token)
+            else {
+                return;
+            };
             s.task_done = true;
             // The task is free for a new session (a clean close may still
             // be finishing on this one).

@@ -592,6 +592,8 @@ pub struct PushTask {
     pub dropped_frames: u64,
     /// Creation order (set by the table).
     pub seq: u64,
+    /// Output rate (the loop feeds it as `sent_bytes` grows).
+    pub out_rate: crate::metrics::RateMeter,
 }
 
 impl PushTask {
@@ -612,6 +614,7 @@ impl PushTask {
             retry_at: None,
             dropped_frames: 0,
             seq: 0,
+            out_rate: Default::default(),
         }
     }
 

@@ -55,6 +55,8 @@ pub struct LiveStream {
     pub bytes_in: u64,
     /// Payload bytes per track since the stream started.
     track_bytes: Vec<(TrackId, u64)>,
+    /// Input rate (the loop feeds it with each read's frames).
+    pub in_rate: crate::metrics::RateMeter,
 }
 
 impl LiveStream {
@@ -133,6 +135,7 @@ impl Streams {
                 frames_in: 0,
                 bytes_in: 0,
                 track_bytes: Vec::new(),
+                in_rate: Default::default(),
             },
         );
         Ok(id)
@@ -206,6 +209,13 @@ impl Streams {
                 s.gop.clear();
                 s.gop_bytes = 0;
             }
+        }
+    }
+
+    /// Feeds the input rate meter with one read's bytes.
+    pub fn note_input(&mut self, id: StreamId, bytes: u64, now: std::time::Instant) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.in_rate.add(bytes, now);
         }
     }
 

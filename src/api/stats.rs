@@ -1,0 +1,273 @@
+//! `GET /v1/stats/current[/vhosts/{vh}[/apps/{app}[/streams/{stream}]]]`
+//! (OME's statistics) and `GET /metrics` (the same figures for
+//! Prometheus). Streams count their own pushes' current sessions;
+//! applications and up count every push task's bytes over all its sessions
+//! and the live streams' input.
+
+use super::envelope::{self, ApiError};
+use super::Api;
+use crate::http::Response;
+use crate::metrics::{MetricsView, Peak, PromText, Totals, PROMETHEUS_CONTENT_TYPE};
+use crate::state::push::PushTask;
+use crate::state::streams::LiveStream;
+use crate::state::Vhost;
+use std::time::Instant;
+
+/// A level of the statistics tree: server, vhost, app or stream.
+type LevelKey = (String, String, String);
+
+impl Api {
+    /// The pushes that read live stream `s` (by its output names).
+    fn pushes_of_stream<'a>(&'a self, s: &LiveStream) -> Vec<&'a PushTask> {
+        let outputs: Vec<String> = match self.registry.app(&s.vhost, &s.app) {
+            Some(spec) => spec
+                .output_names(&s.name)
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
+            None => vec![s.name.clone()],
+        };
+        self.registry
+            .pushes
+            .of_app(&s.vhost, &s.app)
+            .into_iter()
+            .filter(|p| outputs.contains(&p.spec.stream_name))
+            .collect()
+    }
+
+    fn stream_totals(&self, s: &LiveStream, now: Instant) -> Totals {
+        Totals::of_stream(s, &self.pushes_of_stream(s), now)
+    }
+
+    fn app_totals(&self, vhost: &str, app: &str, now: Instant) -> Totals {
+        let mut t = Totals {
+            created_ms: self.started_ms,
+            ..Totals::default()
+        };
+        for s in self.registry.streams.of_app(vhost, app) {
+            let st = Totals::of_stream(s, &[], now);
+            t.absorb(&st);
+        }
+        for p in self.registry.pushes.of_app(vhost, app) {
+            t.add_push(p, now, true);
+        }
+        t
+    }
+
+    fn vhost_totals(&self, v: &Vhost, now: Instant) -> Totals {
+        let mut t = Totals {
+            created_ms: self.started_ms,
+            ..Totals::default()
+        };
+        for a in &v.apps {
+            t.absorb(&self.app_totals(&v.spec.name, &a.name, now));
+        }
+        t
+    }
+
+    fn server_totals(&self, now: Instant) -> Totals {
+        let mut t = Totals {
+            created_ms: self.started_ms,
+            ..Totals::default()
+        };
+        for v in self.registry.vhosts() {
+            t.absorb(&self.vhost_totals(v, now));
+        }
+        t
+    }
+
+    /// Records each level's connection count, so the peaks (OME's
+    /// `maxTotalConnections` and when) survive between queries. The loop
+    /// calls it when a push starts or ends.
+    pub fn note_peaks(&mut self, now: Instant) {
+        let now_ms = crate::clock::unix_millis_now();
+        let mut levels: Vec<(LevelKey, u64)> = Vec::new();
+        levels.push((
+            Default::default(),
+            self.server_totals(now).total_connections(),
+        ));
+        for v in self.registry.vhosts() {
+            let vh = v.spec.name.clone();
+            levels.push((
+                (vh.clone(), String::new(), String::new()),
+                self.vhost_totals(v, now).total_connections(),
+            ));
+            for a in &v.apps {
+                levels.push((
+                    (vh.clone(), a.name.clone(), String::new()),
+                    self.app_totals(&vh, &a.name, now).total_connections(),
+                ));
+                for s in self.registry.streams.of_app(&vh, &a.name) {
+                    levels.push((
+                        (vh.clone(), a.name.clone(), s.name.clone()),
+                        self.stream_totals(s, now).total_connections(),
+                    ));
+                }
+            }
+        }
+        for (key, n) in levels {
+            self.peaks.entry(key).or_default().note(n, now_ms);
+        }
+    }
+
+    fn view(&self, key: LevelKey, t: &Totals, now: Instant) -> Response {
+        let peak = self.peaks.get(&key).copied().unwrap_or(Peak::default());
+        envelope::ok(MetricsView::of(
+            t,
+            peak,
+            now,
+            crate::clock::unix_millis_now(),
+            self.utc_offset,
+        ))
+    }
+
+    pub(super) fn stats(
+        &self,
+        vhost: Option<&str>,
+        app: Option<&str>,
+        stream: Option<&str>,
+        now: Instant,
+    ) -> Result<Response, ApiError> {
+        let Some(vh) = vhost else {
+            return Ok(self.view(Default::default(), &self.server_totals(now), now));
+        };
+        let v = self.vhost_or_404(vh)?;
+        let Some(app) = app else {
+            let key = (vh.to_string(), String::new(), String::new());
+            return Ok(self.view(key, &self.vhost_totals(v, now), now));
+        };
+        self.app_or_404(vh, app)?;
+        let Some(name) = stream else {
+            let key = (vh.to_string(), app.to_string(), String::new());
+            return Ok(self.view(key, &self.app_totals(vh, app, now), now));
+        };
+        let s = self
+            .registry
+            .streams
+            .shown_of_app(vh, app)
+            .into_iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| ApiError::stream_not_found(vh, app, name))?;
+        let key = (vh.to_string(), app.to_string(), name.to_string());
+        let mut t = self.stream_totals(s, now);
+        t.created_ms = s.created_ms;
+        Ok(self.view(key, &t, now))
+    }
+
+    /// `GET /metrics`: Prometheus text, `kiln_` names, per-stream and
+    /// per-push series labelled with vhost, app and stream (or push id).
+    pub(super) fn metrics(&self, now: Instant) -> Response {
+        let mut p = PromText::default();
+        let streams = self.registry.streams.oldest_first();
+        let stream_totals: Vec<(&LiveStream, Totals)> = streams
+            .iter()
+            .map(|s| (*s, self.stream_totals(s, now)))
+            .collect();
+        let labels = |s: &LiveStream| {
+            [
+                ("vhost", s.vhost.clone()),
+                ("app", s.app.clone()),
+                ("stream", s.name.clone()),
+            ]
+        };
+        let families: [(&str, &str, &str, fn(&Totals) -> u64); 5] = [
+            (
+                "kiln_stream_received_bytes_total",
+                "counter",
+                "Media bytes received from the stream's publisher.",
+                |t| t.bytes_in,
+            ),
+            (
+                "kiln_stream_sent_bytes_total",
+                "counter",
+                "Bytes the stream's pushes wrote in their current sessions.",
+                |t| t.bytes_out,
+            ),
+            (
+                "kiln_stream_receive_bits_per_second",
+                "gauge",
+                "Input rate over the last second.",
+                |t| t.last_in_bps,
+            ),
+            (
+                "kiln_stream_send_bits_per_second",
+                "gauge",
+                "Output rate of the stream's pushes over the last second.",
+                |t| t.last_out_bps,
+            ),
+            (
+                "kiln_stream_pushes",
+                "gauge",
+                "Pushes of the stream that are pushing.",
+                |t| t.connections.push,
+            ),
+        ];
+        for (name, kind, help, value) in families {
+            p.family(name, kind, help);
+            for (s, t) in &stream_totals {
+                let l = labels(s);
+                let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                p.sample(name, &l, value(t));
+            }
+        }
+        let tasks: Vec<&PushTask> = {
+            let mut v: Vec<&PushTask> = self.registry.pushes.iter().collect();
+            v.sort_by_key(|t| (t.spec.created_ms, t.seq));
+            v
+        };
+        let push_families: [(&str, &str, &str, fn(&PushTask) -> u64); 4] = [
+            (
+                "kiln_push_sent_bytes_total",
+                "counter",
+                "Bytes written to the destination over all sessions (totalsentBytes).",
+                |t| t.ended_bytes + t.sent_bytes,
+            ),
+            (
+                "kiln_push_sessions_total",
+                "counter",
+                "Sessions that have ended (sequence).",
+                |t| t.sequence,
+            ),
+            (
+                "kiln_push_dropped_frames_total",
+                "counter",
+                "Frames dropped because the destination could not keep up.",
+                |t| t.dropped_frames,
+            ),
+            (
+                "kiln_push_up",
+                "gauge",
+                "1 while the task is pushing, else 0.",
+                |t| u64::from(t.state == crate::state::push::PushState::Pushing),
+            ),
+        ];
+        for (name, kind, help, value) in push_families {
+            p.family(name, kind, help);
+            for t in &tasks {
+                p.sample(
+                    name,
+                    &[
+                        ("vhost", &t.spec.vhost),
+                        ("app", &t.spec.app),
+                        ("id", &t.spec.id),
+                        ("protocol", t.spec.protocol.name()),
+                        ("stream", &t.spec.stream_name),
+                    ],
+                    value(t),
+                );
+            }
+        }
+        p.family("kiln_streams", "gauge", "Live streams.");
+        p.sample("kiln_streams", &[], streams.len() as u64);
+        p.family("kiln_push_tasks", "gauge", "Push tasks (any state).");
+        p.sample("kiln_push_tasks", &[], tasks.len() as u64);
+        p.family("kiln_virtual_hosts", "gauge", "Virtual hosts.");
+        p.sample(
+            "kiln_virtual_hosts",
+            &[],
+            self.registry.vhosts().len() as u64,
+        );
+        Response::new(200, p.finish().into_bytes())
+            .with_header("Content-Type", PROMETHEUS_CONTENT_TYPE)
+    }
+}

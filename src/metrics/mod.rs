@@ -1,0 +1,301 @@
+//! Statistics in OME's shape (`/v1/stats/current/...`, DECISIONS 14) and
+//! the same figures in Prometheus text format (`/metrics`). Built from the
+//! registry at request time: the only state kept for it is a rate meter
+//! per stream (bytes in) and per push task (bytes out), fed by the loop.
+
+use crate::state::push::{PushState, PushTask};
+use crate::state::streams::LiveStream;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+const WINDOW: Duration = Duration::from_secs(1);
+
+/// Bits per second over the last whole second, and the largest such figure.
+#[derive(Debug, Clone, Default)]
+pub struct RateMeter {
+    window_start: Option<Instant>,
+    window_bytes: u64,
+    last_bps: u64,
+    max_bps: u64,
+    last_at: Option<Instant>,
+}
+
+impl RateMeter {
+    pub fn add(&mut self, bytes: u64, now: Instant) {
+        if bytes > 0 {
+            self.last_at = Some(now);
+        }
+        let start = *self.window_start.get_or_insert(now);
+        let elapsed = now.saturating_duration_since(start);
+        if elapsed >= WINDOW {
+            self.last_bps =
+                (self.window_bytes as u128 * 8 * 1_000_000_000 / elapsed.as_nanos().max(1)) as u64;
+            self.max_bps = self.max_bps.max(self.last_bps);
+            self.window_start = Some(now);
+            self.window_bytes = 0;
+        }
+        self.window_bytes += bytes;
+    }
+
+    /// The last second's rate; 0 when nothing came for two windows.
+    pub fn last_bps(&self, now: Instant) -> u64 {
+        match self.window_start {
+            Some(s) if now.saturating_duration_since(s) < 2 * WINDOW => self.last_bps,
+            _ => 0,
+        }
+    }
+
+    pub fn max_bps(&self) -> u64 {
+        self.max_bps
+    }
+
+    /// When bytes last came.
+    pub fn last_at(&self) -> Option<Instant> {
+        self.last_at
+    }
+}
+
+/// OME's `connections` object: open sessions by publisher kind.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Connections {
+    pub webrtc: u64,
+    pub llhls: u64,
+    pub hls: u64,
+    pub ovt: u64,
+    pub file: u64,
+    pub push: u64,
+    pub thumbnail: u64,
+    pub srt: u64,
+}
+
+/// The figures of one level (server, vhost, app, stream), summed.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    pub created_ms: i64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub last_in_bps: u64,
+    pub last_out_bps: u64,
+    pub max_in_bps: u64,
+    pub max_out_bps: u64,
+    pub last_recv: Option<Instant>,
+    pub last_sent: Option<Instant>,
+    pub connections: Connections,
+}
+
+fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Totals {
+    /// A live stream and the pushes that read it.
+    pub fn of_stream(s: &LiveStream, pushes: &[&PushTask], now: Instant) -> Totals {
+        let mut t = Totals {
+            created_ms: s.created_ms,
+            bytes_in: s.bytes_in,
+            last_in_bps: s.in_rate.last_bps(now),
+            max_in_bps: s.in_rate.max_bps(),
+            last_recv: s.in_rate.last_at(),
+            ..Totals::default()
+        };
+        for p in pushes {
+            t.add_push(p, now, false);
+        }
+        t
+    }
+
+    /// A push task's output; `lifetime`: its totals over every session
+    /// (for apps and up) rather than the current session's.
+    pub fn add_push(&mut self, p: &PushTask, now: Instant, lifetime: bool) {
+        self.bytes_out += if lifetime {
+            p.ended_bytes + p.sent_bytes
+        } else {
+            p.sent_bytes
+        };
+        self.last_out_bps += p.out_rate.last_bps(now);
+        self.max_out_bps = self.max_out_bps.max(p.out_rate.max_bps());
+        self.last_sent = later(self.last_sent, p.out_rate.last_at());
+        if p.state == PushState::Pushing {
+            self.connections.push += 1;
+        }
+    }
+
+    /// Adds a lower level's figures (the created time stays this level's).
+    pub fn absorb(&mut self, o: &Totals) {
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.last_in_bps += o.last_in_bps;
+        self.last_out_bps += o.last_out_bps;
+        self.max_in_bps = self.max_in_bps.max(o.max_in_bps);
+        self.max_out_bps = self.max_out_bps.max(o.max_out_bps);
+        self.last_recv = later(self.last_recv, o.last_recv);
+        self.last_sent = later(self.last_sent, o.last_sent);
+        let c = &mut self.connections;
+        c.push += o.connections.push;
+    }
+
+    pub fn total_connections(&self) -> u64 {
+        let c = &self.connections;
+        c.webrtc + c.llhls + c.hls + c.ovt + c.file + c.push + c.thumbnail + c.srt
+    }
+}
+
+/// OME's `Metrics` object.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricsView {
+    pub created_time: String,
+    pub last_updated_time: String,
+    pub total_bytes_in: u64,
+    pub total_bytes_out: u64,
+    pub total_connections: u64,
+    pub max_total_connections: u64,
+    pub max_total_connection_time: String,
+    pub last_recv_time: String,
+    pub last_sent_time: String,
+    pub avg_throughput_in: u64,
+    pub avg_throughput_out: u64,
+    pub max_throughput_in: u64,
+    pub max_throughput_out: u64,
+    pub last_throughput_in: u64,
+    pub last_throughput_out: u64,
+    pub connections: Connections,
+}
+
+/// The largest number of connections seen at one level, and when.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Peak {
+    pub connections: u64,
+    pub at_ms: i64,
+}
+
+impl Peak {
+    pub fn note(&mut self, connections: u64, now_ms: i64) {
+        if connections > self.connections || self.at_ms == 0 {
+            self.connections = self.connections.max(connections);
+            self.at_ms = now_ms;
+        }
+    }
+}
+
+impl MetricsView {
+    pub fn of(t: &Totals, peak: Peak, now: Instant, now_ms: i64, utc_offset: i32) -> MetricsView {
+        let iso = |ms: i64| crate::clock::format_iso8601(ms, utc_offset);
+        let at = |i: Option<Instant>| {
+            let ms = i.map_or(0, |i| {
+                now_ms - now.saturating_duration_since(i).as_millis() as i64
+            });
+            iso(ms)
+        };
+        let secs = ((now_ms - t.created_ms).max(1) as f64) / 1000.0;
+        let total = t.total_connections();
+        let peak_connections = peak.connections.max(total);
+        MetricsView {
+            created_time: iso(t.created_ms),
+            last_updated_time: iso(now_ms),
+            total_bytes_in: t.bytes_in,
+            total_bytes_out: t.bytes_out,
+            total_connections: total,
+            max_total_connections: peak_connections,
+            max_total_connection_time: iso(if peak.connections >= total {
+                peak.at_ms
+            } else {
+                now_ms
+            }),
+            last_recv_time: at(t.last_recv),
+            last_sent_time: at(t.last_sent),
+            avg_throughput_in: (t.bytes_in as f64 * 8.0 / secs) as u64,
+            avg_throughput_out: (t.bytes_out as f64 * 8.0 / secs) as u64,
+            max_throughput_in: t.max_in_bps.max(t.last_in_bps),
+            max_throughput_out: t.max_out_bps.max(t.last_out_bps),
+            last_throughput_in: t.last_in_bps,
+            last_throughput_out: t.last_out_bps,
+            connections: t.connections,
+        }
+    }
+}
+
+/// Prometheus text exposition format (version 0.0.4).
+#[derive(Default)]
+pub struct PromText {
+    out: String,
+}
+
+/// A label value escaped as the text format wants (`\`, `"`, newline).
+fn escape_label(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+impl PromText {
+    /// Starts a metric family.
+    pub fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.out, "# HELP {name} {help}");
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+    }
+
+    /// One sample of the current family.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{k}=\"{}\"", escape_label(v));
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {value}");
+    }
+
+    pub fn finish(self) -> String {
+        self.out
+    }
+}
+
+/// The content type of [`PromText`].
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_meter_reports_whole_seconds_and_goes_quiet() {
+        let t0 = Instant::now();
+        let mut m = RateMeter::default();
+        for i in 0..=20 {
+            m.add(12_500, t0 + Duration::from_millis(50 * i)); // 250 kB/s
+        }
+        let now = t0 + Duration::from_millis(1000);
+        assert_eq!(m.last_bps(now), 2_000_000);
+        assert_eq!(m.max_bps(), 2_000_000);
+        assert_eq!(m.last_bps(now + Duration::from_secs(3)), 0);
+        assert_eq!(m.last_at(), Some(now));
+    }
+
+    #[test]
+    fn prometheus_labels_are_escaped() {
+        let mut p = PromText::default();
+        p.family("kiln_x_total", "counter", "x");
+        p.sample("kiln_x_total", &[("stream", "a\"b\\c\nd")], 7);
+        assert_eq!(
+            p.finish(),
+            "# HELP kiln_x_total x\n# TYPE kiln_x_total counter\nkiln_x_total{stream=\"a\\\"b\\\\c\\nd\"} 7\n"
+        );
+    }
+}
