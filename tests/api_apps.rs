@@ -278,3 +278,95 @@ fn changing_an_app_disconnects_its_publishers() {
     let _ = ff.kill();
     let _ = ff.wait();
 }
+
+/// OME's output-profile endpoints: list, create (batch), get, patch,
+/// delete; bypass (or conditional-bypass) encodes only; 409 for a taken
+/// name, 404 for an unknown one, 403 on a config-file host; a change
+/// restarts the application and survives a restart of kiln.
+#[test]
+fn output_profile_endpoints() {
+    let mut s = Server::start("profiles");
+    make_vhost(&s, "studio");
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/studio/apps",
+        Some(&json!([app_body("live")]).to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let base = "/v1/vhosts/studio/apps/live/outputProfiles";
+    let r = s.request("GET", base, None);
+    assert_eq!(r.status, 200);
+    let before: Vec<Value> = r.json()["response"].as_array().unwrap().clone();
+    let body = json!([
+        {"name": "hd", "outputStreamName": "${OriginStreamName}_hd",
+         "encodes": {"videos": [{"name": "v", "bypass": true}],
+                     "audios": [{"name": "a", "codec": "aac", "bypassIfMatch": {"codec": "eq"}}]}},
+        {"name": "hd", "encodes": {}},
+        {"name": "tc", "encodes": {"videos": [{"name": "x", "codec": "h264", "width": 1280}]}}
+    ]);
+    let r = s.request("POST", base, Some(&body.to_string()));
+    assert_eq!(r.status, 207, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v[0]["statusCode"], 200);
+    assert_eq!(v[0]["response"]["name"], "hd");
+    assert_eq!(v[1]["statusCode"], 409);
+    assert_eq!(v[2]["statusCode"], 400);
+    assert!(v[2]["message"]
+        .as_str()
+        .unwrap()
+        .contains("does not transcode"));
+    let r = s.request("GET", base, None);
+    assert_eq!(
+        r.json()["response"].as_array().unwrap().len(),
+        before.len() + 1
+    );
+    let r = s.request("GET", &format!("{base}/hd"), None);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json()["response"]["outputStreamName"],
+        "${OriginStreamName}_hd"
+    );
+    let r = s.request(
+        "PATCH",
+        &format!("{base}/hd"),
+        Some(r#"{"outputStreamName":"${OriginStreamName}_high"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["response"]["outputStreamName"],
+        "${OriginStreamName}_high"
+    );
+    assert_eq!(
+        s.request("PATCH", &format!("{base}/hd"), Some(r#"{"name":"other"}"#))
+            .status,
+        400
+    );
+    let r = s.request("GET", &format!("{base}/nope"), None);
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.message(),
+        "[HTTP] Could not find the output profile: [studio/live/nope] (404)"
+    );
+    assert!(s
+        .log_text()
+        .contains("output profiles of [studio/live] changed"));
+    // kept across a restart
+    s.kill9();
+    s.spawn();
+    let r = s.request("GET", &format!("{base}/hd"), None);
+    assert_eq!(
+        r.json()["response"]["outputStreamName"],
+        "${OriginStreamName}_high"
+    );
+    assert_eq!(s.request("DELETE", &format!("{base}/hd"), None).status, 200);
+    assert_eq!(s.request("GET", &format!("{base}/hd"), None).status, 404);
+    // config-file hosts are read-only; the listing still works
+    let r = s.request("GET", "/v1/vhosts/default/apps/app/outputProfiles", None);
+    assert_eq!(r.json()["response"], json!(["bypass"]));
+    let r = s.request(
+        "DELETE",
+        "/v1/vhosts/default/apps/app/outputProfiles/bypass",
+        None,
+    );
+    assert_eq!(r.status, 403);
+}

@@ -75,7 +75,9 @@ impl Api {
         Ok((v, a))
     }
 
-    fn writable_vhost(&self, vhost: &str) -> Result<&Vhost, ApiError> {
+    /// The host, for a change to it or its applications (403 for a
+    /// config-file host).
+    pub(super) fn writable_vhost(&self, vhost: &str) -> Result<&Vhost, ApiError> {
         let v = self.vhost_or_404(vhost)?;
         if v.origin == Origin::ConfigFile {
             return Err(ApiError::read_only(vhost));
@@ -86,7 +88,7 @@ impl Api {
     /// Writes the state with `vhost`'s applications replaced by `apps`,
     /// then applies it. Nothing changes if the write fails.
     /// `removed`: an application being deleted, whose push tasks go too.
-    fn commit_apps(
+    pub(super) fn commit_apps(
         &mut self,
         vhost: &str,
         apps: Vec<AppSpec>,

@@ -9,6 +9,7 @@
 pub mod access;
 mod apps;
 pub mod envelope;
+mod profiles;
 mod push;
 mod stats;
 pub use push::OwnIngest;
@@ -194,6 +195,11 @@ impl Api {
         }
         let result = match (&route, method) {
             (Route::Version, _) => Ok(envelope::ok(Version::CURRENT)),
+            (Route::Profiles(vh, app), "GET") => self.list_profiles(vh, app),
+            (Route::Profiles(vh, app), _) => self.create_profiles(vh, app, &req.body),
+            (Route::Profile(vh, app, p), "GET") => self.get_profile(vh, app, p),
+            (Route::Profile(vh, app, p), "PATCH") => self.patch_profile(vh, app, p, &req.body),
+            (Route::Profile(vh, app, p), _) => self.delete_profile(vh, app, p),
             (Route::Stats(vh, app, s), _) => {
                 self.stats(vh.as_deref(), app.as_deref(), s.as_deref(), Instant::now())
             }
@@ -265,6 +271,8 @@ enum Route {
     AppAction(String, String, AppAction),
     Streams(String, String),
     Stream(String, String, String),
+    Profiles(String, String),
+    Profile(String, String, String),
     /// `/v1/stats/current[/vhosts/{vh}[/apps/{app}[/streams/{s}]]]`.
     Stats(Option<String>, Option<String>, Option<String>),
     /// `/metrics` (Prometheus text).
@@ -313,6 +321,14 @@ impl Route {
                     }
                 }
             }
+            ["vhosts", vh, "apps", app, "outputProfiles"] => {
+                Route::Profiles(percent_decode(vh)?, percent_decode(app)?)
+            }
+            ["vhosts", vh, "apps", app, "outputProfiles", p] => Route::Profile(
+                percent_decode(vh)?,
+                percent_decode(app)?,
+                percent_decode(p)?,
+            ),
             ["vhosts", vh, "apps", app, "streams"] => {
                 Route::Streams(percent_decode(vh)?, percent_decode(app)?)
             }
@@ -347,6 +363,8 @@ impl Route {
             Route::App(..) => &["GET", "PATCH", "DELETE"],
             Route::AppAction(..) => &["POST"],
             Route::Streams(..) | Route::Stream(..) => &["GET"],
+            Route::Profiles(..) => &["GET", "POST"],
+            Route::Profile(..) => &["GET", "PATCH", "DELETE"],
         }
     }
 }
