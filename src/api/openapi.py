@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Writes src/api/openapi.yaml: kiln's OpenAPI 3.1 document, in YAML's JSON
+syntax (every JSON document is YAML 1.2), so that kiln's own tests read it
+with serde_json. Edit this script, then run it: python3 src/api/openapi.py"""
+import json, os
+
+S = lambda t, **kw: dict(type=t, **kw)
+INT = S("integer", minimum=0)
+STR = S("string")
+BOOL = S("boolean")
+TIME = S("string", format="date-time")
+ref = lambda n: {"$ref": f"#/components/schemas/{n}"}
+
+def obj(props, required=None):
+    o = S("object", properties=props)
+    if required:
+        o["required"] = required
+    return o
+
+schemas = {
+    "Status": obj({"statusCode": INT, "message": STR}, ["statusCode", "message"]),
+    "Names": S("array", items=STR),
+    "Version": obj({"name": STR, "version": STR, "apiVersion": STR}, ["name", "version", "apiVersion"]),
+    "Vhost": obj({
+        "name": STR, "distribution": STR,
+        "host": obj({"names": S("array", items=STR), "tls": obj({"certPath": STR, "keyPath": STR, "chainCertPath": STR})}, ["names"]),
+        "signedPolicy": S("object"), "admissionWebhooks": S("object"), "origins": S("object"), "originMapStore": S("object"),
+    }, ["name", "distribution", "host"]),
+    "Encode": obj({"name": STR, "bypass": BOOL, "codec": STR, "bypassIfMatch": S("object")}, ["name"]),
+    "OutputProfile": obj({
+        "name": STR, "outputStreamName": STR,
+        "encodes": obj({k: S("array", items=ref("Encode")) for k in ["videos", "audios", "datas"]}),
+    }, ["name"]),
+    "App": obj({
+        "name": STR, "dynamic": BOOL, "type": S("string", enum=["live"]),
+        "outputProfiles": obj({"outputProfile": S("array", items=ref("OutputProfile"))}),
+        "providers": S("object"), "publishers": S("object"),
+    }, ["name", "type"]),
+    "Track": obj({
+        "id": INT, "name": STR, "type": S("string", enum=["Video", "Audio", "Data"]),
+        "video": obj({"bypass": BOOL, "codec": STR, "width": INT, "height": INT, "framerate": S("number"), "bitrate": STR}),
+        "audio": obj({"bypass": BOOL, "codec": STR, "samplerate": INT, "channel": INT, "bitrate": STR}),
+    }, ["id", "name", "type"]),
+    "Stream": obj({
+        "name": STR,
+        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
+        "outputs": S("array", items=obj({"name": STR, "tracks": S("array", items=ref("Track"))}, ["name", "tracks"])),
+    }, ["name", "input", "outputs"]),
+    "Push": obj({
+        "id": STR, "state": S("string", enum=["ready", "connecting", "pushing", "stopping", "stopped", "error"]),
+        "vhost": STR, "app": STR,
+        "stream": obj({"name": STR, "trackIds": S("array", items=INT), "variantNames": S("array", items=STR)}, ["name"]),
+        "protocol": S("string", enum=["rtmp", "srt", "mpegts"]), "url": STR, "streamKey": STR,
+        "sentBytes": INT, "sentTime": INT, "sequence": INT, "totalsentBytes": INT, "totalsentTime": INT,
+        "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR, "droppedFrames": INT,
+    }, ["id", "state", "vhost", "app", "stream", "protocol", "url", "sentBytes", "sentTime", "sequence", "totalsentBytes", "totalsentTime", "createdTime", "startTime", "finishTime"]),
+    "Connections": obj({k: INT for k in ["webrtc", "llhls", "hls", "ovt", "file", "push", "thumbnail", "srt"]}),
+    "Metrics": obj({
+        "createdTime": TIME, "lastUpdatedTime": TIME, "totalBytesIn": INT, "totalBytesOut": INT,
+        "totalConnections": INT, "maxTotalConnections": INT, "maxTotalConnectionTime": TIME,
+        "lastRecvTime": TIME, "lastSentTime": TIME,
+        "avgThroughputIn": INT, "avgThroughputOut": INT, "maxThroughputIn": INT, "maxThroughputOut": INT,
+        "lastThroughputIn": INT, "lastThroughputOut": INT, "connections": ref("Connections"),
+    }, ["createdTime", "lastUpdatedTime", "totalBytesIn", "totalBytesOut", "totalConnections", "connections"]),
+}
+
+def envelope(inner=None):
+    if inner is None:
+        return ref("Status")
+    return {"allOf": [ref("Status"), obj({"response": inner}, ["response"])]}
+
+def json_response(desc, schema):
+    return {"description": desc, "content": {"application/json": {"schema": schema}}}
+
+def status(desc):
+    return json_response(desc, ref("Status"))
+
+ERRORS = {"400": status("Bad request (the message says what is wrong)"),
+          "401": status("Authorization missing or wrong"),
+          "404": status("Not found (the message names what)"),
+          "405": status("Method not allowed (see Allow)"),
+          "500": status("The state file could not be written; nothing changed")}
+
+def errs(*codes):
+    return {c: ERRORS[c] for c in codes}
+
+def batch(item):
+    arr = S("array", items={"oneOf": [envelope(item), ref("Status")]})
+    out = {c: json_response(d, arr) for c, d in [("200", "Every item created"), ("207", "Mixed results, one envelope per item"), ("409", "Every item already exists")]}
+    # 400: every item refused (an array), or the body itself (one envelope)
+    out["400"] = json_response("Every item refused, or the body is not a JSON array", {"oneOf": [arr, ref("Status")]})
+    return out
+
+# What the HTTP layer may answer on any path, before a handler runs.
+HTTP_LAYER = {"400": status("Malformed request (no or two Host headers, two Authorization headers, chunked on HTTP/1.0, bad framing)"),
+              "401": status("Authorization missing or wrong"),
+              "405": status("Method not allowed (see Allow)"),
+              "408": status("Request head or body too slow"),
+              "413": status("Body over the limit"),
+              "421": status("Host (or TLS SNI) not served"),
+              "431": status("Request head over the limit")}
+
+def op(summary, responses, body=None):
+    o = {"summary": summary, "responses": {**HTTP_LAYER, **responses}}
+    if body is not None:
+        o["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return o
+
+P = lambda *names: [{"name": n, "in": "path", "required": True, "schema": STR} for n in names]
+
+paths = {
+    "/v1/version": {"get": op("kiln's version", {"200": json_response("OK", envelope(ref("Version"))), **errs("401")})},
+    "/v1/vhosts": {
+        "get": op("Virtual host names, creation order", {"200": json_response("OK", envelope(ref("Names"))), **errs("401")}),
+        "post": op("Create virtual hosts (one envelope per item)", {**batch(ref("Vhost")), **errs("401")}, S("array", items=ref("Vhost"))),
+    },
+    "/v1/vhosts:reloadAllCertificates": {"post": op("Reload every host's certificate as one batch", {"200": status("OK"), **errs("401", "500")})},
+    "/v1/vhosts/{vhost}": {"parameters": P("vhost"),
+        "get": op("A virtual host", {"200": json_response("OK", envelope(ref("Vhost"))), **errs("401", "404")}),
+        "delete": op("Delete an API-made host (403 for a config-file host)", {"200": status("OK"), "403": status("Read-only host"), **errs("401", "404", "500")})},
+    "/v1/vhosts/{vhost}:reloadCertificate": {"parameters": P("vhost"), "post": op("Reload one host's certificate", {"200": status("OK"), **errs("401", "404", "500")})},
+    "/v1/managers/api:reloadCertificate": {"post": op("Reload the API's certificate", {"200": status("OK"), **errs("400", "401", "500")})},
+    "/v1/vhosts/{vhost}/apps": {"parameters": P("vhost"),
+        "get": op("Application names", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")}),
+        "post": op("Create applications (one envelope per item)", {**batch(ref("App")), "403": status("Read-only host"), **errs("401", "404")}, S("array", items=ref("App")))},
+    "/v1/vhosts/{vhost}/apps/{app}": {"parameters": P("vhost", "app"),
+        "get": op("An application", {"200": json_response("OK", envelope(ref("App"))), **errs("401", "404")}),
+        "patch": op("Change an application (restarts it)", {"200": json_response("OK", envelope(ref("App"))), "403": status("Read-only host"), **errs("400", "401", "404", "500")}, S("object")),
+        "delete": op("Delete an application with its push tasks", {"200": status("OK"), "403": status("Read-only host"), **errs("401", "404", "500")})},
+    "/v1/vhosts/{vhost}/apps/{app}/outputProfiles": {"parameters": P("vhost", "app"),
+        "get": op("Output profile names", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")}),
+        "post": op("Create output profiles (restarts the app)", {**batch(ref("OutputProfile")), "403": status("Read-only host"), **errs("401", "404")}, S("array", items=ref("OutputProfile")))},
+    "/v1/vhosts/{vhost}/apps/{app}/outputProfiles/{profile}": {"parameters": P("vhost", "app", "profile"),
+        "get": op("An output profile", {"200": json_response("OK", envelope(ref("OutputProfile"))), **errs("401", "404")}),
+        "patch": op("Change an output profile (restarts the app)", {"200": json_response("OK", envelope(ref("OutputProfile"))), "403": status("Read-only host"), **errs("400", "401", "404", "500")}, S("object")),
+        "delete": op("Delete an output profile (restarts the app)", {"200": status("OK"), "403": status("Read-only host"), **errs("401", "404", "500")})},
+    "/v1/vhosts/{vhost}/apps/{app}/streams": {"parameters": P("vhost", "app"),
+        "get": op("Live stream names (once their tracks are known)", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")})},
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}": {"parameters": P("vhost", "app", "stream"),
+        "get": op("A live stream, by input or output name", {"200": json_response("OK", envelope(ref("Stream"))), **errs("401", "404")})},
+    "/v1/vhosts/{vhost}/apps/{app}:startPush": {"parameters": P("vhost", "app"),
+        "post": op("Start (or reserve) a push task", {"200": json_response("OK", envelope(ref("Push"))), "409": status("Duplicate ID"), **errs("400", "401", "404", "500")}, S("object"))},
+    "/v1/vhosts/{vhost}/apps/{app}:stopPush": {"parameters": P("vhost", "app"),
+        "post": op("Stop and remove a push task", {"200": status("OK"), **errs("400", "401", "404", "500")}, obj({"id": STR}, ["id"]))},
+    "/v1/vhosts/{vhost}/apps/{app}:pushes": {"parameters": P("vhost", "app"),
+        "post": op("Push tasks, creation order (a body {id} selects one)", {"200": json_response("OK", envelope(S("array", items=ref("Push")))), **errs("400", "401", "404")})},
+    "/v1/stats/current": {"get": op("Statistics of the server", {"200": json_response("OK", envelope(ref("Metrics"))), **errs("401")})},
+    "/v1/stats/current/vhosts/{vhost}": {"parameters": P("vhost"), "get": op("Statistics of a virtual host", {"200": json_response("OK", envelope(ref("Metrics"))), **errs("401", "404")})},
+    "/v1/stats/current/vhosts/{vhost}/apps/{app}": {"parameters": P("vhost", "app"), "get": op("Statistics of an application", {"200": json_response("OK", envelope(ref("Metrics"))), **errs("401", "404")})},
+    "/v1/stats/current/vhosts/{vhost}/apps/{app}/streams/{stream}": {"parameters": P("vhost", "app", "stream"), "get": op("Statistics of a live stream", {"200": json_response("OK", envelope(ref("Metrics"))), **errs("401", "404")})},
+    "/metrics": {"get": op("Prometheus text format (version 0.0.4)", {"200": {"description": "OK", "content": {"text/plain": {"schema": STR}}}, **errs("401")})},
+    "/v1/openapi.yaml": {"get": op("This document", {"200": {"description": "OK", "content": {"application/yaml": {"schema": STR}}}, **errs("401")})},
+}
+
+doc = {
+    "openapi": "3.1.0",
+    "info": {"title": "kiln management API", "version": "1",
+             "description": "OvenMediaEngine's v1 REST API as kiln serves it. Every answer but /metrics and this document is an envelope {statusCode, message, response?}; errors carry the envelope alone. A method a path does not take is answered 405 with that envelope and an Allow header. Generated by src/api/openapi.py."},
+    "servers": [{"url": "http://127.0.0.1:8081"}],
+    "security": [{"basic": []}],
+    "components": {"securitySchemes": {"basic": {"type": "http", "scheme": "basic"}}, "schemas": schemas},
+    "paths": paths,
+}
+out = os.path.join(os.path.dirname(__file__), "openapi.yaml")
+with open(out, "w") as f:
+    f.write("# kiln's OpenAPI 3.1 document, in YAML's JSON syntax. Generated by src/api/openapi.py; edit that.\n")
+    json.dump(doc, f, indent=1, sort_keys=False)
+    f.write("\n")
+print("wrote", os.path.normpath(out))
