@@ -8,6 +8,7 @@
 
 pub mod access;
 mod apps;
+mod console;
 pub mod envelope;
 mod profiles;
 mod push;
@@ -162,6 +163,9 @@ impl Api {
             return Response::new(204, Vec::new())
                 .with_header("Access-Control-Max-Age", "600")
                 .with_header("Allow", access::ALLOW_METHODS);
+        }
+        if let Some(resp) = console::serve(req) {
+            return resp;
         }
         if let Err(e) = access::authenticate(req, &self.access_token) {
             return e

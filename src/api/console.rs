@@ -1,0 +1,45 @@
+//! The operator console at `/console/`: three static files built into the
+//! binary (no framework). They hold no secrets and are served without
+//! authentication; the page asks for the access token and calls the API
+//! with it, like any other client.
+
+use crate::http::{Request, Response};
+
+const INDEX: &str = include_str!("console/index.html");
+const SCRIPT: &str = include_str!("console/console.js");
+const STYLE: &str = include_str!("console/console.css");
+
+/// The answer for a console path, `None` for any other path.
+pub fn serve(req: &Request) -> Option<Response> {
+    let path = req.path();
+    if path != "/console" && !path.starts_with("/console/") {
+        return None;
+    }
+    if req.method != "GET" && req.method != "HEAD" {
+        return Some(
+            super::envelope::ApiError::method_not_allowed()
+                .to_response()
+                .with_header("Allow", "GET, HEAD, OPTIONS"),
+        );
+    }
+    if path == "/console" {
+        // The page's relative links need the trailing slash.
+        return Some(Response::new(301, Vec::new()).with_header("Location", "/console/"));
+    }
+    let (body, content_type) = match path {
+        "/console/" | "/console/index.html" => (INDEX, "text/html; charset=utf-8"),
+        "/console/console.js" => (SCRIPT, "text/javascript; charset=utf-8"),
+        "/console/console.css" => (STYLE, "text/css; charset=utf-8"),
+        _ => return Some(super::envelope::ApiError::controller_not_found().to_response()),
+    };
+    Some(
+        Response::new(200, body.as_bytes().to_vec())
+            .with_header("Content-Type", content_type)
+            .with_header("Cache-Control", "no-cache")
+            .with_header("X-Content-Type-Options", "nosniff")
+            .with_header(
+                "Content-Security-Policy",
+                "default-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+            ),
+    )
+}
