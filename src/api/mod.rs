@@ -56,6 +56,8 @@ pub struct Api {
     /// The most connections seen per stats level (server, vhost, app,
     /// stream), and when.
     peaks: std::collections::HashMap<(String, String, String), crate::metrics::Peak>,
+    /// When the peaks were last counted.
+    peaks_noted: Option<Instant>,
 }
 
 /// Work a handler leaves for the loop.
@@ -117,6 +119,7 @@ impl Api {
             own_ingest: OwnIngest::default(),
             started_ms: crate::clock::unix_millis_now(),
             peaks: Default::default(),
+            peaks_noted: None,
         }
     }
 

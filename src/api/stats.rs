@@ -76,36 +76,35 @@ impl Api {
         t
     }
 
-    /// Records each level's connection count, so the peaks (OME's
-    /// `maxTotalConnections` and when) survive between queries. The loop
-    /// calls it when a push starts or ends.
+    /// Records each level's connection count (pushes that are pushing),
+    /// so the peaks (OME's `maxTotalConnections` and when) survive between
+    /// queries. The loop calls it when a push starts or ends; it counts in
+    /// one pass over the tasks, at most once a second.
     pub fn note_peaks(&mut self, now: Instant) {
+        if self
+            .peaks_noted
+            .is_some_and(|t| now.saturating_duration_since(t) < std::time::Duration::from_secs(1))
+        {
+            return;
+        }
+        self.peaks_noted = Some(now);
         let now_ms = crate::clock::unix_millis_now();
-        let mut levels: Vec<(LevelKey, u64)> = Vec::new();
-        levels.push((
-            Default::default(),
-            self.server_totals(now).total_connections(),
-        ));
-        for v in self.registry.vhosts() {
-            let vh = v.spec.name.clone();
-            levels.push((
+        let mut counts: std::collections::HashMap<LevelKey, u64> = Default::default();
+        for t in self.registry.pushes.iter() {
+            if t.state != crate::state::push::PushState::Pushing {
+                continue;
+            }
+            let (vh, app) = (&t.spec.vhost, &t.spec.app);
+            for key in [
+                (String::new(), String::new(), String::new()),
                 (vh.clone(), String::new(), String::new()),
-                self.vhost_totals(v, now).total_connections(),
-            ));
-            for a in &v.apps {
-                levels.push((
-                    (vh.clone(), a.name.clone(), String::new()),
-                    self.app_totals(&vh, &a.name, now).total_connections(),
-                ));
-                for s in self.registry.streams.of_app(&vh, &a.name) {
-                    levels.push((
-                        (vh.clone(), a.name.clone(), s.name.clone()),
-                        self.stream_totals(s, now).total_connections(),
-                    ));
-                }
+                (vh.clone(), app.clone(), String::new()),
+                (vh.clone(), app.clone(), t.spec.stream_name.clone()),
+            ] {
+                *counts.entry(key).or_default() += 1;
             }
         }
-        for (key, n) in levels {
+        for (key, n) in counts {
             self.peaks.entry(key).or_default().note(n, now_ms);
         }
     }
