@@ -70,14 +70,7 @@ fn console_shows_streams_and_pushes_in_a_real_browser() {
         "flv",
         &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
     );
-    wait_until(Duration::from_secs(10), || {
-        s.live_stream("cam").filter(|v| {
-            v["input"]["tracks"]
-                .as_array()
-                .is_some_and(|t| t.len() == 2)
-        })
-    })
-    .expect("stream");
+    s.wait_for_tracks("cam");
     let r = s.start_push(
         json!({"id":"to-udp","stream":{"name":"cam"},"protocol":"mpegts",
         "url":format!("udp://127.0.0.1:{}", free_udp_port())}),

@@ -12,18 +12,6 @@ use serde_json::Value;
 use std::io::Write;
 use std::time::Duration;
 
-/// Waits for the stream to show with both tracks known.
-fn wait_for_tracks(s: &Server, name: &str) -> Value {
-    wait_until(Duration::from_secs(10), || {
-        s.live_stream(name).filter(|v| {
-            v["input"]["tracks"]
-                .as_array()
-                .is_some_and(|t| t.len() == 2)
-        })
-    })
-    .unwrap_or_else(|| panic!("stream {name} never showed with two tracks"))
-}
-
 fn check_tracks(v: &Value, source: &str) {
     assert_eq!(v["input"]["sourceType"], source);
     let tracks = v["input"]["tracks"].as_array().unwrap();
@@ -71,7 +59,7 @@ fn rtmp_stream_appears_and_goes() {
     let s = Server::start_media("rtmp");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
     let mut ff = ffmpeg_source(3, &[], "flv", &url);
-    let v = wait_for_tracks(&s, "cam");
+    let v = s.wait_for_tracks("cam");
     check_tracks(&v, "Rtmp");
     let list = s
         .request("GET", "/v1/vhosts/default/apps/app/streams", None)
@@ -89,7 +77,7 @@ fn rtmp_second_publisher_and_unknown_app_are_refused() {
     let s = Server::start_media("rtmprefuse");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
     let mut first = ffmpeg_source(6, &[], "flv", &url);
-    wait_for_tracks(&s, "cam");
+    s.wait_for_tracks("cam");
     let second = ffmpeg_source(2, &[], "flv", &url)
         .wait_with_output()
         .unwrap();
@@ -147,7 +135,7 @@ fn rtmps_uses_the_vhost_certificate_and_sees_reloads() {
     let args = verify(&old);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut ff = ffmpeg_source(2, &args, "flv", &url);
-    check_tracks(&wait_for_tracks(&s, "secure"), "Rtmps");
+    check_tracks(&s.wait_for_tracks("secure"), "Rtmps");
     assert!(ff.wait().unwrap().success());
     wait_gone(&s, "secure");
 
@@ -205,7 +193,7 @@ fn mpegts_udp_stream_appears_and_goes_after_quiet() {
         !first["input"]["tracks"].as_array().unwrap().is_empty(),
         "listed before its tracks are known: {first}"
     );
-    check_tracks(&wait_for_tracks(&s, &name), "MpegTs");
+    check_tracks(&s.wait_for_tracks(&name), "MpegTs");
     assert!(ff.wait().unwrap().success());
     // StreamTimeoutMs is 1000 in the test config
     wait_gone(&s, &name);
@@ -252,7 +240,7 @@ fn hostile_bytes_on_media_ports_never_stop_the_server() {
     if have_tool("ffmpeg") {
         let url = format!("rtmp://127.0.0.1:{}/app/after", s.media.rtmp);
         let mut ff = ffmpeg_source(2, &[], "flv", &url);
-        wait_for_tracks(&s, "after");
+        s.wait_for_tracks("after");
         let _ = ff.wait();
     }
 }

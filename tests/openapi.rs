@@ -94,14 +94,7 @@ fn every_answer_of_a_walk_through_the_api_matches_the_document() {
             "flv",
             &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
         );
-        wait_until(Duration::from_secs(10), || {
-            s.live_stream("cam").filter(|v| {
-                v["input"]["tracks"]
-                    .as_array()
-                    .is_some_and(|t| t.len() == 2)
-            })
-        })
-        .expect("stream");
+        s.wait_for_tracks("cam");
         call(
             "POST",
             "/v1/vhosts/default/apps/app:startPush",

@@ -42,14 +42,7 @@ fn ffmpeg_publishes_over_srt() {
         s.media.srt
     );
     let mut ff = ffmpeg_source(4, &[], "mpegts", &url);
-    let v = wait_until(Duration::from_secs(10), || {
-        s.live_stream("cam").filter(|v| {
-            v["input"]["tracks"]
-                .as_array()
-                .is_some_and(|t| t.len() == 2)
-        })
-    })
-    .expect("the SRT stream shows");
+    let v = s.wait_for_tracks("cam");
     assert_eq!(v["input"]["sourceType"], "Srt");
     assert_eq!(codecs(&v), ["H264", "AAC"]);
     let video = v["input"]["tracks"]

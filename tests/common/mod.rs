@@ -374,6 +374,26 @@ impl Server {
         (r.status == 200).then(|| r.json()["response"].clone())
     }
 
+    /// Waits (10 s at most) for live stream `name` of `default/app` to show
+    /// with both its tracks (video and audio) known; panics otherwise.
+    pub fn wait_for_tracks(&self, name: &str) -> serde_json::Value {
+        let t0 = Instant::now();
+        loop {
+            if let Some(v) = self.live_stream(name).filter(|v| {
+                v["input"]["tracks"]
+                    .as_array()
+                    .is_some_and(|t| t.len() == 2)
+            }) {
+                return v;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "stream {name} never showed with two tracks"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The push task `id` of `default/app`, as `:pushes` shows it.
     pub fn push_task(&self, id: &str) -> Option<serde_json::Value> {
         let r = self.request(
