@@ -254,39 +254,58 @@ impl Server {
     }
 
     pub fn start_with(tag: &str, opts: ServerOptions) -> Server {
-        let dir = temp_dir(tag);
-        let port = free_port();
-        let tls_port = opts.tls.as_ref().map(|_| free_port());
-        let media = if opts.media {
-            MediaPorts {
-                rtmp: free_port(),
-                rtmps: if opts.vhost_tls.is_some() {
-                    free_port()
-                } else {
-                    0
-                },
-                mpegts: free_udp_port(),
-                srt: free_udp_port(),
+        // Free ports are picked, released, then bound by kiln: another
+        // process (a client's ephemeral port) may take one in between. Such
+        // a start is retried on fresh ports.
+        for attempt in 1.. {
+            let dir = temp_dir(tag);
+            let port = free_port();
+            let tls_port = opts.tls.as_ref().map(|_| free_port());
+            let media = if opts.media {
+                MediaPorts {
+                    rtmp: free_port(),
+                    rtmps: if opts.vhost_tls.is_some() {
+                        free_port()
+                    } else {
+                        0
+                    },
+                    mpegts: free_udp_port(),
+                    srt: free_udp_port(),
+                }
+            } else {
+                MediaPorts::default()
+            };
+            let config = write_config_with_media(&dir, port, tls_port, &opts, media);
+            let mut s = Server {
+                media,
+                child: None,
+                dir: dir.clone(),
+                config,
+                port,
+                tls_port,
+                log: dir.join("kiln.log"),
+            };
+            match s.try_spawn() {
+                Ok(()) => return s,
+                Err(log) if attempt < 5 && log.contains("Address already in use") => {
+                    eprintln!("port taken meanwhile; starting again on other ports");
+                }
+                Err(log) => panic!("kiln did not start:\n{log}"),
             }
-        } else {
-            MediaPorts::default()
-        };
-        let config = write_config_with_media(&dir, port, tls_port, &opts, media);
-        let mut s = Server {
-            media,
-            child: None,
-            dir: dir.clone(),
-            config,
-            port,
-            tls_port,
-            log: dir.join("kiln.log"),
-        };
-        s.spawn();
-        s
+        }
+        unreachable!()
     }
 
     /// Starts the process (again) with the same config and state file.
     pub fn spawn(&mut self) {
+        if let Err(log) = self.try_spawn() {
+            panic!("kiln did not start (port {}):\n{log}", self.port);
+        }
+    }
+
+    /// Starts the process and waits (10 s at most) for its API port; the
+    /// log when it exits or never listens.
+    fn try_spawn(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -301,7 +320,21 @@ impl Server {
             .spawn()
             .expect("kiln starts");
         self.child = Some(child);
-        wait_for_port(self.port, Duration::from_secs(10));
+        let t0 = Instant::now();
+        loop {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return Ok(());
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited || t0.elapsed() > Duration::from_secs(10) {
+                self.kill9();
+                return Err(self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     pub fn addr(&self) -> SocketAddr {
