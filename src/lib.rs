@@ -12,6 +12,7 @@ pub mod config;
 pub mod http;
 pub mod media;
 pub mod metrics;
+pub mod ports;
 pub mod push;
 pub mod rtmp;
 pub mod server;

@@ -7,7 +7,6 @@ use kiln::config::{self, Config, ConfigError};
 use kiln::log::{self, Level};
 use kiln::server::{Listen, ListenerSpec, Server, Service};
 use kiln::state::store::StateStore;
-use kiln::state::Registry;
 use kiln::tls::{self, ApiCertResolver, VhostCert, VhostCertResolver};
 use kiln::{error, info, warn};
 use std::net::SocketAddr;
@@ -129,7 +128,7 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
         Err(e) => warn!("cannot raise the open files limit: {e}"),
     }
 
-    let mut registry = Registry::from_config(&config);
+    let mut registry = config.registry();
     for v in &config.vhosts {
         let s = &v.spec;
         if s.signed_policy.is_some()

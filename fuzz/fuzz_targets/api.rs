@@ -8,7 +8,6 @@ use kiln::api::{Api, RequestInfo};
 use kiln::config::Config;
 use kiln::http::Request;
 use kiln::state::store::StateStore;
-use kiln::state::Registry;
 use kiln::tls::VhostCertResolver;
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, OnceLock};
@@ -80,7 +79,7 @@ fuzz_target!(|data: &[u8]| {
     let config = config();
     let mut api = Api::new(
         config.api.as_ref(),
-        Registry::from_config(config),
+        config.registry(),
         StateStore::in_memory(),
         None,
         Arc::<VhostCertResolver>::default(),

@@ -12,6 +12,10 @@
 pub mod dom;
 pub mod ome_schema;
 
+use crate::state::app::{
+    ports_text, AppSpec, Empty, Encode, Encodes, MpegtsProvider, OutputProfile, OutputProfiles,
+    Providers, Publishers, StreamMap, StreamMapItem,
+};
 use crate::state::vhost::{
     AdmissionWebhooks, Enables, HostSpec, Origin, OriginMapStore, OriginPass, OriginUrls, Origins,
     RedisServer, SignedPolicy, TlsSpec, VhostSpec,
@@ -298,43 +302,7 @@ pub fn substitute_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Resul
     Ok(out)
 }
 
-/// A port list: `1935`, `1935/tcp`, `4000/udp`, `4000-4003/udp`, or several
-/// of these separated by commas. Returns the ports and whether `/udp` was said.
-pub fn parse_ports(text: &str) -> Result<(Vec<u16>, Option<&'static str>), String> {
-    let mut ports = Vec::new();
-    let mut proto = None;
-    for part in text.split(',').map(str::trim) {
-        let (range, p) = match part.rsplit_once('/') {
-            Some((r, "tcp")) => (r, Some("tcp")),
-            Some((r, "udp")) => (r, Some("udp")),
-            Some((_, other)) => return Err(format!("unknown transport [{other}] in [{part}]")),
-            None => (part, None),
-        };
-        if p.is_some() {
-            if proto.is_some() && proto != p {
-                return Err("mixed /tcp and /udp".into());
-            }
-            proto = p;
-        }
-        let port = |s: &str| -> Result<u16, String> {
-            match s.trim().parse::<u16>() {
-                Ok(0) | Err(_) => Err(format!("[{s}] is not a port number (1-65535)")),
-                Ok(n) => Ok(n),
-            }
-        };
-        match range.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (port(a)?, port(b)?);
-                if b < a || (b - a) > 1024 {
-                    return Err(format!("bad port range [{range}]"));
-                }
-                ports.extend(a..=b);
-            }
-            None => ports.push(port(range)?),
-        }
-    }
-    Ok((ports, proto))
-}
+pub use crate::ports::parse_ports;
 
 // Elements OME knows that kiln ignores with a warning, by parent.
 const UNSUPPORTED_SERVER: &[&str] = &[
@@ -1536,6 +1504,84 @@ impl Walker<'_> {
                 None
             }
         }
+    }
+}
+
+impl AppConfig {
+    /// The application as the registry and the API hold it.
+    pub fn to_spec(&self) -> AppSpec {
+        let c = self;
+        let enc = |kind: EncodeKind, p: &OutputProfileConfig| -> Vec<Encode> {
+            p.encodes
+                .iter()
+                .filter(|e| e.kind == kind)
+                .map(|e| match &e.if_codec {
+                    None => Encode {
+                        name: e.name.clone(),
+                        bypass: true,
+                        settings: serde_json::Map::new(),
+                    },
+                    Some(codec) => Encode::conditional(&e.name, codec),
+                })
+                .collect()
+        };
+        AppSpec {
+            name: c.name.clone(),
+            app_type: "live".into(),
+            dynamic: None,
+            output_profiles: OutputProfiles {
+                output_profile: c
+                    .output_profiles
+                    .iter()
+                    .map(|p| OutputProfile {
+                        name: p.name.clone(),
+                        output_stream_name: p.output_stream_name.clone(),
+                        encodes: Encodes {
+                            videos: enc(EncodeKind::Video, p),
+                            audios: enc(EncodeKind::Audio, p),
+                            datas: enc(EncodeKind::Data, p),
+                        },
+                    })
+                    .collect(),
+            },
+            providers: Providers {
+                rtmp: c.rtmp.then(Empty::default),
+                srt: c.srt.then(Empty::default),
+                mpegts: c.mpegts.as_ref().map(|map| MpegtsProvider {
+                    stream_map: StreamMap {
+                        stream: map
+                            .iter()
+                            .map(|s| StreamMapItem {
+                                name: s.name.clone(),
+                                port: ports_text(&s.ports),
+                            })
+                            .collect(),
+                    },
+                }),
+            },
+            publishers: Publishers {
+                push: c.push.then(Empty::default),
+            },
+        }
+    }
+}
+
+impl Config {
+    /// The registry of this configuration: its hosts (read-only) with
+    /// their applications.
+    pub fn registry(&self) -> crate::state::Registry {
+        crate::state::Registry::new(
+            self.name.clone(),
+            self.vhosts
+                .iter()
+                .map(|v| {
+                    (
+                        v.spec.clone(),
+                        v.applications.iter().map(AppConfig::to_spec).collect(),
+                    )
+                })
+                .collect(),
+        )
     }
 }
 

@@ -1,12 +1,12 @@
 //! The application as the API shows and accepts it (OME's JSON shape:
 //! `outputProfiles.outputProfile[].encodes.{videos,audios,datas}`,
 //! `providers.{rtmp,srt,mpegts.streamMap.stream[]}`, `publishers.push`), and
-//! its validation. Built from `server.xml` and from the API alike.
+//! its validation. Built from `server.xml` (by `config`) and from the API
+//! alike.
 //!
 //! kiln relays and never transcodes: every encode must be a bypass; a
 //! transcoding encode is refused with a message that says so.
 
-use crate::config::{AppConfig, EncodeKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -129,61 +129,6 @@ pub enum EncodeTarget {
 }
 
 impl AppSpec {
-    pub fn from_config(c: &AppConfig) -> AppSpec {
-        let enc = |kind: EncodeKind, p: &crate::config::OutputProfileConfig| -> Vec<Encode> {
-            p.encodes
-                .iter()
-                .filter(|e| e.kind == kind)
-                .map(|e| match &e.if_codec {
-                    None => Encode {
-                        name: e.name.clone(),
-                        bypass: true,
-                        settings: Map::new(),
-                    },
-                    Some(codec) => Encode::conditional(&e.name, codec),
-                })
-                .collect()
-        };
-        AppSpec {
-            name: c.name.clone(),
-            app_type: "live".into(),
-            dynamic: None,
-            output_profiles: OutputProfiles {
-                output_profile: c
-                    .output_profiles
-                    .iter()
-                    .map(|p| OutputProfile {
-                        name: p.name.clone(),
-                        output_stream_name: p.output_stream_name.clone(),
-                        encodes: Encodes {
-                            videos: enc(EncodeKind::Video, p),
-                            audios: enc(EncodeKind::Audio, p),
-                            datas: enc(EncodeKind::Data, p),
-                        },
-                    })
-                    .collect(),
-            },
-            providers: Providers {
-                rtmp: c.rtmp.then(Empty::default),
-                srt: c.srt.then(Empty::default),
-                mpegts: c.mpegts.as_ref().map(|map| MpegtsProvider {
-                    stream_map: StreamMap {
-                        stream: map
-                            .iter()
-                            .map(|s| StreamMapItem {
-                                name: s.name.clone(),
-                                port: ports_text(&s.ports),
-                            })
-                            .collect(),
-                    },
-                }),
-            },
-            publishers: Publishers {
-                push: c.push.then(Empty::default),
-            },
-        }
-    }
-
     /// Checks what serde cannot. The message names the field.
     pub fn validate(&self) -> Result<(), String> {
         if !super::vhost::valid_name(&self.name) {
@@ -236,7 +181,7 @@ impl AppSpec {
         }
         if let Some(m) = &self.providers.mpegts {
             for s in &m.stream_map.stream {
-                crate::config::parse_ports(&s.port).map_err(|e| {
+                crate::ports::parse_ports(&s.port).map_err(|e| {
                     format!("providers.mpegts.streamMap.stream [{}]: port {e}", s.name)
                 })?;
             }
@@ -253,7 +198,7 @@ impl AppSpec {
         let mut out = Vec::new();
         if let Some(m) = &self.providers.mpegts {
             for s in &m.stream_map.stream {
-                if let Ok((ports, _)) = crate::config::parse_ports(&s.port) {
+                if let Ok((ports, _)) = crate::ports::parse_ports(&s.port) {
                     for p in ports {
                         out.push((p, s.name.replace("${Port}", &p.to_string())));
                     }
@@ -351,7 +296,8 @@ impl OutputProfile {
     }
 }
 
-fn ports_text(ports: &[u16]) -> String {
+/// A port list as the API shows it (`4000-4003`, `4000,4005`).
+pub fn ports_text(ports: &[u16]) -> String {
     match (ports.first(), ports.last()) {
         (Some(a), Some(b)) if ports.len() > 1 && (*b as usize - *a as usize + 1) == ports.len() => {
             format!("{a}-{b}")

@@ -10,7 +10,6 @@ pub mod store;
 pub mod streams;
 pub mod vhost;
 
-use crate::config::Config;
 use app::AppSpec;
 use std::collections::HashMap;
 use store::{DurableState, FORMAT};
@@ -72,18 +71,19 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn from_config(config: &Config) -> Self {
+    /// A registry of the config file's hosts (read-only) with their
+    /// applications; `config::Config::registry` builds it.
+    pub fn new(server_name: Option<String>, vhosts: Vec<(VhostSpec, Vec<AppSpec>)>) -> Self {
         Registry {
-            vhosts: config
-                .vhosts
-                .iter()
-                .map(|v| Vhost {
-                    spec: v.spec.clone(),
+            vhosts: vhosts
+                .into_iter()
+                .map(|(spec, apps)| Vhost {
+                    spec,
                     origin: Origin::ConfigFile,
-                    apps: v.applications.iter().map(AppSpec::from_config).collect(),
+                    apps,
                 })
                 .collect(),
-            server_name: config.name.clone(),
+            server_name,
             streams: Streams::default(),
             pushes: push::PushTable::default(),
         }
@@ -221,7 +221,6 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::streams::SourceType;
-    use super::*;
 
     const CONFIG: &str = r#"<?xml version="1.0"?>
 <Server version="8">
@@ -248,7 +247,7 @@ mod tests {
     fn live_outputs_agree_with_output_stream() {
         let parsed = crate::config::parse(std::path::Path::new("t.xml"), CONFIG, &|_| None)
             .expect("test config parses");
-        let mut reg = Registry::from_config(&parsed.config);
+        let mut reg = parsed.config.registry();
         let first = reg
             .streams
             .start("default", "app", "s1", SourceType::Rtmp, 1, 0)
