@@ -4,6 +4,25 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The loop's time for one turn, passed to handlers that need it (they
+/// never read a clock): the monotonic instant and the wall clock.
+#[derive(Clone, Copy, Debug)]
+pub struct Now {
+    pub instant: std::time::Instant,
+    /// Milliseconds since the Unix epoch.
+    pub unix_ms: i64,
+}
+
+impl Now {
+    /// Reads both clocks (the I/O layer does this, once per event).
+    pub fn read(instant: std::time::Instant) -> Now {
+        Now {
+            instant,
+            unix_ms: unix_millis_now(),
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch, now.
 pub fn unix_millis_now() -> i64 {
     match SystemTime::now().duration_since(UNIX_EPOCH) {

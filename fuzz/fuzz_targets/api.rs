@@ -112,7 +112,11 @@ fuzz_target!(|data: &[u8]| {
             headers,
             body: body.to_vec(),
         };
-        let resp = api.handle(&req, RequestInfo::default());
+        let resp = api.handle(
+            &req,
+            RequestInfo::default(),
+            kiln::clock::Now::read(std::time::Instant::now()),
+        );
         assert!((100..600).contains(&resp.status), "status {}", resp.status);
         if !resp.body.is_empty() {
             // Every answer with a body is JSON.

@@ -269,7 +269,12 @@ impl Api {
                     .find(|s| spec.output_names(&s.name).iter().any(|(n, _)| n == stream))
             })
             .ok_or_else(|| ApiError::stream_not_found(vhost, app, stream))?;
-        Ok(envelope::ok(StreamView::of(live, spec, self.utc_offset)))
+        Ok(envelope::ok(StreamView::of(
+            live,
+            spec,
+            self.utc_offset,
+            self.now.unix_ms,
+        )))
     }
 }
 
@@ -412,9 +417,8 @@ pub fn output_tracks(tracks: &[Track], profile: Option<&OutputProfile>) -> Vec<(
 }
 
 impl<'a> StreamView<'a> {
-    fn of(s: &'a LiveStream, spec: &AppSpec, utc_offset: i32) -> Self {
+    fn of(s: &'a LiveStream, spec: &AppSpec, utc_offset: i32, now_ms: i64) -> Self {
         let tracks = s.tracks();
-        let now_ms = clock::unix_millis_now();
         let measured = |t: &Track| s.measured_bitrate(t.id, now_ms);
         StreamView {
             name: &s.name,

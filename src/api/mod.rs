@@ -58,6 +58,8 @@ pub struct Api {
     peaks: std::collections::HashMap<(String, String, String), crate::metrics::Peak>,
     /// When the peaks were last counted.
     peaks_noted: Option<Instant>,
+    /// The time of the request being answered (given to `handle`).
+    now: crate::clock::Now,
 }
 
 /// Work a handler leaves for the loop.
@@ -120,6 +122,7 @@ impl Api {
             started_ms: crate::clock::unix_millis_now(),
             peaks: Default::default(),
             peaks_noted: None,
+            now: crate::clock::Now::read(Instant::now()),
         }
     }
 
@@ -139,8 +142,14 @@ impl Api {
             })
     }
 
-    /// Answers one request.
-    pub fn handle(&mut self, req: &Request, info: RequestInfo<'_>) -> Response {
+    /// Answers one request at `now` (handlers never read a clock).
+    pub fn handle(
+        &mut self,
+        req: &Request,
+        info: RequestInfo<'_>,
+        now: crate::clock::Now,
+    ) -> Response {
+        self.now = now;
         let cors = access::cors_headers(req, &self.cross_domains);
         let mut resp = self.answer(req, info);
         resp.headers.extend(cors);
@@ -207,10 +216,13 @@ impl Api {
             (Route::Profile(vh, app, p), "GET") => self.get_profile(vh, app, p),
             (Route::Profile(vh, app, p), "PATCH") => self.patch_profile(vh, app, p, &req.body),
             (Route::Profile(vh, app, p), _) => self.delete_profile(vh, app, p),
-            (Route::Stats(vh, app, s), _) => {
-                self.stats(vh.as_deref(), app.as_deref(), s.as_deref(), Instant::now())
-            }
-            (Route::Metrics, _) => Ok(self.metrics(Instant::now())),
+            (Route::Stats(vh, app, s), _) => self.stats(
+                vh.as_deref(),
+                app.as_deref(),
+                s.as_deref(),
+                self.now.instant,
+            ),
+            (Route::Metrics, _) => Ok(self.metrics(self.now.instant)),
             (Route::OpenApi, _) => Ok(Response::new(200, OPENAPI.as_bytes().to_vec())
                 .with_header("Content-Type", "application/yaml")),
             (Route::Vhosts, "GET") => Ok(self.list_vhosts()),

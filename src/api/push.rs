@@ -147,7 +147,7 @@ impl Api {
         let spec_app = self.registry.app(vhost, app).cloned();
         let has_encode = |n: &str| spec_app.as_ref().is_some_and(|a| a.has_encode(n));
         let (spec, destination) =
-            push::validate_start(req, vhost, app, clock::unix_millis_now(), &has_encode)
+            push::validate_start(req, vhost, app, self.now.unix_ms, &has_encode)
                 .map_err(ApiError::bad_request)?;
         if self.registry.pushes.get(vhost, app, &spec.id).is_some() {
             return Err(ApiError::http(
@@ -179,7 +179,7 @@ impl Api {
         let mut task = PushTask::new(spec, destination);
         if live {
             // The loop opens the session right after this answer.
-            task.session_started(clock::unix_millis_now());
+            task.session_started(self.now.unix_ms);
         }
         self.registry.pushes.insert(task);
         self.effects.push(Effect::PushAdded {
@@ -194,7 +194,7 @@ impl Api {
             .ok_or_else(ApiError::internal)?;
         Ok(envelope::ok(PushView::of(
             task,
-            Instant::now(),
+            self.now.instant,
             self.utc_offset,
         )))
     }
@@ -313,7 +313,7 @@ impl Api {
         } else {
             parse_body(body)?
         };
-        let now = Instant::now();
+        let now = self.now.instant;
         let views: Vec<PushView> = self
             .registry
             .pushes

@@ -80,15 +80,14 @@ impl Api {
     /// so the peaks (OME's `maxTotalConnections` and when) survive between
     /// queries. The loop calls it when a push starts or ends; it counts in
     /// one pass over the tasks, at most once a second.
-    pub fn note_peaks(&mut self, now: Instant) {
-        if self
-            .peaks_noted
-            .is_some_and(|t| now.saturating_duration_since(t) < std::time::Duration::from_secs(1))
-        {
+    pub fn note_peaks(&mut self, now: crate::clock::Now) {
+        if self.peaks_noted.is_some_and(|t| {
+            now.instant.saturating_duration_since(t) < std::time::Duration::from_secs(1)
+        }) {
             return;
         }
-        self.peaks_noted = Some(now);
-        let now_ms = crate::clock::unix_millis_now();
+        self.peaks_noted = Some(now.instant);
+        let now_ms = now.unix_ms;
         let mut counts: std::collections::HashMap<LevelKey, u64> = Default::default();
         for t in self.registry.pushes.iter() {
             if t.state != crate::state::push::PushState::Pushing {
@@ -115,7 +114,7 @@ impl Api {
             t,
             peak,
             now,
-            crate::clock::unix_millis_now(),
+            self.now.unix_ms,
             self.utc_offset,
         ))
     }

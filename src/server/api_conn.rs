@@ -200,7 +200,7 @@ impl ApiConn {
     }
 
     /// Answers every complete request in the buffer, in order.
-    fn answer(&mut self, api: &mut Api, _now: Instant) {
+    fn answer(&mut self, api: &mut Api, now: Instant) {
         while matches!(self.phase, Phase::Open | Phase::Closing)
             && self.out.len() - self.out_pos < OUTPUT_HIGH_WATER
         {
@@ -210,7 +210,7 @@ impl ApiConn {
                         tls: self.transport.is_tls(),
                         sni: self.transport.sni(),
                     };
-                    let resp = api.handle(&req, info);
+                    let resp = api.handle(&req, info, crate::clock::Now::read(now));
                     let close = !req.keep_alive() || self.phase == Phase::Closing;
                     crate::debug!(
                         "api {} {} {} -> {}",

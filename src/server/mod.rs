@@ -849,7 +849,7 @@ impl Server {
             }
         }
         if state_changed {
-            self.api.note_peaks(now);
+            self.api.note_peaks(crate::clock::Now::read(now));
         }
         if ended {
             let Some(Entry {
