@@ -147,9 +147,7 @@ impl Api {
             .find(|s| s.name == name)
             .ok_or_else(|| ApiError::stream_not_found(vh, app, name))?;
         let key = (vh.to_string(), app.to_string(), name.to_string());
-        let mut t = self.stream_totals(s, now);
-        t.created_ms = s.created_ms;
-        Ok(self.view(key, &t, now))
+        Ok(self.view(key, &self.stream_totals(s, now), now))
     }
 
     /// `GET /metrics`: Prometheus text, `kiln_` names, per-stream and

@@ -69,6 +69,34 @@ pub struct Connections {
     pub srt: u64,
 }
 
+impl Connections {
+    /// Every kind's count, in the field order.
+    fn kinds(&self) -> [u64; 8] {
+        [
+            self.webrtc,
+            self.llhls,
+            self.hls,
+            self.ovt,
+            self.file,
+            self.push,
+            self.thumbnail,
+            self.srt,
+        ]
+    }
+
+    fn add(&mut self, o: &Connections) {
+        let [webrtc, llhls, hls, ovt, file, push, thumbnail, srt] = o.kinds();
+        self.webrtc += webrtc;
+        self.llhls += llhls;
+        self.hls += hls;
+        self.ovt += ovt;
+        self.file += file;
+        self.push += push;
+        self.thumbnail += thumbnail;
+        self.srt += srt;
+    }
+}
+
 /// The figures of one level (server, vhost, app, stream), summed.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
@@ -134,13 +162,11 @@ impl Totals {
         self.max_out_bps = self.max_out_bps.max(o.max_out_bps);
         self.last_recv = later(self.last_recv, o.last_recv);
         self.last_sent = later(self.last_sent, o.last_sent);
-        let c = &mut self.connections;
-        c.push += o.connections.push;
+        self.connections.add(&o.connections);
     }
 
     pub fn total_connections(&self) -> u64 {
-        let c = &self.connections;
-        c.webrtc + c.llhls + c.hls + c.ovt + c.file + c.push + c.thumbnail + c.srt
+        self.connections.kinds().iter().sum()
     }
 }
 
