@@ -226,19 +226,6 @@ impl Api {
                         .iter()
                         .any(|(n, _)| *n == spec.stream_name))
         };
-        let vhost_serving = |h: &str| {
-            self.registry
-                .vhosts()
-                .iter()
-                .find(|v| v.spec.name == h)
-                .or_else(|| {
-                    self.registry
-                        .vhosts()
-                        .iter()
-                        .find(|v| v.spec.serves_host_name(h))
-                })
-                .map(|v| v.spec.name.clone())
-        };
         let fed = match destination {
             Destination::Udp { .. } if own.mpegts_ports.contains(&port) => {
                 crate::server::ts_ingest::mapped_stream(&self.registry, port)
@@ -248,11 +235,16 @@ impl Api {
                 app: dest_app,
                 ..
             } if own.rtmp_port == Some(port) => {
-                vhost_serving(host).map(|v| (v, dest_app.clone(), spec.stream_key.clone()))
+                // As the RTMP ingest reads it: vhost by the tcUrl host, the
+                // key without its query as the stream name.
+                let key = spec.stream_key.split('?').next().unwrap_or("");
+                let v = self.registry.vhost_serving(host)?;
+                Some((v.spec.name.clone(), dest_app.clone(), key.to_string()))
             }
             Destination::Srt { stream_id, .. } if own.srt_port == Some(port) => {
                 let (h, a, s) = crate::server::srt_ingest::parse_stream_id(stream_id.as_deref()?)?;
-                vhost_serving(h.as_deref().unwrap_or("*")).map(|v| (v, a, s))
+                let v = self.registry.vhost_for_stream_id(h.as_deref())?;
+                Some((v.spec.name.clone(), a, s))
             }
             _ => None,
         }?;

@@ -222,11 +222,7 @@ impl RtmpIngest {
             match event {
                 ServerEvent::Connect { app, tc_url, .. } => {
                     let host = tc_url_host(&tc_url);
-                    let vhost = registry
-                        .vhosts()
-                        .iter()
-                        .find(|v| v.spec.serves_host_name(host))
-                        .map(|v| v.spec.name.clone());
+                    let vhost = registry.vhost_serving(host).map(|v| v.spec.name.clone());
                     crate::debug!(
                         "rtmp {}: connect app [{app}] tcUrl [{tc_url}] -> vhost [{}]",
                         self.peer,

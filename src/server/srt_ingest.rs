@@ -364,20 +364,10 @@ impl SrtIngest {
                 format!("streamid [{id}] is not {{host}}/{{app}}/{{stream}}"),
             ));
         };
-        let vhost = registry
-            .vhosts()
-            .iter()
-            .find(|v| host.as_deref() == Some(v.spec.name.as_str()))
-            .or_else(|| {
-                registry
-                    .vhosts()
-                    .iter()
-                    .find(|v| v.spec.serves_host_name(host.as_deref().unwrap_or("*")))
-            })
-            .ok_or((
-                404,
-                format!("no virtual host for [{}]", host.unwrap_or_default()),
-            ))?;
+        let vhost = registry.vhost_for_stream_id(host.as_deref()).ok_or((
+            404,
+            format!("no virtual host for [{}]", host.unwrap_or_default()),
+        ))?;
         let vname = vhost.spec.name.clone();
         let spec = vhost.app(&app).ok_or((
             404,

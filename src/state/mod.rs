@@ -130,6 +130,19 @@ impl Registry {
         self.vhosts.iter().find(|v| v.spec.name == name)
     }
 
+    /// The host an RTMP publisher reaches: the first whose `host.names`
+    /// match the tcUrl's host.
+    pub fn vhost_serving(&self, host: &str) -> Option<&Vhost> {
+        self.vhosts.iter().find(|v| v.spec.serves_host_name(host))
+    }
+
+    /// The host an SRT streamid names: by vhost name first, else as
+    /// [`Registry::vhost_serving`]; no host: the first that serves any name.
+    pub fn vhost_for_stream_id(&self, host: Option<&str>) -> Option<&Vhost> {
+        let host = host.unwrap_or("*");
+        self.vhost(host).or_else(|| self.vhost_serving(host))
+    }
+
     /// The live stream whose output `output_name` is, with the output
     /// profile that makes it (None: no profiles, the input itself).
     pub fn output_stream(
