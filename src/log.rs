@@ -94,25 +94,6 @@ impl std::fmt::Write for Escaped<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Escaped;
-    use std::fmt::Write;
-
-    #[test]
-    fn control_characters_are_escaped() {
-        let mut s = String::new();
-        write!(
-            Escaped(&mut s),
-            "stream [{}]",
-            "a\n2026-01-01 INFO forged\x1b[31m\u{85}\\n"
-        )
-        .unwrap();
-        assert_eq!(s, "stream [a\\n2026-01-01 INFO forged\\x1b[31m\\x85\\\\n]");
-        assert!(!s.chars().any(char::is_control));
-    }
-}
-
 #[macro_export]
 macro_rules! log_at {
     ($lvl:expr, $($arg:tt)*) => {
@@ -131,3 +112,19 @@ macro_rules! info { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Info,
 macro_rules! debug { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Debug, $($arg)*) }; }
 #[macro_export]
 macro_rules! trace { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Trace, $($arg)*) }; }
+
+#[cfg(test)]
+mod tests {
+    use super::Escaped;
+    use std::fmt::Write;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let mut s = String::new();
+        // Peer text reaches the log as a format argument.
+        let peer = "a\n2026-01-01 INFO forged\x1b[31m\u{85}\\n";
+        write!(Escaped(&mut s), "stream [{peer}]").unwrap();
+        assert_eq!(s, "stream [a\\n2026-01-01 INFO forged\\x1b[31m\\x85\\\\n]");
+        assert!(!s.chars().any(char::is_control));
+    }
+}

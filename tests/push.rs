@@ -433,30 +433,26 @@ fn mpegts_udp_ingest_delivers_the_last_frame() {
         .unwrap();
     assert!(made.success());
     let want = frame_counts(&src);
-    let mapped = format!("ts_{}", s.media.mpegts);
-    for (name, url) in [(
-        mapped.as_str(),
-        format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts),
-    )] {
-        let udp_port = free_udp_port();
-        let out = s.dir.join(format!("{name}.ts"));
-        let capture = udp_capture(udp_port, out.clone(), Duration::from_secs(8));
-        let r = s.start_push(
-            json!({"id": name, "stream": {"name": name}, "protocol": "mpegts",
-            "url": format!("udp://127.0.0.1:{udp_port}")}),
-        );
-        assert_eq!(r.status, 200, "{}", r.body);
-        let ok = Command::new("ffmpeg")
-            .args(["-hide_banner", "-loglevel", "error", "-re", "-i"])
-            .arg(&src)
-            .args(["-c", "copy", "-f", "mpegts", &url])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        capture.join().unwrap();
-        let got = frame_counts(&out);
-        assert_eq!(got, want, "{name}: frames pushed vs the source");
-    }
+    let name = format!("ts_{}", s.media.mpegts);
+    let url = format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts);
+    let udp_port = free_udp_port();
+    let out = s.dir.join(format!("{name}.ts"));
+    let capture = udp_capture(udp_port, out.clone(), Duration::from_secs(8));
+    let r = s.start_push(
+        json!({"id": name, "stream": {"name": name}, "protocol": "mpegts",
+        "url": format!("udp://127.0.0.1:{udp_port}")}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ok = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re", "-i"])
+        .arg(&src)
+        .args(["-c", "copy", "-f", "mpegts", &url])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    capture.join().unwrap();
+    let got = frame_counts(&out);
+    assert_eq!(got, want, "{name}: frames pushed vs the source");
 }
 
 /// DECISIONS section 15: a push whose destination is kiln's own ingest for

@@ -16,6 +16,9 @@ use std::time::Instant;
 /// A level of the statistics tree: server, vhost, app or stream.
 type LevelKey = (String, String, String);
 
+/// One `/metrics` family: name, type, help, and the value of an item.
+type Family<T> = (&'static str, &'static str, &'static str, fn(&T) -> u64);
+
 impl Api {
     /// The pushes that read live stream `s` (by its output names).
     fn pushes_of_stream<'a>(&'a self, s: &LiveStream) -> Vec<&'a PushTask> {
@@ -166,7 +169,7 @@ impl Api {
                 ("stream", s.name.clone()),
             ]
         };
-        let families: [(&str, &str, &str, fn(&Totals) -> u64); 5] = [
+        let families: [Family<Totals>; 5] = [
             (
                 "kiln_stream_received_bytes_total",
                 "counter",
@@ -211,7 +214,7 @@ impl Api {
             v.sort_by_key(|t| (t.spec.created_ms, t.seq));
             v
         };
-        let push_families: [(&str, &str, &str, fn(&PushTask) -> u64); 4] = [
+        let push_families: [Family<PushTask>; 4] = [
             (
                 "kiln_push_sent_bytes_total",
                 "counter",

@@ -265,7 +265,7 @@ impl KeyMaterial {
     }
 
     /// The keys in it, unwrapped with `passphrase`: (even, odd).
-    fn unwrap_keys(&self, passphrase: &str) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), KmError> {
+    fn unwrap_keys(&self, passphrase: &str) -> Result<EvenOdd, KmError> {
         let kek = derive_kek(passphrase, &self.salt, self.key_len);
         let keys = unwrap(&kek, &self.wrapped).ok_or(KmError::BadSecret)?;
         let (a, b) = keys.split_at(self.key_len.min(keys.len()));
@@ -276,6 +276,9 @@ impl KeyMaterial {
         })
     }
 }
+
+/// The even and the odd key a KM message carries (either may be absent).
+type EvenOdd = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// One stream encrypting key with its cipher choice.
 #[derive(Clone)]
