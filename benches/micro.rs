@@ -9,12 +9,13 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 use kiln::api::PushView;
 use kiln::http::{ReaderLimits, RequestReader};
 use kiln::media::{Codec, CodecConfig, Frame, Track};
+use kiln::push::request::{validate_start, StartPushRequest};
+use kiln::push::task::PushTask;
 use kiln::rtmp::{
     ClientConfig, ClientEvent, ClientSession, ServerConfig, ServerEvent, ServerSession,
 };
 use kiln::srt::packet::{DataHeader, KeyFlags, MsgNumber, Packet, PacketPosition};
 use kiln::srt::SeqNumber;
-use kiln::state::push::{validate_start, PushTask, StartPushRequest};
 use kiln::ts::Muxer;
 use std::time::Instant;
 

@@ -2,7 +2,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    use kiln::state::push::{parse_url, Protocol};
+    use kiln::push::request::{parse_url, Protocol};
     let Some((&p, rest)) = data.split_first() else {
         return;
     };

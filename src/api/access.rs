@@ -4,7 +4,7 @@
 
 use super::envelope::ApiError;
 use crate::http::Request;
-use crate::state::push::valid_host_name;
+use crate::push::request::valid_host_name;
 use crate::wildcard;
 use base64::Engine;
 

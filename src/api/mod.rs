@@ -18,7 +18,7 @@ mod vhosts;
 
 pub use push::PushView;
 
-pub use apps::output_tracks;
+pub use crate::state::app::output_tracks;
 
 use crate::config::ApiConfig;
 use crate::config::ApiLimits;

@@ -7,7 +7,8 @@ use super::envelope::{self, ApiError};
 use super::{Api, Effect};
 use crate::clock;
 use crate::info;
-use crate::state::push::{self, Destination, PushSpec, PushTask, StartPushRequest};
+use crate::push::request::{self, Destination, PushSpec, StartPushRequest};
+use crate::push::task::{PushState, PushTask};
 use crate::state::store::Change;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
@@ -147,7 +148,7 @@ impl Api {
         let spec_app = self.registry.app(vhost, app).cloned();
         let has_encode = |n: &str| spec_app.as_ref().is_some_and(|a| a.has_encode(n));
         let (spec, destination) =
-            push::validate_start(req, vhost, app, self.now.unix_ms, &has_encode)
+            request::validate_start(req, vhost, app, self.now.unix_ms, &has_encode)
                 .map_err(ApiError::bad_request)?;
         if self.registry.pushes.get(vhost, app, &spec.id).is_some() {
             return Err(ApiError::http(
@@ -169,7 +170,7 @@ impl Api {
         info!(
             "push [{vhost}/{app}/{id}] created: {} {} for stream [{}]",
             spec.protocol.name(),
-            push::redacted_url(&spec.url),
+            request::redacted_url(&spec.url),
             spec.stream_name
         );
         let live = self
@@ -252,7 +253,7 @@ impl Api {
         reads(&v, &a, &name).then(|| {
             format!(
                 "The push would feed the stream it reads: [{}] is kiln's own {} ingest for [{v}/{a}/{name}]",
-                push::redacted_url(&spec.url),
+                request::redacted_url(&spec.url),
                 spec.protocol.name()
             )
         })
@@ -282,7 +283,7 @@ impl Api {
         };
         self.record(change, "push not stopped")?;
         if let Some(mut task) = self.registry.pushes.remove(vhost, app, &id) {
-            task.state = push::PushState::Stopping;
+            task.state = PushState::Stopping;
             info!("push [{vhost}/{app}/{id}] stopping");
             self.effects.push(Effect::StopPush {
                 vhost: vhost.to_string(),

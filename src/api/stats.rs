@@ -8,7 +8,7 @@ use super::envelope::{self, ApiError};
 use super::Api;
 use crate::http::Response;
 use crate::metrics::{MetricsView, Peak, PromText, Totals, PROMETHEUS_CONTENT_TYPE};
-use crate::state::push::PushTask;
+use crate::push::task::PushTask;
 use crate::state::streams::LiveStream;
 use crate::state::Vhost;
 use std::time::Instant;
@@ -93,7 +93,7 @@ impl Api {
         let now_ms = now.unix_ms;
         let mut counts: std::collections::HashMap<LevelKey, u64> = Default::default();
         for t in self.registry.pushes.iter() {
-            if t.state != crate::state::push::PushState::Pushing {
+            if t.state != crate::push::task::PushState::Pushing {
                 continue;
             }
             let (vh, app) = (&t.spec.vhost, &t.spec.app);
@@ -237,7 +237,7 @@ impl Api {
                 "kiln_push_up",
                 "gauge",
                 "1 while the task is pushing, else 0.",
-                |t| u64::from(t.state == crate::state::push::PushState::Pushing),
+                |t| u64::from(t.state == crate::push::task::PushState::Pushing),
             ),
         ];
         for (name, kind, help, value) in push_families {

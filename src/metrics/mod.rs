@@ -3,7 +3,7 @@
 //! registry at request time: the only state kept for it is a rate meter
 //! per stream (bytes in) and per push task (bytes out), fed by the loop.
 
-use crate::state::push::{PushState, PushTask};
+use crate::push::task::{PushState, PushTask};
 use crate::state::streams::LiveStream;
 use serde::Serialize;
 use std::fmt::Write as _;

@@ -1,6 +1,18 @@
-//! Push publishing, the parts that need no socket: the per-destination
-//! frame queue with its drop policy, and UDP pacing. The task table is in
-//! `state::push`; the socket glue in `server::push_out`.
+//! Push publishing: everything between a `:startPush` and the bytes a
+//! destination receives, with no socket and no clock of its own.
+//!
+//! - [`request`]: `:startPush` validation, destination URLs, track selection;
+//! - [`task`]: the task table (held by the registry), states, back-off;
+//! - [`feed`]: a stream's frames shared by all of its sessions (RTMP chunked
+//!   once per stream), each session a cursor into it;
+//! - [`session`]: one [`session::PushSession`] per running task, sans-IO over
+//!   the RTMP client, the SRT caller and the TS muxer;
+//! - [`manager`]: which tasks run, their sessions, reports, retries and
+//!   queue budgets (driven by the loop; `server::push_io` owns the sockets).
 
+pub mod feed;
+pub mod manager;
 pub mod pacing;
-pub mod queue;
+pub mod request;
+pub mod session;
+pub mod task;

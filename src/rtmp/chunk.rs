@@ -521,6 +521,13 @@ impl Default for ChunkEncoder {
 }
 
 impl ChunkEncoder {
+    /// Forgets what was last sent on `chunk_stream`: its next message gets a
+    /// type 0 header. For a connection that also sends messages cut outside
+    /// this encoder ([`write_shared_body`]).
+    pub fn forget(&mut self, chunk_stream: ChunkStreamId) {
+        self.streams.retain(|s| s.id != chunk_stream);
+    }
+
     /// The chunk size currently used for sending.
     pub fn chunk_size(&self) -> u32 {
         self.chunk_size
@@ -641,6 +648,76 @@ impl ChunkEncoder {
             }
         }
     }
+}
+
+/// Cuts a message's payload (the concatenation of `parts`) into chunks of
+/// `chunk_size` with the type 3 header of `chunk_stream` between them, for
+/// many connections at once (RTMP fan-out cuts each frame once per
+/// stream). Each connection puts its own type 0 header in front
+/// ([`write_full_header`]). Valid for timestamps below 0xFFFFFF, or for a
+/// payload of one chunk (no type 3 header carries the extended field).
+/// Returns the number of chunks.
+pub fn write_shared_body(
+    out: &mut Vec<u8>,
+    chunk_stream: ChunkStreamId,
+    chunk_size: u32,
+    parts: &[&[u8]],
+) -> usize {
+    let chunk_stream = chunk_stream.clamp(2, 65599);
+    let chunk_size = chunk_size.clamp(1, MAX_CHUNK_SIZE) as usize;
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let total = total.min(0xFF_FFFF);
+    out.reserve(total + total / chunk_size * 3);
+    let (mut written, mut in_chunk, mut chunks) = (0usize, 0usize, 1usize);
+    for part in parts {
+        let mut part: &[u8] = part;
+        while !part.is_empty() && written < total {
+            if in_chunk == chunk_size {
+                write_basic_header(out, 3, chunk_stream);
+                in_chunk = 0;
+                chunks += 1;
+            }
+            let n = (chunk_size - in_chunk).min(part.len()).min(total - written);
+            out.extend_from_slice(&part[..n]);
+            part = &part[n..];
+            in_chunk += n;
+            written += n;
+        }
+    }
+    chunks
+}
+
+/// The longest type 0 chunk header: 3-byte basic header, 11 bytes, and the
+/// extended timestamp.
+pub const MAX_FULL_HEADER: usize = 18;
+
+/// Writes the type 0 header of a message of `length` bytes whose body was
+/// cut by [`write_shared_body`]; returns its length.
+pub fn write_full_header(
+    out: &mut [u8; MAX_FULL_HEADER],
+    chunk_stream: ChunkStreamId,
+    timestamp: u32,
+    length: u32,
+    type_id: u8,
+    stream_id: MessageStreamId,
+) -> usize {
+    let mut v = Vec::with_capacity(MAX_FULL_HEADER);
+    write_basic_header(&mut v, 0, chunk_stream.clamp(2, 65599));
+    v.extend_from_slice(&timestamp.min(EXTENDED).to_be_bytes()[1..4]);
+    v.extend_from_slice(&length.min(0xFF_FFFF).to_be_bytes()[1..4]);
+    v.push(type_id);
+    v.extend_from_slice(&stream_id.to_le_bytes());
+    if timestamp >= EXTENDED {
+        v.extend_from_slice(&timestamp.to_be_bytes());
+    }
+    out[..v.len()].copy_from_slice(&v);
+    v.len()
+}
+
+/// Whether a message at `timestamp` cut into `chunks` chunks can use a
+/// shared body (no type 3 header would need the extended timestamp).
+pub fn shares_body(timestamp: u32, chunks: usize) -> bool {
+    timestamp < EXTENDED || chunks <= 1
 }
 
 fn write_basic_header(out: &mut Vec<u8>, fmt: u8, id: ChunkStreamId) {
@@ -836,6 +913,34 @@ impl RtmpConnection {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// A shared body behind a connection's own type 0 header is exactly
+        /// what the encoder writes for a fresh chunk stream.
+        #[test]
+        fn shared_body_equals_encoder_output(
+            payload in prop::collection::vec(any::<u8>(), 0..3000),
+            split in 0usize..3000,
+            chunk_size in 1u32..700,
+            ts in prop_oneof![0u32..0xFF_FFFF, 0xFF_FFFFu32..u32::MAX],
+            csid in prop_oneof![2u32..64, 64u32..400],
+            msid in 0u32..3,
+        ) {
+            let split = split.min(payload.len());
+            let parts: [&[u8]; 2] = [&payload[..split], &payload[split..]];
+            let mut body = Vec::new();
+            let chunks = write_shared_body(&mut body, csid, chunk_size, &parts);
+            prop_assume!(shares_body(ts, chunks));
+            let mut hdr = [0u8; MAX_FULL_HEADER];
+            let n = write_full_header(&mut hdr, csid, ts, payload.len() as u32, 9, msid);
+            let mut shared = hdr[..n].to_vec();
+            shared.extend_from_slice(&body);
+            let mut enc = ChunkEncoder { chunk_size, streams: Vec::new() };
+            let mut direct = Vec::new();
+            enc.write_message(&mut direct, csid, ts, 9, msid, &parts);
+            prop_assert_eq!(shared, direct);
+        }
+    }
 
     struct Msg(ChunkStreamId, u32, u8, u32, Vec<u8>);
 

@@ -17,11 +17,17 @@ use std::collections::VecDeque;
 use crate::media::{Codec, Frame, MediaKind, Ticks, Track, TrackId, TICKS_PER_MS};
 
 use super::amf0::{self, Amf0Value};
-use super::chunk::{csid, message_type, MessageStreamId, RtmpConnection, RtmpMessage};
+use super::chunk::{
+    csid, message_type, ChunkStreamId, MessageStreamId, RtmpConnection, RtmpMessage,
+};
 use super::command::{parse_command, Command};
 use super::flv;
 use super::handshake::ClientHandshake;
 use super::RtmpError;
+
+/// The chunk size kiln's pushes announce: every RTMP destination of a
+/// stream shares one cut of each frame (`push::feed`).
+pub const SHARED_CHUNK_SIZE: u32 = 65536;
 
 /// Where and what to publish.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +52,7 @@ impl ClientConfig {
             tc_url: tc_url.to_owned(),
             stream_key: stream_key.to_owned(),
             flash_ver: "FMLE/3.0 (compatible; kiln)".to_owned(),
-            chunk_size: 65536,
+            chunk_size: SHARED_CHUNK_SIZE,
         }
     }
 
@@ -118,8 +124,48 @@ pub struct ClientSession {
     next_txn: f64,
     video: Option<(OutTrack, Track)>,
     audio: Option<(OutTrack, Track)>,
-    base_dts: Option<Ticks>,
+    clock: MediaClock,
     scratch: Vec<u8>,
+}
+
+/// A frame as a message of one connection: everything but the payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameMessage {
+    pub chunk_stream: ChunkStreamId,
+    pub type_id: u8,
+    pub timestamp: u32,
+    pub stream_id: MessageStreamId,
+}
+
+/// The frame timing of a session: the first frame's decode time and each
+/// track's last timestamp.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MediaClock {
+    base_dts: Option<Ticks>,
+    video_ms: i64,
+    audio_ms: i64,
+}
+
+/// The FLV tag header of a frame of `track`: the message payload is this
+/// and the frame's data. The same for every connection (the composition
+/// offset is the frame's own, pts - dts).
+pub fn tag_header(track: &Track, frame: &Frame) -> Result<([u8; 8], usize), RtmpError> {
+    Ok(match track.kind() {
+        MediaKind::Video => {
+            let cts = frame
+                .pts
+                .saturating_sub(frame.dts)
+                .div_euclid(TICKS_PER_MS)
+                .clamp(0, 0x7F_FFFF) as i32;
+            flv::video_frame_header(track.codec, frame.keyframe, cts)?
+        }
+        _ => {
+            let (h, n) = flv::audio_frame_header(track)?;
+            let mut out = [0u8; 8];
+            out[..2].copy_from_slice(&h);
+            (out, n)
+        }
+    })
 }
 
 impl ClientSession {
@@ -137,7 +183,7 @@ impl ClientSession {
             next_txn: TXN_PUBLISH + 1.0,
             video: None,
             audio: None,
-            base_dts: None,
+            clock: MediaClock::default(),
             scratch: Vec::new(),
         }
     }
@@ -352,6 +398,8 @@ impl ClientSession {
             self.stream_id,
             &[&self.scratch],
         );
+        self.conn.encoder.forget(csid::VIDEO);
+        self.conn.encoder.forget(csid::AUDIO);
         if let Some((o, t)) = &self.video {
             self.scratch.clear();
             flv::write_video_sequence_header(t, &mut self.scratch)?;
@@ -380,45 +428,89 @@ impl ClientSession {
         Ok(())
     }
 
+    /// Times a frame for this connection: its message's chunk stream, type
+    /// and timestamp (rebased to the first frame sent, monotonic per
+    /// track). `None` for frames of tracks not announced. The payload is
+    /// [`tag_header`] + the frame's data, the same for every connection.
+    pub fn time_frame(&mut self, frame: &Frame) -> Option<FrameMessage> {
+        if self.state != ClientState::Publishing {
+            return None;
+        }
+        let (out, chunk_stream, type_id) = match (&mut self.video, &mut self.audio) {
+            (Some((o, _)), _) if o.id == frame.track => (o, csid::VIDEO, message_type::VIDEO),
+            (_, Some((o, _))) if o.id == frame.track => (o, csid::AUDIO, message_type::AUDIO),
+            _ => return None,
+        };
+        let base = *self.clock.base_dts.get_or_insert(frame.dts);
+        let dts_ms = frame
+            .dts
+            .saturating_sub(base)
+            .div_euclid(TICKS_PER_MS)
+            .max(out.last_ms);
+        out.last_ms = dts_ms;
+        Some(FrameMessage {
+            chunk_stream,
+            type_id,
+            timestamp: dts_ms as u32, // wraps after 49 days, as RTMP does
+            stream_id: self.stream_id,
+        })
+    }
+
+    /// Where the frame timing stands (see [`time_frame`](Self::time_frame)),
+    /// to undo the timing of frames that were not sent after all.
+    pub fn media_clock(&self) -> MediaClock {
+        MediaClock {
+            base_dts: self.clock.base_dts,
+            video_ms: self.video.as_ref().map_or(0, |(o, _)| o.last_ms),
+            audio_ms: self.audio.as_ref().map_or(0, |(o, _)| o.last_ms),
+        }
+    }
+
+    pub fn set_media_clock(&mut self, clock: MediaClock) {
+        self.clock.base_dts = clock.base_dts;
+        if let Some((o, _)) = self.video.as_mut() {
+            o.last_ms = clock.video_ms;
+        }
+        if let Some((o, _)) = self.audio.as_mut() {
+            o.last_ms = clock.audio_ms;
+        }
+    }
+
+    /// The chunk size this session announced.
+    pub fn chunk_size(&self) -> u32 {
+        self.config.chunk_size
+    }
+
     /// Writes one frame of an announced track (others are ignored).
     pub fn send_frame(&mut self, frame: &Frame) -> Result<(), RtmpError> {
         self.require_publishing()?;
-        let kind = match (&self.video, &self.audio) {
-            (Some((o, _)), _) if o.id == frame.track => MediaKind::Video,
-            (_, Some((o, _))) if o.id == frame.track => MediaKind::Audio,
-            _ => return Ok(()),
+        let Some(msg) = self.time_frame(frame) else {
+            return Ok(());
         };
-        let base = *self.base_dts.get_or_insert(frame.dts);
-        let ms = |t: Ticks| t.saturating_sub(base).div_euclid(TICKS_PER_MS);
-        let (out, track) = match kind {
-            MediaKind::Video => self.video.as_mut(),
-            _ => self.audio.as_mut(),
+        let track = match msg.type_id {
+            message_type::VIDEO => self.video.as_ref(),
+            _ => self.audio.as_ref(),
         }
+        .map(|(_, t)| t)
         .ok_or(RtmpError::Closed)?;
-        let dts_ms = ms(frame.dts).max(out.last_ms);
-        out.last_ms = dts_ms;
-        let ts = dts_ms as u32; // wraps after 49 days, as RTMP does
-        if kind == MediaKind::Video {
-            let cts = ms(frame.pts).saturating_sub(dts_ms).clamp(0, 0x7F_FFFF) as i32;
-            let (h, n) = flv::video_frame_header(track.codec, frame.keyframe, cts)?;
-            self.conn.write_message(
-                csid::VIDEO,
-                ts,
-                message_type::VIDEO,
-                self.stream_id,
-                &[&h[..n], &frame.data],
-            );
-        } else {
-            let (h, n) = flv::audio_frame_header(track)?;
-            self.conn.write_message(
-                csid::AUDIO,
-                ts,
-                message_type::AUDIO,
-                self.stream_id,
-                &[&h[..n], &frame.data],
-            );
-        }
+        let (h, n) = tag_header(track, frame)?;
+        self.write_frame_message(&msg, &[&h[..n], &frame.data]);
         Ok(())
+    }
+
+    /// Writes a timed frame message through this connection's own chunk
+    /// encoder (the path for messages a shared body cannot carry).
+    pub fn write_frame_message(&mut self, msg: &FrameMessage, parts: &[&[u8]]) {
+        // Shared bodies are sent with type 0 headers outside the encoder:
+        // its memory of the media chunk streams is stale.
+        self.conn.encoder.forget(msg.chunk_stream);
+        self.conn.write_message(
+            msg.chunk_stream,
+            msg.timestamp,
+            msg.type_id,
+            msg.stream_id,
+            parts,
+        );
     }
 
     /// Ends the publishing: FCUnpublish and deleteStream. The state becomes

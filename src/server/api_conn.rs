@@ -10,7 +10,9 @@
 //! while, so a client that is still sending (a 413 body) gets the response
 //! instead of a reset.
 
+use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport, READ_CHUNK};
+use super::Service;
 use crate::api::envelope::ApiError;
 use crate::api::{Api, RequestInfo};
 use crate::config::ApiLimits;
@@ -309,5 +311,34 @@ impl ApiConn {
             self.last_activity = now;
         }
         Ok(())
+    }
+}
+impl Endpoint for ApiConn {
+    fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool) {
+        self.on_ready(cx.api, cx.now, peer_closed);
+    }
+
+    fn timeout(&mut self, cx: &mut Cx<'_>) {
+        self.on_deadline(cx.api, cx.now);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        Some(ApiConn::deadline(self))
+    }
+
+    fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    fn deregister(&mut self, poll: &mio::Registry) {
+        let _ = poll.deregister(self.transport.stream_mut());
+    }
+
+    fn abort(&mut self, _cx: &mut Cx<'_>) {
+        self.phase = Phase::Closed;
+    }
+
+    fn service(&self) -> Option<Service> {
+        Some(Service::Api)
     }
 }

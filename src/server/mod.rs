@@ -1,15 +1,14 @@
 //! The poll loop: one `mio::Poll` on one thread owns every socket. Endpoints
-//! (listeners, API connections, ingest sessions, push sessions) live in a
-//! generation-checked [`TokenTable`]; deadlines live in [`Timers`], and the
-//! poll sleeps until the nearest one. Sockets are edge-triggered: each
-//! endpoint reads and writes until `WouldBlock`, and is registered once for
-//! the directions it needs.
+//! (listeners, API connections, ingest sessions, push I/O) all implement
+//! [`Endpoint`] and live in a generation-checked [`TokenTable`]; deadlines
+//! live in [`Timers`], and the poll sleeps until the nearest one. Sockets
+//! are edge-triggered: each endpoint reads and writes until `WouldBlock`,
+//! and is registered once for the directions it needs.
 //!
-//! Media flows ingest -> registry (tracks, GOP) -> the stream's push
-//! sessions, each with its own bounded queue. Push tasks advance here: a
-//! task whose stream exists gets a session; a session's reports move the
-//! task through `connecting`, `pushing`, `ready` and `error`; failed tasks
-//! retry on their back-off timer.
+//! Media flows ingest -> registry (tracks, GOP) -> the
+//! [`PushManager`], which feeds the stream's push sessions; the loop makes
+//! the sessions' I/O ([`push_io::PushIo`]) and lets each woken session
+//! transmit, then hands its reports back to the manager.
 //!
 //! SIGINT and SIGTERM end the loop: endpoints are dropped (closed) and `run`
 //! returns. The state file needs no flush: every change was written before
@@ -17,7 +16,9 @@
 
 pub mod api_conn;
 pub mod budget;
-pub mod push_out;
+pub mod endpoint;
+pub mod listener;
+pub mod push_io;
 pub mod resolver;
 pub mod rtmp_ingest;
 pub mod srt_ingest;
@@ -26,19 +27,20 @@ pub mod tokens;
 pub mod transport;
 pub mod ts_ingest;
 
-use crate::api::{output_tracks, Api, Effect};
+use crate::api::{Api, Effect};
+use crate::clock::Now;
 use crate::config::ApiLimits;
-use crate::media::TrackId;
-use crate::state::push::{self, PushState};
-use crate::state::streams::StreamId;
-use api_conn::{ApiConn, Status};
-use mio::net::{TcpListener, TcpStream, UdpSocket};
+use crate::push::manager::{After, PushManager};
+use crate::push::task::TaskKey;
+use api_conn::ApiConn;
+use endpoint::{Accepted, Cx, Endpoint, Output};
+use listener::Listener;
+use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Poll, Token, Waker};
-use push_out::{PushOut, Report, StartMedia, TaskKey};
+use push_io::PushIo;
 use resolver::Resolver;
-use rtmp_ingest::{IngestOutput, RtmpIngest};
+use rtmp_ingest::RtmpIngest;
 use srt_ingest::SrtIngest;
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,8 +53,6 @@ const SIGNAL_TOKEN: Token = Token(usize::MAX);
 const WAKER_TOKEN: Token = Token(usize::MAX - 1);
 /// The timer that retries failed push tasks.
 const RETRY_TOKEN: Token = Token(usize::MAX - 2);
-/// How long a listener rests when the process is out of file descriptors.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// Most RTMP(S) connections at once; beyond, accept and close at once (a
 /// flood must not take the descriptors the API and pushes need).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
@@ -86,27 +86,19 @@ pub struct Listen {
     pub srt_crypto: Option<crate::srt::crypto::CryptoConfig>,
 }
 
-enum Endpoint {
-    Listener(Listener),
-    ApiConn(Box<ApiConn>),
-    RtmpConn(Box<RtmpIngest>),
-    TsPort(Box<TsPort>),
-    Srt(Box<SrtIngest>),
-    Push(Box<PushOut>),
-}
-
 struct Entry {
-    endpoint: Endpoint,
+    endpoint: Box<dyn Endpoint>,
     /// The deadline a timer is armed for (at most one live timer each).
     armed: Option<Instant>,
 }
 
-struct Listener {
-    service: Service,
-    listener: TcpListener,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    /// Accepting is paused until then (out of descriptors).
-    paused_until: Option<Instant>,
+impl Entry {
+    fn new(endpoint: Box<dyn Endpoint>) -> Self {
+        Entry {
+            endpoint,
+            armed: None,
+        }
+    }
 }
 
 pub struct Server {
@@ -114,6 +106,7 @@ pub struct Server {
     endpoints: TokenTable<Entry>,
     timers: Timers,
     api: Api,
+    pushes: PushManager,
     limits: ApiLimits,
     api_conns: usize,
     rtmp_conns: usize,
@@ -122,12 +115,7 @@ pub struct Server {
     shutdown: bool,
     resolver: Resolver,
     tls_client: Arc<rustls::ClientConfig>,
-    /// Task -> its session.
-    sessions: HashMap<TaskKey, Token>,
-    /// Stream -> the push sessions fed by it.
-    subscribers: HashMap<StreamId, Vec<Token>>,
     retry_armed: Option<Instant>,
-    jitter: u32,
 }
 
 impl Server {
@@ -135,13 +123,10 @@ impl Server {
     pub fn bind(api: Api, listen: Listen, limits: ApiLimits) -> io::Result<Self> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
-        let mut endpoints = TokenTable::default();
+        let mut endpoints: TokenTable<Entry> = TokenTable::default();
         for spec in listen.tcp {
             let mut listener = bind_listener(spec.addr)
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", spec.addr)))?;
-            let token = endpoints.vacant_token();
-            poll.registry()
-                .register(&mut listener, token, Interest::READABLE)?;
             let what = match (spec.service, spec.tls.is_some()) {
                 (Service::Api, false) => "API server listening on http",
                 (Service::Api, true) => "API server listening on https",
@@ -149,15 +134,14 @@ impl Server {
                 (Service::Rtmp, true) => "RTMPS ingest listening on rtmps",
             };
             crate::info!("{what}://{}", listener.local_addr()?);
-            endpoints.insert(Entry {
-                endpoint: Endpoint::Listener(Listener {
-                    service: spec.service,
-                    listener,
-                    tls: spec.tls,
-                    paused_until: None,
-                }),
-                armed: None,
-            });
+            let token = endpoints.vacant_token();
+            poll.registry()
+                .register(&mut listener, token, Interest::READABLE)?;
+            endpoints.insert(Entry::new(Box::new(Listener::new(
+                spec.service,
+                listener,
+                spec.tls,
+            ))));
         }
         for addr in listen.mpegts {
             let mut socket =
@@ -166,15 +150,12 @@ impl Server {
             poll.registry()
                 .register(&mut socket, token, Interest::READABLE)?;
             crate::info!("MPEG-TS ingest listening on udp://{addr}");
-            endpoints.insert(Entry {
-                endpoint: Endpoint::TsPort(Box::new(TsPort::new(
-                    socket,
-                    addr.port(),
-                    listen.mpegts_quiet,
-                    token.0 as u64,
-                ))),
-                armed: None,
-            });
+            endpoints.insert(Entry::new(Box::new(TsPort::new(
+                socket,
+                addr.port(),
+                listen.mpegts_quiet,
+                token.0 as u64,
+            ))));
         }
         if let Some(addr) = listen.srt {
             let mut socket =
@@ -186,21 +167,19 @@ impl Server {
                 Interest::READABLE | Interest::WRITABLE,
             )?;
             crate::info!("SRT ingest listening on srt://{addr}");
-            endpoints.insert(Entry {
-                endpoint: Endpoint::Srt(Box::new(SrtIngest::new(
-                    socket,
-                    token.0 as u64,
-                    listen.srt_crypto.clone(),
-                    Instant::now(),
-                ))),
-                armed: None,
-            });
+            endpoints.insert(Entry::new(Box::new(SrtIngest::new(
+                socket,
+                token.0 as u64,
+                listen.srt_crypto.clone(),
+                Instant::now(),
+            ))));
         }
         Ok(Server {
             poll,
             endpoints,
             timers: Timers::default(),
             api,
+            pushes: PushManager::new(std::process::id()),
             limits,
             api_conns: 0,
             rtmp_conns: 0,
@@ -208,10 +187,7 @@ impl Server {
             shutdown: false,
             resolver: Resolver::start(waker)?,
             tls_client: crate::tls::client_config(),
-            sessions: HashMap::new(),
-            subscribers: HashMap::new(),
             retry_armed: None,
-            jitter: std::process::id(),
         })
     }
 
@@ -225,7 +201,10 @@ impl Server {
             .registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         // Tasks restored from the state file wait for their streams.
-        self.reconcile_pushes(Instant::now());
+        let now = Instant::now();
+        self.pushes
+            .reconcile(&mut self.api.registry, Now::read(now));
+        self.drive_pushes(now);
         let mut events = Events::with_capacity(1024);
         while !self.shutdown {
             let timeout = self.timers.timeout(Instant::now());
@@ -247,7 +226,7 @@ impl Server {
                     WAKER_TOKEN => self.on_resolved(now),
                     token => {
                         let closed = event.is_read_closed() || event.is_error();
-                        self.guarded(token, now, |server| server.on_ready(token, now, closed))
+                        self.call(token, now, |ep, cx| ep.ready(cx, closed));
                     }
                 }
             }
@@ -268,54 +247,156 @@ impl Server {
         }
     }
 
-    /// `peer_closed`: the poller saw the peer's FIN or an error.
-    fn on_ready(&mut self, token: Token, now: Instant, peer_closed: bool) {
-        let mut out = IngestOutput::default();
-        let Some(entry) = self.endpoints.get_mut(token) else {
+    /// Calls an endpoint, then carries out what it produced.
+    fn call(&mut self, token: Token, now: Instant, f: impl FnOnce(&mut dyn Endpoint, &mut Cx<'_>)) {
+        let out = self.guarded(token, now, f);
+        self.process(out, now);
+    }
+
+    /// Calls an endpoint with a panic contained to it, then drops it if it
+    /// is finished or arms its deadline.
+    ///
+    /// Every parser and state machine is fuzzed, so a panic is a bug; if one
+    /// happens anyway it must not take every stream and the API down with
+    /// the process. It costs the endpoint it happened on: a connection is
+    /// closed (its stream ended), a push session fails with an error (the
+    /// task retries), a shared port ends its current stream.
+    fn guarded(
+        &mut self,
+        token: Token,
+        now: Instant,
+        f: impl FnOnce(&mut dyn Endpoint, &mut Cx<'_>),
+    ) -> Output {
+        let mut out = Output::default();
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.with_endpoint(token, now, &mut out, f)
+        }));
+        if let Err(payload) = run {
+            let what = panic_message(payload.as_ref());
+            crate::error!("internal error (a bug; please report it): {what}; closing the endpoint it happened on");
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.with_endpoint(token, now, &mut out, |ep, cx| ep.abort(cx))
+            }));
+        }
+        match self
+            .endpoints
+            .get(token)
+            .map(|e| (e.endpoint.is_closed(), e.endpoint.deadline()))
+        {
+            Some((true, _)) => self.remove_endpoint(token),
+            Some((false, Some(deadline))) => self.arm(token, deadline),
+            _ => {}
+        }
+        out
+    }
+
+    fn with_endpoint(
+        &mut self,
+        token: Token,
+        now: Instant,
+        out: &mut Output,
+        f: impl FnOnce(&mut dyn Endpoint, &mut Cx<'_>),
+    ) {
+        let Server {
+            poll,
+            endpoints,
+            api,
+            pushes,
+            resolver,
+            tls_client,
+            ..
+        } = self;
+        let Some(entry) = endpoints.get_mut(token) else {
             return;
         };
-        match &mut entry.endpoint {
-            Endpoint::Listener(_) => self.accept(token, now),
-            Endpoint::ApiConn(conn) => {
-                let status = conn.on_ready(&mut self.api, now, peer_closed);
-                let deadline = conn.deadline();
-                match status {
-                    Status::Open => self.arm(token, deadline),
-                    Status::Closed => self.remove_endpoint(token),
+        let mut cx = Cx {
+            now,
+            token,
+            poll: poll.registry(),
+            api,
+            pushes,
+            resolver,
+            tls_client,
+            out,
+        };
+        f(entry.endpoint.as_mut(), &mut cx);
+    }
+
+    /// Carries out what endpoints produced: new connections, ingest output
+    /// for the pushes, API effects, and the push sessions it woke.
+    fn process(&mut self, out: Output, now: Instant) {
+        for a in out.accepted {
+            self.add_conn(a, now);
+        }
+        if !out.ingest.is_empty() {
+            let wall = Now::read(now);
+            for o in &out.ingest {
+                if let Some(id) = o.stream {
+                    let bytes: usize = o.frames.iter().map(|f| f.data.len()).sum();
+                    self.api.registry.streams.note_input(id, bytes as u64, now);
                 }
-                self.apply_effects(now);
-            }
-            Endpoint::RtmpConn(conn) => {
-                conn.on_ready(&mut self.api.registry, now, &mut out);
-                if conn.is_closed() {
-                    self.remove_endpoint(token);
-                } else {
-                    let d = conn.deadline();
-                    self.arm(token, d);
-                }
-            }
-            Endpoint::TsPort(port) => {
-                port.on_ready(&mut self.api.registry, now, &mut out);
-                if let Some(d) = port.deadline() {
-                    self.arm(token, d);
-                }
-            }
-            Endpoint::Srt(srt) => {
-                let mut outs = Vec::new();
-                srt.on_ready(&mut self.api.registry, now, &mut outs);
-                if let Some(d) = srt.deadline() {
-                    self.arm(token, d);
-                }
-                for o in outs {
-                    self.dispatch(o, now);
-                }
-            }
-            Endpoint::Push(session) => {
-                session.on_ready(self.poll.registry(), token, now);
-                self.after_push(token, now);
+                self.pushes.on_ingest(o, &mut self.api.registry, wall);
             }
         }
-        self.dispatch(out, now);
+        if !self.api.effects.is_empty() {
+            self.apply_effects(now);
+        }
+        self.drive_pushes(now);
+    }
+
+    /// Makes the I/O of new push sessions, lets every woken session
+    /// transmit, and takes its reports into its task.
+    fn drive_pushes(&mut self, now: Instant) {
+        let wall = Now::read(now);
+        loop {
+            while let Some(new) = self.pushes.poll_new() {
+                let id = new.id;
+                let token = self.endpoints.vacant_token();
+                let mut out = Output::default();
+                let io = {
+                    let mut cx = Cx {
+                        now,
+                        token,
+                        poll: self.poll.registry(),
+                        api: &mut self.api,
+                        pushes: &mut self.pushes,
+                        resolver: &self.resolver,
+                        tls_client: &self.tls_client,
+                        out: &mut out,
+                    };
+                    PushIo::start(new, &mut cx)
+                };
+                self.endpoints.insert(Entry::new(Box::new(io)));
+                self.pushes.attach(id, token.0);
+            }
+            let woken = self.pushes.take_woken();
+            if woken.is_empty() {
+                break;
+            }
+            for (id, io) in woken {
+                let token = Token(io);
+                // Push I/O produces no output for the rest of the server.
+                let _ = self.guarded(token, now, |ep, cx| ep.flush(cx));
+                match self.pushes.after(id, &mut self.api.registry, wall) {
+                    After::Running => {}
+                    After::Finished(io) => {
+                        if let Some(io) = io {
+                            self.remove_endpoint(Token(io));
+                        }
+                    }
+                }
+            }
+        }
+        self.pushes.trim_feeds();
+        if self.pushes.take_state_changed() {
+            self.api.note_peaks(wall);
+        }
+        if let Some(at) = self.pushes.poll_timeout() {
+            if self.retry_armed.is_none_or(|armed| at < armed) {
+                self.retry_armed = Some(at);
+                self.timers.schedule(at, RETRY_TOKEN);
+            }
+        }
     }
 
     fn fire_timers(&mut self, now: Instant) {
@@ -328,153 +409,45 @@ impl Server {
         for token in due {
             if token == RETRY_TOKEN {
                 self.retry_armed = None;
-                self.reconcile_pushes(now);
+                self.pushes
+                    .handle_timeout(&mut self.api.registry, Now::read(now));
+                self.drive_pushes(now);
                 continue;
             }
-            self.guarded(token, now, |server| server.on_timer(token, now));
+            let Some(entry) = self.endpoints.get_mut(token) else {
+                continue;
+            };
+            // Only the armed entry counts; the others are stale.
+            match entry.armed {
+                Some(at) if at <= now => entry.armed = None,
+                _ => continue,
+            }
+            match entry.endpoint.deadline() {
+                Some(d) if d > now => self.arm(token, d),
+                Some(_) => self.call(token, now, |ep, cx| ep.timeout(cx)),
+                None => {}
+            }
         }
     }
 
-    /// An endpoint's timer fired.
-    fn on_timer(&mut self, token: Token, now: Instant) {
-        let Some(entry) = self.endpoints.get_mut(token) else {
-            return;
-        };
-        // Only the armed entry counts; the others are stale.
-        match entry.armed {
-            Some(at) if at <= now => entry.armed = None,
-            _ => return,
+    fn on_resolved(&mut self, now: Instant) {
+        let answers: Vec<_> = self.resolver.answers().collect();
+        for a in answers {
+            let result = a.result;
+            self.call(a.token, now, move |ep, cx| ep.resolved(result, cx));
         }
-        let mut out = IngestOutput::default();
-        match &mut entry.endpoint {
-            Endpoint::ApiConn(conn) => {
-                let deadline = conn.deadline();
-                if deadline > now {
-                    self.arm(token, deadline);
-                    return;
-                }
-                match conn.on_deadline(&mut self.api, now) {
-                    Status::Open => {
-                        let d = conn.deadline();
-                        self.arm(token, d);
-                    }
-                    Status::Closed => self.remove_endpoint(token),
-                }
-            }
-            Endpoint::RtmpConn(conn) => {
-                let deadline = conn.deadline();
-                if deadline > now {
-                    self.arm(token, deadline);
-                    return;
-                }
-                conn.on_deadline(&mut self.api.registry, &mut out);
-                self.remove_endpoint(token);
-            }
-            Endpoint::TsPort(port) => {
-                let Some(deadline) = port.deadline() else {
-                    return;
-                };
-                if deadline > now {
-                    self.arm(token, deadline);
-                    return;
-                }
-                port.end(&mut self.api.registry, &mut out);
-            }
-            Endpoint::Srt(srt) => {
-                let mut outs = Vec::new();
-                srt.on_timeout(&mut self.api.registry, now, &mut outs);
-                if let Some(d) = srt.deadline() {
-                    self.arm(token, d);
-                }
-                for o in outs {
-                    self.dispatch(o, now);
-                }
-            }
-            Endpoint::Push(session) => {
-                if session.deadline() <= now {
-                    session.on_deadline(now);
-                }
-                self.after_push(token, now);
-            }
-            Endpoint::Listener(l) => {
-                l.paused_until = None;
-                self.accept(token, now);
-            }
-        }
-        self.dispatch(out, now);
-    }
-
-    /// Runs an endpoint's handler with a panic contained to that endpoint.
-    ///
-    /// Every parser and state machine is fuzzed, so a panic is a bug; if one
-    /// happens anyway it must not take every stream and the API down with
-    /// the process. It costs the endpoint it happened on: a connection is
-    /// closed (its stream ended), a push session fails with an error (the
-    /// task retries), a shared port ends its current stream.
-    fn guarded(&mut self, token: Token, now: Instant, handler: impl FnOnce(&mut Self)) {
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(self)));
-        if let Err(payload) = run {
-            let what = panic_message(payload.as_ref());
-            crate::error!("internal error (a bug; please report it): {what}; closing the endpoint it happened on");
-            self.after_panic(token, now);
-        }
-    }
-
-    fn after_panic(&mut self, token: Token, now: Instant) {
-        let Some(entry) = self.endpoints.get_mut(token) else {
-            return;
-        };
-        let mut out = IngestOutput::default();
-        match &mut entry.endpoint {
-            Endpoint::ApiConn(_) => self.remove_endpoint(token),
-            Endpoint::RtmpConn(conn) => {
-                conn.close(&mut self.api.registry, &mut out);
-                self.remove_endpoint(token);
-            }
-            Endpoint::TsPort(port) => port.end(&mut self.api.registry, &mut out),
-            Endpoint::Push(session) => {
-                session.abort("internal error (see the server log)");
-                self.after_push(token, now);
-            }
-            Endpoint::Srt(_) | Endpoint::Listener(_) => {}
-        }
-        self.dispatch(out, now);
     }
 
     /// Drops an endpoint (closing its socket).
     fn remove_endpoint(&mut self, token: Token) {
-        let Some(entry) = self.endpoints.remove(token) else {
+        let Some(mut entry) = self.endpoints.remove(token) else {
             return;
         };
-        let registry = self.poll.registry();
-        match entry.endpoint {
-            Endpoint::ApiConn(mut conn) => {
-                let _ = registry.deregister(conn.stream_mut());
-                self.api_conns -= 1;
-            }
-            Endpoint::RtmpConn(mut conn) => {
-                let _ = registry.deregister(conn.stream_mut());
-                self.rtmp_conns -= 1;
-            }
-            Endpoint::TsPort(mut port) => {
-                let _ = registry.deregister(port.socket_mut());
-            }
-            Endpoint::Srt(mut srt) => {
-                let _ = registry.deregister(srt.socket_mut());
-            }
-            Endpoint::Listener(mut l) => {
-                let _ = registry.deregister(&mut l.listener);
-            }
-            Endpoint::Push(mut session) => {
-                session.deregister(registry);
-                if self.sessions.get(&session.key) == Some(&token) {
-                    self.sessions.remove(&session.key);
-                    self.rebalance_queues();
-                }
-                if let Some(list) = self.subscribers.get_mut(&session.stream) {
-                    list.retain(|t| *t != token);
-                }
-            }
+        entry.endpoint.deregister(self.poll.registry());
+        match entry.endpoint.service() {
+            Some(Service::Api) => self.api_conns -= 1,
+            Some(Service::Rtmp) => self.rtmp_conns -= 1,
+            None => {}
         }
     }
 
@@ -489,460 +462,39 @@ impl Server {
                         else {
                             continue;
                         };
-                        self.end_publisher(Token(owner as usize), id, now);
+                        self.call(Token(owner as usize), now, |ep, cx| ep.end_stream(id, cx));
                     }
                 }
-                Effect::PushAdded { vhost, app, id } => {
-                    self.start_if_live(TaskKey { vhost, app, id }, now)
-                }
+                Effect::PushAdded { vhost, app, id } => self.pushes.start_if_live(
+                    TaskKey { vhost, app, id },
+                    &mut self.api.registry,
+                    Now::read(now),
+                ),
                 Effect::StopPush { vhost, app, id } => {
                     let key = TaskKey { vhost, app, id };
-                    if let Some(token) = self.sessions.remove(&key) {
-                        if let Some(Entry {
-                            endpoint: Endpoint::Push(session),
-                            ..
-                        }) = self.endpoints.get_mut(token)
-                        {
-                            session.close(true, now);
-                            if let Some(list) = self.subscribers.get_mut(&session.stream) {
-                                list.retain(|t| *t != token);
-                            }
-                        }
-                        self.after_push(token, now);
-                    }
-                    crate::info!("push [{}/{}/{}] stopped", key.vhost, key.app, key.id);
+                    self.pushes.stop(&key, now);
+                    crate::info!("push [{key}] stopped");
                 }
             }
         }
     }
 
-    /// Ends the session that publishes a stream (its app restarted).
-    fn end_publisher(&mut self, token: Token, stream: StreamId, now: Instant) {
-        let mut out = IngestOutput::default();
-        match self.endpoints.get_mut(token).map(|e| &mut e.endpoint) {
-            Some(Endpoint::Srt(srt)) => {
-                let mut outs = Vec::new();
-                srt.close(stream, &mut self.api.registry, now, &mut outs);
-                for o in outs {
-                    self.dispatch(o, now);
-                }
-            }
-            Some(Endpoint::RtmpConn(conn)) => {
-                conn.close(&mut self.api.registry, &mut out);
-                self.remove_endpoint(token);
-            }
-            Some(Endpoint::TsPort(port)) => port.end(&mut self.api.registry, &mut out),
-            _ => {}
-        }
-        self.dispatch(out, now);
-    }
-
-    /// Hands what ingest produced to the stream's push sessions.
-    fn dispatch(&mut self, out: IngestOutput, now: Instant) {
-        if let Some(id) = out.stream {
-            let bytes: usize = out.frames.iter().map(|f| f.data.len()).sum();
-            self.api.registry.streams.note_input(id, bytes as u64, now);
-            let subs = self.subscribers.get(&id).cloned().unwrap_or_default();
-            if out.tracks_changed {
-                for &token in &subs {
-                    let Some(selection) = self.selection_for(token) else {
-                        continue;
-                    };
-                    if let Some(Endpoint::Push(s)) =
-                        self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
-                    {
-                        s.on_tracks(selection.0, selection.1, now);
-                    }
-                }
-            }
-            if !out.frames.is_empty() {
-                for &token in &subs {
-                    if let Some(Endpoint::Push(s)) =
-                        self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
-                    {
-                        s.on_frames(&out.frames, now);
-                    }
-                }
-            }
-            for &token in &subs {
-                self.after_push(token, now);
-            }
-        }
-        if let Some(ended) = out.ended {
-            for token in self.subscribers.remove(&ended).unwrap_or_default() {
-                if let Some(Endpoint::Push(s)) =
-                    self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
-                {
-                    s.close(false, now);
-                }
-                self.after_push(token, now);
-            }
-        }
-        if out.started.is_some() || out.ended.is_some() {
-            self.reconcile_pushes(now);
-        }
-    }
-
-    /// The (tracks, selected ids) a push session should send now.
-    fn selection_for(&self, token: Token) -> Option<(Vec<crate::media::Track>, Vec<TrackId>)> {
-        let Some(Entry {
-            endpoint: Endpoint::Push(s),
-            ..
-        }) = self.endpoints.get(token)
-        else {
-            return None;
+    fn add_conn(&mut self, accepted: Accepted, now: Instant) {
+        let Accepted {
+            service,
+            mut stream,
+            peer,
+            tls,
+        } = accepted;
+        let full = match service {
+            Service::Api => self.api_conns >= self.limits.max_connections,
+            Service::Rtmp => self.rtmp_conns >= MAX_RTMP_CONNECTIONS,
         };
-        let reg = &self.api.registry;
-        let task = reg.pushes.get(&s.key.vhost, &s.key.app, &s.key.id)?;
-        let (stream_id, profile) =
-            reg.output_stream(&s.key.vhost, &s.key.app, &task.spec.stream_name)?;
-        let tracks = reg.streams.get(stream_id)?.tracks().to_vec();
-        let named = output_tracks(&tracks, profile);
-        let ids = push::select_tracks(&task.spec, &tracks, &|t| {
-            named
-                .iter()
-                .find(|(x, _)| x.id == t.id)
-                .map(|(_, n)| n.clone())
-        });
-        Some((tracks, ids))
-    }
-
-    /// Gives every task that can run a session, and arms the retry timer.
-    fn reconcile_pushes(&mut self, now: Instant) {
-        let mut next_retry: Option<Instant> = None;
-        let mut to_start = Vec::new();
-        let mut to_ready = Vec::new();
-        let reg = &self.api.registry;
-        let outputs = reg.live_outputs();
-        for task in reg.pushes.iter() {
-            if task.state == PushState::Error {
-                if let Some(at) = task.retry_at.filter(|at| *at > now) {
-                    next_retry = Some(next_retry.map_or(at, |n: Instant| n.min(at)));
-                    continue;
-                }
-            }
-            let spec = &task.spec;
-            let stream = outputs.get(&spec.vhost, &spec.app, &spec.stream_name);
-            if stream.is_none() && task.state == PushState::Ready {
-                continue; // waiting for its stream: nothing to do
-            }
-            let key = TaskKey {
-                vhost: spec.vhost.clone(),
-                app: spec.app.clone(),
-                id: spec.id.clone(),
-            };
-            if self.sessions.contains_key(&key) {
-                continue;
-            }
-            match stream {
-                Some(id) => to_start.push((task.seq, key, id)),
-                None => to_ready.push(key),
-            }
-        }
-        for key in to_ready {
-            if let Some(t) = self
-                .api
-                .registry
-                .pushes
-                .get_mut(&key.vhost, &key.app, &key.id)
-            {
-                t.state = PushState::Ready;
-            }
-        }
-        // In creation order (the table is a hash map): a stream's pushes are
-        // served in the order they were made, every frame.
-        to_start.sort_unstable_by_key(|(seq, _, _)| *seq);
-        for (_, key, id) in to_start {
-            self.start_session(key, id, now);
-        }
-        if let Some(at) = next_retry {
-            if self.retry_armed.is_none_or(|armed| at < armed) {
-                self.retry_armed = Some(at);
-                self.timers.schedule(at, RETRY_TOKEN);
-            }
-        }
-    }
-
-    /// Starts one task's session when its stream is live and it has none.
-    fn start_if_live(&mut self, key: TaskKey, now: Instant) {
-        if self.sessions.contains_key(&key) {
+        if full {
+            // Over the cap: accepted and closed at once.
+            crate::debug!("{service:?} connection cap reached; closing {peer}");
             return;
         }
-        let reg = &self.api.registry;
-        let Some(task) = reg.pushes.get(&key.vhost, &key.app, &key.id) else {
-            return;
-        };
-        if let Some((stream_id, _)) =
-            reg.output_stream(&key.vhost, &key.app, &task.spec.stream_name)
-        {
-            self.start_session(key, stream_id, now);
-        }
-    }
-
-    fn start_session(&mut self, key: TaskKey, stream_id: StreamId, now: Instant) {
-        let token = self.endpoints.vacant_token();
-        let reg = &self.api.registry;
-        let Some(task) = reg.pushes.get(&key.vhost, &key.app, &key.id) else {
-            return;
-        };
-        let Some((_, profile)) = reg.output_stream(&key.vhost, &key.app, &task.spec.stream_name)
-        else {
-            return;
-        };
-        let Some(stream) = reg.streams.get(stream_id) else {
-            return;
-        };
-        let tracks = stream.tracks().to_vec();
-        let named = output_tracks(&tracks, profile);
-        let selected = push::select_tracks(&task.spec, &tracks, &|t| {
-            named
-                .iter()
-                .find(|(x, _)| x.id == t.id)
-                .map(|(_, n)| n.clone())
-        });
-        let (host, port) = task.destination.host_port();
-        let host = host.to_string();
-        let session = PushOut::new(
-            key.clone(),
-            task,
-            StartMedia {
-                stream: stream_id,
-                tracks,
-                selected,
-                gop: stream.gop(),
-            },
-            &self.tls_client,
-            push_out::queue_bytes_for(self.sessions.len() + 1),
-            now,
-        );
-        crate::info!(
-            "push [{}/{}/{}]: connecting to {}",
-            key.vhost,
-            key.app,
-            key.id,
-            push::redacted_url(&task.spec.url)
-        );
-        if let Some(t) = self
-            .api
-            .registry
-            .pushes
-            .get_mut(&key.vhost, &key.app, &key.id)
-        {
-            t.session_started(crate::clock::unix_millis_now());
-        }
-        self.endpoints.insert(Entry {
-            endpoint: Endpoint::Push(Box::new(session)),
-            armed: None,
-        });
-        self.sessions.insert(key, token);
-        self.subscribers.entry(stream_id).or_default().push(token);
-        self.rebalance_queues();
-        if let Some(addrs) = self.resolver.resolve(token, &host, port) {
-            if let Some(Endpoint::Push(s)) = self.endpoints.get_mut(token).map(|e| &mut e.endpoint)
-            {
-                s.on_resolved(Ok(addrs), self.poll.registry(), token, now);
-            }
-        }
-        self.after_push(token, now);
-    }
-
-    /// Gives every push session its share of the queue budget.
-    fn rebalance_queues(&mut self) {
-        let bytes = push_out::queue_bytes_for(self.sessions.len());
-        for token in self.sessions.values() {
-            if let Some(Entry {
-                endpoint: Endpoint::Push(s),
-                ..
-            }) = self.endpoints.get_mut(*token)
-            {
-                s.set_queue_bytes(bytes);
-            }
-        }
-    }
-
-    fn on_resolved(&mut self, now: Instant) {
-        let answers: Vec<_> = self.resolver.answers().collect();
-        for a in answers {
-            let token = a.token;
-            self.guarded(token, now, move |server| {
-                if let Some(Endpoint::Push(s)) =
-                    server.endpoints.get_mut(token).map(|e| &mut e.endpoint)
-                {
-                    s.on_resolved(a.result, server.poll.registry(), token, now);
-                }
-                server.after_push(token, now);
-            });
-        }
-    }
-
-    /// Applies a push session's reports to its task; removes it when done.
-    fn after_push(&mut self, token: Token, now: Instant) {
-        let Some(Entry {
-            endpoint: Endpoint::Push(s),
-            ..
-        }) = self.endpoints.get_mut(token)
-        else {
-            return;
-        };
-        let reports = s.take_reports();
-        let done = s.is_done();
-        let deadline = s.deadline();
-        let mut retry = None;
-        // Runs for every push on every ingest read: no key clones here.
-        let mut ended = false;
-        let mut state_changed = false;
-        if !s.detached && !s.task_done {
-            let key = &s.key;
-            if let Some(task) = self
-                .api
-                .registry
-                .pushes
-                .get_mut(&key.vhost, &key.app, &key.id)
-            {
-                // A new session starts from 0: then all of it is new.
-                let new_bytes = s
-                    .sent_bytes
-                    .checked_sub(task.sent_bytes)
-                    .unwrap_or(s.sent_bytes);
-                task.out_rate.add(new_bytes, now);
-                task.sent_bytes = s.sent_bytes;
-                task.dropped_frames = s.dropped_frames();
-                for r in reports {
-                    match r {
-                        Report::Pushing => {
-                            crate::info!("push [{}/{}/{}]: pushing", key.vhost, key.app, key.id);
-                            task.session_pushing(now);
-                            state_changed = true;
-                        }
-                        Report::Ended(err) => {
-                            ended = true;
-                            state_changed = true;
-                            self.jitter =
-                                self.jitter.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                            let why = err.clone();
-                            retry = task.session_ended(
-                                now,
-                                crate::clock::unix_millis_now(),
-                                err,
-                                (self.jitter >> 16) & 1023,
-                            );
-                            // A failure an operator acts on: WARN, with when
-                            // the next attempt is due (DECISIONS 14).
-                            if let Some(why) = why {
-                                let next = retry.map_or(String::new(), |at| {
-                                    format!(
-                                        "; next attempt in {:.1} s",
-                                        at.saturating_duration_since(now).as_secs_f64()
-                                    )
-                                });
-                                crate::warn!(
-                                    "push [{}/{}/{}] failed (session {}): {why}{next}",
-                                    key.vhost,
-                                    key.app,
-                                    key.id,
-                                    task.sequence
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if state_changed {
-            self.api.note_peaks(crate::clock::Now::read(now));
-        }
-        if ended {
-            let Some(Entry {
-                endpoint: Endpoint::Push(s),
-                ..
-            }) = self.endpoints.get_mut(token)
-            else {
-                return;
-            };
-            s.task_done = true;
-            // The task is free for a new session (a clean close may still
-            // be finishing on this one).
-            if self.sessions.get(&s.key) == Some(&token) {
-                self.sessions.remove(&s.key);
-            }
-        }
-        if done {
-            self.remove_endpoint(token);
-            if let Some(at) = retry {
-                if self.retry_armed.is_none_or(|armed| at < armed) {
-                    self.retry_armed = Some(at);
-                    self.timers.schedule(at, RETRY_TOKEN);
-                }
-            }
-        } else {
-            self.arm(token, deadline);
-        }
-    }
-
-    fn accept(&mut self, token: Token, now: Instant) {
-        loop {
-            let Some(Entry {
-                endpoint: Endpoint::Listener(l),
-                ..
-            }) = self.endpoints.get_mut(token)
-            else {
-                return;
-            };
-            if l.paused_until.is_some() {
-                return;
-            }
-            let (stream, peer) = match l.listener.accept() {
-                Ok(s) => s,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if is_out_of_descriptors(&e) => {
-                    crate::warn!(
-                        "accept failed: {e} (out of file descriptors); pausing the {:?} listener for {} ms",
-                        l.service,
-                        ACCEPT_PAUSE.as_millis()
-                    );
-                    l.paused_until = Some(now + ACCEPT_PAUSE);
-                    self.arm(token, now + ACCEPT_PAUSE);
-                    return;
-                }
-                Err(e) => {
-                    crate::debug!("accept failed: {e}");
-                    continue;
-                }
-            };
-            let service = l.service;
-            let full = match service {
-                Service::Api => self.api_conns >= self.limits.max_connections,
-                Service::Rtmp => self.rtmp_conns >= MAX_RTMP_CONNECTIONS,
-            };
-            if full {
-                // Over the cap: accept and close at once.
-                crate::debug!("{service:?} connection cap reached; closing {peer}");
-                drop(stream);
-                continue;
-            }
-            let tls = match &l.tls {
-                Some(cfg) => match rustls::ServerConnection::new(cfg.clone()) {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        crate::warn!("TLS session for {peer} failed: {e}");
-                        continue;
-                    }
-                },
-                None => None,
-            };
-            self.add_conn(service, stream, peer, tls, now);
-        }
-    }
-
-    fn add_conn(
-        &mut self,
-        service: Service,
-        mut stream: TcpStream,
-        peer: SocketAddr,
-        tls: Option<rustls::ServerConnection>,
-        now: Instant,
-    ) {
         let _ = stream.set_nodelay(true);
         let token = self.endpoints.vacant_token();
         if let Err(e) = self.poll.registry().register(
@@ -953,44 +505,29 @@ impl Server {
             crate::warn!("cannot register a connection from {peer}: {e}");
             return;
         }
-        let (endpoint, deadline) = match service {
+        let endpoint: Box<dyn Endpoint> = match service {
             Service::Api => {
-                let conn = ApiConn::new(stream, peer, tls, self.limits.clone(), now);
-                let d = conn.deadline();
                 self.api_conns += 1;
-                (Endpoint::ApiConn(Box::new(conn)), d)
+                Box::new(ApiConn::new(stream, peer, tls, self.limits.clone(), now))
             }
             Service::Rtmp => {
                 crate::debug!("rtmp connection from {peer}");
-                let conn = RtmpIngest::new(
+                self.rtmp_conns += 1;
+                Box::new(RtmpIngest::new(
                     stream,
                     peer,
                     tls,
                     token.0 as u64,
                     self.ingest_budget.share(),
                     now,
-                );
-                let d = conn.deadline();
-                self.rtmp_conns += 1;
-                (Endpoint::RtmpConn(Box::new(conn)), d)
+                ))
             }
         };
-        self.endpoints.insert(Entry {
-            endpoint,
-            armed: None,
-        });
-        self.arm(token, deadline);
+        self.endpoints.insert(Entry::new(endpoint));
         // Data may already be waiting; try at once (a FIN, if any, is
         // reported by the registration's first event).
-        self.on_ready(token, now, false);
+        self.call(token, now, |ep, cx| ep.ready(cx, false));
     }
-}
-
-fn is_out_of_descriptors(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) | Some(libc::ENOMEM)
-    )
 }
 
 /// A non-blocking UDP socket with a large receive buffer (ingest bursts).

@@ -6,10 +6,11 @@
 //! `publish` is refused with a status the client prints.
 
 use super::budget::BudgetShare;
+use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
-use crate::media::Frame;
+use super::Service;
 use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
-use crate::state::streams::{PublishError, SourceType, StreamId};
+use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
 use crate::state::Registry;
 use mio::net::TcpStream;
 use std::net::SocketAddr;
@@ -19,20 +20,6 @@ use std::time::{Duration, Instant};
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The handshake and `publish` must be done within this.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What one read turn produced for the rest of the server.
-#[derive(Debug, Default)]
-pub struct IngestOutput {
-    /// The stream the frames and tracks belong to.
-    pub stream: Option<StreamId>,
-    /// Frames for the stream's outputs, in order.
-    pub frames: Vec<Frame>,
-    /// The stream's tracks changed (new outputs must restart their muxers).
-    pub tracks_changed: bool,
-    /// A stream started or ended.
-    pub started: Option<StreamId>,
-    pub ended: Option<StreamId>,
-}
 
 pub struct RtmpIngest {
     transport: Transport,
@@ -335,6 +322,48 @@ impl RtmpIngest {
                     .reject_publish_with_code("NetStream.Publish.BadName", &why);
             }
         }
+    }
+}
+
+impl Endpoint for RtmpIngest {
+    fn ready(&mut self, cx: &mut Cx<'_>, _peer_closed: bool) {
+        let mut out = IngestOutput::default();
+        self.on_ready(&mut cx.api.registry, cx.now, &mut out);
+        cx.out.ingest.push(out);
+    }
+
+    fn timeout(&mut self, cx: &mut Cx<'_>) {
+        let mut out = IngestOutput::default();
+        self.on_deadline(&mut cx.api.registry, &mut out);
+        cx.out.ingest.push(out);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        Some(RtmpIngest::deadline(self))
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn deregister(&mut self, poll: &mio::Registry) {
+        let _ = poll.deregister(self.transport.stream_mut());
+    }
+
+    fn abort(&mut self, cx: &mut Cx<'_>) {
+        let mut out = IngestOutput::default();
+        self.close(&mut cx.api.registry, &mut out);
+        cx.out.ingest.push(out);
+    }
+
+    fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
+        if self.stream == Some(stream) {
+            self.abort(cx);
+        }
+    }
+
+    fn service(&self) -> Option<Service> {
+        Some(Service::Rtmp)
     }
 }
 

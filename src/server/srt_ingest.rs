@@ -10,9 +10,9 @@
 //! access-control syntax `#!::h={host},r={app}/{stream},m=publish`;
 //! `{app}/{stream}` picks the first virtual host that serves any name.
 
-use super::rtmp_ingest::IngestOutput;
+use super::endpoint::{Cx, Endpoint};
 use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
-use crate::state::streams::{PublishError, SourceType, StreamId};
+use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
 use crate::state::Registry;
 use crate::ts::{DemuxEvent, Demuxer};
 use mio::net::UdpSocket;
@@ -402,6 +402,36 @@ impl SrtIngest {
                 Err(e) => crate::debug!("srt: send to {to}: {e}"),
             }
         }
+    }
+}
+
+impl Endpoint for SrtIngest {
+    fn ready(&mut self, cx: &mut Cx<'_>, _peer_closed: bool) {
+        self.on_ready(&mut cx.api.registry, cx.now, &mut cx.out.ingest);
+    }
+
+    fn timeout(&mut self, cx: &mut Cx<'_>) {
+        self.on_timeout(&mut cx.api.registry, cx.now, &mut cx.out.ingest);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        SrtIngest::deadline(self)
+    }
+
+    fn is_closed(&self) -> bool {
+        false
+    }
+
+    fn deregister(&mut self, poll: &mio::Registry) {
+        let _ = poll.deregister(&mut self.socket);
+    }
+
+    /// The listener's state is not known to be sound: nothing safe to
+    /// end but the turn (the socket serves on).
+    fn abort(&mut self, _cx: &mut Cx<'_>) {}
+
+    fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
+        self.close(stream, &mut cx.api.registry, cx.now, &mut cx.out.ingest);
     }
 }
 

@@ -210,6 +210,41 @@ impl Transport {
         }
     }
 
+    /// Writes as much of `bufs`, in order, as the socket takes now: one
+    /// `writev` per call on plain TCP (shared payloads go out without being
+    /// copied into a per-connection buffer); through rustls with TLS.
+    pub fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        if self.tls.is_some() {
+            let mut done = 0;
+            for b in bufs {
+                let n = self.write(b)?;
+                done += n;
+                if n < b.len() {
+                    break;
+                }
+            }
+            // Flush what rustls holds even when nothing new was given.
+            if bufs.is_empty() {
+                self.write(&[])?;
+            }
+            return Ok(done);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        loop {
+            match self.stream.write_vectored(bufs) {
+                Ok(0) if bufs.iter().any(|b| !b.is_empty()) => {
+                    return Err(io::ErrorKind::WriteZero.into())
+                }
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Ends our side: TLS close_notify, then FIN. Reading may go on.
     pub fn close_write(&mut self) {
         if let Some(tls) = self.tls.as_mut() {

@@ -3,9 +3,9 @@
 //! names for that port; the demuxer joins mid-stream and resyncs after
 //! loss; the stream ends after a quiet period without datagrams.
 
-use super::rtmp_ingest::IngestOutput;
+use super::endpoint::{Cx, Endpoint};
 use super::srt_ingest::drain_demuxer;
-use crate::state::streams::{SourceType, StreamId};
+use crate::state::streams::{IngestOutput, SourceType, StreamId};
 use crate::state::Registry;
 use crate::ts::Demuxer;
 use mio::net::UdpSocket;
@@ -164,5 +164,41 @@ impl TsPort {
             out.ended = Some(session.stream);
         }
         self.unmapped = 0;
+    }
+}
+impl Endpoint for TsPort {
+    fn ready(&mut self, cx: &mut Cx<'_>, _peer_closed: bool) {
+        let mut out = IngestOutput::default();
+        self.on_ready(&mut cx.api.registry, cx.now, &mut out);
+        cx.out.ingest.push(out);
+    }
+
+    /// Quiet for too long: the stream ends.
+    fn timeout(&mut self, cx: &mut Cx<'_>) {
+        self.abort(cx);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        TsPort::deadline(self)
+    }
+
+    fn is_closed(&self) -> bool {
+        false
+    }
+
+    fn deregister(&mut self, poll: &mio::Registry) {
+        let _ = poll.deregister(&mut self.socket);
+    }
+
+    fn abort(&mut self, cx: &mut Cx<'_>) {
+        let mut out = IngestOutput::default();
+        self.end(&mut cx.api.registry, &mut out);
+        cx.out.ingest.push(out);
+    }
+
+    fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
+        if self.stream() == Some(stream) {
+            self.abort(cx);
+        }
     }
 }

@@ -7,6 +7,7 @@
 //! kiln relays and never transcodes: every encode must be a bypass; a
 //! transcoding encode is refused with a message that says so.
 
+use crate::media::{MediaKind, Track};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -308,6 +309,51 @@ pub fn ports_text(ports: &[u16]) -> String {
             .collect::<Vec<_>>()
             .join(","),
     }
+}
+
+/// The name of an input track: its kind, numbered after the first.
+pub fn input_track_name(tracks: &[Track], t: &Track) -> String {
+    let kind = t.kind();
+    let nth = tracks
+        .iter()
+        .filter(|x| x.kind() == kind)
+        .position(|x| x.id == t.id)
+        .unwrap_or(0);
+    let base = match kind {
+        MediaKind::Video => "video",
+        MediaKind::Audio => "audio",
+        MediaKind::Data => "data",
+    };
+    if nth == 0 {
+        base.to_string()
+    } else {
+        format!("{base}_{}", nth + 1)
+    }
+}
+
+/// The tracks of one output stream: each input track of a kind the profile
+/// has an encode for, named after that encode. Without a profile, every
+/// track under its input name.
+pub fn output_tracks(tracks: &[Track], profile: Option<&OutputProfile>) -> Vec<(Track, String)> {
+    tracks
+        .iter()
+        .filter_map(|t| {
+            let name = match profile {
+                None => input_track_name(tracks, t),
+                Some(p) => p
+                    .encode_name(
+                        match t.kind() {
+                            MediaKind::Video => EncodeTarget::Video,
+                            MediaKind::Audio => EncodeTarget::Audio,
+                            MediaKind::Data => EncodeTarget::Data,
+                        },
+                        &t.codec.api_name().to_ascii_lowercase(),
+                    )?
+                    .to_string(),
+            };
+            Some((t.clone(), name))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! its API-made part on disk.
 
 pub mod app;
-pub mod push;
 pub mod store;
 pub mod streams;
 pub mod vhost;
@@ -67,7 +66,7 @@ pub struct Registry {
     /// Live streams (run-time only).
     pub streams: Streams,
     /// Push publishing tasks.
-    pub pushes: push::PushTable,
+    pub pushes: crate::push::task::PushTable,
 }
 
 impl Registry {
@@ -85,7 +84,7 @@ impl Registry {
                 .collect(),
             server_name,
             streams: Streams::default(),
-            pushes: push::PushTable::default(),
+            pushes: crate::push::task::PushTable::default(),
         }
     }
 
@@ -111,8 +110,10 @@ impl Registry {
                 ));
                 continue;
             }
-            match push::parse_url(spec.protocol, &spec.url) {
-                Ok(dest) => self.pushes.insert(push::PushTask::new(spec, dest)),
+            match crate::push::request::parse_url(spec.protocol, &spec.url) {
+                Ok(dest) => self
+                    .pushes
+                    .insert(crate::push::task::PushTask::new(spec, dest)),
                 Err(e) => skipped.push(format!(
                     "push [{}/{}/{}] in the state file: {e}; dropped",
                     spec.vhost, spec.app, spec.id

@@ -17,8 +17,8 @@
 //! does not parse stops start-up and is never overwritten.
 
 use super::app::AppSpec;
-use super::push::PushSpec;
 use super::vhost::VhostSpec;
+use crate::push::request::PushSpec;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

@@ -254,6 +254,22 @@ impl Streams {
     }
 }
 
+/// What one read turn produced for the rest of the server.
+#[derive(Debug, Default)]
+/// What an ingest endpoint did to its stream in one turn: the loop hands
+/// it to the stream's outputs (push sessions).
+pub struct IngestOutput {
+    /// The stream the frames and tracks belong to.
+    pub stream: Option<StreamId>,
+    /// Frames for the stream's outputs, in order.
+    pub frames: Vec<Frame>,
+    /// The stream's tracks changed (new outputs must restart their muxers).
+    pub tracks_changed: bool,
+    /// A stream started or ended.
+    pub started: Option<StreamId>,
+    pub ended: Option<StreamId>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

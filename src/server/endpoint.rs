@@ -1,0 +1,89 @@
+//! The one shape of everything the loop drives: listeners, API
+//! connections, ingest sessions and ports, push I/O. Each kind implements
+//! [`Endpoint`]; the loop calls `ready` on socket readiness and `timeout`
+//! when `deadline` has passed, hands every call the same context ([`Cx`])
+//! and reads every result from the same [`Output`]. A new kind of endpoint
+//! is one more impl, not one more arm in the loop.
+
+use super::resolver::Resolver;
+use super::Service;
+use crate::api::Api;
+use crate::push::manager::PushManager;
+use crate::state::streams::{IngestOutput, StreamId};
+use mio::net::TcpStream;
+use mio::Token;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What every endpoint call gets.
+pub struct Cx<'a> {
+    pub now: Instant,
+    /// The endpoint's own token (its socket's registration).
+    pub token: Token,
+    pub poll: &'a mio::Registry,
+    pub api: &'a mut Api,
+    pub pushes: &'a mut PushManager,
+    pub resolver: &'a Resolver,
+    pub tls_client: &'a Arc<rustls::ClientConfig>,
+    pub out: &'a mut Output,
+}
+
+/// A connection a listener accepted.
+pub struct Accepted {
+    pub service: Service,
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub tls: Option<rustls::ServerConnection>,
+}
+
+/// What endpoint calls produced for the rest of the server.
+#[derive(Default)]
+pub struct Output {
+    /// What ingests did to their streams, in order.
+    pub ingest: Vec<IngestOutput>,
+    pub accepted: Vec<Accepted>,
+}
+
+impl Output {
+    pub fn is_empty(&self) -> bool {
+        self.ingest.is_empty() && self.accepted.is_empty()
+    }
+}
+
+pub trait Endpoint {
+    /// The socket is ready (either direction; both are attempted).
+    /// `peer_closed`: the poller saw the peer's FIN or an error.
+    fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool);
+
+    /// [`deadline`](Self::deadline) has passed.
+    fn timeout(&mut self, cx: &mut Cx<'_>);
+
+    /// When `timeout` is due, if ever.
+    fn deadline(&self) -> Option<Instant>;
+
+    /// The endpoint is finished: the loop drops it (closing its socket).
+    fn is_closed(&self) -> bool;
+
+    /// Takes the socket out of the poller before the endpoint is dropped.
+    fn deregister(&mut self, poll: &mio::Registry);
+
+    /// A panic was contained in one of its calls: end what it serves (a
+    /// connection closes, its stream ends; a push session fails).
+    fn abort(&mut self, cx: &mut Cx<'_>);
+
+    /// Write what its core has for the socket (a push session woken by
+    /// new frames). Most endpoints write in `ready` and have nothing here.
+    fn flush(&mut self, _cx: &mut Cx<'_>) {}
+
+    /// A name this endpoint asked the resolver for is resolved.
+    fn resolved(&mut self, _result: Result<Vec<SocketAddr>, String>, _cx: &mut Cx<'_>) {}
+
+    /// End `stream` if this endpoint publishes it (its app restarted).
+    fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
+
+    /// The connection cap this endpoint counts against, if any.
+    fn service(&self) -> Option<Service> {
+        None
+    }
+}
