@@ -23,7 +23,12 @@ const FORBIDDEN: &[&str] = &[
 ];
 
 /// Files compiled only for tests (declared under `#[cfg(test)]`).
-const TEST_ONLY_FILES: &[&str] = &["srt/sim_tests.rs", "ts/test_util.rs", "config/tests.rs"];
+const TEST_ONLY_FILES: &[&str] = &[
+    "srt/sim_tests.rs",
+    "push/sim_tests.rs",
+    "ts/test_util.rs",
+    "config/tests.rs",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src is readable") {

@@ -16,3 +16,6 @@ pub mod pacing;
 pub mod request;
 pub mod session;
 pub mod task;
+
+#[cfg(test)]
+mod sim_tests;

@@ -254,6 +254,8 @@ pub struct PushSession {
     cursor: Cursor,
     /// Feed frames up to here were counted into the UDP pacer.
     seen: u64,
+    /// Frames dropped as of the last transmit (a drop is no progress).
+    dropped_seen: u64,
     output: Output,
     phase: Phase,
     started: Instant,
@@ -339,6 +341,7 @@ impl PushSession {
             selected: media.selected,
             cursor,
             seen: media.from,
+            dropped_seen: 0,
             output,
             phase: Phase::Connecting,
             started: now,
@@ -730,9 +733,15 @@ impl PushSession {
             wire,
             &mut self.sent_bytes,
         );
-        if self.sent_bytes > before
-            || (out.partial.is_none() && out.client.pending_output().is_empty())
-        {
+        // Progress: bytes went, or nothing waits (not even a frame) and
+        // nothing was dropped for want of room.
+        let dropped = self.cursor.dropped_frames;
+        let idle = out.partial.is_none()
+            && out.client.pending_output().is_empty()
+            && (!media || self.cursor.peek(feed).is_none())
+            && self.cursor.dropped_frames == self.dropped_seen;
+        self.dropped_seen = dropped.max(self.cursor.dropped_frames);
+        if self.sent_bytes > before || idle {
             self.last_progress = now;
         }
         if let Err(why) = result {
