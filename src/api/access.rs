@@ -251,9 +251,9 @@ mod tests {
         assert!(check_host(&req(&[("Host", "api.example.com:8081")]), None, &names).is_ok());
         assert!(check_host(&req(&[("Host", "127.0.0.1:8081")]), None, &names).is_ok());
         let e = check_host(&req(&[("Host", "other:8081")]), None, &names).unwrap_err();
-        assert_eq!(e.status, 421);
+        assert_eq!(e.status(), 421);
         assert_eq!(
-            e.message,
+            e.message(),
             "[HTTP] Misdirected request: host [other] is not served (421)"
         );
         assert!(check_host(&req(&[("Host", "api.example.com")]), Some("x.org"), &names).is_err());

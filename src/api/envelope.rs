@@ -69,11 +69,14 @@ pub fn batch<T: Serialize>(items: &[Result<T, ApiError>]) -> Response {
                     response: Some(response),
                 },
             ),
-            Err(e) => serde_json::to_writer(&mut body, &e.envelope()),
+            Err(e) => {
+                e.write_envelope(&mut body);
+                Ok(())
+            }
         };
     }
     body.push(b']');
-    let code = |item: &Result<T, ApiError>| item.as_ref().map_or_else(|e| e.status, |_| 200);
+    let code = |item: &Result<T, ApiError>| item.as_ref().map_or_else(|e| e.status(), |_| 200);
     let status = match items.first() {
         None => 200,
         Some(first) if items.iter().all(|i| code(i) == code(first)) => code(first),
@@ -82,83 +85,143 @@ pub fn batch<T: Serialize>(items: &[Result<T, ApiError>]) -> Response {
     Response::new(status, body)
 }
 
-/// An error: status and the message text of the specification / DECISIONS.
+/// What an API call can fail with. Each variant's status code and its
+/// text (the specification's / DECISIONS' words) are in one place:
+/// [`ApiError::status`] and the `Display` impl; the envelope's `message`
+/// is `[HTTP] {text} ({status})`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
-    pub status: u16,
-    pub message: String,
+pub enum ApiError {
+    /// 400 with what is wrong (bodies, names, fields).
+    BadRequest(String),
+    /// A `:startPush` body the push module refused.
+    Push(crate::push::request::RequestError),
+    AuthRequired,
+    InvalidAuthHeader,
+    InvalidCredential,
+    ReadOnly {
+        vhost: String,
+    },
+    VhostNotFound {
+        vhost: String,
+    },
+    AppNotFound {
+        vhost: String,
+        app: String,
+    },
+    StreamNotFound {
+        vhost: String,
+        app: String,
+        stream: String,
+    },
+    AppExists {
+        vhost: String,
+        app: String,
+    },
+    VhostExists {
+        vhost: String,
+    },
+    ControllerNotFound,
+    MethodNotAllowed,
+    Misdirected {
+        host: String,
+    },
+    Internal,
+    /// Errors of the HTTP layer and others with their own status (408,
+    /// 413, 431, 409 for a push id in use, ...).
+    Http {
+        status: u16,
+        text: String,
+    },
 }
 
 impl ApiError {
-    fn new(status: u16, text: impl std::fmt::Display) -> Self {
-        ApiError {
-            status,
-            message: format!("[HTTP] {text} ({status})"),
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::BadRequest(_) | ApiError::Push(_) => 400,
+            ApiError::AuthRequired | ApiError::InvalidAuthHeader | ApiError::InvalidCredential => {
+                401
+            }
+            ApiError::ReadOnly { .. } => 403,
+            ApiError::VhostNotFound { .. }
+            | ApiError::AppNotFound { .. }
+            | ApiError::StreamNotFound { .. }
+            | ApiError::ControllerNotFound => 404,
+            ApiError::MethodNotAllowed => 405,
+            ApiError::AppExists { .. } | ApiError::VhostExists { .. } => 409,
+            ApiError::Misdirected { .. } => 421,
+            ApiError::Internal => 500,
+            ApiError::Http { status, .. } => *status,
         }
     }
+
+    /// The envelope's `message`.
+    pub fn message(&self) -> String {
+        format!("[HTTP] {self} ({})", self.status())
+    }
+
     pub fn bad_request(why: impl std::fmt::Display) -> Self {
-        Self::new(400, why)
+        ApiError::BadRequest(why.to_string())
     }
     pub fn auth_required() -> Self {
-        Self::new(401, "Authorization header is required to call API")
+        ApiError::AuthRequired
     }
     pub fn invalid_auth_header() -> Self {
-        Self::new(401, "Invalid authorization header")
+        ApiError::InvalidAuthHeader
     }
     pub fn invalid_credential() -> Self {
-        Self::new(401, "Invalid credential")
+        ApiError::InvalidCredential
     }
     pub fn read_only(vhost: &str) -> Self {
-        Self::new(403, format_args!("The VirtualHost is read-only: [{vhost}]"))
+        ApiError::ReadOnly {
+            vhost: vhost.into(),
+        }
     }
     pub fn vhost_not_found(vhost: &str) -> Self {
-        Self::new(
-            404,
-            format_args!("Could not find the virtual host: [{vhost}]"),
-        )
+        ApiError::VhostNotFound {
+            vhost: vhost.into(),
+        }
     }
     pub fn app_not_found(vhost: &str, app: &str) -> Self {
-        Self::new(
-            404,
-            format_args!("Could not find the application: [{vhost}/{app}]"),
-        )
+        ApiError::AppNotFound {
+            vhost: vhost.into(),
+            app: app.into(),
+        }
     }
     pub fn stream_not_found(vhost: &str, app: &str, stream: &str) -> Self {
-        Self::new(
-            404,
-            format_args!("Could not find the stream: [{vhost}/{app}/{stream}]"),
-        )
+        ApiError::StreamNotFound {
+            vhost: vhost.into(),
+            app: app.into(),
+            stream: stream.into(),
+        }
     }
     pub fn app_exists(vhost: &str, app: &str) -> Self {
-        Self::new(
-            409,
-            format_args!("The application already exists: [{vhost}/{app}]"),
-        )
+        ApiError::AppExists {
+            vhost: vhost.into(),
+            app: app.into(),
+        }
     }
     pub fn controller_not_found() -> Self {
-        Self::new(404, "Controller not found")
+        ApiError::ControllerNotFound
     }
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "Method not allowed")
+        ApiError::MethodNotAllowed
     }
     pub fn vhost_exists(vhost: &str) -> Self {
-        Self::new(
-            409,
-            format_args!("The virtual host already exists: [{vhost}]"),
-        )
+        ApiError::VhostExists {
+            vhost: vhost.into(),
+        }
     }
     pub fn misdirected(host: &str) -> Self {
-        Self::new(
-            421,
-            format_args!("Misdirected request: host [{host}] is not served"),
-        )
+        ApiError::Misdirected { host: host.into() }
     }
     pub fn internal() -> Self {
-        Self::new(500, "Internal Server Error")
+        ApiError::Internal
     }
-    /// Errors of the HTTP layer (408, 413, 431, 400, ...).
     pub fn http(status: u16, text: impl std::fmt::Display) -> Self {
-        Self::new(status, text)
+        ApiError::Http {
+            status,
+            text: text.to_string(),
+        }
     }
     pub fn invalid_json(e: &serde_json::Error) -> Self {
         let text = e.to_string();
@@ -166,27 +229,70 @@ impl ApiError {
             Some(i) => &text[..i],
             None => &text,
         };
-        Self::new(
-            400,
-            format_args!(
-                "Invalid JSON at line {} column {}: {what}",
-                e.line(),
-                e.column()
-            ),
-        )
+        ApiError::BadRequest(format!(
+            "Invalid JSON at line {} column {}: {what}",
+            e.line(),
+            e.column()
+        ))
     }
 
-    /// The envelope of this error.
-    pub fn envelope(&self) -> Envelope<'_, ()> {
-        Envelope {
-            status_code: self.status,
-            message: &self.message,
-            response: None,
-        }
+    fn write_envelope(&self, out: &mut Vec<u8>) {
+        let message = self.message();
+        let _ = serde_json::to_writer(
+            out,
+            &Envelope::<()> {
+                status_code: self.status(),
+                message: &message,
+                response: None,
+            },
+        );
     }
 
     pub fn to_response(&self) -> Response {
-        Response::new(self.status, to_body(&self.envelope()))
+        let mut body = Vec::new();
+        self.write_envelope(&mut body);
+        Response::new(self.status(), body)
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::BadRequest(why) => f.write_str(why),
+            ApiError::Push(e) => write!(f, "{e}"),
+            ApiError::AuthRequired => f.write_str("Authorization header is required to call API"),
+            ApiError::InvalidAuthHeader => f.write_str("Invalid authorization header"),
+            ApiError::InvalidCredential => f.write_str("Invalid credential"),
+            ApiError::ReadOnly { vhost } => write!(f, "The VirtualHost is read-only: [{vhost}]"),
+            ApiError::VhostNotFound { vhost } => {
+                write!(f, "Could not find the virtual host: [{vhost}]")
+            }
+            ApiError::AppNotFound { vhost, app } => {
+                write!(f, "Could not find the application: [{vhost}/{app}]")
+            }
+            ApiError::StreamNotFound { vhost, app, stream } => {
+                write!(f, "Could not find the stream: [{vhost}/{app}/{stream}]")
+            }
+            ApiError::AppExists { vhost, app } => {
+                write!(f, "The application already exists: [{vhost}/{app}]")
+            }
+            ApiError::VhostExists { vhost } => {
+                write!(f, "The virtual host already exists: [{vhost}]")
+            }
+            ApiError::ControllerNotFound => f.write_str("Controller not found"),
+            ApiError::MethodNotAllowed => f.write_str("Method not allowed"),
+            ApiError::Misdirected { host } => {
+                write!(f, "Misdirected request: host [{host}] is not served")
+            }
+            ApiError::Internal => f.write_str("Internal Server Error"),
+            ApiError::Http { text, .. } => f.write_str(text),
+        }
+    }
+}
+
+impl From<crate::push::request::RequestError> for ApiError {
+    fn from(e: crate::push::request::RequestError) -> Self {
+        ApiError::Push(e)
     }
 }
 
@@ -280,7 +386,7 @@ mod tests {
     #[test]
     fn json_error_names_position() {
         let e = serde_json::from_str::<serde_json::Value>("[1, }").unwrap_err();
-        let msg = ApiError::invalid_json(&e).message;
+        let msg = ApiError::invalid_json(&e).message();
         assert!(
             msg.starts_with("[HTTP] Invalid JSON at line 1 column 5: "),
             "{msg}"
@@ -295,8 +401,8 @@ mod tests {
             br#"[{"name":"x","host":{"names":["*"],"names":["y"]}}]"#,
         ] {
             let e = check_duplicate_keys(body).unwrap_err();
-            assert_eq!(e.status, 400);
-            assert!(e.message.contains("duplicate key"), "{}", e.message);
+            assert_eq!(e.status(), 400);
+            assert!(e.message().contains("duplicate key"), "{}", e.message());
         }
         for body in [
             &b""[..],

@@ -148,8 +148,7 @@ impl Api {
         let spec_app = self.registry.app(vhost, app).cloned();
         let has_encode = |n: &str| spec_app.as_ref().is_some_and(|a| a.has_encode(n));
         let (spec, destination) =
-            request::validate_start(req, vhost, app, self.now.unix_ms, &has_encode)
-                .map_err(ApiError::bad_request)?;
+            request::validate_start(req, vhost, app, self.now.unix_ms, &has_encode)?;
         if self.registry.pushes.get(vhost, app, &spec.id).is_some() {
             return Err(ApiError::http(
                 409,

@@ -105,6 +105,39 @@ pub struct StreamSelector {
     pub track_ids: Vec<TrackId>,
 }
 
+/// Why a `:startPush` body is refused (the API answers 400 with the text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestError {
+    /// Every required field that is missing or empty, in the body's order.
+    MissingFields(Vec<&'static str>),
+    /// An id longer than 255 characters or with control characters.
+    BadId,
+    UnknownProtocol(String),
+    /// What is wrong with the destination URL or its options.
+    BadUrl(String),
+    /// A variant name no encode of the application's output profiles has.
+    UnknownVariant(String),
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestError::MissingFields(names) => {
+                write!(f, "Missing required field(s): {}", names.join(", "))
+            }
+            RequestError::BadId => f.write_str("id must be 1-255 printable characters"),
+            RequestError::UnknownProtocol(p) => {
+                write!(f, "Unknown protocol [{p}]; use srt, rtmp or mpegts")
+            }
+            RequestError::BadUrl(why) => f.write_str(why),
+            RequestError::UnknownVariant(v) => write!(
+                f,
+                "Unknown variant name [{v}]: no encode of the application's output profiles has it"
+            ),
+        }
+    }
+}
+
 /// Checks a `:startPush` body in the order DECISIONS section 7 gives
 /// (after vhost and app, which the caller checked): required fields (all
 /// missing ones named), protocol, URL scheme, options. `has_encode` tells
@@ -115,7 +148,7 @@ pub fn validate_start(
     app: &str,
     now_ms: i64,
     has_encode: &dyn Fn(&str) -> bool,
-) -> Result<(PushSpec, Destination), String> {
+) -> Result<(PushSpec, Destination), RequestError> {
     let mut missing = Vec::new();
     let id = req.id.filter(|s| !s.is_empty());
     if id.is_none() {
@@ -141,28 +174,24 @@ pub fn validate_start(
     if protocol_text.as_deref() == Some("rtmp") && stream_key.is_empty() {
         missing.push("streamKey");
     }
-    if !missing.is_empty() {
-        return Err(format!("Missing required field(s): {}", missing.join(", ")));
-    }
     let (Some(id), Some(stream_name), Some(protocol_text), Some(url)) =
         (id, stream_name, protocol_text, url)
     else {
-        return Err("Missing required fields".into());
+        return Err(RequestError::MissingFields(missing));
     };
+    if !missing.is_empty() {
+        return Err(RequestError::MissingFields(missing));
+    }
     if id.len() > 255 || id.chars().any(|c| c.is_control()) {
-        return Err("id must be 1-255 printable characters".into());
+        return Err(RequestError::BadId);
     }
     let protocol = match protocol_text.as_str() {
         "rtmp" => Protocol::Rtmp,
         "srt" => Protocol::Srt,
         "mpegts" => Protocol::Mpegts,
-        other => {
-            return Err(format!(
-                "Unknown protocol [{other}]; use srt, rtmp or mpegts"
-            ))
-        }
+        other => return Err(RequestError::UnknownProtocol(other.to_string())),
     };
-    let destination = parse_url(protocol, &url)?;
+    let destination = parse_url(protocol, &url).map_err(RequestError::BadUrl)?;
     let selector = req.stream.unwrap_or(StreamSelector {
         name: None,
         variant_names: Vec::new(),
@@ -170,9 +199,7 @@ pub fn validate_start(
     });
     for v in &selector.variant_names {
         if !has_encode(v) {
-            return Err(format!(
-                "Unknown variant name [{v}]: no encode of the application's output profiles has it"
-            ));
+            return Err(RequestError::UnknownVariant(v.clone()));
         }
     }
     Ok((
@@ -537,6 +564,7 @@ mod tests {
         validate_start(req(json), "default", "app", 0, &|n| {
             n == "bypass_video" || n == "bypass_audio"
         })
+        .map_err(|e| e.to_string())
     }
 
     #[test]

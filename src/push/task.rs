@@ -312,7 +312,7 @@ mod tests {
     }
 
     fn start(json: &str) -> Result<(PushSpec, Destination), String> {
-        validate_start(req(json), "default", "app", 0, &|_| false)
+        validate_start(req(json), "default", "app", 0, &|_| false).map_err(|e| e.to_string())
     }
 
     #[test]
