@@ -183,6 +183,14 @@ impl Feed {
     }
 }
 
+/// A cursor's position, kept to return to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mark {
+    next: u64,
+    waiting_for_key: bool,
+    dropped_frames: u64,
+}
+
 /// One session's place in a feed, with the drop policy.
 #[derive(Debug, Clone)]
 pub struct Cursor {
@@ -276,6 +284,21 @@ impl Cursor {
 
     pub fn advance(&mut self) {
         self.next += 1;
+    }
+
+    /// Where the cursor is (to go back to it: a write that came back short).
+    pub fn mark(&self) -> Mark {
+        Mark {
+            next: self.next,
+            waiting_for_key: self.waiting_for_key,
+            dropped_frames: self.dropped_frames,
+        }
+    }
+
+    pub fn reset(&mut self, mark: Mark) {
+        self.next = mark.next;
+        self.waiting_for_key = mark.waiting_for_key;
+        self.dropped_frames = mark.dropped_frames;
     }
 
     /// The next frame to send, consumed.

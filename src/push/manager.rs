@@ -37,7 +37,13 @@ struct Slot {
     /// The session's end has been taken into its task; later numbers (a
     /// clean close still finishing) no longer belong to the task.
     task_done: bool,
+    /// When the task last got the session's counters.
+    synced: Option<Instant>,
 }
+
+/// How often a running session's counters go to its task (what the stats
+/// API shows) when nothing else happens: not on every frame.
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A new session's I/O to make.
 #[derive(Debug)]
@@ -210,6 +216,7 @@ impl PushManager {
             io: None,
             woken: false,
             task_done: false,
+            synced: None,
         });
         self.by_task.insert(key, id);
         self.subscribers.entry(stream).or_default().push(id);
@@ -266,7 +273,9 @@ impl PushManager {
                 for f in &out.frames {
                     feed.push(f.clone());
                 }
-                for &id in subs {
+                // A read that completed no frame wakes nobody.
+                let news = !out.frames.is_empty() || out.tracks_changed;
+                for &id in subs.iter().filter(|_| news) {
                     if let Some(slot) = self.slots.get_mut(id) {
                         slot.session.on_frames(feed, now.instant);
                         if !slot.woken {
@@ -361,8 +370,15 @@ impl PushManager {
         };
         let s = &mut slot.session;
         let mut ended = false;
-        // Runs for every push on every ingest read: no key clones here.
-        if !s.detached && !slot.task_done {
+        // Runs for every push on every ingest read: the task is looked up
+        // only when there is news, or its counters are due.
+        let due = s.has_reports()
+            || s.is_done()
+            || slot
+                .synced
+                .is_none_or(|at| now.instant.saturating_duration_since(at) >= SYNC_INTERVAL);
+        if due && !s.detached && !slot.task_done {
+            slot.synced = Some(now.instant);
             if let Some(task) = reg.pushes.get_mut(&s.key.vhost, &s.key.app, &s.key.id) {
                 // A new session starts from 0: then all of it is new.
                 let new_bytes = s

@@ -12,7 +12,7 @@
 //! the TS muxer and the SRT [`Caller`]. Frames come from the stream's feed
 //! through the session's own [`Cursor`] (its drop policy).
 
-use super::feed::{Cursor, Feed, FeedFrame};
+use super::feed::{Cursor, Feed, FeedFrame, Mark};
 use super::pacing::Pacer;
 use super::request::Destination;
 use super::task::TaskKey;
@@ -44,8 +44,9 @@ pub fn queue_bytes_for(sessions: usize) -> usize {
     (QUEUE_BUDGET / sessions.max(1)).clamp(MIN_QUEUE_BYTES, QUEUE_BYTES)
 }
 
-/// Frames per `writev` (two slices each; Linux takes 1024).
-const RTMP_BATCH: usize = 64;
+/// Frames per `writev` (two slices each). One ingest read brings one or
+/// two; more wait only after a stall or at the start (the GOP).
+const RTMP_BATCH: usize = 16;
 /// TS bytes muxed ahead of the socket; the rest waits in the feed.
 const UDP_HIGH_WATER: usize = 16 * 1024;
 /// One datagram: 7 TS packets.
@@ -138,6 +139,8 @@ struct RtmpOut {
     partial: Option<Partial>,
     /// FIN sent (after a clean close drained).
     closed_write: bool,
+    /// Scratch for one batch (kept: no allocation per write).
+    staged: Box<[Staged; RTMP_BATCH]>,
 }
 
 struct TsOut {
@@ -294,6 +297,14 @@ impl PushSession {
                     tracks_sent: false,
                     partial: None,
                     closed_write: false,
+                    staged: Box::new(
+                        [Staged {
+                            head: [0; MAX_FULL_HEADER],
+                            head_len: 0,
+                            clock: MediaClock::default(),
+                            mark: Mark::default(),
+                        }; RTMP_BATCH],
+                    ),
                 })),
             ),
             Destination::Udp { ttl, .. } => (
@@ -370,6 +381,10 @@ impl PushSession {
     /// Applies a new bound (the number of sessions changed).
     pub fn set_queue_bytes(&mut self, bytes: usize) {
         self.cursor.set_max_bytes(bytes);
+    }
+
+    pub fn has_reports(&self) -> bool {
+        !self.reports.is_empty()
     }
 
     pub fn poll_report(&mut self) -> Option<Report> {
@@ -735,13 +750,13 @@ impl PushSession {
         );
         // Progress: bytes went, or nothing waits (not even a frame) and
         // nothing was dropped for want of room.
-        let dropped = self.cursor.dropped_frames;
-        let idle = out.partial.is_none()
-            && out.client.pending_output().is_empty()
-            && (!media || self.cursor.peek(feed).is_none())
-            && self.cursor.dropped_frames == self.dropped_seen;
-        self.dropped_seen = dropped.max(self.cursor.dropped_frames);
-        if self.sent_bytes > before || idle {
+        let progress = self.sent_bytes > before
+            || (out.partial.is_none()
+                && out.client.pending_output().is_empty()
+                && self.cursor.dropped_frames == self.dropped_seen
+                && (!media || self.cursor.peek(feed).is_none()));
+        self.dropped_seen = self.cursor.dropped_frames;
+        if progress {
             self.last_progress = now;
         }
         if let Err(why) = result {
@@ -904,12 +919,14 @@ impl PushSession {
     }
 }
 
-/// One frame of a `writev` batch: this connection's header and the feed's
-/// shared body.
-struct Staged<'f> {
+/// One frame of a `writev` batch: this connection's header for it, and
+/// the clock and cursor after it (to roll back a short write).
+#[derive(Clone, Copy)]
+struct Staged {
     head: [u8; MAX_FULL_HEADER],
     head_len: usize,
-    body: &'f Bytes,
+    clock: MediaClock,
+    mark: Mark,
 }
 
 /// RTMP output: first a message the socket took part of, then the
@@ -969,15 +986,15 @@ fn rtmp_write(
             out.tracks_sent = true;
             continue;
         }
-        // Stage a batch of frames.
+        // Stage a batch of frames: each one's own header (in `heads`), the
+        // shared body (in `bodies`), and the clock and cursor after it.
         let clock = out.client.media_clock();
-        let mut staged: Vec<Staged<'_>> = Vec::with_capacity(RTMP_BATCH);
-        // After each staged frame: the clock, and the cursor on the frame.
-        let mut clocks: Vec<(MediaClock, Cursor)> = Vec::with_capacity(RTMP_BATCH);
+        let mut bodies: [Option<&Bytes>; RTMP_BATCH] = [None; RTMP_BATCH];
+        let mut count = 0;
         let mut own_cut = false;
         // Every connection announces the chunk size the feed cuts with.
         let shares = out.client.chunk_size() == SHARED_CHUNK_SIZE;
-        while staged.len() < RTMP_BATCH {
+        while count < RTMP_BATCH {
             let Some(f) = cursor.peek(feed) else { break };
             let Some(msg) = out.client.time_frame(&f.frame) else {
                 cursor.advance();
@@ -985,24 +1002,22 @@ fn rtmp_write(
             };
             match shared_body(f, msg.timestamp).filter(|_| shares) {
                 Some(body) => {
-                    let mut head = [0u8; MAX_FULL_HEADER];
-                    let head_len = write_full_header(
-                        &mut head,
+                    let staged = &mut out.staged[count];
+                    staged.head_len = write_full_header(
+                        &mut staged.head,
                         msg.chunk_stream,
                         msg.timestamp,
                         body_length(f),
                         msg.type_id,
                         msg.stream_id,
                     );
-                    staged.push(Staged {
-                        head,
-                        head_len,
-                        body,
-                    });
-                    clocks.push((out.client.media_clock(), cursor.clone()));
+                    staged.clock = out.client.media_clock();
+                    staged.mark = cursor.mark();
+                    bodies[count] = Some(body);
+                    count += 1;
                     cursor.advance();
                 }
-                None if staged.is_empty() => {
+                None if count == 0 => {
                     // A codec or timestamp the shared body cannot carry:
                     // cut it for this connection alone.
                     cut_own(out, f, &msg, tracks).map_err(|e| format!("RTMP: {e}"))?;
@@ -1012,59 +1027,65 @@ fn rtmp_write(
                 }
                 None => {
                     // Not timed after all: the next batch starts with it.
-                    let restore = clocks.last().map_or(clock, |(c, _)| *c);
-                    out.client.set_media_clock(restore);
+                    out.client.set_media_clock(out.staged[count - 1].clock);
                     break;
                 }
             }
         }
-        if staged.is_empty() {
+        if count == 0 {
             if own_cut {
                 continue;
             }
             return Ok(());
         }
-        let mut slices = Vec::with_capacity(staged.len() * 2);
-        for s in &staged {
-            slices.push(IoSlice::new(&s.head[..s.head_len]));
-            slices.push(IoSlice::new(s.body));
+        let empty: &[u8] = &[];
+        let mut slices = [IoSlice::new(empty); 2 * RTMP_BATCH];
+        for i in 0..count {
+            let st = &out.staged[i];
+            slices[2 * i] = IoSlice::new(&st.head[..st.head_len]);
+            slices[2 * i + 1] = IoSlice::new(bodies[i].map_or(empty, |b| &b[..]));
         }
-        let mut n = wire.write(&slices).map_err(write_err)?;
+        let mut n = wire.write(&slices[..2 * count]).map_err(write_err)?;
         *sent += n as u64;
         // Frames wholly written, then the one cut short.
         let mut done = 0;
-        for s in &staged {
-            let len = s.head_len + s.body.len();
+        while done < count {
+            let len = out.staged[done].head_len + bodies[done].map_or(0, |b| b.len());
             if n < len {
                 break;
             }
             n -= len;
             done += 1;
         }
-        if done == staged.len() {
-            if staged.len() < RTMP_BATCH {
+        if done == count {
+            if count < RTMP_BATCH {
                 return Ok(());
             }
             continue;
         }
         // Roll the cursor and clock back to the first frame not wholly
         // written; one cut short is kept whole (a message is never split).
-        let (clock_after, cursor_at) = &clocks[done];
+        let st = &out.staged[done];
         if n > 0 {
-            let s = &staged[done];
+            let (head, head_len, clock_after, mark) = (st.head, st.head_len, st.clock, st.mark);
             out.partial = Some(Partial {
-                head: s.head,
-                head_len: s.head_len,
-                body: s.body.clone(),
+                head,
+                head_len,
+                body: bodies[done].cloned().unwrap_or_default(),
                 sent: n,
             });
-            out.client.set_media_clock(*clock_after);
-            *cursor = cursor_at.clone();
+            out.client.set_media_clock(clock_after);
+            cursor.reset(mark);
             cursor.advance();
         } else {
-            let restore = if done == 0 { clock } else { clocks[done - 1].0 };
+            let restore = if done == 0 {
+                clock
+            } else {
+                out.staged[done - 1].clock
+            };
+            let mark = st.mark;
             out.client.set_media_clock(restore);
-            *cursor = cursor_at.clone();
+            cursor.reset(mark);
         }
         return Ok(());
     }
