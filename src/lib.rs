@@ -2,6 +2,9 @@
 //! OvenMediaEngine-compatible management API. See DESIGN.md in the shared
 //! folder and README.md for the shape; each module says what it is.
 #![deny(unsafe_code)]
+// What is `pub` is the surface the binary, the benches, the fuzz targets
+// and the tests use; the rest is `pub(crate)`.
+#![warn(unreachable_pub)]
 
 pub mod log;
 
@@ -11,8 +14,8 @@ pub mod codec;
 pub mod config;
 pub mod http;
 pub mod media;
-pub mod metrics;
-pub mod ports;
+pub(crate) mod metrics;
+pub(crate) mod ports;
 pub mod push;
 pub mod rtmp;
 pub mod server;
@@ -21,4 +24,4 @@ pub mod state;
 pub mod sys;
 pub mod tls;
 pub mod ts;
-pub mod wildcard;
+pub(crate) mod wildcard;

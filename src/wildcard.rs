@@ -3,7 +3,7 @@
 //! whole-string and ASCII case-insensitive. Linear time, no allocation.
 
 /// Does `pattern` match all of `text`?
-pub fn matches(pattern: &str, text: &str) -> bool {
+pub(crate) fn matches(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0usize, 0usize);
     // Position of the last `*` in the pattern and the text index it matched up to.

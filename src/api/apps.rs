@@ -303,7 +303,7 @@ struct OutputView {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TrackView<'a> {
+pub(super) struct TrackView<'a> {
     id: u32,
     name: std::borrow::Cow<'a, str>,
     #[serde(rename = "type")]

@@ -10,7 +10,7 @@ const SCRIPT: &str = include_str!("console/console.js");
 const STYLE: &str = include_str!("console/console.css");
 
 /// The answer for a console path, `None` for any other path.
-pub fn serve(req: &Request) -> Option<Response> {
+pub(super) fn serve(req: &Request) -> Option<Response> {
     let path = req.path();
     if path != "/console" && !path.starts_with("/console/") {
         return None;

@@ -19,7 +19,7 @@ use serde_json::Value;
 /// A virtual host as `GET /v1/vhosts/{vhost}` shows it: never `applications`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct VhostView<'a> {
+pub(super) struct VhostView<'a> {
     name: &'a str,
     distribution: &'a str,
     host: &'a HostSpec,
@@ -34,7 +34,7 @@ pub struct VhostView<'a> {
 }
 
 impl<'a> VhostView<'a> {
-    pub fn of(v: &'a Vhost, server_name: Option<&'a str>) -> Self {
+    pub(super) fn of(v: &'a Vhost, server_name: Option<&'a str>) -> Self {
         VhostView {
             name: &v.spec.name,
             distribution: v.distribution(server_name),

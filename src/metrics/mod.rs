@@ -58,7 +58,7 @@ impl RateMeter {
 
 /// OME's `connections` object: open sessions by publisher kind.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
-pub struct Connections {
+pub(crate) struct Connections {
     pub webrtc: u64,
     pub llhls: u64,
     pub hls: u64,
@@ -99,7 +99,7 @@ impl Connections {
 
 /// The figures of one level (server, vhost, app, stream), summed.
 #[derive(Debug, Clone, Default)]
-pub struct Totals {
+pub(crate) struct Totals {
     pub created_ms: i64,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -121,7 +121,7 @@ fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 
 impl Totals {
     /// A live stream and the pushes that read it.
-    pub fn of_stream(s: &LiveStream, pushes: &[&PushTask], now: Instant) -> Totals {
+    pub(crate) fn of_stream(s: &LiveStream, pushes: &[&PushTask], now: Instant) -> Totals {
         let mut t = Totals {
             created_ms: s.created_ms,
             bytes_in: s.bytes_in,
@@ -138,7 +138,7 @@ impl Totals {
 
     /// A push task's output; `lifetime`: its totals over every session
     /// (for apps and up) rather than the current session's.
-    pub fn add_push(&mut self, p: &PushTask, now: Instant, lifetime: bool) {
+    pub(crate) fn add_push(&mut self, p: &PushTask, now: Instant, lifetime: bool) {
         self.bytes_out += if lifetime {
             p.ended_bytes + p.sent_bytes
         } else {
@@ -153,7 +153,7 @@ impl Totals {
     }
 
     /// Adds a lower level's figures (the created time stays this level's).
-    pub fn absorb(&mut self, o: &Totals) {
+    pub(crate) fn absorb(&mut self, o: &Totals) {
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         self.last_in_bps += o.last_in_bps;
@@ -165,7 +165,7 @@ impl Totals {
         self.connections.add(&o.connections);
     }
 
-    pub fn total_connections(&self) -> u64 {
+    pub(crate) fn total_connections(&self) -> u64 {
         self.connections.kinds().iter().sum()
     }
 }
@@ -173,7 +173,7 @@ impl Totals {
 /// OME's `Metrics` object.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MetricsView {
+pub(crate) struct MetricsView {
     pub created_time: String,
     pub last_updated_time: String,
     pub total_bytes_in: u64,
@@ -194,13 +194,13 @@ pub struct MetricsView {
 
 /// The largest number of connections seen at one level, and when.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Peak {
+pub(crate) struct Peak {
     pub connections: u64,
     pub at_ms: i64,
 }
 
 impl Peak {
-    pub fn note(&mut self, connections: u64, now_ms: i64) {
+    pub(crate) fn note(&mut self, connections: u64, now_ms: i64) {
         if connections > self.connections || self.at_ms == 0 {
             self.connections = self.connections.max(connections);
             self.at_ms = now_ms;
@@ -209,7 +209,13 @@ impl Peak {
 }
 
 impl MetricsView {
-    pub fn of(t: &Totals, peak: Peak, now: Instant, now_ms: i64, utc_offset: i32) -> MetricsView {
+    pub(crate) fn of(
+        t: &Totals,
+        peak: Peak,
+        now: Instant,
+        now_ms: i64,
+        utc_offset: i32,
+    ) -> MetricsView {
         let iso = |ms: i64| crate::clock::format_iso8601(ms, utc_offset);
         let at = |i: Option<Instant>| {
             let ms = i.map_or(0, |i| {
@@ -247,7 +253,7 @@ impl MetricsView {
 
 /// Prometheus text exposition format (version 0.0.4).
 #[derive(Default)]
-pub struct PromText {
+pub(crate) struct PromText {
     out: String,
 }
 
@@ -267,13 +273,13 @@ fn escape_label(v: &str) -> String {
 
 impl PromText {
     /// Starts a metric family.
-    pub fn family(&mut self, name: &str, kind: &str, help: &str) {
+    pub(crate) fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = writeln!(self.out, "# HELP {name} {help}");
         let _ = writeln!(self.out, "# TYPE {name} {kind}");
     }
 
     /// One sample of the current family.
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
+    pub(crate) fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
         self.out.push_str(name);
         if !labels.is_empty() {
             self.out.push('{');
@@ -288,13 +294,13 @@ impl PromText {
         let _ = writeln!(self.out, " {value}");
     }
 
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         self.out
     }
 }
 
 /// The content type of [`PromText`].
-pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 #[cfg(test)]
 mod tests {

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 /// A frame's RTMP message payload (FLV tag header + data) cut into chunks
 /// of [`SHARED_CHUNK_SIZE`] on its chunk stream.
 #[derive(Debug, Clone)]
-pub struct RtmpBody {
+pub(crate) struct RtmpBody {
     pub bytes: Bytes,
     /// The message length (payload bytes, without chunk headers).
     pub length: u32,
@@ -29,7 +29,7 @@ pub struct RtmpBody {
 }
 
 #[derive(Debug)]
-pub struct FeedFrame {
+pub(crate) struct FeedFrame {
     pub frame: Frame,
     /// Set while the feed has RTMP sessions and the codec goes in FLV.
     pub rtmp: Option<RtmpBody>,
@@ -38,7 +38,7 @@ pub struct FeedFrame {
 }
 
 #[derive(Debug, Default)]
-pub struct Feed {
+pub(crate) struct Feed {
     frames: VecDeque<FeedFrame>,
     /// The sequence number of `frames[0]`.
     first: u64,
@@ -62,7 +62,7 @@ fn video_track(tracks: &[Track]) -> Option<TrackId> {
 
 impl Feed {
     /// A feed starting with the stream's last GOP.
-    pub fn new(tracks: &[Track], gop: &[Frame]) -> Self {
+    pub(crate) fn new(tracks: &[Track], gop: &[Frame]) -> Self {
         let mut feed = Feed {
             tracks: tracks.to_vec(),
             video: video_track(tracks),
@@ -75,14 +75,14 @@ impl Feed {
     }
 
     /// The stream's tracks changed.
-    pub fn set_tracks(&mut self, tracks: &[Track]) {
+    pub(crate) fn set_tracks(&mut self, tracks: &[Track]) {
         self.tracks = tracks.to_vec();
         self.video = video_track(tracks);
     }
 
     /// From now on every frame is also cut for RTMP (an RTMP session
     /// subscribed); frames already held are cut now.
-    pub fn enable_rtmp(&mut self) {
+    pub(crate) fn enable_rtmp(&mut self) {
         if self.rtmp {
             return;
         }
@@ -121,7 +121,7 @@ impl Feed {
     }
 
     /// Adds a frame of the stream.
-    pub fn push(&mut self, frame: Frame) {
+    pub(crate) fn push(&mut self, frame: Frame) {
         let seq = self.end();
         if Some(frame.track) == self.video && frame.keyframe {
             self.last_key = Some(seq);
@@ -141,23 +141,23 @@ impl Feed {
     }
 
     /// The sequence number the next frame will get.
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.first + self.frames.len() as u64
     }
 
-    pub fn get(&self, seq: u64) -> Option<&FeedFrame> {
+    pub(crate) fn get(&self, seq: u64) -> Option<&FeedFrame> {
         let i = seq.checked_sub(self.first)?;
         self.frames.get(usize::try_from(i).ok()?)
     }
 
     /// Where a new session starts: the last GOP (all of the feed without
     /// video).
-    pub fn gop_start(&self) -> u64 {
+    pub(crate) fn gop_start(&self) -> u64 {
         self.last_key.unwrap_or(self.first).max(self.first)
     }
 
     /// Payload bytes from `seq` to the end.
-    pub fn bytes_from(&self, seq: u64) -> u64 {
+    pub(crate) fn bytes_from(&self, seq: u64) -> u64 {
         match self.get(seq) {
             Some(f) => self.total - f.offset,
             None => 0,
@@ -166,26 +166,23 @@ impl Feed {
 
     /// Drops frames before `seq` (what every session has sent), keeping
     /// the last GOP.
-    pub fn trim(&mut self, seq: u64) {
+    pub(crate) fn trim(&mut self, seq: u64) {
         let keep = seq.min(self.gop_start());
         while self.first < keep && self.frames.pop_front().is_some() {
             self.first += 1;
         }
     }
 
+    #[cfg(test)]
     /// Frames held (for tests and stats).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.frames.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
     }
 }
 
 /// A cursor's position, kept to return to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Mark {
+pub(crate) struct Mark {
     next: u64,
     waiting_for_key: bool,
     dropped_frames: u64,
@@ -193,7 +190,7 @@ pub struct Mark {
 
 /// One session's place in a feed, with the drop policy.
 #[derive(Debug, Clone)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     /// The next frame to look at.
     pub next: u64,
     selected: Vec<TrackId>,
@@ -205,7 +202,7 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    pub fn new(next: u64, max_bytes: usize) -> Self {
+    pub(crate) fn new(next: u64, max_bytes: usize) -> Self {
         Cursor {
             next,
             selected: Vec::new(),
@@ -218,7 +215,7 @@ impl Cursor {
 
     /// The tracks this session sends (the video track among them is the
     /// one whose keyframes end a drop).
-    pub fn select(&mut self, tracks: &[Track], selected: &[TrackId]) {
+    pub(crate) fn select(&mut self, tracks: &[Track], selected: &[TrackId]) {
         self.selected = selected.to_vec();
         self.video = tracks
             .iter()
@@ -226,20 +223,20 @@ impl Cursor {
             .map(|t| t.id);
     }
 
-    pub fn selects(&self, track: TrackId) -> bool {
+    pub(crate) fn selects(&self, track: TrackId) -> bool {
         self.selected.contains(&track)
     }
 
     /// A new bound (the number of sessions changed); applied at the next
     /// [`check_lag`](Self::check_lag).
-    pub fn set_max_bytes(&mut self, max_bytes: usize) {
+    pub(crate) fn set_max_bytes(&mut self, max_bytes: usize) {
         self.max_bytes = max_bytes;
     }
 
     /// Applies the drop policy after frames arrived: more than the bound
     /// behind, the session skips what it has not sent and waits for the
     /// next video keyframe (the newest frame, if it is one, is kept).
-    pub fn check_lag(&mut self, feed: &Feed) {
+    pub(crate) fn check_lag(&mut self, feed: &Feed) {
         if feed.bytes_from(self.next) as usize <= self.max_bytes {
             return;
         }
@@ -264,7 +261,7 @@ impl Cursor {
     /// The next frame to send, stepping over frames of other tracks (and,
     /// after a drop, everything up to a video keyframe). The cursor stays
     /// on it until [`advance`](Self::advance).
-    pub fn peek<'f>(&mut self, feed: &'f Feed) -> Option<&'f FeedFrame> {
+    pub(crate) fn peek<'f>(&mut self, feed: &'f Feed) -> Option<&'f FeedFrame> {
         self.next = self.next.max(feed.first);
         loop {
             let f = feed.get(self.next)?;
@@ -282,12 +279,12 @@ impl Cursor {
         }
     }
 
-    pub fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         self.next += 1;
     }
 
     /// Where the cursor is (to go back to it: a write that came back short).
-    pub fn mark(&self) -> Mark {
+    pub(crate) fn mark(&self) -> Mark {
         Mark {
             next: self.next,
             waiting_for_key: self.waiting_for_key,
@@ -295,14 +292,14 @@ impl Cursor {
         }
     }
 
-    pub fn reset(&mut self, mark: Mark) {
+    pub(crate) fn reset(&mut self, mark: Mark) {
         self.next = mark.next;
         self.waiting_for_key = mark.waiting_for_key;
         self.dropped_frames = mark.dropped_frames;
     }
 
     /// The next frame to send, consumed.
-    pub fn pop<'f>(&mut self, feed: &'f Feed) -> Option<&'f FeedFrame> {
+    pub(crate) fn pop<'f>(&mut self, feed: &'f Feed) -> Option<&'f FeedFrame> {
         let f = self.peek(feed)?;
         self.advance();
         Some(f)
@@ -310,7 +307,7 @@ impl Cursor {
 
     /// Payload bytes of selected frames from `from` to the end (the pacing
     /// input of a UDP destination).
-    pub fn selected_bytes(&self, feed: &Feed, from: u64) -> usize {
+    pub(crate) fn selected_bytes(&self, feed: &Feed, from: u64) -> usize {
         (from.max(feed.first)..feed.end())
             .filter_map(|s| feed.get(s))
             .filter(|f| self.selects(f.frame.track))

@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 /// A session's handle.
-pub type SessionId = usize;
+pub(crate) type SessionId = usize;
 
 struct Slot {
     session: PushSession,
@@ -47,7 +47,7 @@ const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200)
 
 /// A new session's I/O to make.
 #[derive(Debug)]
-pub struct NewSession {
+pub(crate) struct NewSession {
     pub id: SessionId,
     pub link: Link,
     pub host: String,
@@ -56,7 +56,7 @@ pub struct NewSession {
 
 /// What [`PushManager::after`] leaves for the loop.
 #[derive(Debug, PartialEq, Eq)]
-pub enum After {
+pub(crate) enum After {
     /// The session goes on.
     Running,
     /// The session is over: drop its I/O (the loop's handle).
@@ -64,7 +64,7 @@ pub enum After {
 }
 
 #[derive(Default)]
-pub struct PushManager {
+pub(crate) struct PushManager {
     slots: Slab<Slot>,
     by_task: HashMap<TaskKey, SessionId>,
     /// Stream -> the sessions reading it.
@@ -98,24 +98,26 @@ fn selection(reg: &Registry, key: &TaskKey) -> Option<(StreamId, Vec<Track>, Vec
 }
 
 impl PushManager {
-    pub fn new(jitter_seed: u32) -> Self {
+    pub(crate) fn new(jitter_seed: u32) -> Self {
         PushManager {
             jitter: jitter_seed,
             ..PushManager::default()
         }
     }
 
+    #[cfg(test)]
     /// Sessions running (closing ones included).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
 
     /// Gives every task that can run a session; arms the retry time.
-    pub fn reconcile(&mut self, reg: &mut Registry, now: Now) {
+    pub(crate) fn reconcile(&mut self, reg: &mut Registry, now: Now) {
         let mut to_start = Vec::new();
         let mut to_ready = Vec::new();
         self.retry_at = None;
@@ -155,18 +157,18 @@ impl PushManager {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) is due (a retry).
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         self.retry_at
     }
 
-    pub fn handle_timeout(&mut self, reg: &mut Registry, now: Now) {
+    pub(crate) fn handle_timeout(&mut self, reg: &mut Registry, now: Now) {
         if self.retry_at.is_some_and(|at| at <= now.instant) {
             self.reconcile(reg, now);
         }
     }
 
     /// Starts a new task's session if its stream is live (`:startPush`).
-    pub fn start_if_live(&mut self, key: TaskKey, reg: &mut Registry, now: Now) {
+    pub(crate) fn start_if_live(&mut self, key: TaskKey, reg: &mut Registry, now: Now) {
         if !self.by_task.contains_key(&key) {
             self.start(key, reg, now);
         }
@@ -226,7 +228,7 @@ impl PushManager {
 
     /// Stops a task's session (`:stopPush`): it closes cleanly and reports
     /// nothing more.
-    pub fn stop(&mut self, key: &TaskKey, now: Instant) {
+    pub(crate) fn stop(&mut self, key: &TaskKey, now: Instant) {
         let Some(id) = self.by_task.remove(key) else {
             return;
         };
@@ -251,7 +253,7 @@ impl PushManager {
     }
 
     /// Hands what an ingest produced to its stream's sessions.
-    pub fn on_ingest(&mut self, out: &IngestOutput, reg: &mut Registry, now: Now) {
+    pub(crate) fn on_ingest(&mut self, out: &IngestOutput, reg: &mut Registry, now: Now) {
         if let Some(stream) = out.stream {
             if let (Some(feed), Some(subs)) =
                 (self.feeds.get_mut(&stream), self.subscribers.get(&stream))
@@ -300,7 +302,7 @@ impl PushManager {
     }
 
     /// A session has something to do (input, a timeout, a close).
-    pub fn wake(&mut self, id: SessionId) {
+    pub(crate) fn wake(&mut self, id: SessionId) {
         if let Some(slot) = self.slots.get_mut(id) {
             if !slot.woken {
                 slot.woken = true;
@@ -310,7 +312,7 @@ impl PushManager {
     }
 
     /// The next new session whose I/O the loop makes.
-    pub fn poll_new(&mut self) -> Option<NewSession> {
+    pub(crate) fn poll_new(&mut self) -> Option<NewSession> {
         while let Some(id) = self.new.pop_front() {
             if let Some(slot) = self.slots.get(id) {
                 return Some(NewSession {
@@ -325,14 +327,14 @@ impl PushManager {
     }
 
     /// The loop made a session's I/O (`io`: its handle for it).
-    pub fn attach(&mut self, id: SessionId, io: usize) {
+    pub(crate) fn attach(&mut self, id: SessionId, io: usize) {
         if let Some(slot) = self.slots.get_mut(id) {
             slot.io = Some(io);
         }
     }
 
     /// The sessions woken since the last call whose I/O exists, with it.
-    pub fn take_woken(&mut self) -> Vec<(SessionId, usize)> {
+    pub(crate) fn take_woken(&mut self) -> Vec<(SessionId, usize)> {
         let mut out = Vec::with_capacity(self.woken.len());
         for id in std::mem::take(&mut self.woken) {
             if let Some(slot) = self.slots.get_mut(id) {
@@ -345,16 +347,16 @@ impl PushManager {
         out
     }
 
-    pub fn session(&self, id: SessionId) -> Option<&PushSession> {
+    pub(crate) fn session(&self, id: SessionId) -> Option<&PushSession> {
         self.slots.get(id).map(|s| &s.session)
     }
 
-    pub fn session_mut(&mut self, id: SessionId) -> Option<&mut PushSession> {
+    pub(crate) fn session_mut(&mut self, id: SessionId) -> Option<&mut PushSession> {
         self.slots.get_mut(id).map(|s| &mut s.session)
     }
 
     /// Lets a session write through `wire` what its feed and protocol have.
-    pub fn transmit(&mut self, id: SessionId, now: Instant, wire: &mut dyn Wire) {
+    pub(crate) fn transmit(&mut self, id: SessionId, now: Instant, wire: &mut dyn Wire) {
         let Some(slot) = self.slots.get_mut(id) else {
             return;
         };
@@ -364,7 +366,7 @@ impl PushManager {
 
     /// Applies a session's reports to its task; a finished session is
     /// removed and a failed task's retry armed.
-    pub fn after(&mut self, id: SessionId, reg: &mut Registry, now: Now) -> After {
+    pub(crate) fn after(&mut self, id: SessionId, reg: &mut Registry, now: Now) -> After {
         let Some(slot) = self.slots.get_mut(id) else {
             return After::Finished(None);
         };
@@ -462,7 +464,7 @@ impl PushManager {
     }
 
     /// Ends a session from outside its logic (a contained panic).
-    pub fn abort(&mut self, id: SessionId, why: &str) {
+    pub(crate) fn abort(&mut self, id: SessionId, why: &str) {
         if let Some(slot) = self.slots.get_mut(id) {
             slot.session.abort(why);
         }
@@ -470,7 +472,7 @@ impl PushManager {
     }
 
     /// Drops what every session of a stream has sent (the last GOP stays).
-    pub fn trim_feeds(&mut self) {
+    pub(crate) fn trim_feeds(&mut self) {
         for (stream, feed) in self.feeds.iter_mut() {
             let Some(subs) = self.subscribers.get(stream) else {
                 continue;
@@ -487,7 +489,7 @@ impl PushManager {
     }
 
     /// Whether a task changed state since the last call.
-    pub fn take_state_changed(&mut self) -> bool {
+    pub(crate) fn take_state_changed(&mut self) -> bool {
         std::mem::take(&mut self.state_changed)
     }
 

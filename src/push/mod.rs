@@ -10,11 +10,11 @@
 //! - [`manager`]: which tasks run, their sessions, reports, retries and
 //!   queue budgets (driven by the loop; `server::push_io` owns the sockets).
 
-pub mod feed;
-pub mod manager;
-pub mod pacing;
+pub(crate) mod feed;
+pub(crate) mod manager;
+pub(crate) mod pacing;
 pub mod request;
-pub mod session;
+pub(crate) mod session;
 pub mod task;
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-pub struct Pacer {
+pub(crate) struct Pacer {
     /// Bytes per second allowed.
     rate: f64,
     /// Bytes that may go at once.
@@ -25,7 +25,7 @@ const MAX_RATE: f64 = 1_000_000_000.0 / 8.0; // 1 Gb/s
 const HEADROOM: f64 = 3.0;
 
 impl Pacer {
-    pub fn new(burst_bytes: usize, now: Instant) -> Self {
+    pub(crate) fn new(burst_bytes: usize, now: Instant) -> Self {
         Pacer {
             rate: MIN_RATE,
             burst: burst_bytes as f64,
@@ -38,7 +38,7 @@ impl Pacer {
     }
 
     /// Counts bytes coming in (a frame's payload) to follow the stream's rate.
-    pub fn on_input(&mut self, bytes: usize, now: Instant) {
+    pub(crate) fn on_input(&mut self, bytes: usize, now: Instant) {
         self.input_bytes += bytes as u64;
         let span = now.saturating_duration_since(self.input_since);
         if span >= Duration::from_millis(500) {
@@ -61,7 +61,7 @@ impl Pacer {
     }
 
     /// May `bytes` go now? Takes the tokens if so.
-    pub fn try_send(&mut self, bytes: usize, now: Instant) -> bool {
+    pub(crate) fn try_send(&mut self, bytes: usize, now: Instant) -> bool {
         self.refill(now);
         if self.tokens >= bytes as f64 {
             self.tokens -= bytes as f64;
@@ -72,7 +72,7 @@ impl Pacer {
     }
 
     /// When `bytes` may go.
-    pub fn ready_at(&self, bytes: usize) -> Instant {
+    pub(crate) fn ready_at(&self, bytes: usize) -> Instant {
         let missing = (bytes as f64 - self.tokens).max(0.0);
         self.last + Duration::from_secs_f64(missing / self.rate)
     }

@@ -31,16 +31,16 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// Most bytes a destination may be behind before it drops to keyframes.
-pub const QUEUE_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const QUEUE_BYTES: usize = 8 * 1024 * 1024;
 /// What all destinations together may be behind: with many pushes each
 /// one's bound shrinks, so a kiln that falls behind drops frames instead of
 /// holding `QUEUE_BYTES` times the number of pushes.
-pub const QUEUE_BUDGET: usize = 256 * 1024 * 1024;
+pub(crate) const QUEUE_BUDGET: usize = 256 * 1024 * 1024;
 /// No destination's bound goes below this (a keyframe or two).
-pub const MIN_QUEUE_BYTES: usize = 256 * 1024;
+pub(crate) const MIN_QUEUE_BYTES: usize = 256 * 1024;
 
 /// Each destination's bound when `sessions` push sessions run.
-pub fn queue_bytes_for(sessions: usize) -> usize {
+pub(crate) fn queue_bytes_for(sessions: usize) -> usize {
     (QUEUE_BUDGET / sessions.max(1)).clamp(MIN_QUEUE_BYTES, QUEUE_BYTES)
 }
 
@@ -54,15 +54,15 @@ const DATAGRAM: usize = 1316;
 /// Datagrams per `sendmmsg`.
 const DATAGRAM_BATCH: usize = 64;
 /// From start to `pushing`.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A destination that takes nothing for this long has failed.
-pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a clean close may take.
-pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a session writes through: the I/O glue's socket, or a test's
 /// simulated destination.
-pub trait Wire {
+pub(crate) trait Wire {
     /// Writes as much of `bufs` (one byte stream, in order) as the
     /// transport takes now; `Ok(0)` when it takes nothing.
     fn write(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
@@ -75,7 +75,7 @@ pub trait Wire {
 
 /// How the glue reaches the destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Link {
+pub(crate) enum Link {
     /// TCP, with TLS to this server name when set.
     Tcp { tls: Option<String> },
     /// A connected UDP socket (multicast TTL when set), written only.
@@ -86,7 +86,7 @@ pub enum Link {
 
 /// What the manager learns from a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Report {
+pub(crate) enum Report {
     /// The destination accepted the stream.
     Pushing,
     /// The session is over: `None` for a clean end, else why it failed.
@@ -239,7 +239,7 @@ enum Output {
 }
 
 /// The stream a session starts from.
-pub struct StartMedia {
+pub(crate) struct StartMedia {
     pub stream: StreamId,
     pub tracks: Vec<Track>,
     /// The task's tracks among them.
@@ -248,7 +248,7 @@ pub struct StartMedia {
     pub from: u64,
 }
 
-pub struct PushSession {
+pub(crate) struct PushSession {
     pub key: TaskKey,
     pub stream: StreamId,
     link: Link,
@@ -272,7 +272,7 @@ pub struct PushSession {
 
 impl PushSession {
     /// A session for a task, starting from the stream's last GOP.
-    pub fn new(
+    pub(crate) fn new(
         key: TaskKey,
         destination: &Destination,
         stream_key: &str,
@@ -364,43 +364,44 @@ impl PushSession {
     }
 
     /// How the glue connects.
-    pub fn link(&self) -> &Link {
+    pub(crate) fn link(&self) -> &Link {
         &self.link
     }
 
     /// Whether the session sends RTMP (its feed cuts RTMP bodies).
-    pub fn is_rtmp(&self) -> bool {
+    pub(crate) fn is_rtmp(&self) -> bool {
         matches!(self.output, Output::Rtmp(_))
     }
 
     /// Where this session is in its feed (what it has not sent starts here).
-    pub fn position(&self) -> u64 {
+    pub(crate) fn position(&self) -> u64 {
         self.cursor.next
     }
 
     /// Applies a new bound (the number of sessions changed).
-    pub fn set_queue_bytes(&mut self, bytes: usize) {
+    pub(crate) fn set_queue_bytes(&mut self, bytes: usize) {
         self.cursor.set_max_bytes(bytes);
     }
 
-    pub fn has_reports(&self) -> bool {
+    pub(crate) fn has_reports(&self) -> bool {
         !self.reports.is_empty()
     }
 
-    pub fn poll_report(&mut self) -> Option<Report> {
+    pub(crate) fn poll_report(&mut self) -> Option<Report> {
         self.reports.pop_front()
     }
 
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.phase == Phase::Done
     }
 
-    pub fn dropped_frames(&self) -> u64 {
+    pub(crate) fn dropped_frames(&self) -> u64 {
         self.cursor.dropped_frames
     }
 
+    #[cfg(test)]
     /// Datagrams refused (nobody listening at a UDP destination).
-    pub fn refused_datagrams(&self) -> u64 {
+    pub(crate) fn refused_datagrams(&self) -> u64 {
         match &self.output {
             Output::Udp(u) => u.refused,
             _ => 0,
@@ -408,7 +409,7 @@ impl PushSession {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) is due.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let base = match self.phase {
             Phase::Done => return None,
             Phase::Connecting | Phase::Handshaking => self.started + CONNECT_TIMEOUT,
@@ -435,7 +436,7 @@ impl PushSession {
 
     /// Ends the session with an error from outside its own logic (a
     /// contained panic): the task records `why` and retries.
-    pub fn abort(&mut self, why: &str) {
+    pub(crate) fn abort(&mut self, why: &str) {
         self.fail(why.into());
     }
 
@@ -465,7 +466,7 @@ impl PushSession {
 
     /// The glue reached the destination: TCP connected (TLS, if any, runs
     /// inside the glue's transport), or the UDP socket is open.
-    pub fn handle_connected(&mut self, peer: SocketAddr, now: Instant) {
+    pub(crate) fn handle_connected(&mut self, peer: SocketAddr, now: Instant) {
         if self.phase != Phase::Connecting {
             return;
         }
@@ -495,14 +496,14 @@ impl PushSession {
     }
 
     /// No address of the destination could be reached (or resolved).
-    pub fn handle_connect_failed(&mut self, why: String) {
+    pub(crate) fn handle_connect_failed(&mut self, why: String) {
         if self.phase == Phase::Connecting {
             self.fail(why);
         }
     }
 
     /// Bytes the destination sent (RTMP).
-    pub fn handle_input(&mut self, data: &[u8], now: Instant) {
+    pub(crate) fn handle_input(&mut self, data: &[u8], now: Instant) {
         let Output::Rtmp(out) = &mut self.output else {
             return;
         };
@@ -531,7 +532,7 @@ impl PushSession {
     }
 
     /// A datagram from the destination (SRT).
-    pub fn handle_datagram(&mut self, from: SocketAddr, data: &[u8], now: Instant) {
+    pub(crate) fn handle_datagram(&mut self, from: SocketAddr, data: &[u8], now: Instant) {
         if let Output::Srt(srt) = &mut self.output {
             if let Some(c) = srt.caller.as_mut() {
                 c.handle_datagram(from, data, now);
@@ -541,7 +542,7 @@ impl PushSession {
     }
 
     /// The destination closed its side of the byte stream.
-    pub fn handle_peer_closed(&mut self) {
+    pub(crate) fn handle_peer_closed(&mut self) {
         match self.phase {
             Phase::Closing { .. } => self.phase = Phase::Done,
             _ => self.fail("the destination closed the connection".into()),
@@ -549,12 +550,12 @@ impl PushSession {
     }
 
     /// The transport failed (read error, TLS alert).
-    pub fn handle_transport_error(&mut self, why: String) {
+    pub(crate) fn handle_transport_error(&mut self, why: String) {
         self.fail(why);
     }
 
     /// The deadline from [`poll_timeout`](Self::poll_timeout) passed.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         if let Output::Srt(srt) = &mut self.output {
             if let Some(c) = srt.caller.as_mut() {
                 if c.poll_timeout().is_some_and(|t| t <= now) {
@@ -628,7 +629,7 @@ impl PushSession {
 
     /// The stream's tracks changed: re-select, and restart the muxer or
     /// send the RTMP headers again.
-    pub fn on_tracks(&mut self, tracks: Vec<Track>, selected: Vec<TrackId>) {
+    pub(crate) fn on_tracks(&mut self, tracks: Vec<Track>, selected: Vec<TrackId>) {
         self.cursor.select(&tracks, &selected);
         self.tracks = tracks;
         self.selected = selected;
@@ -668,7 +669,7 @@ impl PushSession {
 
     /// Frames were added to the feed: count them into the pacer and apply
     /// the drop policy.
-    pub fn on_frames(&mut self, feed: &Feed, now: Instant) {
+    pub(crate) fn on_frames(&mut self, feed: &Feed, now: Instant) {
         if matches!(self.phase, Phase::Closing { .. } | Phase::Done) {
             return;
         }
@@ -684,7 +685,7 @@ impl PushSession {
     /// task goes back to `ready`) or the task was stopped (`detached`).
     /// What is left goes out with the next transmits: for MPEG-TS and SRT
     /// the frames of the feed not sent yet, muxed now.
-    pub fn close(&mut self, detached: bool, feed: &Feed, now: Instant) {
+    pub(crate) fn close(&mut self, detached: bool, feed: &Feed, now: Instant) {
         self.detached |= detached;
         match self.phase {
             Phase::Done | Phase::Closing { .. } => return,
@@ -720,7 +721,7 @@ impl PushSession {
 
     /// Writes what the session has for the destination through `wire`:
     /// frames from the feed, protocol output, the tail of a close.
-    pub fn poll_transmit(&mut self, feed: &Feed, now: Instant, wire: &mut dyn Wire) {
+    pub(crate) fn poll_transmit(&mut self, feed: &Feed, now: Instant, wire: &mut dyn Wire) {
         match self.phase {
             Phase::Handshaking | Phase::Pushing | Phase::Closing { .. } => {}
             Phase::Connecting | Phase::Done => return,

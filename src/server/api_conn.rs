@@ -40,7 +40,7 @@ enum Phase {
     Closed,
 }
 
-pub struct ApiConn {
+pub(crate) struct ApiConn {
     transport: Transport,
     pub peer: SocketAddr,
     reader: RequestReader,
@@ -61,13 +61,13 @@ pub struct ApiConn {
 
 /// What the loop should do after an event.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Open,
     Closed,
 }
 
 impl ApiConn {
-    pub fn new(
+    pub(crate) fn new(
         stream: TcpStream,
         peer: SocketAddr,
         tls: Option<rustls::ServerConnection>,
@@ -93,10 +93,6 @@ impl ApiConn {
         }
     }
 
-    pub fn stream_mut(&mut self) -> &mut TcpStream {
-        self.transport.stream_mut()
-    }
-
     fn handshaking(&self) -> bool {
         self.transport.handshaking()
     }
@@ -106,7 +102,7 @@ impl ApiConn {
     }
 
     /// The one deadline of this connection.
-    pub fn deadline(&self) -> Instant {
+    pub(crate) fn deadline(&self) -> Instant {
         match self.phase {
             Phase::Lingering { until } => until,
             _ if self.pending_output() => self.last_activity + self.limits.idle_timeout,
@@ -122,7 +118,7 @@ impl ApiConn {
     ///
     /// `peer_closed`: the poller saw the client's FIN (reads then go to the
     /// end instead of stopping at a short read).
-    pub fn on_ready(&mut self, api: &mut Api, now: Instant, peer_closed: bool) -> Status {
+    pub(crate) fn on_ready(&mut self, api: &mut Api, now: Instant, peer_closed: bool) -> Status {
         if self.phase == Phase::Closed {
             return Status::Closed;
         }
@@ -137,7 +133,7 @@ impl ApiConn {
     }
 
     /// The deadline passed (the loop checked it is due).
-    pub fn on_deadline(&mut self, api: &mut Api, now: Instant) -> Status {
+    pub(crate) fn on_deadline(&mut self, api: &mut Api, now: Instant) -> Status {
         match self.phase {
             Phase::Lingering { .. } | Phase::Closed => {
                 self.phase = Phase::Closed;

@@ -11,53 +11,50 @@ use std::rc::Rc;
 /// The default budget: enough for hundreds of publishers mid-keyframe,
 /// far less than the 4,096 connections x 16 MiB that per-connection limits
 /// alone would allow.
-pub const DEFAULT_INGEST_BUDGET: usize = 128 * 1024 * 1024;
+pub(crate) const DEFAULT_INGEST_BUDGET: usize = 128 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
-pub struct IngestBudget {
+pub(crate) struct IngestBudget {
     used: Rc<Cell<usize>>,
     limit: usize,
 }
 
 impl IngestBudget {
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         IngestBudget {
             used: Rc::new(Cell::new(0)),
             limit,
         }
     }
 
-    pub fn share(&self) -> BudgetShare {
+    pub(crate) fn share(&self) -> BudgetShare {
         BudgetShare {
             budget: self.clone(),
             held: 0,
         }
     }
 
-    pub fn used(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
         self.used.get()
-    }
-
-    pub fn limit(&self) -> usize {
-        self.limit
     }
 }
 
 /// One connection's part of the budget.
 #[derive(Debug)]
-pub struct BudgetShare {
+pub(crate) struct BudgetShare {
     budget: IngestBudget,
     held: usize,
 }
 
 /// The budget is used up and this connection's holding grew.
 #[derive(Debug, PartialEq, Eq)]
-pub struct BudgetExhausted;
+pub(crate) struct BudgetExhausted;
 
 impl BudgetShare {
     /// Records that the connection now holds `held` bytes. An error when it
     /// grew and the server-wide total is past the limit: close it.
-    pub fn update(&mut self, held: usize) -> Result<(), BudgetExhausted> {
+    pub(crate) fn update(&mut self, held: usize) -> Result<(), BudgetExhausted> {
         let used = self.budget.used.get() - self.held + held;
         let grew = held > self.held;
         self.budget.used.set(used);

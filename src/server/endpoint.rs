@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// What every endpoint call gets.
-pub struct Cx<'a> {
+pub(crate) struct Cx<'a> {
     pub now: Instant,
     /// The endpoint's own token (its socket's registration).
     pub token: Token,
@@ -30,7 +30,7 @@ pub struct Cx<'a> {
 }
 
 /// A connection a listener accepted.
-pub struct Accepted {
+pub(crate) struct Accepted {
     pub service: Service,
     pub stream: TcpStream,
     pub peer: SocketAddr,
@@ -39,19 +39,13 @@ pub struct Accepted {
 
 /// What endpoint calls produced for the rest of the server.
 #[derive(Default)]
-pub struct Output {
+pub(crate) struct Output {
     /// What ingests did to their streams, in order.
     pub ingest: Vec<IngestOutput>,
     pub accepted: Vec<Accepted>,
 }
 
-impl Output {
-    pub fn is_empty(&self) -> bool {
-        self.ingest.is_empty() && self.accepted.is_empty()
-    }
-}
-
-pub trait Endpoint {
+pub(crate) trait Endpoint {
     /// The socket is ready (either direction; both are attempted).
     /// `peer_closed`: the poller saw the peer's FIN or an error.
     fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool);

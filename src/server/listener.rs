@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// How long a listener rests when the process is out of file descriptors.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
-pub struct Listener {
+pub(crate) struct Listener {
     service: Service,
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -22,7 +22,7 @@ pub struct Listener {
 }
 
 impl Listener {
-    pub fn new(
+    pub(crate) fn new(
         service: Service,
         listener: TcpListener,
         tls: Option<Arc<rustls::ServerConfig>>,

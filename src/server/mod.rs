@@ -14,18 +14,18 @@
 //! returns. The state file needs no flush: every change was written before
 //! it was answered.
 
-pub mod api_conn;
-pub mod budget;
-pub mod endpoint;
-pub mod listener;
-pub mod push_io;
-pub mod resolver;
-pub mod rtmp_ingest;
+pub(crate) mod api_conn;
+pub(crate) mod budget;
+pub(crate) mod endpoint;
+pub(crate) mod listener;
+pub(crate) mod push_io;
+pub(crate) mod resolver;
+pub(crate) mod rtmp_ingest;
 pub mod srt_ingest;
-pub mod timers;
-pub mod tokens;
-pub mod transport;
-pub mod ts_ingest;
+pub(crate) mod timers;
+pub(crate) mod tokens;
+pub(crate) mod transport;
+pub(crate) mod ts_ingest;
 
 use crate::api::{Api, Effect};
 use crate::clock::Now;

@@ -24,7 +24,7 @@ enum Socket {
     Udp(UdpSocket),
 }
 
-pub struct PushIo {
+pub(crate) struct PushIo {
     id: SessionId,
     link: Link,
     socket: Socket,
@@ -67,7 +67,7 @@ impl Wire for UdpWire<'_> {
 impl PushIo {
     /// The I/O of a new session: resolves its destination (at once when the
     /// host is an address or cached).
-    pub fn start(new: NewSession, cx: &mut Cx<'_>) -> Self {
+    pub(crate) fn start(new: NewSession, cx: &mut Cx<'_>) -> Self {
         let mut io = PushIo {
             id: new.id,
             link: new.link,

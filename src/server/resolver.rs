@@ -8,24 +8,24 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 
-pub struct Query {
+pub(crate) struct Query {
     pub token: Token,
     pub host: String,
     pub port: u16,
 }
 
-pub struct Answer {
+pub(crate) struct Answer {
     pub token: Token,
     pub result: Result<Vec<SocketAddr>, String>,
 }
 
-pub struct Resolver {
+pub(crate) struct Resolver {
     queries: Sender<Query>,
     answers: Receiver<Answer>,
 }
 
 impl Resolver {
-    pub fn start(waker: Arc<Waker>) -> std::io::Result<Resolver> {
+    pub(crate) fn start(waker: Arc<Waker>) -> std::io::Result<Resolver> {
         let (qtx, qrx) = mpsc::channel::<Query>();
         let (atx, arx) = mpsc::channel::<Answer>();
         std::thread::Builder::new()
@@ -62,7 +62,7 @@ impl Resolver {
     }
 
     /// An IP literal now, or `None` after asking the worker.
-    pub fn resolve(&self, token: Token, host: &str, port: u16) -> Option<Vec<SocketAddr>> {
+    pub(crate) fn resolve(&self, token: Token, host: &str, port: u16) -> Option<Vec<SocketAddr>> {
         let literal = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = literal.parse::<IpAddr>() {
             return Some(vec![SocketAddr::new(ip, port)]);
@@ -75,7 +75,7 @@ impl Resolver {
         None
     }
 
-    pub fn answers(&self) -> impl Iterator<Item = Answer> + '_ {
+    pub(crate) fn answers(&self) -> impl Iterator<Item = Answer> + '_ {
         self.answers.try_iter()
     }
 }

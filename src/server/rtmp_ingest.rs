@@ -21,7 +21,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The handshake and `publish` must be done within this.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub struct RtmpIngest {
+pub(crate) struct RtmpIngest {
     transport: Transport,
     pub peer: SocketAddr,
     session: ServerSession,
@@ -44,14 +44,14 @@ pub struct RtmpIngest {
 }
 
 /// The tcUrl's host: `rtmp://host[:port]/app...` -> `host`.
-pub fn tc_url_host(tc_url: &str) -> &str {
+pub(crate) fn tc_url_host(tc_url: &str) -> &str {
     let rest = tc_url.split_once("://").map_or(tc_url, |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or("");
     crate::api::access::host_without_port(authority)
 }
 
 impl RtmpIngest {
-    pub fn new(
+    pub(crate) fn new(
         stream: TcpStream,
         peer: SocketAddr,
         tls: Option<rustls::ServerConnection>,
@@ -80,21 +80,18 @@ impl RtmpIngest {
         }
     }
 
-    pub fn stream_mut(&mut self) -> &mut TcpStream {
-        self.transport.stream_mut()
-    }
-
-    pub fn deadline(&self) -> Instant {
+    pub(crate) fn deadline(&self) -> Instant {
         let idle = self.last_input + IDLE_TIMEOUT;
         self.setup_deadline.map_or(idle, |setup| setup.min(idle))
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.closed
-    }
-
     /// Reads what arrived, acts on the session's events, writes replies.
-    pub fn on_ready(&mut self, registry: &mut Registry, now: Instant, out: &mut IngestOutput) {
+    pub(crate) fn on_ready(
+        &mut self,
+        registry: &mut Registry,
+        now: Instant,
+        out: &mut IngestOutput,
+    ) {
         if self.closed {
             return;
         }
@@ -151,7 +148,7 @@ impl RtmpIngest {
     }
 
     /// The deadline passed (checked due by the loop).
-    pub fn on_deadline(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
+    pub(crate) fn on_deadline(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
         crate::info!(
             "rtmp {}: {}; closing",
             self.peer,
@@ -165,7 +162,7 @@ impl RtmpIngest {
     }
 
     /// Ends the session from our side (app restarted, server stopping).
-    pub fn close(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
+    pub(crate) fn close(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
         self.closed = true;
         self.transport.close_write();
         self.end(registry, out);

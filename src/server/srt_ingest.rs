@@ -154,10 +154,6 @@ impl SrtIngest {
         }
     }
 
-    pub fn socket_mut(&mut self) -> &mut UdpSocket {
-        &mut self.socket
-    }
-
     pub fn deadline(&self) -> Option<Instant> {
         self.listener.poll_timeout()
     }

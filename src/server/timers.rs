@@ -10,36 +10,28 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
-pub struct Timers {
+pub(crate) struct Timers {
     heap: BinaryHeap<Reverse<(Instant, usize)>>,
 }
 
 impl Timers {
-    pub fn schedule(&mut self, at: Instant, token: Token) {
+    pub(crate) fn schedule(&mut self, at: Instant, token: Token) {
         self.heap.push(Reverse((at, token.0)));
     }
 
     /// How long the poll may sleep.
-    pub fn timeout(&self, now: Instant) -> Option<Duration> {
+    pub(crate) fn timeout(&self, now: Instant) -> Option<Duration> {
         self.heap
             .peek()
             .map(|Reverse((at, _))| at.saturating_duration_since(now))
     }
 
     /// The next entry due at `now`, if any.
-    pub fn pop_due(&mut self, now: Instant) -> Option<Token> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Token> {
         match self.heap.peek() {
             Some(Reverse((at, _))) if *at <= now => self.heap.pop().map(|Reverse((_, t))| Token(t)),
             _ => None,
         }
-    }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
     }
 }
 

@@ -11,7 +11,7 @@ struct Slot<T> {
     value: T,
 }
 
-pub struct TokenTable<T> {
+pub(crate) struct TokenTable<T> {
     slab: Slab<Slot<T>>,
     next_generation: u32,
 }
@@ -31,18 +31,18 @@ fn split(token: Token) -> (usize, u32) {
 
 impl<T> TokenTable<T> {
     /// The token the next `insert` will return.
-    pub fn vacant_token(&self) -> Token {
+    pub(crate) fn vacant_token(&self) -> Token {
         Token(self.slab.vacant_key() | ((self.next_generation as usize) << 32))
     }
 
-    pub fn insert(&mut self, value: T) -> Token {
+    pub(crate) fn insert(&mut self, value: T) -> Token {
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1).max(1);
         let index = self.slab.insert(Slot { generation, value });
         Token(index | ((generation as usize) << 32))
     }
 
-    pub fn get(&self, token: Token) -> Option<&T> {
+    pub(crate) fn get(&self, token: Token) -> Option<&T> {
         let (index, generation) = split(token);
         self.slab
             .get(index)
@@ -50,7 +50,7 @@ impl<T> TokenTable<T> {
             .map(|s| &s.value)
     }
 
-    pub fn get_mut(&mut self, token: Token) -> Option<&mut T> {
+    pub(crate) fn get_mut(&mut self, token: Token) -> Option<&mut T> {
         let (index, generation) = split(token);
         self.slab
             .get_mut(index)
@@ -58,27 +58,12 @@ impl<T> TokenTable<T> {
             .map(|s| &mut s.value)
     }
 
-    pub fn remove(&mut self, token: Token) -> Option<T> {
+    pub(crate) fn remove(&mut self, token: Token) -> Option<T> {
         let (index, generation) = split(token);
         match self.slab.get(index) {
             Some(s) if s.generation == generation => Some(self.slab.remove(index).value),
             _ => None,
         }
-    }
-
-    pub fn len(&self) -> usize {
-        self.slab.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slab.is_empty()
-    }
-
-    pub fn tokens(&self) -> Vec<Token> {
-        self.slab
-            .iter()
-            .map(|(i, s)| Token(i | ((s.generation as usize) << 32)))
-            .collect()
     }
 }
 

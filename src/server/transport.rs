@@ -11,7 +11,7 @@ use std::io::{self, Read, Write};
 use std::net::Shutdown;
 
 /// Size of one read from the socket (or from rustls).
-pub const READ_CHUNK: usize = 16 * 1024;
+pub(crate) const READ_CHUNK: usize = 16 * 1024;
 
 thread_local! {
     /// The read buffer of every connection: the loop is single-threaded and
@@ -22,7 +22,7 @@ thread_local! {
 
 /// How a read ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadEnd {
+pub(crate) enum ReadEnd {
     /// Nothing more for now.
     WouldBlock,
     /// The peer closed its side (FIN, or TLS close_notify).
@@ -31,13 +31,13 @@ pub enum ReadEnd {
     Paused,
 }
 
-pub struct Transport {
+pub(crate) struct Transport {
     stream: TcpStream,
     tls: Option<Box<rustls::Connection>>,
 }
 
 impl Transport {
-    pub fn new(stream: TcpStream, tls: Option<rustls::ServerConnection>) -> Self {
+    pub(crate) fn new(stream: TcpStream, tls: Option<rustls::ServerConnection>) -> Self {
         Transport {
             stream,
             tls: tls.map(|c| Box::new(rustls::Connection::Server(c))),
@@ -45,7 +45,7 @@ impl Transport {
     }
 
     /// The client side (push outputs): TLS when `tls` is set.
-    pub fn client(stream: TcpStream, tls: Option<rustls::ClientConnection>) -> Self {
+    pub(crate) fn client(stream: TcpStream, tls: Option<rustls::ClientConnection>) -> Self {
         Transport {
             stream,
             tls: tls.map(|c| Box::new(rustls::Connection::Client(c))),
@@ -53,27 +53,27 @@ impl Transport {
     }
 
     /// Starts TLS as the client on an established connection.
-    pub fn with_client_tls(self, tls: rustls::ClientConnection) -> Self {
+    pub(crate) fn with_client_tls(self, tls: rustls::ClientConnection) -> Self {
         Transport {
             stream: self.stream,
             tls: Some(Box::new(rustls::Connection::Client(tls))),
         }
     }
 
-    pub fn stream_mut(&mut self) -> &mut TcpStream {
+    pub(crate) fn stream_mut(&mut self) -> &mut TcpStream {
         &mut self.stream
     }
 
-    pub fn is_tls(&self) -> bool {
+    pub(crate) fn is_tls(&self) -> bool {
         self.tls.is_some()
     }
 
-    pub fn handshaking(&self) -> bool {
+    pub(crate) fn handshaking(&self) -> bool {
         self.tls.as_ref().is_some_and(|t| t.is_handshaking())
     }
 
     /// The SNI name the TLS client asked for.
-    pub fn sni(&self) -> Option<&str> {
+    pub(crate) fn sni(&self) -> Option<&str> {
         match self.tls.as_deref() {
             Some(rustls::Connection::Server(s)) => s.server_name(),
             _ => None,
@@ -81,7 +81,7 @@ impl Transport {
     }
 
     /// Encrypted bytes rustls still has to send.
-    pub fn has_pending_tls(&self) -> bool {
+    pub(crate) fn has_pending_tls(&self) -> bool {
         self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
@@ -94,7 +94,7 @@ impl Transport {
     /// only say EAGAIN is saved (a third of an API request's syscalls). The
     /// one thing a short read can hide is a FIN that came with the data;
     /// callers pass `drain` true once the poller reported the peer's close.
-    pub fn read(
+    pub(crate) fn read(
         &mut self,
         drain: bool,
         mut sink: impl FnMut(&[u8]) -> bool,
@@ -171,7 +171,7 @@ impl Transport {
     /// Writes as much of `data` as the socket takes now; returns how many
     /// bytes were taken (for TLS: taken into rustls and flushed as far as
     /// possible). Errors are the connection's end.
-    pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match &mut self.tls {
             None => {
                 let mut done = 0;
@@ -213,7 +213,7 @@ impl Transport {
     /// Writes as much of `bufs`, in order, as the socket takes now: one
     /// `writev` per call on plain TCP (shared payloads go out without being
     /// copied into a per-connection buffer); through rustls with TLS.
-    pub fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    pub(crate) fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         if self.tls.is_some() {
             let mut done = 0;
             for b in bufs {
@@ -246,7 +246,7 @@ impl Transport {
     }
 
     /// Ends our side: TLS close_notify, then FIN. Reading may go on.
-    pub fn close_write(&mut self) {
+    pub(crate) fn close_write(&mut self) {
         if let Some(tls) = self.tls.as_mut() {
             tls.send_close_notify();
             let _ = tls.write_tls(&mut self.stream);

@@ -21,7 +21,7 @@ struct Session {
     last_datagram: Instant,
 }
 
-pub struct TsPort {
+pub(crate) struct TsPort {
     socket: UdpSocket,
     pub port: u16,
     quiet: Duration,
@@ -34,7 +34,7 @@ pub struct TsPort {
 
 /// The (vhost, app, stream name) a port feeds: the first application, in
 /// registry order, whose stream map has the port.
-pub fn mapped_stream(registry: &Registry, port: u16) -> Option<(String, String, String)> {
+pub(crate) fn mapped_stream(registry: &Registry, port: u16) -> Option<(String, String, String)> {
     registry.vhosts().iter().find_map(|v| {
         v.apps.iter().find_map(|a| {
             a.mpegts_streams()
@@ -46,7 +46,7 @@ pub fn mapped_stream(registry: &Registry, port: u16) -> Option<(String, String, 
 }
 
 impl TsPort {
-    pub fn new(socket: UdpSocket, port: u16, quiet: Duration, owner: u64) -> Self {
+    pub(crate) fn new(socket: UdpSocket, port: u16, quiet: Duration, owner: u64) -> Self {
         TsPort {
             socket,
             port,
@@ -58,19 +58,20 @@ impl TsPort {
         }
     }
 
-    pub fn socket_mut(&mut self) -> &mut UdpSocket {
-        &mut self.socket
-    }
-
-    pub fn stream(&self) -> Option<StreamId> {
+    pub(crate) fn stream(&self) -> Option<StreamId> {
         self.session.as_ref().map(|s| s.stream)
     }
 
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.session.as_ref().map(|s| s.last_datagram + self.quiet)
     }
 
-    pub fn on_ready(&mut self, registry: &mut Registry, now: Instant, out: &mut IngestOutput) {
+    pub(crate) fn on_ready(
+        &mut self,
+        registry: &mut Registry,
+        now: Instant,
+        out: &mut IngestOutput,
+    ) {
         loop {
             let n = match self.socket.recv_from(&mut self.buf) {
                 Ok((n, _)) => n,
@@ -143,7 +144,7 @@ impl TsPort {
 
     /// The quiet period passed (or the app restarted): the stream ends; the
     /// next datagram starts it again.
-    pub fn end(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
+    pub(crate) fn end(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
         if let Some(mut session) = self.session.take() {
             // The last PES of each track is complete only now.
             session.demuxer.flush();

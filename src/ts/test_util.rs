@@ -24,23 +24,23 @@ fn length_prefixed(units: &[Vec<u8>]) -> Bytes {
     Bytes::from(out)
 }
 
-pub fn h264_sps() -> Vec<u8> {
+pub(super) fn h264_sps() -> Vec<u8> {
     nal(&[0x67, 0x64, 0x00, 0x1F], 12, 1)
 }
-pub fn h264_pps() -> Vec<u8> {
+pub(super) fn h264_pps() -> Vec<u8> {
     nal(&[0x68], 4, 2)
 }
-pub fn h265_vps() -> Vec<u8> {
+pub(super) fn h265_vps() -> Vec<u8> {
     nal(&[0x40, 0x01], 20, 3)
 }
-pub fn h265_sps() -> Vec<u8> {
+pub(super) fn h265_sps() -> Vec<u8> {
     nal(&[0x42, 0x01], 30, 4)
 }
-pub fn h265_pps() -> Vec<u8> {
+pub(super) fn h265_pps() -> Vec<u8> {
     nal(&[0x44, 0x01], 6, 5)
 }
 
-pub fn video_track(id: TrackId, codec: Codec) -> Track {
+pub(super) fn video_track(id: TrackId, codec: Codec) -> Track {
     let config = match codec {
         Codec::H265 => CodecConfig::H265 {
             vps: vec![Bytes::from(h265_vps())],
@@ -66,7 +66,7 @@ pub fn video_track(id: TrackId, codec: Codec) -> Track {
     }
 }
 
-pub fn aac_track(id: TrackId) -> Track {
+pub(super) fn aac_track(id: TrackId) -> Track {
     // AAC-LC, 48 kHz (index 3), stereo.
     let config = CodecConfig::Aac {
         asc: aac::build_asc(2, 3, 2),
@@ -81,7 +81,7 @@ pub fn aac_track(id: TrackId) -> Track {
     }
 }
 
-pub fn opus_track(id: TrackId) -> Track {
+pub(super) fn opus_track(id: TrackId) -> Track {
     Track {
         id,
         codec: Codec::Opus,
@@ -95,7 +95,7 @@ pub fn opus_track(id: TrackId) -> Track {
     }
 }
 
-pub fn mp3_track(id: TrackId) -> Track {
+pub(super) fn mp3_track(id: TrackId) -> Track {
     Track {
         id,
         codec: Codec::Mp3,
@@ -112,7 +112,7 @@ pub fn mp3_track(id: TrackId) -> Track {
 /// `n` video frames at 25 fps from `start`, GOP of 10, with a B-frame-like
 /// PTS pattern; keyframes carry parameter sets in-band when `inband`.
 /// Frame 3 of each GOP is large (over 65535 bytes) when `big`.
-pub fn video_frames(
+pub(super) fn video_frames(
     track: TrackId,
     codec: Codec,
     n: usize,
@@ -185,14 +185,14 @@ fn audio_frames(
 }
 
 /// AAC frames at 48 kHz (1920 ticks each), raw access units.
-pub fn aac_frames(track: TrackId, n: usize, start: Ticks) -> Vec<Frame> {
+pub(super) fn aac_frames(track: TrackId, n: usize, start: Ticks) -> Vec<Frame> {
     audio_frames(track, n, start, 1920, |i| {
         nal(&[0x21], 100 + (i * 13) % 400, i as u8)
     })
 }
 
 /// Opus frames of 20 ms (TOC 0xFC: CELT FB 20 ms stereo, one frame).
-pub fn opus_frames(track: TrackId, n: usize, start: Ticks) -> Vec<Frame> {
+pub(super) fn opus_frames(track: TrackId, n: usize, start: Ticks) -> Vec<Frame> {
     audio_frames(track, n, start, 1800, |i| {
         nal(&[0xFC], 60 + (i * 29) % 300, i as u8)
     })
@@ -200,20 +200,20 @@ pub fn opus_frames(track: TrackId, n: usize, start: Ticks) -> Vec<Frame> {
 
 /// MP3 frames: MPEG-1 layer III, 128 kbit/s, 48 kHz, stereo (384 bytes,
 /// 1152 samples = 2160 ticks).
-pub fn mp3_frames(track: TrackId, n: usize, start: Ticks) -> Vec<Frame> {
+pub(super) fn mp3_frames(track: TrackId, n: usize, start: Ticks) -> Vec<Frame> {
     audio_frames(track, n, start, 2160, |i| {
         nal(&[0xFF, 0xFB, 0x94, 0x00], 380, i as u8)
     })
 }
 
 /// Merges frame lists by DTS (stable: ties keep list order).
-pub fn interleave(lists: Vec<Vec<Frame>>) -> Vec<Frame> {
+pub(super) fn interleave(lists: Vec<Vec<Frame>>) -> Vec<Frame> {
     let mut all: Vec<Frame> = lists.into_iter().flatten().collect();
     all.sort_by_key(|f| f.dts);
     all
 }
 
-pub fn mux_all(tracks: &[Track], frames: &[Frame]) -> Vec<u8> {
+pub(super) fn mux_all(tracks: &[Track], frames: &[Frame]) -> Vec<u8> {
     let mut muxer = Muxer::new(tracks).unwrap();
     let mut out = Vec::new();
     for f in frames {
@@ -223,7 +223,7 @@ pub fn mux_all(tracks: &[Track], frames: &[Frame]) -> Vec<u8> {
 }
 
 /// Demuxes `data` in chunks of the given sizes (cycled), then flushes.
-pub fn demux_all(data: &[u8], chunks: &[usize]) -> (Vec<Vec<Track>>, Vec<Frame>) {
+pub(super) fn demux_all(data: &[u8], chunks: &[usize]) -> (Vec<Vec<Track>>, Vec<Frame>) {
     let mut demuxer = Demuxer::new();
     let mut announcements = Vec::new();
     let mut frames = Vec::new();
@@ -250,7 +250,7 @@ pub fn demux_all(data: &[u8], chunks: &[usize]) -> (Vec<Vec<Track>>, Vec<Frame>)
 }
 
 /// The frames of one track.
-pub fn of_track(frames: &[Frame], track: TrackId) -> Vec<Frame> {
+pub(super) fn of_track(frames: &[Frame], track: TrackId) -> Vec<Frame> {
     frames
         .iter()
         .filter(|f| f.track == track)
@@ -259,7 +259,7 @@ pub fn of_track(frames: &[Frame], track: TrackId) -> Vec<Frame> {
 }
 
 /// Frames with their track renamed and timestamps shifted.
-pub fn renamed(frames: &[Frame], track: TrackId, shift: Ticks) -> Vec<Frame> {
+pub(super) fn renamed(frames: &[Frame], track: TrackId, shift: Ticks) -> Vec<Frame> {
     frames
         .iter()
         .map(|f| Frame {
