@@ -302,18 +302,25 @@ fn a_destination_that_never_answers_times_out_connecting() {
     );
 }
 
-#[test]
-fn a_stalled_destination_fails_after_30_s_and_drops_meanwhile() {
+/// An RTMP session pushing to a simulated destination, with the given
+/// bound on how far behind it may fall.
+fn pushing_rtmp(queue_bytes: usize) -> (Instant, Feed, PushSession, SimRtmp, SimWire) {
     let t0 = Instant::now();
     let mut feed = Feed::new(&tracks(), &[]);
     let mut s = start(&rtmp_destination(), &feed, t0);
     feed.enable_rtmp();
-    s.set_queue_bytes(1_000_000);
+    s.set_queue_bytes(queue_bytes);
     let mut dest = SimRtmp::new(None);
     let mut wire = SimWire::default();
     s.handle_connected(peer(), t0);
     settle(&mut s, &feed, &mut dest, &mut wire, t0);
     assert_eq!(reports(&mut s), vec![Report::Pushing]);
+    (t0, feed, s, dest, wire)
+}
+
+#[test]
+fn a_stalled_destination_fails_after_30_s_and_drops_meanwhile() {
+    let (t0, mut feed, mut s, _, mut wire) = pushing_rtmp(1_000_000);
     // The socket takes nothing from now on.
     wire.budget = Some(0);
     let mut now = t0;
@@ -346,16 +353,7 @@ fn a_stalled_destination_fails_after_30_s_and_drops_meanwhile() {
 
 #[test]
 fn a_slow_reader_skips_to_a_keyframe_and_plays_on() {
-    let t0 = Instant::now();
-    let mut feed = Feed::new(&tracks(), &[]);
-    let mut s = start(&rtmp_destination(), &feed, t0);
-    feed.enable_rtmp();
-    s.set_queue_bytes(300_000);
-    let mut dest = SimRtmp::new(None);
-    let mut wire = SimWire::default();
-    s.handle_connected(peer(), t0);
-    settle(&mut s, &feed, &mut dest, &mut wire, t0);
-    reports(&mut s);
+    let (t0, mut feed, mut s, mut dest, mut wire) = pushing_rtmp(300_000);
     for i in 0..600 {
         feed.push(frame(i));
         s.on_frames(&feed, t0);
