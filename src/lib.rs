@@ -12,6 +12,8 @@ pub mod api;
 pub mod clock;
 pub mod codec;
 pub mod config;
+pub mod fmp4;
+pub mod hls;
 pub mod http;
 pub mod media;
 pub(crate) mod metrics;

@@ -12,7 +12,7 @@ use common::*;
 use media::*;
 use std::time::Duration;
 
-fn ome_style(api: u16, rtmp: u16, srt: u16, vhosts: &str) -> String {
+fn ome_style(api: u16, rtmp: u16, srt: u16, llhls: u16, vhosts: &str) -> String {
     format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <Server version="8">
@@ -45,7 +45,7 @@ fn ome_style(api: u16, rtmp: u16, srt: u16, vhosts: &str) -> String {
 		</Providers>
 		<Publishers>
 			<OVT><Port>9000</Port></OVT>
-			<LLHLS><Port>13333</Port></LLHLS>
+			<LLHLS><Port>{llhls}</Port></LLHLS>
 		</Publishers>
 	</Bind>
 	<Managers>
@@ -136,9 +136,9 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
         "<VirtualHost><Name>extra</Name><Host><Names><Name>extra.test</Name></Names></Host></VirtualHost>",
     )
     .unwrap();
-    let (api, rtmp, srt) = (free_port(), free_port(), free_udp_port());
+    let (api, rtmp, srt, llhls) = (free_port(), free_port(), free_udp_port(), free_port());
     let config = dir.join("Server.xml");
-    std::fs::write(&config, ome_style(api, rtmp, srt, "VHost*.xml")).unwrap();
+    std::fs::write(&config, ome_style(api, rtmp, srt, llhls, "VHost*.xml")).unwrap();
     let mut s = Server {
         child: None,
         dir: dir.clone(),
@@ -157,7 +157,7 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
     for what in [
         "Server/Modules",
         "Server/Defaults",
-        "Publishers/LLHLS",
+        "Publishers/OVT",
         "Playlist",
     ] {
         assert!(log.contains(what), "no warning about {what}\n{log}");

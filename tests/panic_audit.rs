@@ -26,6 +26,8 @@ const FORBIDDEN: &[&str] = &[
 const TEST_ONLY_FILES: &[&str] = &[
     "srt/sim_tests.rs",
     "push/sim_tests.rs",
+    "fmp4/tests.rs",
+    "hls/tests.rs",
     "ts/test_util.rs",
     "config/tests.rs",
 ];

@@ -102,6 +102,10 @@ pub struct ProviderBinds {
     /// How long an MPEG-TS port may be quiet before its stream ends
     /// (`<MPEGTS><StreamTimeoutMs>`, kiln extension; default 5 s).
     pub mpegts_quiet: Duration,
+    /// `<Bind><Publishers><LLHLS><Port>` / `<TLSPort>`: the viewer listener
+    /// (LL-HLS and HLS).
+    pub llhls_port: Option<u16>,
+    pub llhls_tls_port: Option<u16>,
 }
 
 impl Default for ProviderBinds {
@@ -113,6 +117,8 @@ impl Default for ProviderBinds {
             srt_crypto: None,
             mpegts_ports: Vec::new(),
             mpegts_quiet: Duration::from_secs(5),
+            llhls_port: None,
+            llhls_tls_port: None,
         }
     }
 }
@@ -138,6 +144,8 @@ pub struct AppConfig {
     /// `<Providers><MPEGTS><StreamMap>`: (stream name pattern, ports).
     pub mpegts: Option<Vec<StreamMapEntry>>,
     pub push: bool,
+    /// `<Publishers><LLHLS>`: viewers may play the application's streams.
+    pub llhls: Option<crate::state::app::LlhlsSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -313,7 +321,17 @@ const UNSUPPORTED_SERVER: &[&str] = &[
     "Alert",
     "Analytics",
 ];
-const UNSUPPORTED_BIND: &[&str] = &["Publishers"];
+const UNSUPPORTED_BIND: &[&str] = &[];
+const UNSUPPORTED_BIND_PUBLISHERS: &[&str] = &[
+    "WebRTC",
+    "OVT",
+    "HLS",
+    "DASH",
+    "LLDASH",
+    "Thumbnail",
+    "SRT",
+    "WHEP",
+];
 const UNSUPPORTED_BIND_PROVIDERS: &[&str] = &[
     "WebRTC",
     "OVT",
@@ -343,7 +361,6 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "StreamWorkerCount",
     "OVT",
     "WebRTC",
-    "LLHLS",
     "HLS",
     "DASH",
     "LLDASH",
@@ -355,6 +372,16 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "SessionLoadBalancingThreadCount",
 ];
 const UNSUPPORTED_ORIGINS: &[&str] = &["Properties"];
+const UNSUPPORTED_LLHLS: &[&str] = &[
+    "CrossDomains",
+    "CacheControl",
+    "Dumps",
+    "DRM",
+    "OriginMode",
+    "ServerTimeBasedSegmentNumbering",
+    "DefaultQueryString",
+    "EnablePresetOption",
+];
 const UNSUPPORTED_ORIGIN_PASS: &[&str] = &["ForwardQueryParams"];
 
 /// (Port, TLSPort) of `<Bind><Managers><API>`.
@@ -463,6 +490,43 @@ impl Walker<'_> {
                 None
             }
         }
+    }
+
+    /// `<Publishers><LLHLS>` of an application.
+    fn llhls(&mut self, el: &Element, path: &str) -> crate::state::app::LlhlsSpec {
+        let mut spec = crate::state::app::LlhlsSpec::default();
+        self.children(el, path, UNSUPPORTED_LLHLS, &[], |w, c, p| {
+            let range = |w: &mut Self, v: Option<f64>, lo: f64, hi: f64| match v {
+                Some(v) if (lo..=hi).contains(&v) => Some(v),
+                Some(_) => {
+                    w.error(c, p, format!("must be {lo} to {hi} seconds"));
+                    None
+                }
+                None => None,
+            };
+            match c.name.as_str() {
+                "ChunkDuration" => {
+                    let v = w.number::<f64>(c, p);
+                    spec.chunk_duration = range(w, v, 0.1, 10.0);
+                }
+                "PartHoldBack" => {
+                    let v = w.number::<f64>(c, p);
+                    spec.part_hold_back = range(w, v, 0.0, 60.0);
+                }
+                "SegmentDuration" => {
+                    let v = w.number::<f64>(c, p);
+                    spec.segment_duration = range(w, v, 1.0, 60.0);
+                }
+                "SegmentCount" => match w.number::<u32>(c, p) {
+                    Some(n) if (3..=100).contains(&n) => spec.segment_count = Some(n),
+                    Some(_) => w.error(c, p, "must be 3 to 100"),
+                    None => {}
+                },
+                _ => return false,
+            }
+            true
+        });
+        spec
     }
 
     fn number<T: std::str::FromStr>(&mut self, el: &Element, path: &str) -> Option<T> {
@@ -670,6 +734,13 @@ impl Walker<'_> {
         }
         tcp.extend(config.providers.rtmp_port.map(|p| (p, "RTMP Port")));
         tcp.extend(config.providers.rtmp_tls_port.map(|p| (p, "RTMP TLSPort")));
+        tcp.extend(config.providers.llhls_port.map(|p| (p, "LLHLS Port")));
+        tcp.extend(
+            config
+                .providers
+                .llhls_tls_port
+                .map(|p| (p, "LLHLS TLSPort")),
+        );
         for i in 0..tcp.len() {
             for j in 0..i {
                 if tcp[i].0 == tcp[j].0 {
@@ -728,6 +799,22 @@ impl Walker<'_> {
                             true
                         });
                         api = Some((port, tls_port));
+                        true
+                    });
+                }
+                "Publishers" => {
+                    w.children(c, p, UNSUPPORTED_BIND_PUBLISHERS, &[], |w, c, p| {
+                        if c.name != "LLHLS" {
+                            return false;
+                        }
+                        w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                            match c.name.as_str() {
+                                "Port" => providers.llhls_port = w.tcp_port(c, p),
+                                "TLSPort" => providers.llhls_tls_port = w.tcp_port(c, p),
+                                _ => return false,
+                            }
+                            true
+                        });
                         true
                     });
                 }
@@ -1285,6 +1372,7 @@ impl Walker<'_> {
             srt: false,
             mpegts: None,
             push: false,
+            llhls: None,
         };
         let mut name = None;
         self.children(el, path, UNSUPPORTED_APP, &[], |w, c, p| {
@@ -1354,6 +1442,10 @@ impl Walker<'_> {
                     true
                 }),
                 "Publishers" => w.children(c, p, UNSUPPORTED_APP_PUBLISHERS, &[], |w, c, p| {
+                    if c.name == "LLHLS" {
+                        app.llhls = Some(w.llhls(c, p));
+                        return true;
+                    }
                     if c.name != "Push" {
                         return false;
                     }
@@ -1561,6 +1653,7 @@ impl AppConfig {
             },
             publishers: Publishers {
                 push: c.push.then(Empty::default),
+                llhls: c.llhls.clone(),
             },
         }
     }

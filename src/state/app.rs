@@ -119,6 +119,44 @@ pub struct StreamMapItem {
 pub struct Publishers {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<Empty>,
+    /// LL-HLS (and HLS) viewers: OME's `publishers.llhls`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llhls: Option<LlhlsSpec>,
+}
+
+/// An application's LL-HLS settings (seconds; unset: the defaults of
+/// DECISIONS section 9).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LlhlsSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_duration: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_hold_back: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_duration: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_count: Option<u32>,
+}
+
+impl LlhlsSpec {
+    /// The packager's settings (out-of-range values clamped).
+    pub fn config(&self) -> crate::hls::LlhlsConfig {
+        let d = crate::hls::LlhlsConfig::default();
+        let secs = |v: Option<f64>, lo: f64, hi: f64, default: std::time::Duration| {
+            v.filter(|v| v.is_finite()).map_or(default, |v| {
+                std::time::Duration::from_secs_f64(v.clamp(lo, hi))
+            })
+        };
+        crate::hls::LlhlsConfig {
+            part_target: secs(self.chunk_duration, 0.1, 10.0, d.part_target),
+            segment_target: secs(self.segment_duration, 1.0, 60.0, d.segment_target),
+            segment_count: self
+                .segment_count
+                .map_or(d.segment_count, |n| n.clamp(3, 100) as usize),
+            part_hold_back: secs(self.part_hold_back, 0.0, 60.0, d.part_hold_back),
+        }
+    }
 }
 
 /// Which kind of media an encode names.

@@ -1,0 +1,382 @@
+//! LL-HLS packaging of one live stream (DECISIONS section 9): each track is
+//! cut into CMAF parts (every `ChunkDuration`) and segments (from a video
+//! keyframe, at least `SegmentDuration`), held in memory once for every
+//! viewer, and described by OME-shaped playlists: a master with
+//! `EXT-X-MEDIA` for audio and one chunklist per track with parts, preload
+//! hints, rendition reports, program date-time and delta updates.
+//!
+//! Sans-IO: frames and `now` in; playlists, init sections, parts and
+//! segments out as shared [`Bytes`].
+
+pub mod playlist;
+
+use crate::fmp4::{self, Sample, NON_SYNC_SAMPLE, SYNC_SAMPLE};
+use crate::media::{Frame, MediaKind, Track, TrackId, TICKS_PER_SECOND};
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Per-application LL-HLS settings (`<Publishers><LLHLS>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlhlsConfig {
+    /// Part target (ChunkDuration).
+    pub part_target: Duration,
+    /// Segment target (SegmentDuration).
+    pub segment_target: Duration,
+    /// Segments kept (SegmentCount, at least 3).
+    pub segment_count: usize,
+    /// PartHoldBack; zero means 3 x the part target.
+    pub part_hold_back: Duration,
+}
+
+impl Default for LlhlsConfig {
+    fn default() -> Self {
+        LlhlsConfig {
+            part_target: Duration::from_millis(500),
+            segment_target: Duration::from_secs(6),
+            segment_count: 10,
+            part_hold_back: Duration::ZERO,
+        }
+    }
+}
+
+impl LlhlsConfig {
+    pub fn hold_back(&self) -> Duration {
+        if self.part_hold_back.is_zero() {
+            self.part_target * 3
+        } else {
+            self.part_hold_back
+        }
+    }
+}
+
+/// One part: a `moof` + `mdat`.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub data: Bytes,
+    /// Seconds.
+    pub duration: f64,
+    /// Starts with a keyframe (every audio part does).
+    pub independent: bool,
+}
+
+/// One segment: its parts, and once complete the parts joined.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// Media sequence number.
+    pub msn: u64,
+    pub parts: Vec<Part>,
+    /// Set when the segment is complete.
+    pub data: Option<Bytes>,
+    /// Unix ms of the segment's first sample (EXT-X-PROGRAM-DATE-TIME).
+    pub start_ms: i64,
+}
+
+impl Segment {
+    pub fn duration(&self) -> f64 {
+        self.parts.iter().map(|p| p.duration).sum()
+    }
+}
+
+/// One track's parts and segments.
+#[derive(Debug)]
+pub struct TrackOutput {
+    pub track: Track,
+    /// The fMP4 track id (1 for every track: one track per init section).
+    pub init: Bytes,
+    timescale: u32,
+    /// Complete segments and the one being built (last).
+    pub segments: VecDeque<Segment>,
+    /// Samples of the part being built, and their data.
+    pending: Vec<(Frame, u64)>,
+    /// The decode time (track timescale) of the first pending sample.
+    fragment_seq: u32,
+    /// Longest segment so far, seconds (TARGETDURATION).
+    pub max_segment: f64,
+    /// Last sample duration (estimates the next one).
+    last_duration: u32,
+    ended: bool,
+}
+
+impl TrackOutput {
+    fn new(track: Track) -> Result<Self, fmp4::Fmp4Error> {
+        let mut init = Vec::new();
+        fmp4::write_init(&track, 1, &mut init)?;
+        Ok(TrackOutput {
+            timescale: fmp4::timescale(&track),
+            track,
+            init: init.into(),
+            segments: VecDeque::new(),
+            pending: Vec::new(),
+            fragment_seq: 0,
+            max_segment: 0.0,
+            last_duration: 0,
+            ended: false,
+        })
+    }
+
+    pub fn kind(&self) -> MediaKind {
+        self.track.kind()
+    }
+
+    /// A decode time in this track's timescale.
+    fn to_scale(&self, ticks: i64) -> u64 {
+        (ticks.max(0) as u128 * u128::from(self.timescale) / TICKS_PER_SECOND as u128) as u64
+    }
+
+    /// The newest segment's sequence number and its number of parts.
+    pub fn last_part(&self) -> Option<(u64, usize)> {
+        let s = self.segments.back()?;
+        match s.parts.len() {
+            0 => self
+                .segments
+                .iter()
+                .rev()
+                .nth(1)
+                .map(|p| (p.msn, p.parts.len() - 1)),
+            n => Some((s.msn, n - 1)),
+        }
+    }
+
+    /// Whether part `part` of segment `msn` exists (or the segment is
+    /// complete, for `part` None).
+    pub fn has(&self, msn: u64, part: Option<usize>) -> bool {
+        let Some(s) = self.segments.iter().find(|s| s.msn == msn) else {
+            return self.segments.back().is_some_and(|b| b.msn > msn);
+        };
+        match part {
+            None => s.data.is_some(),
+            Some(p) => p < s.parts.len() || s.data.is_some(),
+        }
+    }
+
+    pub fn segment(&self, msn: u64) -> Option<&Segment> {
+        self.segments.iter().find(|s| s.msn == msn)
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Closes the part being built (when it has samples): `next_dts` is the
+    /// decode time of the sample after it (its last sample's end).
+    fn close_part(&mut self, next_dts: Option<i64>) -> bool {
+        if self.pending.is_empty() {
+            return false;
+        }
+        let mut samples = Vec::with_capacity(self.pending.len());
+        let mut data: Vec<&[u8]> = Vec::with_capacity(self.pending.len());
+        for (i, (f, dt)) in self.pending.iter().enumerate() {
+            let next = match self.pending.get(i + 1) {
+                Some((_, n)) => *n,
+                None => match next_dts {
+                    Some(t) => self.to_scale(t),
+                    None => dt + u64::from(self.last_duration.max(1)),
+                },
+            };
+            let duration = next.saturating_sub(*dt).min(u64::from(u32::MAX)) as u32;
+            let cts = f.pts.saturating_sub(f.dts) * i64::from(self.timescale) / TICKS_PER_SECOND;
+            samples.push(Sample {
+                duration,
+                size: f.data.len() as u32,
+                flags: if f.keyframe {
+                    SYNC_SAMPLE
+                } else {
+                    NON_SYNC_SAMPLE
+                },
+                cts_offset: cts.clamp(0, i64::from(i32::MAX)) as i32,
+            });
+            data.push(&f.data);
+        }
+        self.fragment_seq += 1;
+        let base = self.pending[0].1;
+        let mut out = Vec::new();
+        fmp4::write_fragment(&mut out, self.fragment_seq, 1, base, &samples, &data);
+        let ticks: u64 = samples.iter().map(|s| u64::from(s.duration)).sum();
+        let independent = self.pending[0].0.keyframe;
+        if let Some(last) = samples.last() {
+            self.last_duration = last.duration;
+        }
+        self.pending.clear();
+        if let Some(seg) = self.segments.back_mut() {
+            seg.parts.push(Part {
+                data: out.into(),
+                duration: ticks as f64 / f64::from(self.timescale),
+                independent,
+            });
+        }
+        true
+    }
+
+    /// Completes the segment being built.
+    fn close_segment(&mut self) {
+        if let Some(seg) = self.segments.back_mut() {
+            if seg.data.is_none() && !seg.parts.is_empty() {
+                let mut all = Vec::with_capacity(seg.parts.iter().map(|p| p.data.len()).sum());
+                for p in &seg.parts {
+                    all.extend_from_slice(&p.data);
+                }
+                seg.data = Some(all.into());
+                self.max_segment = self.max_segment.max(seg.duration());
+            }
+        }
+    }
+
+    fn open_segment(&mut self, msn: u64, start_ms: i64, keep: usize) {
+        self.segments.push_back(Segment {
+            msn,
+            parts: Vec::new(),
+            data: None,
+            start_ms,
+        });
+        while self.segments.len() > keep + 1 {
+            self.segments.pop_front();
+        }
+    }
+
+    fn pending_ticks(&self, upto: i64) -> u64 {
+        match self.pending.first() {
+            Some((_, first)) => self.to_scale(upto).saturating_sub(*first),
+            None => 0,
+        }
+    }
+}
+
+/// What changed after a frame: the parts and segments now complete (the
+/// blocked playlist requests waiting for them can be answered).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub new_part: bool,
+}
+
+/// A stream's LL-HLS outputs.
+#[derive(Debug)]
+pub struct StreamHls {
+    pub config: LlhlsConfig,
+    /// Fixed for the life of the stream (the URLs' `{key}`).
+    pub key: String,
+    pub tracks: Vec<TrackOutput>,
+    /// The decode time everything is counted from.
+    base_dts: Option<i64>,
+    /// Unix ms at `base_dts`.
+    base_ms: i64,
+    /// The decode time the current video segment started at (audio
+    /// segments follow it).
+    segment_start: Option<i64>,
+}
+
+impl StreamHls {
+    /// `tracks`: the stream's tracks; those fMP4 cannot carry are left out.
+    pub fn new(tracks: &[Track], config: LlhlsConfig, key: String, now_ms: i64) -> Self {
+        let tracks = tracks
+            .iter()
+            .filter_map(|t| TrackOutput::new(t.clone()).ok())
+            .collect();
+        StreamHls {
+            config,
+            key,
+            tracks,
+            base_dts: None,
+            base_ms: now_ms,
+            segment_start: None,
+        }
+    }
+
+    fn has_video(&self) -> bool {
+        self.tracks.iter().any(|t| t.kind() == MediaKind::Video)
+    }
+
+    pub fn track(&self, id: TrackId) -> Option<&TrackOutput> {
+        self.tracks.iter().find(|t| t.track.id == id)
+    }
+
+    /// Adds a frame; returns whether a part was completed.
+    pub fn push(&mut self, frame: &Frame) -> Progress {
+        let has_video = self.has_video();
+        let base = *self.base_dts.get_or_insert(frame.dts);
+        let dts = frame.dts - base;
+        let at_ms = self.base_ms + dts / (TICKS_PER_SECOND / 1000);
+        let part_target = self.config.part_target.as_secs_f64();
+        let seg_target =
+            (self.config.segment_target.as_secs_f64() * TICKS_PER_SECOND as f64) as i64;
+        let keep = self.config.segment_count.max(3);
+        let Some(i) = self.tracks.iter().position(|t| t.track.id == frame.track) else {
+            return Progress::default();
+        };
+        let is_video = self.tracks[i].kind() == MediaKind::Video;
+        // A new segment: video at a keyframe once the segment is long
+        // enough; audio when video has started one (same sequence number),
+        // or by its own length in a stream without video.
+        let video_msn = self
+            .tracks
+            .iter()
+            .find(|t| t.kind() == MediaKind::Video)
+            .and_then(|t| t.segments.back().map(|s| s.msn));
+        let t = &self.tracks[i];
+        let open: Option<u64> = if is_video {
+            let due =
+                t.segments.is_empty() || self.segment_start.is_none_or(|s| dts - s >= seg_target);
+            (frame.keyframe && due).then(|| t.segments.back().map_or(0, |s| s.msn + 1))
+        } else if has_video {
+            match (video_msn, t.segments.back(), self.segment_start) {
+                (Some(vm), last, Some(start))
+                    if dts >= start && last.is_none_or(|l| l.msn < vm) =>
+                {
+                    Some(vm)
+                }
+                _ => None,
+            }
+        } else {
+            let due = t
+                .segments
+                .back()
+                .is_none_or(|seg| (at_ms - seg.start_ms) as f64 * 90.0 >= seg_target as f64);
+            due.then(|| t.segments.back().map_or(0, |s| s.msn + 1))
+        };
+        if is_video && open.is_some() {
+            self.segment_start = Some(dts);
+        }
+        let t = &mut self.tracks[i];
+        if open.is_none() && t.segments.is_empty() {
+            // Before the first segment (video waits for a keyframe, audio
+            // for video): nothing to attach to.
+            return Progress::default();
+        }
+        let mut progress = Progress::default();
+        if let Some(msn) = open {
+            progress.new_part |= t.close_part(Some(dts));
+            t.close_segment();
+            t.open_segment(msn, at_ms, keep);
+        } else {
+            // Close the part when this frame would take it past the target.
+            let pending = t.pending_ticks(dts) as f64 / f64::from(t.timescale);
+            let next = f64::from(t.last_duration) / f64::from(t.timescale);
+            let last = t.pending.last().map(|(_, d)| *d);
+            let est = match last {
+                Some(l) => (t.to_scale(dts).saturating_sub(l)) as f64 / f64::from(t.timescale),
+                None => next,
+            };
+            if !t.pending.is_empty() && pending + est > part_target * 1.001 {
+                progress.new_part |= t.close_part(Some(dts));
+            }
+        }
+        let scaled = t.to_scale(dts);
+        let mut f = frame.clone();
+        f.dts = dts;
+        f.pts = frame.pts - base;
+        t.pending.push((f, scaled));
+        progress
+    }
+
+    /// The stream ended: the last parts and segments are completed.
+    pub fn end(&mut self) {
+        for t in &mut self.tracks {
+            t.close_part(None);
+            t.close_segment();
+            t.ended = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

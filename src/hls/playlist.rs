@@ -1,0 +1,248 @@
+//! LL-HLS playlists in OME's names (DECISIONS section 9) and RFC 8216bis's
+//! rules: the master playlist and one chunklist per track.
+
+use super::{StreamHls, TrackOutput};
+use crate::media::MediaKind;
+use std::fmt::Write;
+
+/// `video` or `audio`, as the URLs name a track's kind.
+pub fn kind_name(t: &TrackOutput) -> &'static str {
+    match t.kind() {
+        MediaKind::Video => "video",
+        _ => "audio",
+    }
+}
+
+pub fn chunklist_name(t: &TrackOutput, key: &str) -> String {
+    format!("chunklist_{}_{}_{key}_llhls.m3u8", t.track.id, kind_name(t))
+}
+
+pub fn init_name(t: &TrackOutput, key: &str) -> String {
+    format!("init_{}_{}_{key}_llhls.m4s", t.track.id, kind_name(t))
+}
+
+pub fn segment_name(t: &TrackOutput, msn: u64, key: &str) -> String {
+    format!("seg_{}_{msn}_{}_{key}_llhls.m4s", t.track.id, kind_name(t))
+}
+
+pub fn part_name(t: &TrackOutput, msn: u64, part: usize, key: &str) -> String {
+    format!(
+        "part_{}_{msn}_{part}_{}_{key}_llhls.m4s",
+        t.track.id,
+        kind_name(t)
+    )
+}
+
+/// A file the URLs name, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum File {
+    Master,
+    Chunklist { track: u32 },
+    Init { track: u32 },
+    Segment { track: u32, msn: u64 },
+    Part { track: u32, msn: u64, part: usize },
+}
+
+/// Parses a file name of a stream's URLs; the key must be the stream's.
+pub fn parse_file(name: &str, key: &str) -> Option<File> {
+    if name == "llhls.m3u8" {
+        return Some(File::Master);
+    }
+    let (stem, ext) = name.rsplit_once('.')?;
+    let stem = stem.strip_suffix("_llhls")?;
+    let mut fields: Vec<&str> = stem.split('_').collect();
+    if fields.len() < 4 || fields.pop()? != key {
+        return None;
+    }
+    let kind = fields.pop()?;
+    if kind != "video" && kind != "audio" {
+        return None;
+    }
+    let num = |s: &str| s.parse::<u64>().ok().filter(|_| s.len() <= 12);
+    let track = u32::try_from(num(fields.get(1)?)?).ok()?;
+    match (fields[0], fields.len(), ext) {
+        ("chunklist", 2, "m3u8") => Some(File::Chunklist { track }),
+        ("init", 2, "m4s") => Some(File::Init { track }),
+        ("seg", 3, "m4s") => Some(File::Segment {
+            track,
+            msn: num(fields[2])?,
+        }),
+        ("part", 4, "m4s") => Some(File::Part {
+            track,
+            msn: num(fields[2])?,
+            part: usize::try_from(num(fields[3])?).ok()?,
+        }),
+        _ => None,
+    }
+}
+
+fn target_duration(s: &StreamHls, t: &TrackOutput) -> u64 {
+    t.max_segment
+        .max(s.config.segment_target.as_secs_f64())
+        .ceil()
+        .max(1.0) as u64
+}
+
+/// The master playlist: video chunklist as the variant, audio as its
+/// `EXT-X-MEDIA` group (audio alone: the audio chunklist as the variant).
+pub fn master(s: &StreamHls) -> String {
+    let mut o = String::from("#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-INDEPENDENT-SEGMENTS\n");
+    let video = s.tracks.iter().find(|t| t.kind() == MediaKind::Video);
+    let audio = s.tracks.iter().find(|t| t.kind() == MediaKind::Audio);
+    let codecs: Vec<String> = [video, audio]
+        .into_iter()
+        .flatten()
+        .filter_map(|t| crate::fmp4::codecs_string(&t.track))
+        .collect();
+    let bandwidth: u64 = [video, audio]
+        .into_iter()
+        .flatten()
+        .map(|t| match t.track.bitrate {
+            0 if t.kind() == MediaKind::Video => 2_500_000,
+            0 => 128_000,
+            b => u64::from(b),
+        })
+        .sum();
+    if let (Some(_), Some(a)) = (video, audio) {
+        let _ = writeln!(
+            o,
+            "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio\",DEFAULT=YES,AUTOSELECT=YES,URI=\"{}\"",
+            chunklist_name(a, &s.key)
+        );
+    }
+    let Some(main) = video.or(audio) else {
+        return o;
+    };
+    let _ = write!(
+        o,
+        "#EXT-X-STREAM-INF:BANDWIDTH={bandwidth},CODECS=\"{}\"",
+        codecs.join(",")
+    );
+    if let Some(v) = video.and_then(|v| v.track.video) {
+        if v.width > 0 && v.height > 0 {
+            let _ = write!(o, ",RESOLUTION={}x{}", v.width, v.height);
+        }
+        if v.framerate > 0.0 {
+            let _ = write!(o, ",FRAME-RATE={:.3}", v.framerate);
+        }
+    }
+    if video.is_some() && audio.is_some() {
+        o.push_str(",AUDIO=\"audio\"");
+    }
+    let _ = writeln!(o, "\n{}", chunklist_name(main, &s.key));
+    o
+}
+
+/// A track's chunklist; `skip`: a delta update (`_HLS_skip=YES`).
+/// `utc_offset`: the zone program date-times are written in.
+pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) -> String {
+    let key = &s.key;
+    let target = target_duration(s, t);
+    let part_target = s.config.part_target.as_secs_f64();
+    let skip_until = 6 * target;
+    let first = t.segments.front().map_or(0, |f| f.msn);
+    let mut o = String::with_capacity(4096);
+    let _ = write!(
+        o,
+        "#EXTM3U\n#EXT-X-VERSION:10\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n\
+         #EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK={:.3},CAN-SKIP-UNTIL={skip_until}\n\
+         #EXT-X-PART-INF:PART-TARGET={part_target:.3}\n#EXT-X-MAP:URI=\"{}\"\n",
+        s.config.hold_back().as_secs_f64(),
+        init_name(t, key)
+    );
+    // Segments that end more than CAN-SKIP-UNTIL before the end may be
+    // skipped in a delta update.
+    let total: f64 = t.segments.iter().map(|x| x.duration()).sum();
+    let mut skipped = 0;
+    if skip {
+        let mut end = 0.0;
+        for seg in &t.segments {
+            end += seg.duration();
+            if seg.data.is_some() && total - end > skip_until as f64 {
+                skipped += 1;
+            } else {
+                break;
+            }
+        }
+        if skipped > 0 {
+            let _ = writeln!(o, "#EXT-X-SKIP:SKIPPED-SEGMENTS={skipped}");
+        }
+    }
+    // Parts are listed for the segments of the last three target
+    // durations (RFC 8216bis 4.4.4.9).
+    let mut from_end = 0.0;
+    let mut with_parts = t.segments.len();
+    for (i, seg) in t.segments.iter().enumerate().rev() {
+        from_end += seg.duration();
+        with_parts = i;
+        if from_end > 3.0 * target as f64 {
+            break;
+        }
+    }
+    for (i, seg) in t.segments.iter().enumerate().skip(skipped) {
+        if seg.parts.is_empty() {
+            continue;
+        }
+        if i < skipped {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "#EXT-X-PROGRAM-DATE-TIME:{}",
+            crate::clock::format_iso8601(seg.start_ms, utc_offset)
+        );
+        if i >= with_parts {
+            for (p, part) in seg.parts.iter().enumerate() {
+                let _ = write!(
+                    o,
+                    "#EXT-X-PART:DURATION={:.5},URI=\"{}\"",
+                    part.duration,
+                    part_name(t, seg.msn, p, key)
+                );
+                if part.independent {
+                    o.push_str(",INDEPENDENT=YES");
+                }
+                o.push('\n');
+            }
+        }
+        if seg.data.is_some() {
+            let _ = writeln!(
+                o,
+                "#EXTINF:{:.5},\n{}",
+                seg.duration(),
+                segment_name(t, seg.msn, key)
+            );
+        }
+    }
+    if t.is_ended() {
+        o.push_str("#EXT-X-ENDLIST\n");
+        return o;
+    }
+    if let Some(last) = t.segments.back() {
+        let next_part = if last.data.is_some() {
+            0
+        } else {
+            last.parts.len()
+        };
+        let msn = if last.data.is_some() {
+            last.msn + 1
+        } else {
+            last.msn
+        };
+        let _ = writeln!(
+            o,
+            "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"{}\"",
+            part_name(t, msn, next_part, key)
+        );
+    }
+    for other in s.tracks.iter().filter(|x| x.track.id != t.track.id) {
+        if let Some((msn, part)) = other.last_part() {
+            let _ = writeln!(
+                o,
+                "#EXT-X-RENDITION-REPORT:URI=\"{}\",LAST-MSN={msn},LAST-PART={part}",
+                chunklist_name(other, key)
+            );
+        }
+    }
+    o
+}

@@ -1,0 +1,262 @@
+use super::playlist::{self, File};
+use super::*;
+use crate::media::Frame;
+use crate::rtmp::flv::tests::{aac_track, h264_track};
+
+/// 30 fps video with a keyframe every second, and 48 kHz AAC (1024
+/// samples a frame), in decode order, for `seconds`.
+fn frames(seconds: u32) -> Vec<Frame> {
+    let mut out = Vec::new();
+    let (mut v, mut a) = (0u32, 0u32);
+    let end = i64::from(seconds) * 90_000;
+    loop {
+        let vt = 10_000 + i64::from(v) * 3000;
+        let at = 10_000 + i64::from(a) * 1920;
+        if vt >= end && at >= end {
+            break;
+        }
+        if vt <= at {
+            let key = v % 30 == 0;
+            let mut data = vec![0, 0, 0, 20, if key { 0x65 } else { 0x41 }];
+            data.extend_from_slice(&[v as u8; 19]);
+            out.push(Frame {
+                track: 1,
+                pts: vt + 3000,
+                dts: vt,
+                keyframe: key,
+                data: data.into(),
+            });
+            v += 1;
+        } else {
+            out.push(Frame {
+                track: 2,
+                pts: at,
+                dts: at,
+                keyframe: true,
+                data: vec![0x21; 10].into(),
+            });
+            a += 1;
+        }
+    }
+    out
+}
+
+fn stream(seconds: u32, config: LlhlsConfig) -> StreamHls {
+    let mut s = StreamHls::new(
+        &[h264_track(), aac_track()],
+        config,
+        "abcd1234".into(),
+        1_700_000_000_000,
+    );
+    for f in frames(seconds) {
+        s.push(&f);
+    }
+    s
+}
+
+/// The rules of RFC 8216bis a chunklist is held to here.
+fn check_chunklist(text: &str) {
+    let value = |tag: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(tag))
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse().ok())
+    };
+    let target = value("#EXT-X-TARGETDURATION:").expect("TARGETDURATION");
+    let part_target = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-PART-INF:PART-TARGET="))
+        .and_then(|v| v.parse::<f64>().ok())
+        .expect("PART-INF");
+    let mut msn = value("#EXT-X-MEDIA-SEQUENCE:").expect("MEDIA-SEQUENCE") as u64;
+    let mut first_part_of_segment = true;
+    for l in text.lines() {
+        if let Some(extinf) = l.strip_prefix("#EXTINF:") {
+            let d: f64 = extinf.trim_end_matches(',').parse().unwrap();
+            assert!(d.round() <= target, "EXTINF {d} > TARGETDURATION {target}");
+            first_part_of_segment = true;
+        } else if let Some(part) = l.strip_prefix("#EXT-X-PART:") {
+            let d: f64 = part
+                .split(',')
+                .find_map(|f| f.strip_prefix("DURATION="))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(
+                d <= part_target + 1e-6,
+                "part {d} > PART-TARGET {part_target}"
+            );
+            if first_part_of_segment {
+                assert!(part.contains("INDEPENDENT=YES"), "{l}");
+            }
+            first_part_of_segment = false;
+        } else if l.starts_with("seg_") {
+            match playlist::parse_file(l, "abcd1234") {
+                Some(File::Segment { msn: m, .. }) => {
+                    assert_eq!(m, msn, "media sequence numbers are continuous");
+                    msn += 1;
+                }
+                other => panic!("{l}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn segments_start_on_keyframes_and_parts_keep_their_target() {
+    let s = stream(20, LlhlsConfig::default());
+    let video = s.track(1).unwrap();
+    let audio = s.track(2).unwrap();
+    // 6 s segments from 1 s GOPs: 0-6, 6-12, 12-18, and 18- in progress.
+    let complete: Vec<f64> = video
+        .segments
+        .iter()
+        .filter(|x| x.data.is_some())
+        .map(|x| x.duration())
+        .collect();
+    assert_eq!(complete.len(), 3, "{complete:?}");
+    for d in complete {
+        assert!((d - 6.0).abs() < 1e-6, "{d}");
+    }
+    for seg in &video.segments {
+        assert!(seg.parts[0].independent);
+        for p in &seg.parts {
+            assert!(p.duration <= 0.5 + 1e-9, "{}", p.duration);
+        }
+    }
+    // Audio segments follow the video's, with the same numbers.
+    let msns = |t: &TrackOutput| t.segments.iter().map(|x| x.msn).collect::<Vec<_>>();
+    assert_eq!(msns(video), msns(audio));
+    for (v, a) in video.segments.iter().zip(&audio.segments) {
+        assert!((v.duration() - a.duration()).abs() < 0.05 || v.data.is_none());
+    }
+    check_chunklist(&playlist::chunklist(&s, video, false, 0));
+    check_chunklist(&playlist::chunklist(&s, audio, false, 0));
+}
+
+#[test]
+fn playlists_name_every_file_the_urls_serve() {
+    let s = stream(14, LlhlsConfig::default());
+    let master = playlist::master(&s);
+    assert!(
+        master.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\""),
+        "{master}"
+    );
+    assert!(
+        master.contains("CODECS=\"avc1.64001e,mp4a.40.2\""),
+        "{master}"
+    );
+    assert!(master.contains("chunklist_1_video_abcd1234_llhls.m3u8"));
+    let v = s.track(1).unwrap();
+    let text = playlist::chunklist(&s, v, false, 0);
+    assert!(text.contains("#EXT-X-MAP:URI=\"init_1_video_abcd1234_llhls.m4s\""));
+    assert!(text.contains(
+        "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=1.500,CAN-SKIP-UNTIL=36"
+    ));
+    assert!(
+        text.contains("#EXT-X-PROGRAM-DATE-TIME:2023-11-14T22:13:20.000+00:00"),
+        "{text}"
+    );
+    assert!(
+        text.contains("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part_1_2_"),
+        "{text}"
+    );
+    assert!(text.contains("#EXT-X-RENDITION-REPORT:URI=\"chunklist_2_audio_abcd1234_llhls.m3u8\""));
+    for name in text.lines().filter(|l| l.starts_with("seg_")).chain(
+        text.lines()
+            .filter_map(|l| l.split("URI=\"").nth(1))
+            .map(|u| u.split('"').next().unwrap()),
+    ) {
+        let file = playlist::parse_file(name, "abcd1234").unwrap_or_else(|| panic!("{name}"));
+        match file {
+            File::Segment { msn, .. } => assert!(v.segment(msn).unwrap().data.is_some()),
+            File::Part { msn, part, .. }
+                if !text.contains(&format!("PRELOAD-HINT:TYPE=PART,URI=\"{name}")) =>
+            {
+                assert!(v.has(msn, Some(part)), "{name}")
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        playlist::parse_file("part_1_2_3_video_wrongkey_llhls.m4s", "abcd1234"),
+        None
+    );
+    assert_eq!(playlist::parse_file("../llhls.m3u8", "abcd1234"), None);
+}
+
+#[test]
+fn delta_updates_skip_old_segments_and_the_end_is_marked() {
+    let mut s = stream(70, LlhlsConfig::default());
+    let v = s.track(1).unwrap();
+    let full = playlist::chunklist(&s, v, false, 0);
+    let delta = playlist::chunklist(&s, v, true, 0);
+    assert!(delta.contains("#EXT-X-SKIP:SKIPPED-SEGMENTS="), "{delta}");
+    assert!(delta.len() < full.len());
+    s.end();
+    let v = s.track(1).unwrap();
+    let text = playlist::chunklist(&s, v, false, 0);
+    assert!(text.ends_with("#EXT-X-ENDLIST\n"), "{text}");
+    assert!(!text.contains("PRELOAD-HINT"));
+    // SegmentCount (10) complete segments are kept.
+    assert!(v.segments.len() <= 11);
+}
+
+/// ffprobe reads the init section + segments of each track as one file:
+/// the codec, its size, every sample, and monotonic times.
+#[test]
+fn ffprobe_reads_the_segments() {
+    if std::process::Command::new("ffprobe")
+        .arg("-version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("KILN_REQUIRE_INTEROP").is_err(),
+            "ffprobe is required"
+        );
+        eprintln!("skipped: ffprobe not installed");
+        return;
+    }
+    let mut s = stream(20, LlhlsConfig::default());
+    s.end();
+    let dir = std::env::temp_dir().join(format!("kiln-hls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let all = frames(20);
+    for (t, codec) in [(1, "h264"), (2, "aac")] {
+        let expect = all.iter().filter(|f| f.track == t).count();
+        let track = s.track(t).unwrap();
+        let mut file = track.init.to_vec();
+        for seg in &track.segments {
+            file.extend_from_slice(seg.data.as_ref().unwrap());
+        }
+        let path = dir.join(format!("t{t}.mp4"));
+        std::fs::write(&path, &file).unwrap();
+        let out = std::process::Command::new("ffprobe")
+            .args(["-v", "error", "-count_packets", "-show_entries"])
+            .arg("stream=codec_name,width,height,nb_read_packets")
+            .args(["-show_entries", "packet=dts_time", "-of", "csv=p=0"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let dts: Vec<f64> = lines.iter().filter_map(|l| l.parse().ok()).collect();
+        assert!(dts.windows(2).all(|w| w[0] < w[1]), "monotonic");
+        let info = lines.last().unwrap();
+        assert!(info.starts_with(codec), "{info}");
+        assert!(
+            info.ends_with(&format!(",{expect}")),
+            "{info} (expected {expect} packets)"
+        );
+        if t == 1 {
+            assert!(info.contains("640,360"), "{info}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
