@@ -199,6 +199,23 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
             tls: Some(tls::server_config(vhost_certs.clone())),
         });
     }
+    if let Some(port) = config.providers.llhls_port {
+        listen.tcp.push(ListenerSpec {
+            service: Service::Viewer,
+            addr: SocketAddr::new(config.ip, port),
+            tls: None,
+        });
+    }
+    if let Some(port) = config.providers.llhls_tls_port {
+        if vhost_certs.hosts().is_empty() {
+            warn!("LL-HLS TLSPort {port}: no virtual host has a certificate yet; TLS handshakes fail until one does");
+        }
+        listen.tcp.push(ListenerSpec {
+            service: Service::Viewer,
+            addr: SocketAddr::new(config.ip, port),
+            tls: Some(tls::server_config(vhost_certs.clone())),
+        });
+    }
     for port in &config.providers.mpegts_ports {
         listen.mpegts.push(SocketAddr::new(config.ip, *port));
     }
@@ -292,7 +309,8 @@ fn load_certificates(config: &Config) -> Result<StartCerts, config::ConfigErrors
     // Vhost certificates serve the media-side TLS listeners (RTMPS); with
     // none configured they are not loaded, so a config that names files
     // only an LL-HLS or WebRTC TLS port would use (OME's samples) still runs.
-    let media_tls = config.providers.rtmp_tls_port.is_some();
+    let media_tls =
+        config.providers.rtmp_tls_port.is_some() || config.providers.llhls_tls_port.is_some();
     for v in &config.vhosts {
         if !media_tls {
             if v.spec.host.tls.is_some() {

@@ -8,7 +8,9 @@
 //! Sans-IO: frames and `now` in; playlists, init sections, parts and
 //! segments out as shared [`Bytes`].
 
+pub mod manager;
 pub mod playlist;
+pub mod serve;
 
 use crate::fmp4::{self, Sample, NON_SYNC_SAMPLE, SYNC_SAMPLE};
 use crate::media::{Frame, MediaKind, Track, TrackId, TICKS_PER_SECOND};
@@ -375,6 +377,73 @@ impl StreamHls {
             t.close_segment();
             t.ended = true;
         }
+    }
+}
+
+/// Drives the packager and the URL parser with arbitrary input (the fuzz
+/// target and a property test): frames of any timing and size, then every
+/// playlist and a file name made of the rest.
+pub mod fuzz {
+    use super::*;
+    use crate::media::{AudioParams, Codec, CodecConfig};
+
+    pub fn fuzz_packager(data: &[u8]) {
+        let video = Track {
+            id: 1,
+            codec: Codec::H264,
+            config: CodecConfig::H264 {
+                sps: vec![Bytes::from_static(&[0x67, 0x64, 0, 0x1f, 0xac])],
+                pps: vec![Bytes::from_static(&[0x68, 0xeb])],
+            },
+            video: None,
+            audio: None,
+            bitrate: 0,
+        };
+        let audio = Track {
+            id: 2,
+            codec: Codec::Aac,
+            config: CodecConfig::Aac {
+                asc: Bytes::from_static(&[0x12, 0x10]),
+            },
+            video: None,
+            audio: Some(AudioParams {
+                sample_rate: 48_000,
+                channels: 2,
+            }),
+            bitrate: 0,
+        };
+        let config = LlhlsConfig {
+            part_target: Duration::from_millis(200),
+            segment_target: Duration::from_secs(1),
+            segment_count: 3,
+            part_hold_back: Duration::ZERO,
+        };
+        let mut s = StreamHls::new(&[video, audio], config, "k".into(), 0);
+        let mut rest = data;
+        while rest.len() >= 6 {
+            let (head, tail) = rest.split_at(6);
+            let dts = i64::from(i16::from_be_bytes([head[0], head[1]])) * 1000;
+            let pts = dts + i64::from(head[2]) * 100;
+            let len = usize::from(head[4]).min(tail.len());
+            s.push(&Frame {
+                track: 1 + u32::from(head[3] & 1),
+                pts,
+                dts,
+                keyframe: head[3] & 2 != 0,
+                data: Bytes::copy_from_slice(&tail[..len]),
+            });
+            rest = &tail[len..];
+            if head[5] == 0xFF {
+                s.end();
+            }
+        }
+        let _ = playlist::master(&s);
+        for t in &s.tracks {
+            let _ = playlist::chunklist(&s, t, false, 0);
+            let _ = playlist::chunklist(&s, t, true, 3600);
+            let _ = t.last_part();
+        }
+        let _ = playlist::parse_file(&String::from_utf8_lossy(rest), "k");
     }
 }
 

@@ -76,10 +76,12 @@ pub fn parse_file(name: &str, key: &str) -> Option<File> {
     }
 }
 
+/// EXT-X-TARGETDURATION: every EXTINF rounded to the nearest integer is
+/// at most this (RFC 8216bis 4.4.3.1); never below the configured target.
 fn target_duration(s: &StreamHls, t: &TrackOutput) -> u64 {
     t.max_segment
-        .max(s.config.segment_target.as_secs_f64())
-        .ceil()
+        .round()
+        .max(s.config.segment_target.as_secs_f64().ceil())
         .max(1.0) as u64
 }
 

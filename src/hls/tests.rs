@@ -260,3 +260,10 @@ fn ffprobe_reads_the_segments() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+proptest::proptest! {
+    #[test]
+    fn any_frames_and_names_never_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4000)) {
+        super::fuzz::fuzz_packager(&data);
+    }
+}

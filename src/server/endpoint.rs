@@ -8,6 +8,7 @@
 use super::resolver::Resolver;
 use super::Service;
 use crate::api::Api;
+use crate::hls::manager::HlsManager;
 use crate::push::manager::PushManager;
 use crate::state::streams::{IngestOutput, StreamId};
 use mio::net::TcpStream;
@@ -24,6 +25,7 @@ pub(crate) struct Cx<'a> {
     pub poll: &'a mio::Registry,
     pub api: &'a mut Api,
     pub pushes: &'a mut PushManager,
+    pub hls: &'a mut HlsManager,
     pub resolver: &'a Resolver,
     pub tls_client: &'a Arc<rustls::ClientConfig>,
     pub out: &'a mut Output,

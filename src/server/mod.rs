@@ -26,10 +26,12 @@ pub(crate) mod timers;
 pub(crate) mod tokens;
 pub(crate) mod transport;
 pub(crate) mod ts_ingest;
+pub(crate) mod viewer_conn;
 
 use crate::api::{Api, Effect};
 use crate::clock::Now;
 use crate::config::ApiLimits;
+use crate::hls::manager::HlsManager;
 use crate::push::manager::{After, PushManager};
 use crate::push::task::TaskKey;
 use api_conn::ApiConn;
@@ -48,6 +50,7 @@ use std::time::{Duration, Instant};
 use timers::Timers;
 use tokens::TokenTable;
 use ts_ingest::TsPort;
+use viewer_conn::ViewerConn;
 
 const SIGNAL_TOKEN: Token = Token(usize::MAX);
 const WAKER_TOKEN: Token = Token(usize::MAX - 1);
@@ -56,12 +59,16 @@ const RETRY_TOKEN: Token = Token(usize::MAX - 2);
 /// Most RTMP(S) connections at once; beyond, accept and close at once (a
 /// flood must not take the descriptors the API and pushes need).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
+/// Most viewer connections at once.
+const MAX_VIEWER_CONNECTIONS: usize = 16_384;
 
 /// What a TCP listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Service {
     Api,
     Rtmp,
+    /// LL-HLS and HLS viewers.
+    Viewer,
 }
 
 /// A TCP listener to open: what it serves, where, and for TLS ports the
@@ -107,9 +114,11 @@ pub struct Server {
     timers: Timers,
     api: Api,
     pushes: PushManager,
+    hls: HlsManager,
     limits: ApiLimits,
     api_conns: usize,
     rtmp_conns: usize,
+    viewer_conns: usize,
     /// Bytes held in ingest buffers, all connections together.
     ingest_budget: budget::IngestBudget,
     shutdown: bool,
@@ -132,6 +141,8 @@ impl Server {
                 (Service::Api, true) => "API server listening on https",
                 (Service::Rtmp, false) => "RTMP ingest listening on rtmp",
                 (Service::Rtmp, true) => "RTMPS ingest listening on rtmps",
+                (Service::Viewer, false) => "LL-HLS viewers served on http",
+                (Service::Viewer, true) => "LL-HLS viewers served on https",
             };
             crate::info!("{what}://{}", listener.local_addr()?);
             let token = endpoints.vacant_token();
@@ -180,9 +191,11 @@ impl Server {
             timers: Timers::default(),
             api,
             pushes: PushManager::new(std::process::id()),
+            hls: HlsManager::default(),
             limits,
             api_conns: 0,
             rtmp_conns: 0,
+            viewer_conns: 0,
             ingest_budget: budget::IngestBudget::new(budget::DEFAULT_INGEST_BUDGET),
             shutdown: false,
             resolver: Resolver::start(waker)?,
@@ -302,6 +315,7 @@ impl Server {
             endpoints,
             api,
             pushes,
+            hls,
             resolver,
             tls_client,
             ..
@@ -315,6 +329,7 @@ impl Server {
             poll: poll.registry(),
             api,
             pushes,
+            hls,
             resolver,
             tls_client,
             out,
@@ -336,6 +351,11 @@ impl Server {
                     self.api.registry.streams.note_input(id, bytes as u64, now);
                 }
                 self.pushes.on_ingest(o, &mut self.api.registry, wall);
+                self.hls.on_ingest(o, &self.api.registry, wall);
+            }
+            // Viewers waiting for a part that now exists.
+            for io in self.hls.take_woken() {
+                self.call(Token(io), now, |ep, cx| ep.flush(cx));
             }
         }
         if !self.api.effects.is_empty() {
@@ -360,6 +380,7 @@ impl Server {
                         poll: self.poll.registry(),
                         api: &mut self.api,
                         pushes: &mut self.pushes,
+                        hls: &mut self.hls,
                         resolver: &self.resolver,
                         tls_client: &self.tls_client,
                         out: &mut out,
@@ -447,6 +468,7 @@ impl Server {
         match entry.endpoint.service() {
             Some(Service::Api) => self.api_conns -= 1,
             Some(Service::Rtmp) => self.rtmp_conns -= 1,
+            Some(Service::Viewer) => self.viewer_conns -= 1,
             None => {}
         }
     }
@@ -489,6 +511,7 @@ impl Server {
         let full = match service {
             Service::Api => self.api_conns >= self.limits.max_connections,
             Service::Rtmp => self.rtmp_conns >= MAX_RTMP_CONNECTIONS,
+            Service::Viewer => self.viewer_conns >= MAX_VIEWER_CONNECTIONS,
         };
         if full {
             // Over the cap: accepted and closed at once.
@@ -521,6 +544,10 @@ impl Server {
                     self.ingest_budget.share(),
                     now,
                 ))
+            }
+            Service::Viewer => {
+                self.viewer_conns += 1;
+                Box::new(ViewerConn::new(stream, peer, tls, now))
             }
         };
         self.endpoints.insert(Entry::new(endpoint));

@@ -70,6 +70,9 @@ pub struct ServerOptions {
     pub bind_ip: &'static str,
     /// Inside `<Bind><Providers><SRT>` after `<Port>` (e.g. `<Options>`).
     pub srt_options: String,
+    /// Serve viewers: the application's `<Publishers><LLHLS>` settings
+    /// (with the media ports, the LL-HLS port is opened too).
+    pub llhls: Option<String>,
 }
 
 impl Default for ServerOptions {
@@ -84,6 +87,7 @@ impl Default for ServerOptions {
             vhost_tls: None,
             bind_ip: "127.0.0.1",
             srt_options: String::new(),
+            llhls: None,
         }
     }
 }
@@ -105,6 +109,8 @@ pub struct MediaPorts {
     pub rtmps: u16,
     pub mpegts: u16,
     pub srt: u16,
+    /// The LL-HLS viewer port (0: none).
+    pub llhls: u16,
 }
 
 /// A free UDP port on 127.0.0.1.
@@ -150,11 +156,22 @@ pub fn write_config_with_media(
             media.mpegts
         ));
     }
-    let providers = if providers.is_empty() {
+    let mut providers = if providers.is_empty() {
         String::new()
     } else {
         format!("<Providers>{providers}</Providers>")
     };
+    if media.llhls != 0 {
+        providers.push_str(&format!(
+            "<Publishers><LLHLS><Port>{}</Port></LLHLS></Publishers>",
+            media.llhls
+        ));
+    }
+    let llhls_app = opts
+        .llhls
+        .as_ref()
+        .map(|s| format!("<LLHLS>{s}</LLHLS>"))
+        .unwrap_or_default();
     let stream_map = if media.mpegts != 0 {
         format!(
             "<MPEGTS><StreamMap><Stream><Name>ts_${{Port}}</Name><Port>{}</Port></Stream></StreamMap></MPEGTS>",
@@ -221,7 +238,7 @@ pub fn write_config_with_media(
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
         </Encodes></OutputProfile></OutputProfiles>
-        <Providers><RTMP/><SRT/>{stream_map}</Providers><Publishers><Push/></Publishers>
+        <Providers><RTMP/><SRT/>{stream_map}</Providers><Publishers><Push/>{llhls_app}</Publishers>
       </Application></Applications>
     </VirtualHost>
     {extra}
@@ -271,6 +288,7 @@ impl Server {
                     },
                     mpegts: free_udp_port(),
                     srt: free_udp_port(),
+                    llhls: if opts.llhls.is_some() { free_port() } else { 0 },
                 }
             } else {
                 MediaPorts::default()

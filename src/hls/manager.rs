@@ -1,0 +1,143 @@
+//! The LL-HLS outputs of every live stream whose application publishes
+//! LL-HLS, fed by the ingests, and the viewers waiting on them (blocking
+//! playlist reloads, preload-hinted parts). Sans-IO: the loop hands ingest
+//! output in and wakes the viewer connections this names.
+
+use super::{LlhlsConfig, StreamHls};
+use crate::clock::Now;
+use crate::state::streams::{IngestOutput, StreamId};
+use crate::state::Registry;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// How long an ended stream's playlists (with `EXT-X-ENDLIST`) stay.
+pub const ENDED_KEPT: Duration = Duration::from_secs(30);
+
+pub struct Output {
+    pub hls: StreamHls,
+    pub vhost: String,
+    pub app: String,
+    pub name: String,
+    /// When the stream ended.
+    pub ended: Option<Instant>,
+}
+
+#[derive(Default)]
+pub struct HlsManager {
+    outputs: HashMap<StreamId, Output>,
+    /// Stream -> viewer connections (loop handles) waiting for a part.
+    waiters: HashMap<StreamId, Vec<usize>>,
+    woken: Vec<usize>,
+}
+
+impl HlsManager {
+    /// Hands what an ingest produced to its stream's packager.
+    pub fn on_ingest(&mut self, out: &IngestOutput, reg: &Registry, now: Now) {
+        if let Some(id) = out.stream {
+            if out.tracks_changed {
+                self.start(id, reg, now);
+            }
+            if let Some(o) = self.outputs.get_mut(&id) {
+                let mut news = false;
+                for f in &out.frames {
+                    news |= o.hls.push(f).new_part;
+                }
+                if news {
+                    self.wake(id);
+                }
+            }
+        }
+        if let Some(id) = out.ended {
+            if let Some(o) = self.outputs.get_mut(&id) {
+                o.hls.end();
+                o.ended = Some(now.instant);
+                self.wake(id);
+            }
+        }
+        self.outputs
+            .retain(|_, o| o.ended.is_none_or(|at| now.instant < at + ENDED_KEPT));
+    }
+
+    /// A stream's tracks are known (or changed): a new packager, with a
+    /// new key (the URLs of the old tracks end).
+    fn start(&mut self, id: StreamId, reg: &Registry, now: Now) {
+        let Some(s) = reg.streams.get(id) else {
+            return;
+        };
+        let Some(app) = reg.app(&s.vhost, &s.app) else {
+            return;
+        };
+        let Some(spec) = &app.publishers.llhls else {
+            return;
+        };
+        if s.tracks().is_empty() {
+            return;
+        }
+        let config: LlhlsConfig = spec.config();
+        let key = format!(
+            "{:08x}",
+            (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now.unix_ms as u64) as u32
+        );
+        let mut hls = StreamHls::new(s.tracks(), config, key, now.unix_ms);
+        // Start from the stream's last GOP: a viewer plays at once.
+        for f in s.gop() {
+            hls.push(f);
+        }
+        self.outputs.insert(
+            id,
+            Output {
+                hls,
+                vhost: s.vhost.clone(),
+                app: s.app.clone(),
+                name: s.name.clone(),
+                ended: None,
+            },
+        );
+    }
+
+    /// The output a viewer names: a live stream (by its input or an output
+    /// name), else one that ended less than 30 s ago.
+    pub fn find(
+        &self,
+        reg: &Registry,
+        vhost: &str,
+        app: &str,
+        name: &str,
+    ) -> Option<(StreamId, &Output)> {
+        if let Some((id, _)) = reg.output_stream(vhost, app, name) {
+            if let Some(o) = self.outputs.get(&id) {
+                return Some((id, o));
+            }
+        }
+        self.outputs
+            .iter()
+            .find(|(_, o)| o.ended.is_some() && o.vhost == vhost && o.app == app && o.name == name)
+            .map(|(id, o)| (*id, o))
+    }
+
+    pub fn get(&self, id: StreamId) -> Option<&Output> {
+        self.outputs.get(&id)
+    }
+
+    /// A viewer connection waits for the next part of `stream`.
+    pub fn wait(&mut self, stream: StreamId, io: usize) {
+        let list = self.waiters.entry(stream).or_default();
+        if !list.contains(&io) {
+            list.push(io);
+        }
+    }
+
+    fn wake(&mut self, stream: StreamId) {
+        if let Some(list) = self.waiters.remove(&stream) {
+            self.woken.extend(list);
+        }
+    }
+
+    /// The viewer connections to wake (each once).
+    pub fn take_woken(&mut self) -> Vec<usize> {
+        let mut w = std::mem::take(&mut self.woken);
+        w.sort_unstable();
+        w.dedup();
+        w
+    }
+}

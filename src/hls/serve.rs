@@ -1,0 +1,212 @@
+//! Viewer requests (DECISIONS section 9): OME's URLs under
+//! `/{app}/{stream}/`, the vhost by `Host`, blocking playlist reloads and
+//! preload-hinted parts answered the moment they exist (the request is
+//! parked in the loop, no thread, no polling), 400 for more than two
+//! segments ahead, 503 after three target durations. Sans-IO: a request and
+//! `now` in, a reply or "wait for this stream" out.
+
+use super::manager::HlsManager;
+use super::playlist::{self, File};
+use super::TrackOutput;
+use crate::http::Request;
+use crate::media::MediaKind;
+use crate::state::streams::StreamId;
+use crate::state::Registry;
+use bytes::Bytes;
+use std::time::{Duration, Instant};
+
+pub const PLAYLIST: &str = "application/vnd.apple.mpegurl";
+
+/// What a viewer gets.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub cache_control: Option<&'static str>,
+    /// Shared with every viewer of the same file.
+    pub body: Bytes,
+}
+
+impl Reply {
+    fn error(status: u16, text: &str) -> Self {
+        Reply {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            cache_control: Some("no-cache, no-store"),
+            body: Bytes::from(format!("{text}\n")),
+        }
+    }
+
+    fn playlist(text: String, cache: &'static str) -> Self {
+        Reply {
+            status: 200,
+            content_type: PLAYLIST,
+            cache_control: Some(cache),
+            body: Bytes::from(text),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Answer {
+    Reply(Reply),
+    /// Park the request until `stream` has a new part (or `until`).
+    Wait {
+        stream: StreamId,
+        until: Instant,
+    },
+}
+
+fn query<'a>(target: &'a str, name: &str) -> Option<&'a str> {
+    let (_, q) = target.split_once('?')?;
+    q.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (k == name).then_some(v)
+    })
+}
+
+fn host_without_port(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+/// Answers a viewer's request. `parked`: when the request was first
+/// parked (a blocking reload asked again after a wake-up).
+pub fn answer(
+    req: &Request,
+    hls: &HlsManager,
+    reg: &Registry,
+    now: Instant,
+    parked: Option<Instant>,
+    utc_offset: i32,
+) -> Answer {
+    let reply = |r: Reply| Answer::Reply(r);
+    match req.method.as_str() {
+        "GET" | "HEAD" => {}
+        "OPTIONS" => {
+            return reply(Reply {
+                status: 204,
+                content_type: "text/plain",
+                cache_control: None,
+                body: Bytes::new(),
+            })
+        }
+        _ => return reply(Reply::error(405, "Method not allowed")),
+    }
+    let host = host_without_port(req.header_str("host").unwrap_or(""));
+    let Some(vhost) = reg.vhost_serving(host) else {
+        return reply(Reply::error(404, "No virtual host serves this host name"));
+    };
+    let mut parts = req.path().trim_start_matches('/').splitn(3, '/');
+    let (Some(app), Some(stream), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+        return reply(Reply::error(404, "Not found"));
+    };
+    let Some((id, out)) = hls.find(reg, &vhost.spec.name, app, stream) else {
+        return reply(Reply::error(404, "No such stream"));
+    };
+    let s = &out.hls;
+    let Some(file) = playlist::parse_file(file, &s.key) else {
+        return reply(Reply::error(404, "Not found"));
+    };
+    let track_of = |t: u32| s.track(t);
+    let media_type = |t: &TrackOutput| match t.kind() {
+        MediaKind::Video => "video/mp4",
+        _ => "audio/mp4",
+    };
+    let hold = |t: &TrackOutput| {
+        let target = t.max_segment.max(s.config.segment_target.as_secs_f64());
+        Duration::from_secs_f64(3.0 * target)
+    };
+    match file {
+        File::Master => reply(Reply::playlist(playlist::master(s), "no-cache, no-store")),
+        File::Chunklist { track } => {
+            let Some(t) = track_of(track) else {
+                return reply(Reply::error(404, "No such track"));
+            };
+            let skip = matches!(query(&req.target, "_HLS_skip"), Some("YES" | "v2"));
+            let msn = query(&req.target, "_HLS_msn").map(str::parse::<u64>);
+            let part = query(&req.target, "_HLS_part").map(str::parse::<usize>);
+            let (msn, part) = match (msn, part) {
+                (None, None) => {
+                    let text = playlist::chunklist(s, t, skip, utc_offset);
+                    return reply(Reply::playlist(text, "no-cache, no-store"));
+                }
+                (Some(Ok(m)), None) => (m, None),
+                (Some(Ok(m)), Some(Ok(p))) => (m, Some(p)),
+                _ => return reply(Reply::error(400, "Bad _HLS_msn / _HLS_part")),
+            };
+            if t.has(msn, part) || t.is_ended() {
+                let text = playlist::chunklist(s, t, skip, utc_offset);
+                return reply(Reply::playlist(text, "max-age=60"));
+            }
+            let last = t.segments.back().map_or(0, |x| x.msn);
+            if msn > last + 2 {
+                return reply(Reply::error(
+                    400,
+                    "_HLS_msn is more than two segments ahead",
+                ));
+            }
+            let since = parked.unwrap_or(now);
+            if now >= since + hold(t) {
+                return reply(Reply::error(503, "The part did not come in time"));
+            }
+            Answer::Wait {
+                stream: id,
+                until: since + hold(t),
+            }
+        }
+        File::Init { track } => match track_of(track) {
+            Some(t) => reply(Reply {
+                status: 200,
+                content_type: media_type(t),
+                cache_control: None,
+                body: t.init.clone(),
+            }),
+            None => reply(Reply::error(404, "No such track")),
+        },
+        File::Segment { track, msn } => match track_of(track).and_then(|t| {
+            let data = t.segment(msn)?.data.clone()?;
+            Some((t, data))
+        }) {
+            Some((t, data)) => reply(Reply {
+                status: 200,
+                content_type: media_type(t),
+                cache_control: None,
+                body: data,
+            }),
+            None => reply(Reply::error(404, "No such segment")),
+        },
+        File::Part { track, msn, part } => {
+            let Some(t) = track_of(track) else {
+                return reply(Reply::error(404, "No such track"));
+            };
+            if let Some(p) = t.segment(msn).and_then(|x| x.parts.get(part)) {
+                return reply(Reply {
+                    status: 200,
+                    content_type: media_type(t),
+                    cache_control: None,
+                    body: p.data.clone(),
+                });
+            }
+            // The preload-hinted part (the next one) is waited for.
+            let next = match t.segments.back() {
+                Some(last) if last.data.is_none() => (last.msn, last.parts.len()),
+                Some(last) => (last.msn + 1, 0),
+                None => (0, 0),
+            };
+            if (msn, part) != next || t.is_ended() {
+                return reply(Reply::error(404, "No such part"));
+            }
+            let since = parked.unwrap_or(now);
+            if now >= since + hold(t) {
+                return reply(Reply::error(503, "The part did not come in time"));
+            }
+            Answer::Wait {
+                stream: id,
+                until: since + hold(t),
+            }
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! One viewer connection (LL-HLS/HLS over HTTP or HTTPS): the glue between
+//! the socket, the sans-IO [`RequestReader`] and [`hls::serve`]. Requests
+//! are answered in order; one that must wait (a blocking playlist reload, a
+//! preload-hinted part) is parked until the stream's next part wakes the
+//! connection. Bodies are the packager's shared bytes, written with
+//! `writev` behind a per-response head: nothing is copied per viewer.
+
+use super::endpoint::{Cx, Endpoint};
+use super::transport::{ReadEnd, Transport};
+use super::Service;
+use crate::hls::serve::{self, Answer, Reply};
+use crate::http::response::reason;
+use crate::http::{ReaderLimits, Request, RequestReader};
+use bytes::Bytes;
+use mio::net::TcpStream;
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// A request head may take this long; a quiet keep-alive connection closes
+/// after `IDLE`.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+const IDLE: Duration = Duration::from_secs(30);
+/// Stop answering pipelined requests while this much output waits.
+const OUTPUT_HIGH_WATER: usize = 1024 * 1024;
+const LIMITS: ReaderLimits = ReaderLimits {
+    max_head_bytes: 8 * 1024,
+    max_body_bytes: 0,
+};
+
+struct Parked {
+    req: Request,
+    since: Instant,
+    until: Instant,
+}
+
+pub(crate) struct ViewerConn {
+    transport: Transport,
+    peer: SocketAddr,
+    reader: RequestReader,
+    out: VecDeque<Bytes>,
+    /// Bytes of `out[0]` already written.
+    out_off: usize,
+    out_bytes: usize,
+    parked: Option<Parked>,
+    last_activity: Instant,
+    /// Close once the output is written.
+    closing: bool,
+    closed: bool,
+}
+
+impl ViewerConn {
+    pub(crate) fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        tls: Option<rustls::ServerConnection>,
+        now: Instant,
+    ) -> Self {
+        ViewerConn {
+            transport: Transport::new(stream, tls),
+            peer,
+            reader: RequestReader::new(LIMITS),
+            out: VecDeque::new(),
+            out_off: 0,
+            out_bytes: 0,
+            parked: None,
+            last_activity: now,
+            closing: false,
+            closed: false,
+        }
+    }
+
+    fn read(&mut self, peer_closed: bool, now: Instant) {
+        let reader = &mut self.reader;
+        let result = self.transport.read(peer_closed, |data| {
+            reader.feed(data);
+            reader.buffered() <= 64 * 1024
+        });
+        match result {
+            Ok((got, end)) => {
+                if got {
+                    self.last_activity = now;
+                }
+                if end == ReadEnd::Closed {
+                    self.closing = true;
+                }
+            }
+            Err(e) => {
+                crate::debug!("viewer {}: read: {e}", self.peer);
+                self.closed = true;
+            }
+        }
+    }
+
+    /// Answers the parked request if it can be now, then every complete
+    /// request in order, until one must wait.
+    fn answer(&mut self, cx: &mut Cx<'_>) {
+        let offset = cx.api.utc_offset;
+        if let Some(p) = self.parked.take() {
+            match serve::answer(
+                &p.req,
+                cx.hls,
+                &cx.api.registry,
+                cx.now,
+                Some(p.since),
+                offset,
+            ) {
+                Answer::Reply(r) => self.queue(&p.req, &r),
+                Answer::Wait { stream, until } => {
+                    cx.hls.wait(stream, cx.token.0);
+                    self.parked = Some(Parked { until, ..p });
+                    return;
+                }
+            }
+        }
+        while !self.closed && self.out_bytes < OUTPUT_HIGH_WATER {
+            match self.reader.next_request() {
+                Ok(Some(req)) => {
+                    match serve::answer(&req, cx.hls, &cx.api.registry, cx.now, None, offset) {
+                        Answer::Reply(r) => self.queue(&req, &r),
+                        Answer::Wait { stream, until } => {
+                            cx.hls.wait(stream, cx.token.0);
+                            self.parked = Some(Parked {
+                                req,
+                                since: cx.now,
+                                until,
+                            });
+                            return;
+                        }
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    crate::debug!("viewer {}: {e}", self.peer);
+                    let r = Reply {
+                        status: e.status(),
+                        content_type: "text/plain; charset=utf-8",
+                        cache_control: None,
+                        body: Bytes::from(format!("{e}\n")),
+                    };
+                    self.push_head(&r, r.body.len(), true);
+                    self.push_body(r.body);
+                    self.closing = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn queue(&mut self, req: &Request, r: &Reply) {
+        crate::debug!(
+            "viewer {} {} {} -> {} ({} bytes)",
+            self.peer,
+            req.method,
+            req.target,
+            r.status,
+            r.body.len()
+        );
+        let close = !req.keep_alive() || self.closing;
+        self.push_head(r, r.body.len(), close);
+        if req.method != "HEAD" {
+            self.push_body(r.body.clone());
+        }
+        if close {
+            self.closing = true;
+        }
+    }
+
+    fn push_head(&mut self, r: &Reply, len: usize, close: bool) {
+        let mut h = format!(
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {len}\r\nAccess-Control-Allow-Origin: *\r\n",
+            r.status,
+            reason(r.status),
+            r.content_type
+        );
+        if r.status == 204 {
+            h.push_str("Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Headers: *\r\nAccess-Control-Max-Age: 86400\r\n");
+        }
+        if let Some(c) = r.cache_control {
+            h.push_str("Cache-Control: ");
+            h.push_str(c);
+            h.push_str("\r\n");
+        }
+        if close {
+            h.push_str("Connection: close\r\n");
+        }
+        h.push_str("\r\n");
+        self.push_body(Bytes::from(h));
+    }
+
+    fn push_body(&mut self, b: Bytes) {
+        if !b.is_empty() {
+            self.out_bytes += b.len();
+            self.out.push_back(b);
+        }
+    }
+
+    fn write(&mut self, now: Instant) {
+        while !self.out.is_empty() || self.transport.has_pending_tls() {
+            let mut slices = [IoSlice::new(&[]); 32];
+            let mut n = 0;
+            for (i, b) in self.out.iter().take(32).enumerate() {
+                slices[i] = IoSlice::new(if i == 0 { &b[self.out_off..] } else { &b[..] });
+                n += 1;
+            }
+            let written = match self.transport.write_vectored(&slices[..n]) {
+                Ok(w) => w,
+                Err(e) => {
+                    crate::debug!("viewer {}: write: {e}", self.peer);
+                    self.closed = true;
+                    return;
+                }
+            };
+            if written == 0 {
+                break;
+            }
+            self.last_activity = now;
+            self.consume(written);
+        }
+        if self.closing && self.out.is_empty() && self.parked.is_none() {
+            self.transport.close_write();
+            self.closed = true;
+        }
+    }
+
+    fn consume(&mut self, mut n: usize) {
+        self.out_bytes -= n;
+        while n > 0 {
+            let Some(front) = self.out.front() else {
+                return;
+            };
+            let left = front.len() - self.out_off;
+            if n < left {
+                self.out_off += n;
+                return;
+            }
+            n -= left;
+            self.out_off = 0;
+            self.out.pop_front();
+        }
+    }
+}
+
+impl Endpoint for ViewerConn {
+    fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool) {
+        self.read(peer_closed, cx.now);
+        self.answer(cx);
+        self.write(cx.now);
+    }
+
+    fn timeout(&mut self, cx: &mut Cx<'_>) {
+        if self.parked.as_ref().is_some_and(|p| cx.now >= p.until) {
+            // Answered 503 now.
+            self.answer(cx);
+            self.write(cx.now);
+            return;
+        }
+        if self.parked.is_none() {
+            self.closed = true;
+        }
+    }
+
+    fn flush(&mut self, cx: &mut Cx<'_>) {
+        self.answer(cx);
+        self.write(cx.now);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match &self.parked {
+            Some(p) => Some(p.until),
+            None if self.reader.in_head() => Some(self.last_activity + HEAD_TIMEOUT),
+            None => Some(self.last_activity + IDLE),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn deregister(&mut self, poll: &mio::Registry) {
+        let _ = poll.deregister(self.transport.stream_mut());
+    }
+
+    fn abort(&mut self, _cx: &mut Cx<'_>) {
+        self.closed = true;
+    }
+
+    fn service(&self) -> Option<Service> {
+        Some(Service::Viewer)
+    }
+}
