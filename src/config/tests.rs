@@ -97,13 +97,12 @@ fn good_config_loads() {
     assert_eq!(app.output_profiles[0].encodes.len(), 2);
     assert_eq!(app.mpegts.as_ref().unwrap()[0].ports, vec![4000, 4001]);
     assert_eq!(c.state_file, PathBuf::from("/etc/kiln/kiln-state.json"));
-    // Type, WorkerCount, WebRTC (x2), LLHLS are warned about.
+    // Type, WorkerCount, WebRTC (x2) are warned about; LLHLS is applied.
     let warned: Vec<&str> = loaded.warnings.iter().map(|w| w.path.as_str()).collect();
     assert!(warned.contains(&"Server/Type"), "{warned:?}");
     assert!(warned.contains(&"Server/Bind/Managers/API/WorkerCount"));
     assert!(warned.contains(&"Server/Bind/Providers/WebRTC"));
-    assert!(warned
-        .contains(&"Server/VirtualHosts/VirtualHost/Applications/Application/Publishers/LLHLS"));
+    assert_eq!(app.llhls, Some(crate::state::app::LlhlsSpec::default()));
 }
 
 #[test]
@@ -364,7 +363,6 @@ fn ome_style_config_loads_with_one_warning_per_unapplied_element() {
         "Server/StunServer",
         "Server/Modules",
         "Server/Defaults",
-        "Server/Bind/Publishers",
         "Server/Bind/Providers/RTMP/WorkerCount",
         "SRTO_LATENCY",
         "OutputProfiles/HWAccels",
@@ -372,7 +370,7 @@ fn ome_style_config_loads_with_one_warning_per_unapplied_element() {
         "encode [video_720] transcodes",
         "encode [opus_audio]: only <BypassIfMatch><Codec> is checked",
         "Providers/OVT",
-        "Publishers/LLHLS",
+        "Publishers/AppWorkerCount",
     ] {
         assert!(has(want), "no warning about {want}: {warnings:#?}");
     }

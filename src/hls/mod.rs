@@ -62,14 +62,15 @@ pub struct Part {
     pub independent: bool,
 }
 
-/// One segment: its parts, and once complete the parts joined.
+/// One segment: its parts (a segment is served as its parts back to back:
+/// the bytes are held once).
 #[derive(Debug, Clone)]
 pub struct Segment {
     /// Media sequence number.
     pub msn: u64,
     pub parts: Vec<Part>,
-    /// Set when the segment is complete.
-    pub data: Option<Bytes>,
+    /// The segment is complete (it has its EXTINF).
+    pub complete: bool,
     /// Unix ms of the segment's first sample (EXT-X-PROGRAM-DATE-TIME).
     pub start_ms: i64,
 }
@@ -147,13 +148,19 @@ impl TrackOutput {
             return self.segments.back().is_some_and(|b| b.msn > msn);
         };
         match part {
-            None => s.data.is_some(),
-            Some(p) => p < s.parts.len() || s.data.is_some(),
+            None => s.complete,
+            Some(p) => p < s.parts.len() || s.complete,
         }
     }
 
     pub fn segment(&self, msn: u64) -> Option<&Segment> {
         self.segments.iter().find(|s| s.msn == msn)
+    }
+
+    /// A complete segment's bytes: its parts, in order.
+    pub fn segment_data(&self, msn: u64) -> Option<Vec<Bytes>> {
+        let s = self.segment(msn).filter(|s| s.complete)?;
+        Some(s.parts.iter().map(|p| p.data.clone()).collect())
     }
 
     pub fn is_ended(&self) -> bool {
@@ -213,12 +220,8 @@ impl TrackOutput {
     /// Completes the segment being built.
     fn close_segment(&mut self) {
         if let Some(seg) = self.segments.back_mut() {
-            if seg.data.is_none() && !seg.parts.is_empty() {
-                let mut all = Vec::with_capacity(seg.parts.iter().map(|p| p.data.len()).sum());
-                for p in &seg.parts {
-                    all.extend_from_slice(&p.data);
-                }
-                seg.data = Some(all.into());
+            if !seg.complete && !seg.parts.is_empty() {
+                seg.complete = true;
                 self.max_segment = self.max_segment.max(seg.duration());
             }
         }
@@ -228,7 +231,7 @@ impl TrackOutput {
         self.segments.push_back(Segment {
             msn,
             parts: Vec::new(),
-            data: None,
+            complete: false,
             start_ms,
         });
         while self.segments.len() > keep + 1 {

@@ -160,7 +160,7 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
         let mut end = 0.0;
         for seg in &t.segments {
             end += seg.duration();
-            if seg.data.is_some() && total - end > skip_until as f64 {
+            if seg.complete && total - end > skip_until as f64 {
                 skipped += 1;
             } else {
                 break;
@@ -207,7 +207,7 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
                 o.push('\n');
             }
         }
-        if seg.data.is_some() {
+        if seg.complete {
             let _ = writeln!(
                 o,
                 "#EXTINF:{:.5},\n{}",
@@ -221,12 +221,8 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
         return o;
     }
     if let Some(last) = t.segments.back() {
-        let next_part = if last.data.is_some() {
-            0
-        } else {
-            last.parts.len()
-        };
-        let msn = if last.data.is_some() {
+        let next_part = if last.complete { 0 } else { last.parts.len() };
+        let msn = if last.complete {
             last.msn + 1
         } else {
             last.msn

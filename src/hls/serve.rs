@@ -23,8 +23,18 @@ pub struct Reply {
     pub status: u16,
     pub content_type: &'static str,
     pub cache_control: Option<&'static str>,
-    /// Shared with every viewer of the same file.
-    pub body: Bytes,
+    /// Shared with every viewer of the same file (a segment: its parts).
+    pub body: Vec<Bytes>,
+}
+
+impl Reply {
+    pub fn len(&self) -> usize {
+        self.body.iter().map(|b| b.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.body.iter().all(|b| b.is_empty())
+    }
 }
 
 impl Reply {
@@ -33,7 +43,7 @@ impl Reply {
             status,
             content_type: "text/plain; charset=utf-8",
             cache_control: Some("no-cache, no-store"),
-            body: Bytes::from(format!("{text}\n")),
+            body: vec![Bytes::from(format!("{text}\n"))],
         }
     }
 
@@ -42,7 +52,7 @@ impl Reply {
             status: 200,
             content_type: PLAYLIST,
             cache_control: Some(cache),
-            body: Bytes::from(text),
+            body: vec![Bytes::from(text)],
         }
     }
 }
@@ -90,7 +100,7 @@ pub fn answer(
                 status: 204,
                 content_type: "text/plain",
                 cache_control: None,
-                body: Bytes::new(),
+                body: Vec::new(),
             })
         }
         _ => return reply(Reply::error(405, "Method not allowed")),
@@ -162,12 +172,12 @@ pub fn answer(
                 status: 200,
                 content_type: media_type(t),
                 cache_control: None,
-                body: t.init.clone(),
+                body: vec![t.init.clone()],
             }),
             None => reply(Reply::error(404, "No such track")),
         },
         File::Segment { track, msn } => match track_of(track).and_then(|t| {
-            let data = t.segment(msn)?.data.clone()?;
+            let data = t.segment_data(msn)?;
             Some((t, data))
         }) {
             Some((t, data)) => reply(Reply {
@@ -187,12 +197,12 @@ pub fn answer(
                     status: 200,
                     content_type: media_type(t),
                     cache_control: None,
-                    body: p.data.clone(),
+                    body: vec![p.data.clone()],
                 });
             }
             // The preload-hinted part (the next one) is waited for.
             let next = match t.segments.back() {
-                Some(last) if last.data.is_none() => (last.msn, last.parts.len()),
+                Some(last) if !last.complete => (last.msn, last.parts.len()),
                 Some(last) => (last.msn + 1, 0),
                 None => (0, 0),
             };

@@ -1,5 +1,5 @@
 //! The poll loop: one `mio::Poll` on one thread owns every socket. Endpoints
-//! (listeners, API connections, ingest sessions, push I/O) all implement
+//! (listeners, API and viewer connections, ingest sessions, push I/O) all implement
 //! [`Endpoint`] and live in a generation-checked [`TokenTable`]; deadlines
 //! live in [`Timers`], and the poll sleeps until the nearest one. Sockets
 //! are edge-triggered: each endpoint reads and writes until `WouldBlock`,
@@ -8,7 +8,9 @@
 //! Media flows ingest -> registry (tracks, GOP) -> the
 //! [`PushManager`], which feeds the stream's push sessions; the loop makes
 //! the sessions' I/O ([`push_io::PushIo`]) and lets each woken session
-//! transmit, then hands its reports back to the manager.
+//! transmit, then hands its reports back to the manager. The same ingest
+//! output feeds the [`HlsManager`] (LL-HLS parts), which names the viewer
+//! connections waiting for a part; the loop wakes them.
 //!
 //! SIGINT and SIGTERM end the loop: endpoints are dropped (closed) and `run`
 //! returns. The state file needs no flush: every change was written before

@@ -133,14 +133,15 @@ impl ViewerConn {
                 Ok(None) => return,
                 Err(e) => {
                     crate::debug!("viewer {}: {e}", self.peer);
+                    let body = Bytes::from(format!("{e}\n"));
                     let r = Reply {
                         status: e.status(),
                         content_type: "text/plain; charset=utf-8",
                         cache_control: None,
-                        body: Bytes::from(format!("{e}\n")),
+                        body: Vec::new(),
                     };
-                    self.push_head(&r, r.body.len(), true);
-                    self.push_body(r.body);
+                    self.push_head(&r, body.len(), true);
+                    self.push_body(body);
                     self.closing = true;
                     return;
                 }
@@ -155,12 +156,14 @@ impl ViewerConn {
             req.method,
             req.target,
             r.status,
-            r.body.len()
+            r.len()
         );
         let close = !req.keep_alive() || self.closing;
-        self.push_head(r, r.body.len(), close);
+        self.push_head(r, r.len(), close);
         if req.method != "HEAD" {
-            self.push_body(r.body.clone());
+            for b in &r.body {
+                self.push_body(b.clone());
+            }
         }
         if close {
             self.closing = true;
