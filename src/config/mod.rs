@@ -146,6 +146,8 @@ pub struct AppConfig {
     pub push: bool,
     /// `<Publishers><LLHLS>`: viewers may play the application's streams.
     pub llhls: Option<crate::state::app::LlhlsSpec>,
+    /// `<Publishers><HLS>`: and over HLS with MPEG-TS segments.
+    pub hls: Option<crate::state::app::HlsSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -361,7 +363,6 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "StreamWorkerCount",
     "OVT",
     "WebRTC",
-    "HLS",
     "DASH",
     "LLDASH",
     "Thumbnail",
@@ -526,6 +527,34 @@ impl Walker<'_> {
             }
             true
         });
+        spec
+    }
+
+    /// `<Publishers><HLS>` of an application.
+    fn hls(&mut self, el: &Element, path: &str) -> crate::state::app::HlsSpec {
+        let mut spec = crate::state::app::HlsSpec::default();
+        self.children(
+            el,
+            path,
+            &["CrossDomains", "CacheControl", "DefaultQueryString"],
+            &[],
+            |w, c, p| {
+                match c.name.as_str() {
+                    "SegmentDuration" => match w.number::<f64>(c, p) {
+                        Some(v) if (1.0..=60.0).contains(&v) => spec.segment_duration = Some(v),
+                        Some(_) => w.error(c, p, "must be 1 to 60 seconds"),
+                        None => {}
+                    },
+                    "SegmentCount" => match w.number::<u32>(c, p) {
+                        Some(n) if (3..=100).contains(&n) => spec.segment_count = Some(n),
+                        Some(_) => w.error(c, p, "must be 3 to 100"),
+                        None => {}
+                    },
+                    _ => return false,
+                }
+                true
+            },
+        );
         spec
     }
 
@@ -1373,6 +1402,7 @@ impl Walker<'_> {
             mpegts: None,
             push: false,
             llhls: None,
+            hls: None,
         };
         let mut name = None;
         self.children(el, path, UNSUPPORTED_APP, &[], |w, c, p| {
@@ -1444,6 +1474,10 @@ impl Walker<'_> {
                 "Publishers" => w.children(c, p, UNSUPPORTED_APP_PUBLISHERS, &[], |w, c, p| {
                     if c.name == "LLHLS" {
                         app.llhls = Some(w.llhls(c, p));
+                        return true;
+                    }
+                    if c.name == "HLS" {
+                        app.hls = Some(w.hls(c, p));
                         return true;
                     }
                     if c.name != "Push" {
@@ -1654,6 +1688,7 @@ impl AppConfig {
             publishers: Publishers {
                 push: c.push.then(Empty::default),
                 llhls: c.llhls.clone(),
+                hls: c.hls.clone(),
             },
         }
     }

@@ -3,7 +3,7 @@
 //! playlist reloads, preload-hinted parts). Sans-IO: the loop hands ingest
 //! output in and wakes the viewer connections this names.
 
-use super::{LlhlsConfig, StreamHls};
+use super::StreamHls;
 use crate::clock::Now;
 use crate::state::streams::{IngestOutput, StreamId};
 use crate::state::Registry;
@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 pub const ENDED_KEPT: Duration = Duration::from_secs(30);
 
 pub struct Output {
-    pub hls: StreamHls,
+    /// LL-HLS (`<Publishers><LLHLS>`).
+    pub hls: Option<StreamHls>,
+    /// HLS with MPEG-TS segments (`<Publishers><HLS>`).
+    pub ts: Option<super::ts::TsHls>,
     pub vhost: String,
     pub app: String,
     pub name: String,
@@ -40,7 +43,12 @@ impl HlsManager {
             if let Some(o) = self.outputs.get_mut(&id) {
                 let mut news = false;
                 for f in &out.frames {
-                    news |= o.hls.push(f).new_part;
+                    if let Some(h) = o.hls.as_mut() {
+                        news |= h.push(f).new_part;
+                    }
+                    if let Some(t) = o.ts.as_mut() {
+                        t.push(f);
+                    }
                 }
                 if news {
                     self.wake(id);
@@ -49,7 +57,12 @@ impl HlsManager {
         }
         if let Some(id) = out.ended {
             if let Some(o) = self.outputs.get_mut(&id) {
-                o.hls.end();
+                if let Some(h) = o.hls.as_mut() {
+                    h.end();
+                }
+                if let Some(t) = o.ts.as_mut() {
+                    t.end();
+                }
                 o.ended = Some(now.instant);
                 self.wake(id);
             }
@@ -67,26 +80,35 @@ impl HlsManager {
         let Some(app) = reg.app(&s.vhost, &s.app) else {
             return;
         };
-        let Some(spec) = &app.publishers.llhls else {
-            return;
-        };
-        if s.tracks().is_empty() {
+        let (ll, hls) = (&app.publishers.llhls, &app.publishers.hls);
+        if (ll.is_none() && hls.is_none()) || s.tracks().is_empty() {
             return;
         }
-        let config: LlhlsConfig = spec.config();
-        let key = format!(
-            "{:08x}",
-            (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now.unix_ms as u64) as u32
-        );
-        let mut hls = StreamHls::new(s.tracks(), config, key, now.unix_ms);
+        let mut ll = ll.as_ref().map(|spec| {
+            let key = format!(
+                "{:08x}",
+                (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now.unix_ms as u64) as u32
+            );
+            StreamHls::new(s.tracks(), spec.config(), key, now.unix_ms)
+        });
+        let mut ts = hls.as_ref().and_then(|spec| {
+            let (segment, keep) = spec.settings();
+            super::ts::TsHls::new(s.tracks(), segment, keep, now.unix_ms)
+        });
         // Start from the stream's last GOP: a viewer plays at once.
         for f in s.gop() {
-            hls.push(f);
+            if let Some(h) = ll.as_mut() {
+                h.push(f);
+            }
+            if let Some(t) = ts.as_mut() {
+                t.push(f);
+            }
         }
         self.outputs.insert(
             id,
             Output {
-                hls,
+                hls: ll,
+                ts,
                 vhost: s.vhost.clone(),
                 app: s.app.clone(),
                 name: s.name.clone(),

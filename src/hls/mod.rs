@@ -11,6 +11,7 @@
 pub mod manager;
 pub mod playlist;
 pub mod serve;
+pub mod ts;
 
 use crate::fmp4::{self, Sample, NON_SYNC_SAMPLE, SYNC_SAMPLE};
 use crate::media::{Frame, MediaKind, Track, TrackId, TICKS_PER_SECOND};

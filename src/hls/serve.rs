@@ -7,6 +7,7 @@
 
 use super::manager::HlsManager;
 use super::playlist::{self, File};
+use super::ts::TsFile;
 use super::TrackOutput;
 use crate::http::Request;
 use crate::media::MediaKind;
@@ -116,7 +117,32 @@ pub fn answer(
     let Some((id, out)) = hls.find(reg, &vhost.spec.name, app, stream) else {
         return reply(Reply::error(404, "No such stream"));
     };
-    let s = &out.hls;
+    if let Some(f) = super::ts::parse_file(file) {
+        let Some(ts) = &out.ts else {
+            return reply(Reply::error(404, "HLS is not enabled for this application"));
+        };
+        return reply(match f {
+            TsFile::Master => Reply::playlist(ts.master(), "no-cache, no-store"),
+            TsFile::MediaPlaylist => {
+                Reply::playlist(ts.media_playlist(utc_offset), "no-cache, no-store")
+            }
+            TsFile::Segment(n) => match ts.segment(n) {
+                Some(seg) => Reply {
+                    status: 200,
+                    content_type: "video/mp2t",
+                    cache_control: None,
+                    body: vec![seg.data.clone()],
+                },
+                None => Reply::error(404, "No such segment"),
+            },
+        });
+    }
+    let Some(s) = &out.hls else {
+        return reply(Reply::error(
+            404,
+            "LL-HLS is not enabled for this application",
+        ));
+    };
     let Some(file) = playlist::parse_file(file, &s.key) else {
         return reply(Reply::error(404, "Not found"));
     };

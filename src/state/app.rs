@@ -119,9 +119,36 @@ pub struct StreamMapItem {
 pub struct Publishers {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<Empty>,
-    /// LL-HLS (and HLS) viewers: OME's `publishers.llhls`.
+    /// LL-HLS viewers: OME's `publishers.llhls`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llhls: Option<LlhlsSpec>,
+    /// HLS (MPEG-TS segments) viewers: OME's `publishers.hls`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hls: Option<HlsSpec>,
+}
+
+/// An application's HLS (MPEG-TS) settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HlsSpec {
+    /// Seconds (default 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_duration: Option<f64>,
+    /// Segments kept (default 10, 3-100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_count: Option<u32>,
+}
+
+impl HlsSpec {
+    /// (segment duration, segments kept), out-of-range values clamped.
+    pub fn settings(&self) -> (std::time::Duration, usize) {
+        let d = self
+            .segment_duration
+            .filter(|v| v.is_finite())
+            .map_or(6.0, |v| v.clamp(1.0, 60.0));
+        let n = self.segment_count.map_or(10, |n| n.clamp(3, 100) as usize);
+        (std::time::Duration::from_secs_f64(d), n)
+    }
 }
 
 /// An application's LL-HLS settings (seconds; unset: the defaults of

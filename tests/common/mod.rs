@@ -73,6 +73,9 @@ pub struct ServerOptions {
     /// Serve viewers: the application's `<Publishers><LLHLS>` settings
     /// (with the media ports, the LL-HLS port is opened too).
     pub llhls: Option<String>,
+    /// The application's `<Publishers><HLS>` settings (MPEG-TS segments,
+    /// served on the same port).
+    pub hls: Option<String>,
 }
 
 impl Default for ServerOptions {
@@ -88,6 +91,7 @@ impl Default for ServerOptions {
             bind_ip: "127.0.0.1",
             srt_options: String::new(),
             llhls: None,
+            hls: None,
         }
     }
 }
@@ -111,6 +115,8 @@ pub struct MediaPorts {
     pub srt: u16,
     /// The LL-HLS viewer port (0: none).
     pub llhls: u16,
+    /// Its HTTPS port (with `vhost_tls`; 0: none).
+    pub llhls_tls: u16,
 }
 
 /// A free UDP port on 127.0.0.1.
@@ -162,16 +168,23 @@ pub fn write_config_with_media(
         format!("<Providers>{providers}</Providers>")
     };
     if media.llhls != 0 {
+        let tls = match media.llhls_tls {
+            0 => String::new(),
+            p => format!("<TLSPort>{p}</TLSPort>"),
+        };
         providers.push_str(&format!(
-            "<Publishers><LLHLS><Port>{}</Port></LLHLS></Publishers>",
+            "<Publishers><LLHLS><Port>{}</Port>{tls}</LLHLS></Publishers>",
             media.llhls
         ));
     }
-    let llhls_app = opts
+    let mut llhls_app = opts
         .llhls
         .as_ref()
         .map(|s| format!("<LLHLS>{s}</LLHLS>"))
         .unwrap_or_default();
+    if let Some(h) = &opts.hls {
+        llhls_app.push_str(&format!("<HLS>{h}</HLS>"));
+    }
     let stream_map = if media.mpegts != 0 {
         format!(
             "<MPEGTS><StreamMap><Stream><Name>ts_${{Port}}</Name><Port>{}</Port></Stream></StreamMap></MPEGTS>",
@@ -288,7 +301,16 @@ impl Server {
                     },
                     mpegts: free_udp_port(),
                     srt: free_udp_port(),
-                    llhls: if opts.llhls.is_some() { free_port() } else { 0 },
+                    llhls: if opts.llhls.is_some() || opts.hls.is_some() {
+                        free_port()
+                    } else {
+                        0
+                    },
+                    llhls_tls: if opts.llhls.is_some() && opts.vhost_tls.is_some() {
+                        free_port()
+                    } else {
+                        0
+                    },
                 }
             } else {
                 MediaPorts::default()

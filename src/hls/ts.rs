@@ -1,0 +1,207 @@
+//! HLS with MPEG-TS segments for players without LL-HLS (DECISIONS section
+//! 9): `playlist.m3u8` -> `medialist_0_hls.m3u8` -> `seg_0_{n}_hls.ts`,
+//! audio and video muxed together by the TS muxer the pushes use. A
+//! segment starts on a video keyframe once the last one is at least
+//! `SegmentDuration` long (audio alone: by duration).
+
+use crate::media::{Frame, MediaKind, Track, TrackId, TICKS_PER_SECOND};
+use crate::ts::Muxer;
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// One finished segment.
+#[derive(Debug, Clone)]
+pub struct TsSegment {
+    pub msn: u64,
+    /// Seconds.
+    pub duration: f64,
+    pub data: Bytes,
+    pub start_ms: i64,
+}
+
+#[derive(Debug)]
+pub struct TsHls {
+    muxer: Option<Muxer>,
+    pub segments: VecDeque<TsSegment>,
+    current: Vec<u8>,
+    /// (decode time, unix ms) of the segment being built.
+    current_start: Option<(i64, i64)>,
+    last_dts: i64,
+    last_step: i64,
+    next_msn: u64,
+    target: i64,
+    keep: usize,
+    video: Option<TrackId>,
+    base: Option<i64>,
+    base_ms: i64,
+    codecs: String,
+    bandwidth: u64,
+    resolution: Option<(u32, u32)>,
+    pub max_segment: f64,
+    pub ended: bool,
+}
+
+impl TsHls {
+    /// `None` when the TS muxer cannot carry the tracks.
+    pub fn new(tracks: &[Track], segment: Duration, keep: usize, now_ms: i64) -> Option<Self> {
+        let muxer = Muxer::new(tracks).ok()?;
+        let video = tracks.iter().find(|t| t.kind() == MediaKind::Video);
+        let codecs: Vec<String> = tracks
+            .iter()
+            .filter_map(crate::fmp4::codecs_string)
+            .collect();
+        let bandwidth = tracks
+            .iter()
+            .map(|t| match (t.bitrate, t.kind()) {
+                (0, MediaKind::Video) => 2_500_000,
+                (0, _) => 128_000,
+                (b, _) => u64::from(b),
+            })
+            .sum();
+        Some(TsHls {
+            muxer: Some(muxer),
+            segments: VecDeque::new(),
+            current: Vec::new(),
+            current_start: None,
+            last_dts: 0,
+            last_step: 0,
+            next_msn: 0,
+            target: (segment.as_secs_f64() * TICKS_PER_SECOND as f64) as i64,
+            keep: keep.max(3),
+            video: video.map(|t| t.id),
+            base: None,
+            base_ms: now_ms,
+            codecs: codecs.join(","),
+            bandwidth,
+            resolution: video
+                .and_then(|t| t.video)
+                .map(|v| (v.width, v.height))
+                .filter(|(w, h)| *w > 0 && *h > 0),
+            max_segment: 0.0,
+            ended: false,
+        })
+    }
+
+    pub fn push(&mut self, frame: &Frame) {
+        let base = *self.base.get_or_insert(frame.dts);
+        let dts = frame.dts - base;
+        let due = self
+            .current_start
+            .is_none_or(|(start, _)| dts - start >= self.target);
+        let cut = match self.video {
+            Some(v) => frame.track == v && frame.keyframe && due,
+            None => due,
+        };
+        if cut {
+            self.close(dts);
+            self.current_start = Some((dts, self.base_ms + dts / (TICKS_PER_SECOND / 1000)));
+        }
+        if self.current_start.is_none() {
+            return; // before the first keyframe
+        }
+        if let Some(m) = self.muxer.as_mut() {
+            if let Err(e) = m.write_frame(frame, &mut self.current) {
+                crate::debug!("hls mux: {e}");
+            }
+        }
+        if dts > self.last_dts {
+            self.last_step = dts - self.last_dts;
+            self.last_dts = dts;
+        }
+    }
+
+    fn close(&mut self, end_dts: i64) {
+        let Some((start, start_ms)) = self.current_start.take() else {
+            return;
+        };
+        if self.current.is_empty() {
+            return;
+        }
+        let duration = (end_dts - start).max(0) as f64 / TICKS_PER_SECOND as f64;
+        self.max_segment = self.max_segment.max(duration);
+        self.segments.push_back(TsSegment {
+            msn: self.next_msn,
+            duration,
+            data: std::mem::take(&mut self.current).into(),
+            start_ms,
+        });
+        self.next_msn += 1;
+        while self.segments.len() > self.keep {
+            self.segments.pop_front();
+        }
+    }
+
+    /// The stream ended: the last segment is complete.
+    pub fn end(&mut self) {
+        let end = self.last_dts + self.last_step;
+        self.close(end);
+        self.ended = true;
+    }
+
+    pub fn segment(&self, msn: u64) -> Option<&TsSegment> {
+        self.segments.iter().find(|s| s.msn == msn)
+    }
+
+    pub fn master(&self) -> String {
+        let mut o = String::from("#EXTM3U\n#EXT-X-VERSION:3\n");
+        let _ = write!(
+            o,
+            "#EXT-X-STREAM-INF:BANDWIDTH={},CODECS=\"{}\"",
+            self.bandwidth, self.codecs
+        );
+        if let Some((w, h)) = self.resolution {
+            let _ = write!(o, ",RESOLUTION={w}x{h}");
+        }
+        o.push_str("\nmedialist_0_hls.m3u8\n");
+        o
+    }
+
+    pub fn media_playlist(&self, utc_offset: i32) -> String {
+        let target = self
+            .max_segment
+            .round()
+            .max((self.target as f64 / TICKS_PER_SECOND as f64).ceil())
+            .max(1.0) as u64;
+        let first = self.segments.front().map_or(self.next_msn, |s| s.msn);
+        let mut o = format!(
+            "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n"
+        );
+        for s in &self.segments {
+            let _ = write!(
+                o,
+                "#EXT-X-PROGRAM-DATE-TIME:{}\n#EXTINF:{:.3},\nseg_0_{}_hls.ts\n",
+                crate::clock::format_iso8601(s.start_ms, utc_offset),
+                s.duration,
+                s.msn
+            );
+        }
+        if self.ended {
+            o.push_str("#EXT-X-ENDLIST\n");
+        }
+        o
+    }
+}
+
+/// A file of the HLS (TS) URLs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TsFile {
+    Master,
+    MediaPlaylist,
+    Segment(u64),
+}
+
+pub fn parse_file(name: &str) -> Option<TsFile> {
+    match name {
+        "playlist.m3u8" => Some(TsFile::Master),
+        "medialist_0_hls.m3u8" => Some(TsFile::MediaPlaylist),
+        _ => {
+            let n = name.strip_prefix("seg_0_")?.strip_suffix("_hls.ts")?;
+            if n.is_empty() || n.len() > 12 || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            n.parse().ok().map(TsFile::Segment)
+        }
+    }
+}
