@@ -182,39 +182,39 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
         mpegts_quiet: config.providers.mpegts_quiet,
         ..Listen::default()
     };
-    if let Some(port) = config.providers.rtmp_port {
-        listen.tcp.push(ListenerSpec {
-            service: Service::Rtmp,
-            addr: SocketAddr::new(config.ip, port),
-            tls: None,
-        });
-    }
-    if let Some(port) = config.providers.rtmp_tls_port {
-        if vhost_certs.hosts().is_empty() {
-            warn!("RTMPS port {port}: no virtual host has a certificate yet; TLS handshakes fail until one does");
+    // Plain and TLS ports of the media services; TLS with the virtual
+    // hosts' certificates, chosen by SNI.
+    for (service, what, plain, tls_port) in [
+        (
+            Service::Rtmp,
+            "RTMPS port",
+            config.providers.rtmp_port,
+            config.providers.rtmp_tls_port,
+        ),
+        (
+            Service::Viewer,
+            "LL-HLS TLSPort",
+            config.providers.llhls_port,
+            config.providers.llhls_tls_port,
+        ),
+    ] {
+        if let Some(port) = plain {
+            listen.tcp.push(ListenerSpec {
+                service,
+                addr: SocketAddr::new(config.ip, port),
+                tls: None,
+            });
         }
-        listen.tcp.push(ListenerSpec {
-            service: Service::Rtmp,
-            addr: SocketAddr::new(config.ip, port),
-            tls: Some(tls::server_config(vhost_certs.clone())),
-        });
-    }
-    if let Some(port) = config.providers.llhls_port {
-        listen.tcp.push(ListenerSpec {
-            service: Service::Viewer,
-            addr: SocketAddr::new(config.ip, port),
-            tls: None,
-        });
-    }
-    if let Some(port) = config.providers.llhls_tls_port {
-        if vhost_certs.hosts().is_empty() {
-            warn!("LL-HLS TLSPort {port}: no virtual host has a certificate yet; TLS handshakes fail until one does");
+        if let Some(port) = tls_port {
+            if vhost_certs.hosts().is_empty() {
+                warn!("{what} {port}: no virtual host has a certificate yet; TLS handshakes fail until one does");
+            }
+            listen.tcp.push(ListenerSpec {
+                service,
+                addr: SocketAddr::new(config.ip, port),
+                tls: Some(tls::server_config(vhost_certs.clone())),
+            });
         }
-        listen.tcp.push(ListenerSpec {
-            service: Service::Viewer,
-            addr: SocketAddr::new(config.ip, port),
-            tls: Some(tls::server_config(vhost_certs.clone())),
-        });
     }
     for port in &config.providers.mpegts_ports {
         listen.mpegts.push(SocketAddr::new(config.ip, *port));

@@ -77,6 +77,20 @@ fn ffprobe_counts(url: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// ffprobe counts the frames of every track of `url`: within 2% of what
+/// the `secs`-second source sent (H.264 at FPS, AAC at 48 kHz).
+fn assert_every_frame(url: &str, secs: u32, what: &str) {
+    let counts = ffprobe_counts(url);
+    let get = |c: &str| counts.iter().find(|(n, _)| n == c).map_or(0, |(_, n)| *n);
+    let (video_frames, audio_frames) = (u64::from(secs * FPS), u64::from(secs) * 48_000 / 1024);
+    let within = |got: u64, want: u64| got.abs_diff(want) * 50 <= want;
+    println!(
+        "{what} read back: {counts:?}; source {video_frames} video, ~{audio_frames} audio frames"
+    );
+    assert!(within(get("h264"), video_frames), "{counts:?}");
+    assert!(within(get("aac"), audio_frames), "{counts:?}");
+}
+
 #[test]
 fn ffprobe_reads_every_frame_of_an_ended_stream() {
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
@@ -111,21 +125,7 @@ fn ffprobe_reads_every_frame_of_an_ended_stream() {
         assert!(Instant::now() < deadline, "no ENDLIST:\n{list}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let counts = ffprobe_counts(&format!("{}/llhls.m3u8", base(&s, "vod")));
-    let get = |c: &str| {
-        counts
-            .iter()
-            .find(|(n, _)| n == c)
-            .map(|(_, n)| *n)
-            .unwrap_or(0)
-    };
-    let (video_frames, audio_frames) = (u64::from(secs * FPS), u64::from(secs) * 48_000 / 1024);
-    let within = |got: u64, want: u64| got.abs_diff(want) * 50 <= want;
-    println!(
-        "LL-HLS read back: {counts:?}; source {video_frames} video, ~{audio_frames} audio frames"
-    );
-    assert!(within(get("h264"), video_frames), "{counts:?}");
-    assert!(within(get("aac"), audio_frames), "{counts:?}");
+    assert_every_frame(&format!("{}/llhls.m3u8", base(&s, "vod")), secs, "LL-HLS");
     // Decode times only grow, presentation times follow (B-frames).
     let out = Command::new("ffprobe")
         .args(["-v", "error", "-select_streams", "v", "-show_entries"])
@@ -196,21 +196,7 @@ fn hls_with_ts_segments_for_players_without_ll_hls() {
     assert!(head.contains("video/mp2t"), "{head}");
     // LL-HLS is not enabled for this application.
     assert_eq!(curl(&[], &format!("{}/llhls.m3u8", base(&s, "ts"))).0, 404);
-    let counts = ffprobe_counts(&url);
-    let get = |c: &str| {
-        counts
-            .iter()
-            .find(|(n, _)| n == c)
-            .map(|(_, n)| *n)
-            .unwrap_or(0)
-    };
-    let (video_frames, audio_frames) = (u64::from(secs * FPS), u64::from(secs) * 48_000 / 1024);
-    let within = |got: u64, want: u64| got.abs_diff(want) * 50 <= want;
-    println!(
-        "HLS (TS) read back: {counts:?}; source {video_frames} video, ~{audio_frames} audio frames"
-    );
-    assert!(within(get("h264"), video_frames), "{counts:?}");
-    assert!(within(get("aac"), audio_frames), "{counts:?}");
+    assert_every_frame(&url, secs, "HLS (TS)");
 }
 
 #[test]

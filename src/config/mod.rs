@@ -497,37 +497,40 @@ impl Walker<'_> {
     fn llhls(&mut self, el: &Element, path: &str) -> crate::state::app::LlhlsSpec {
         let mut spec = crate::state::app::LlhlsSpec::default();
         self.children(el, path, UNSUPPORTED_LLHLS, &[], |w, c, p| {
-            let range = |w: &mut Self, v: Option<f64>, lo: f64, hi: f64| match v {
-                Some(v) if (lo..=hi).contains(&v) => Some(v),
-                Some(_) => {
-                    w.error(c, p, format!("must be {lo} to {hi} seconds"));
-                    None
-                }
-                None => None,
-            };
             match c.name.as_str() {
-                "ChunkDuration" => {
-                    let v = w.number::<f64>(c, p);
-                    spec.chunk_duration = range(w, v, 0.1, 10.0);
-                }
-                "PartHoldBack" => {
-                    let v = w.number::<f64>(c, p);
-                    spec.part_hold_back = range(w, v, 0.0, 60.0);
-                }
-                "SegmentDuration" => {
-                    let v = w.number::<f64>(c, p);
-                    spec.segment_duration = range(w, v, 1.0, 60.0);
-                }
-                "SegmentCount" => match w.number::<u32>(c, p) {
-                    Some(n) if (3..=100).contains(&n) => spec.segment_count = Some(n),
-                    Some(_) => w.error(c, p, "must be 3 to 100"),
-                    None => {}
-                },
+                "ChunkDuration" => spec.chunk_duration = w.seconds(c, p, 0.1, 10.0),
+                "PartHoldBack" => spec.part_hold_back = w.seconds(c, p, 0.0, 60.0),
+                "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
+                "SegmentCount" => spec.segment_count = w.segment_count(c, p),
                 _ => return false,
             }
             true
         });
         spec
+    }
+
+    /// A number of seconds in `lo..=hi`.
+    fn seconds(&mut self, el: &Element, path: &str, lo: f64, hi: f64) -> Option<f64> {
+        match self.number::<f64>(el, path) {
+            Some(v) if (lo..=hi).contains(&v) => Some(v),
+            Some(_) => {
+                self.error(el, path, format!("must be {lo} to {hi} seconds"));
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// `SegmentCount`: 3 to 100 segments kept.
+    fn segment_count(&mut self, el: &Element, path: &str) -> Option<u32> {
+        match self.number::<u32>(el, path) {
+            Some(n) if (3..=100).contains(&n) => Some(n),
+            Some(_) => {
+                self.error(el, path, "must be 3 to 100");
+                None
+            }
+            None => None,
+        }
     }
 
     /// `<Publishers><HLS>` of an application.
@@ -540,16 +543,8 @@ impl Walker<'_> {
             &[],
             |w, c, p| {
                 match c.name.as_str() {
-                    "SegmentDuration" => match w.number::<f64>(c, p) {
-                        Some(v) if (1.0..=60.0).contains(&v) => spec.segment_duration = Some(v),
-                        Some(_) => w.error(c, p, "must be 1 to 60 seconds"),
-                        None => {}
-                    },
-                    "SegmentCount" => match w.number::<u32>(c, p) {
-                        Some(n) if (3..=100).contains(&n) => spec.segment_count = Some(n),
-                        Some(_) => w.error(c, p, "must be 3 to 100"),
-                        None => {}
-                    },
+                    "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
+                    "SegmentCount" => spec.segment_count = w.segment_count(c, p),
                     _ => return false,
                 }
                 true

@@ -151,9 +151,16 @@ pub fn answer(
         MediaKind::Video => "video/mp4",
         _ => "audio/mp4",
     };
-    let hold = |t: &TrackOutput| {
+    // A request for what does not exist yet waits for it, three target
+    // durations at most (then 503).
+    let wait = |t: &TrackOutput| {
         let target = t.max_segment.max(s.config.segment_target.as_secs_f64());
-        Duration::from_secs_f64(3.0 * target)
+        let until = parked.unwrap_or(now) + Duration::from_secs_f64(3.0 * target);
+        if now >= until {
+            Answer::Reply(Reply::error(503, "The part did not come in time"))
+        } else {
+            Answer::Wait { stream: id, until }
+        }
     };
     match file {
         File::Master => reply(Reply::playlist(playlist::master(s), "no-cache, no-store")),
@@ -184,14 +191,7 @@ pub fn answer(
                     "_HLS_msn is more than two segments ahead",
                 ));
             }
-            let since = parked.unwrap_or(now);
-            if now >= since + hold(t) {
-                return reply(Reply::error(503, "The part did not come in time"));
-            }
-            Answer::Wait {
-                stream: id,
-                until: since + hold(t),
-            }
+            wait(t)
         }
         File::Init { track } => match track_of(track) {
             Some(t) => reply(Reply {
@@ -235,14 +235,7 @@ pub fn answer(
             if (msn, part) != next || t.is_ended() {
                 return reply(Reply::error(404, "No such part"));
             }
-            let since = parked.unwrap_or(now);
-            if now >= since + hold(t) {
-                return reply(Reply::error(503, "The part did not come in time"));
-            }
-            Answer::Wait {
-                stream: id,
-                until: since + hold(t),
-            }
+            wait(t)
         }
     }
 }
