@@ -125,6 +125,7 @@ impl HlsManager {
         vhost: &str,
         app: &str,
         name: &str,
+        now: Instant,
     ) -> Option<(StreamId, &Output)> {
         if let Some((id, _)) = reg.output_stream(vhost, app, name) {
             if let Some(o) = self.outputs.get(&id) {
@@ -133,12 +134,13 @@ impl HlsManager {
         }
         self.outputs
             .iter()
-            .find(|(_, o)| o.ended.is_some() && o.vhost == vhost && o.app == app && o.name == name)
+            .find(|(_, o)| {
+                o.ended.is_some_and(|at| now < at + ENDED_KEPT)
+                    && o.vhost == vhost
+                    && o.app == app
+                    && o.name == name
+            })
             .map(|(id, o)| (*id, o))
-    }
-
-    pub fn get(&self, id: StreamId) -> Option<&Output> {
-        self.outputs.get(&id)
     }
 
     /// A viewer connection waits for the next part of `stream`.

@@ -114,7 +114,7 @@ pub fn answer(
     let (Some(app), Some(stream), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
         return reply(Reply::error(404, "Not found"));
     };
-    let Some((id, out)) = hls.find(reg, &vhost.spec.name, app, stream) else {
+    let Some((id, out)) = hls.find(reg, &vhost.spec.name, app, stream, now) else {
         return reply(Reply::error(404, "No such stream"));
     };
     if let Some(f) = super::ts::parse_file(file) {

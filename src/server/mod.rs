@@ -61,8 +61,9 @@ const RETRY_TOKEN: Token = Token(usize::MAX - 2);
 /// Most RTMP(S) connections at once; beyond, accept and close at once (a
 /// flood must not take the descriptors the API and pushes need).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
-/// Most viewer connections at once.
-const MAX_VIEWER_CONNECTIONS: usize = 16_384;
+/// Most viewer connections at once (each pins at most ~16 KiB of request
+/// bytes until it is answered).
+const MAX_VIEWER_CONNECTIONS: usize = 8192;
 
 /// What a TCP listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,7 +75,9 @@ impl ViewerConn {
         let reader = &mut self.reader;
         let result = self.transport.read(peer_closed, |data| {
             reader.feed(data);
-            reader.buffered() <= 64 * 1024
+            // Two request heads at most wait unanswered (a parked request
+            // holds the rest back): an unauthenticated peer pins ~16 KiB.
+            reader.buffered() <= 2 * LIMITS.max_head_bytes
         });
         match result {
             Ok((got, end)) => {
