@@ -138,9 +138,8 @@ impl Api {
                     ApiError::bad_request(format_args!("Invalid application (item {i}): {e}"))
                 })
                 .and_then(|spec| {
-                    spec.validate().map_err(|e| {
-                        ApiError::bad_request(format_args!("Invalid application (item {i}): {e}"))
-                    })?;
+                    spec.validate()
+                        .map_err(|e| ApiError::invalid_spec("application", Some(i), e))?;
                     if apps.iter().any(|a| a.name == spec.name) {
                         return Err(ApiError::app_exists(vhost, &spec.name));
                     }
@@ -212,7 +211,7 @@ impl Api {
         }
         target
             .validate()
-            .map_err(|e| ApiError::bad_request(format_args!("Invalid application: {e}")))?;
+            .map_err(|e| ApiError::invalid_spec("application", None, e))?;
         self.commit_apps(vhost, apps, None)?;
         info!("application [{vhost}/{app}] changed; restarting it");
         self.effects.push(Effect::RestartApp {

@@ -95,6 +95,13 @@ pub enum ApiError {
     BadRequest(String),
     /// A `:startPush` body the push module refused.
     Push(crate::push::request::RequestError),
+    /// A virtual host, application or output profile the registry refused:
+    /// `what` it is, which item of a batch (if one), and why.
+    InvalidSpec {
+        what: &'static str,
+        item: Option<usize>,
+        error: crate::state::SpecError,
+    },
     AuthRequired,
     InvalidAuthHeader,
     InvalidCredential,
@@ -137,7 +144,7 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
-            ApiError::BadRequest(_) | ApiError::Push(_) => 400,
+            ApiError::BadRequest(_) | ApiError::Push(_) | ApiError::InvalidSpec { .. } => 400,
             ApiError::AuthRequired | ApiError::InvalidAuthHeader | ApiError::InvalidCredential => {
                 401
             }
@@ -223,6 +230,16 @@ impl ApiError {
             text: text.to_string(),
         }
     }
+    /// A spec the registry refused (`what`: "application", "virtual host",
+    /// "output profile"; `item`: its place in a batch).
+    pub fn invalid_spec(
+        what: &'static str,
+        item: Option<usize>,
+        error: crate::state::SpecError,
+    ) -> Self {
+        ApiError::InvalidSpec { what, item, error }
+    }
+
     pub fn invalid_json(e: &serde_json::Error) -> Self {
         let text = e.to_string();
         let what = match text.find(" at line ") {
@@ -260,6 +277,10 @@ impl std::fmt::Display for ApiError {
         match self {
             ApiError::BadRequest(why) => f.write_str(why),
             ApiError::Push(e) => write!(f, "{e}"),
+            ApiError::InvalidSpec { what, item, error } => match item {
+                Some(i) => write!(f, "Invalid {what} (item {i}): {error}"),
+                None => write!(f, "Invalid {what}: {error}"),
+            },
             ApiError::AuthRequired => f.write_str("Authorization header is required to call API"),
             ApiError::InvalidAuthHeader => f.write_str("Invalid authorization header"),
             ApiError::InvalidCredential => f.write_str("Invalid credential"),

@@ -83,7 +83,7 @@ impl Api {
     ) -> Result<(), ApiError> {
         apps[i]
             .validate()
-            .map_err(|e| ApiError::bad_request(format_args!("Invalid output profile: {e}")))?;
+            .map_err(|e| ApiError::invalid_spec("output profile", None, e))?;
         self.commit_apps(vhost, apps, None)?;
         info!("output profiles of [{vhost}/{app}] changed; restarting the application");
         self.effects.push(Effect::RestartApp {
@@ -124,11 +124,9 @@ impl Api {
                     // Checked with the app it joins (names, bypass rules).
                     let mut probe = apps[i].clone();
                     probe.output_profiles.output_profile.push(p.clone());
-                    probe.validate().map_err(|e| {
-                        ApiError::bad_request(format_args!(
-                            "Invalid output profile (item {n}): {e}"
-                        ))
-                    })?;
+                    probe
+                        .validate()
+                        .map_err(|e| ApiError::invalid_spec("output profile", Some(n), e))?;
                     Ok(p)
                 });
             if let Ok(p) = &checked {

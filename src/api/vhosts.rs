@@ -145,9 +145,7 @@ impl Api {
             }
         };
         if let Err(e) = spec.validate() {
-            return fail(ApiError::bad_request(format_args!(
-                "Invalid virtual host (item {index}): {e}"
-            )));
+            return fail(ApiError::invalid_spec("virtual host", Some(index), e));
         }
         let taken_earlier = earlier
             .iter()

@@ -1252,7 +1252,7 @@ impl Walker<'_> {
             applications: None,
         };
         if let Err(e) = spec.validate() {
-            self.error(el, path, e);
+            self.error(el, path, e.to_string());
             return None;
         }
         Some(VhostConfig {

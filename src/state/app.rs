@@ -7,6 +7,7 @@
 //! kiln relays and never transcodes: every encode must be a bypass; a
 //! transcoding encode is refused with a message that says so.
 
+use super::{ProfileProblem, SpecError};
 use crate::media::{MediaKind, Track};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -196,33 +197,32 @@ pub enum EncodeTarget {
 
 impl AppSpec {
     /// Checks what serde cannot. The message names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         if !super::vhost::valid_name(&self.name) {
-            return Err(format!(
-                "name [{}] must be 1-255 letters, digits, '-', '_' or '.'",
-                self.name
-            ));
+            return Err(SpecError::BadName(self.name.clone()));
         }
         if self.app_type != "live" {
-            return Err(format!(
-                "type [{}] is not supported; kiln serves live applications",
-                self.app_type
-            ));
+            return Err(SpecError::NotLive(self.app_type.clone()));
         }
         let mut profile_names = Vec::new();
         for p in &self.output_profiles.output_profile {
             if p.name.is_empty() {
-                return Err("outputProfiles.outputProfile[].name must not be empty".into());
+                return Err(SpecError::Empty(
+                    "outputProfiles.outputProfile[].name".into(),
+                ));
             }
             if profile_names.contains(&&p.name) {
-                return Err(format!("output profile [{}] appears twice", p.name));
+                return Err(SpecError::Twice {
+                    what: "output profile",
+                    name: p.name.clone(),
+                });
             }
             profile_names.push(&p.name);
             if p.output_stream_name.trim().is_empty() {
-                return Err(format!(
-                    "output profile [{}]: outputStreamName is empty",
-                    p.name
-                ));
+                return Err(SpecError::Profile {
+                    profile: p.name.clone(),
+                    problem: ProfileProblem::NoOutputStreamName,
+                });
             }
             for (kind, list) in [
                 ("videos", &p.encodes.videos),
@@ -231,24 +231,25 @@ impl AppSpec {
             ] {
                 for e in list {
                     if e.name.is_empty() {
-                        return Err(format!(
-                            "output profile [{}]: encodes.{kind}[].name must not be empty",
-                            p.name
-                        ));
+                        return Err(SpecError::Profile {
+                            profile: p.name.clone(),
+                            problem: ProfileProblem::UnnamedEncode(kind),
+                        });
                     }
                     if !e.bypass && kind != "datas" && e.bypass_codec().is_none() {
-                        return Err(format!(
-                            "output profile [{}]: encode [{}] is not a bypass; kiln relays streams and does not transcode (set \"bypass\": true, or \"codec\" with \"bypassIfMatch\": {{\"codec\": \"eq\"}})",
-                            p.name, e.name
-                        ));
+                        return Err(SpecError::Profile {
+                            profile: p.name.clone(),
+                            problem: ProfileProblem::Transcodes(e.name.clone()),
+                        });
                     }
                 }
             }
         }
         if let Some(m) = &self.providers.mpegts {
             for s in &m.stream_map.stream {
-                crate::ports::parse_ports(&s.port).map_err(|e| {
-                    format!("providers.mpegts.streamMap.stream [{}]: port {e}", s.name)
+                crate::ports::parse_ports(&s.port).map_err(|e| SpecError::StreamMapPort {
+                    stream: s.name.clone(),
+                    why: e.to_string(),
                 })?;
             }
         }
@@ -446,7 +447,11 @@ mod tests {
         let json = r#"{"name":"app","outputProfiles":{"outputProfile":[{"name":"p","encodes":{"audios":[{"name":"opus","codec":"opus","bitrate":128000}]}}]}}"#;
         let spec: AppSpec = serde_json::from_str(json).unwrap();
         let err = spec.validate().unwrap_err();
-        assert!(err.contains("does not transcode"), "{err}");
+        assert!(
+            matches!(&err, SpecError::Profile { problem: ProfileProblem::Transcodes(e), .. } if e == "opus"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("does not transcode"), "{err}");
     }
 
     #[test]

@@ -232,6 +232,94 @@ impl Registry {
     }
 }
 
+/// Why a virtual host, application or output profile is refused: the
+/// checks serde cannot express. Each names the field; the texts are here,
+/// and the API wraps them in one place (`ApiError::InvalidSpec`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpecError {
+    /// A vhost or application name outside 1-255 letters, digits, '-',
+    /// '_' or '.'.
+    BadName(String),
+    /// An application type other than `live`.
+    NotLive(String),
+    /// A field that must not be empty (its path).
+    Empty(String),
+    /// `host.names` has an empty entry.
+    EmptyHostName(String),
+    /// A `host.names` entry that is not a host pattern.
+    NotAHostName(String),
+    /// A name given twice: ("output profile", name) or ("applications:", name).
+    Twice { what: &'static str, name: String },
+    /// An output profile's problem.
+    Profile {
+        profile: String,
+        problem: ProfileProblem,
+    },
+    /// An `enables` list names an unknown protocol.
+    UnknownProtocol {
+        field: String,
+        item: String,
+        known: String,
+    },
+    /// A value of the wrong form (the field and what it must be).
+    Form { field: String, must: &'static str },
+    /// A StreamMap port that does not parse.
+    StreamMapPort { stream: String, why: String },
+    /// The error of an item inside a list (its path, e.g. `applications[2]`).
+    At { path: String, inner: Box<SpecError> },
+}
+
+/// What is wrong inside an output profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileProblem {
+    NoOutputStreamName,
+    /// An encode without a name (`videos`, `audios` or `datas`).
+    UnnamedEncode(&'static str),
+    /// An encode that transcodes.
+    Transcodes(String),
+}
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpecError::BadName(n) => {
+                write!(f, "name [{n}] must be 1-255 letters, digits, '-', '_' or '.'")
+            }
+            SpecError::NotLive(t) => {
+                write!(f, "type [{t}] is not supported; kiln serves live applications")
+            }
+            SpecError::Empty(field) => write!(f, "{field} must not be empty"),
+            SpecError::EmptyHostName(n) => write!(f, "host.names has an empty entry [{n}]"),
+            SpecError::NotAHostName(n) => write!(
+                f,
+                "host.names entry [{n}] is not a host name: at most 253 letters, digits, '-', '_', '.', ':' (IPv6) and the wildcards '*' and '?'"
+            ),
+            SpecError::Twice { what, name } => write!(f, "{what} [{name}] appears twice"),
+            SpecError::Profile { profile, problem } => {
+                write!(f, "output profile [{profile}]: ")?;
+                match problem {
+                    ProfileProblem::NoOutputStreamName => f.write_str("outputStreamName is empty"),
+                    ProfileProblem::UnnamedEncode(kind) => {
+                        write!(f, "encodes.{kind}[].name must not be empty")
+                    }
+                    ProfileProblem::Transcodes(e) => write!(
+                        f,
+                        "encode [{e}] is not a bypass; kiln relays streams and does not transcode (set \"bypass\": true, or \"codec\" with \"bypassIfMatch\": {{\"codec\": \"eq\"}})"
+                    ),
+                }
+            }
+            SpecError::UnknownProtocol { field, item, known } => {
+                write!(f, "{field}: unknown protocol [{item}] (known: {known})")
+            }
+            SpecError::Form { field, must } => write!(f, "{field} {must}"),
+            SpecError::StreamMapPort { stream, why } => {
+                write!(f, "providers.mpegts.streamMap.stream [{stream}]: port {why}")
+            }
+            SpecError::At { path, inner } => write!(f, "{path}: {inner}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::streams::SourceType;

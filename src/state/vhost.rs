@@ -5,6 +5,7 @@
 //! signedPolicy, admissionWebhooks, origins and originMapStore are validated,
 //! stored, returned and persisted; kiln does not enforce them yet.
 
+use super::SpecError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,38 +149,38 @@ const PUBLISHER_NAMES: &[&str] = &[
 
 impl VhostSpec {
     /// Checks the rules serde cannot express. The message names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         if !valid_name(&self.name) {
-            return Err(format!(
-                "name [{}] must be 1-255 letters, digits, '-', '_' or '.'",
-                self.name
-            ));
+            return Err(SpecError::BadName(self.name.clone()));
         }
         if self.host.names.is_empty() {
-            return Err("host.names must not be empty".into());
+            return Err(SpecError::Empty("host.names".into()));
         }
         if let Some(n) = self.host.names.iter().find(|n| n.trim().is_empty()) {
-            return Err(format!("host.names has an empty entry [{n}]"));
+            return Err(SpecError::EmptyHostName(n.clone()));
         }
         if let Some(n) = self.host.names.iter().find(|n| !valid_host_pattern(n)) {
-            return Err(format!(
-                "host.names entry [{n}] is not a host name: at most 253 letters, digits, '-', '_', '.', ':' (IPv6) and the wildcards '*' and '?'"
-            ));
+            return Err(SpecError::NotAHostName(n.clone()));
         }
         if let Some(tls) = &self.host.tls {
             if tls.cert_path.is_empty() {
-                return Err("host.tls.certPath must not be empty".into());
+                return Err(SpecError::Empty("host.tls.certPath".into()));
             }
             if tls.key_path.is_empty() {
-                return Err("host.tls.keyPath must not be empty".into());
+                return Err(SpecError::Empty("host.tls.keyPath".into()));
             }
         }
         if let Some(apps) = &self.applications {
             for (i, app) in apps.iter().enumerate() {
-                app.validate()
-                    .map_err(|e| format!("applications[{i}]: {e}"))?;
+                app.validate().map_err(|e| SpecError::At {
+                    path: format!("applications[{i}]"),
+                    inner: Box::new(e),
+                })?;
                 if apps[..i].iter().any(|a| a.name == app.name) {
-                    return Err(format!("applications: [{}] appears twice", app.name));
+                    return Err(SpecError::Twice {
+                        what: "applications:",
+                        name: app.name.clone(),
+                    });
                 }
             }
         }
@@ -191,18 +192,24 @@ impl VhostSpec {
             if !(aw.control_server_url.starts_with("http://")
                 || aw.control_server_url.starts_with("https://"))
             {
-                return Err("admissionWebhooks.controlServerUrl must be an http(s) URL".into());
+                return Err(SpecError::Form {
+                    field: "admissionWebhooks.controlServerUrl".into(),
+                    must: "must be an http(s) URL",
+                });
             }
         }
         if let Some(o) = &self.origins {
             for (i, origin) in o.origin.iter().enumerate() {
                 if !origin.location.starts_with('/') {
-                    return Err(format!("origins.origin[{i}].location must start with '/'"));
+                    return Err(SpecError::Form {
+                        field: format!("origins.origin[{i}].location"),
+                        must: "must start with '/'",
+                    });
                 }
                 if origin.pass.urls.url.is_empty() {
-                    return Err(format!(
-                        "origins.origin[{i}].pass.urls.url must not be empty"
-                    ));
+                    return Err(SpecError::Empty(format!(
+                        "origins.origin[{i}].pass.urls.url"
+                    )));
                 }
             }
         }
@@ -218,7 +225,7 @@ impl VhostSpec {
     }
 }
 
-fn check_enables(what: &str, e: &Enables) -> Result<(), String> {
+fn check_enables(what: &str, e: &Enables) -> Result<(), SpecError> {
     for (field, list, allowed) in [
         ("providers", &e.providers, PROVIDER_NAMES),
         ("publishers", &e.publishers, PUBLISHER_NAMES),
@@ -226,10 +233,11 @@ fn check_enables(what: &str, e: &Enables) -> Result<(), String> {
         if let Some(list) = list {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 if !allowed.contains(&item.to_ascii_lowercase().as_str()) {
-                    return Err(format!(
-                        "{what}.enables.{field}: unknown protocol [{item}] (known: {})",
-                        allowed.join(", ")
-                    ));
+                    return Err(SpecError::UnknownProtocol {
+                        field: format!("{what}.enables.{field}"),
+                        item: item.to_string(),
+                        known: allowed.join(", "),
+                    });
                 }
             }
         }
@@ -261,7 +269,8 @@ mod tests {
                 serde_json::from_value(serde_json::json!({"name":"a","host":{"names":[bad]}}))
                     .unwrap();
             let e = spec.validate().unwrap_err();
-            assert!(e.contains("not a host name"), "{bad:?}: {e}");
+            assert!(matches!(e, SpecError::NotAHostName(_)), "{bad:?}: {e}");
+            assert!(e.to_string().contains("not a host name"), "{bad:?}: {e}");
         }
         for good in [
             "*",
