@@ -53,6 +53,25 @@ impl LlhlsConfig {
     }
 }
 
+/// A track's bit rate for `BANDWIDTH`: measured, else a nominal 2.5 Mb/s
+/// for video and 128 kb/s for audio.
+pub fn nominal_bitrate(track: &Track) -> u64 {
+    match (track.bitrate, track.kind()) {
+        (0, MediaKind::Video) => 2_500_000,
+        (0, _) => 128_000,
+        (b, _) => u64::from(b),
+    }
+}
+
+/// EXT-X-TARGETDURATION: every EXTINF rounded to the nearest integer is at
+/// most this (RFC 8216bis 4.4.3.1); never below the configured target.
+pub fn target_duration(longest_segment: f64, configured: Duration) -> u64 {
+    longest_segment
+        .round()
+        .max(configured.as_secs_f64().ceil())
+        .max(1.0) as u64
+}
+
 /// One part: a `moof` + `mdat`.
 #[derive(Debug, Clone)]
 pub struct Part {

@@ -76,13 +76,8 @@ pub fn parse_file(name: &str, key: &str) -> Option<File> {
     }
 }
 
-/// EXT-X-TARGETDURATION: every EXTINF rounded to the nearest integer is
-/// at most this (RFC 8216bis 4.4.3.1); never below the configured target.
 fn target_duration(s: &StreamHls, t: &TrackOutput) -> u64 {
-    t.max_segment
-        .round()
-        .max(s.config.segment_target.as_secs_f64().ceil())
-        .max(1.0) as u64
+    super::target_duration(t.max_segment, s.config.segment_target)
 }
 
 /// The master playlist: video chunklist as the variant, audio as its
@@ -99,11 +94,7 @@ pub fn master(s: &StreamHls) -> String {
     let bandwidth: u64 = [video, audio]
         .into_iter()
         .flatten()
-        .map(|t| match t.track.bitrate {
-            0 if t.kind() == MediaKind::Video => 2_500_000,
-            0 => 128_000,
-            b => u64::from(b),
-        })
+        .map(|t| super::nominal_bitrate(&t.track))
         .sum();
     if let (Some(_), Some(a)) = (video, audio) {
         let _ = writeln!(

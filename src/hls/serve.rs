@@ -9,6 +9,7 @@ use super::manager::HlsManager;
 use super::playlist::{self, File};
 use super::ts::TsFile;
 use super::TrackOutput;
+use crate::api::access::host_without_port;
 use crate::http::Request;
 use crate::media::MediaKind;
 use crate::state::streams::StreamId;
@@ -74,13 +75,6 @@ fn query<'a>(target: &'a str, name: &str) -> Option<&'a str> {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         (k == name).then_some(v)
     })
-}
-
-fn host_without_port(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    host.rsplit_once(':').map_or(host, |(h, _)| h)
 }
 
 /// Answers a viewer's request. `parked`: when the request was first

@@ -52,14 +52,7 @@ impl TsHls {
             .iter()
             .filter_map(crate::fmp4::codecs_string)
             .collect();
-        let bandwidth = tracks
-            .iter()
-            .map(|t| match (t.bitrate, t.kind()) {
-                (0, MediaKind::Video) => 2_500_000,
-                (0, _) => 128_000,
-                (b, _) => u64::from(b),
-            })
-            .sum();
+        let bandwidth = tracks.iter().map(super::nominal_bitrate).sum();
         Some(TsHls {
             muxer: Some(muxer),
             segments: VecDeque::new(),
@@ -159,11 +152,8 @@ impl TsHls {
     }
 
     pub fn media_playlist(&self, utc_offset: i32) -> String {
-        let target = self
-            .max_segment
-            .round()
-            .max((self.target as f64 / TICKS_PER_SECOND as f64).ceil())
-            .max(1.0) as u64;
+        let configured = Duration::from_secs_f64(self.target as f64 / TICKS_PER_SECOND as f64);
+        let target = super::target_duration(self.max_segment, configured);
         let first = self.segments.front().map_or(self.next_msn, |s| s.msn);
         let mut o = format!(
             "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n"

@@ -242,6 +242,13 @@ impl PushManager {
         let stream = slot.session.stream;
         let feed = self.feeds.get(&stream).unwrap_or(&NO_FEED);
         slot.session.close(detached, feed, now);
+        self.unsubscribe(stream, id);
+        self.wake(id);
+    }
+
+    /// A session no longer reads `stream`; the last one's going drops the
+    /// feed.
+    fn unsubscribe(&mut self, stream: StreamId, id: SessionId) {
         if let Some(list) = self.subscribers.get_mut(&stream) {
             list.retain(|s| *s != id);
             if list.is_empty() {
@@ -249,7 +256,6 @@ impl PushManager {
                 self.feeds.remove(&stream);
             }
         }
-        self.wake(id);
     }
 
     /// Hands what an ingest produced to its stream's sessions.
@@ -290,11 +296,10 @@ impl PushManager {
         }
         if let Some(ended) = out.ended {
             let subs = self.subscribers.get(&ended).cloned().unwrap_or_default();
+            // Each close unsubscribes; the last takes the feed with it.
             for id in subs {
                 self.close(id, false, now.instant);
             }
-            self.subscribers.remove(&ended);
-            self.feeds.remove(&ended);
         }
         if out.started.is_some() || out.ended.is_some() {
             self.reconcile(reg, now);
@@ -452,13 +457,7 @@ impl PushManager {
         if self.by_task.get(&key) == Some(&id) {
             self.by_task.remove(&key);
         }
-        if let Some(list) = self.subscribers.get_mut(&stream) {
-            list.retain(|x| *x != id);
-            if list.is_empty() {
-                self.subscribers.remove(&stream);
-                self.feeds.remove(&stream);
-            }
-        }
+        self.unsubscribe(stream, id);
         self.rebalance();
         After::Finished(io)
     }

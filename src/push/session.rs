@@ -565,10 +565,7 @@ impl PushSession {
             self.srt_events(now);
         }
         match self.phase {
-            Phase::Connecting if now >= self.started + CONNECT_TIMEOUT => {
-                self.fail("the destination did not accept the stream within 10 s".into())
-            }
-            Phase::Handshaking if now >= self.started + CONNECT_TIMEOUT => {
+            Phase::Connecting | Phase::Handshaking if now >= self.started + CONNECT_TIMEOUT => {
                 self.fail("the destination did not accept the stream within 10 s".into())
             }
             Phase::Closing { until } => {
@@ -640,11 +637,7 @@ impl PushSession {
     }
 
     fn selected_tracks(&self) -> Vec<Track> {
-        self.tracks
-            .iter()
-            .filter(|t| self.selected.contains(&t.id))
-            .cloned()
-            .collect()
+        selected_tracks(&self.tracks, &self.selected)
     }
 
     fn rebuild_muxer(&mut self) {
@@ -973,11 +966,7 @@ fn rtmp_write(
             return Ok(());
         }
         if !out.tracks_sent {
-            let announced: Vec<Track> = tracks
-                .iter()
-                .filter(|t| selected.contains(&t.id))
-                .cloned()
-                .collect();
+            let announced = selected_tracks(tracks, selected);
             if announced.is_empty() {
                 return Ok(());
             }
@@ -1090,6 +1079,16 @@ fn rtmp_write(
         }
         return Ok(());
     }
+}
+
+/// The session's tracks among the stream's (what its muxer or RTMP headers
+/// announce).
+fn selected_tracks(tracks: &[Track], selected: &[TrackId]) -> Vec<Track> {
+    tracks
+        .iter()
+        .filter(|t| selected.contains(&t.id))
+        .cloned()
+        .collect()
 }
 
 /// The feed's body for a frame at `timestamp`, if this connection can send
