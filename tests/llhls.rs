@@ -3,6 +3,8 @@
 //! port, with the received media checked.
 
 mod common;
+#[path = "common/hls_check.rs"]
+mod hls_check;
 #[path = "common/media.rs"]
 mod media;
 use common::*;
@@ -288,6 +290,157 @@ fn blocking_reloads_preload_hints_and_refusals() {
     let (code, body, _) = curl(&["-I"], &format!("{}/llhls.m3u8", base(&s, "live")));
     assert_eq!(code, 200);
     assert!(body.contains("application/vnd.apple.mpegurl"), "{body}");
+    follow_parts_with_the_checker(&s, &video);
+    let _ = src.kill();
+    let _ = src.wait();
+}
+
+/// (msn, part) of a part URI (`part_{track}_{msn}_{part}_...`).
+fn part_numbers(uri: &str) -> (u64, u64) {
+    let f: Vec<&str> = uri.split('_').collect();
+    (f[2].parse().unwrap(), f[3].parse().unwrap())
+}
+
+/// Ten parts in a row as a low-latency player takes them: every chunklist
+/// held to RFC 8216bis by `hls_check`, every INDEPENDENT part starting
+/// with a sync sample, and each blocking reload answered within 50 ms of
+/// the part becoming visible to a client polling without blocking (one
+/// late answer of ten is tolerated: the test shares the machine).
+fn follow_parts_with_the_checker(s: &Server, video: &str) {
+    let port = s.media.llhls;
+    let path = format!("/app/live/{video}");
+    let master = hls_check::get(port, "/app/live/llhls.m3u8", &[]).text();
+    let audio = master
+        .lines()
+        .find_map(|l| l.split("URI=\"").nth(1))
+        .map(|u| u.trim_end_matches('"').to_string())
+        .expect("an audio rendition");
+    let audio_list = hls_check::check_chunklist(
+        &hls_check::get(port, &format!("/app/live/{audio}"), &[]).text(),
+    );
+    assert!(
+        audio_list.parts.iter().all(|p| p.independent),
+        "every audio part is independent"
+    );
+    let mut checked = std::collections::HashSet::new();
+    let mut lags = Vec::new();
+    for _ in 0..10 {
+        let list = hls_check::check_chunklist(&hls_check::get(port, &path, &[]).text());
+        let hint = list.preload_hint.clone().expect("a hint");
+        let (msn, part) = part_numbers(&hint);
+        let poller = {
+            let (path, hint) = (path.clone(), hint.clone());
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                loop {
+                    let l = hls_check::check_chunklist(&hls_check::get(port, &path, &[]).text());
+                    if l.lists_part(&hint) {
+                        return Instant::now();
+                    }
+                    assert!(Instant::now() < deadline, "{hint} never listed");
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        let blocked = hls_check::get(
+            port,
+            &format!("{path}?_HLS_msn={msn}&_HLS_part={part}"),
+            &[],
+        );
+        let answered = Instant::now();
+        let seen = poller.join().expect("the poller");
+        assert_eq!(blocked.status, 200);
+        let l = hls_check::check_chunklist(&blocked.text());
+        assert!(l.lists_part(&hint), "{hint} not in the blocking answer");
+        lags.push(answered.saturating_duration_since(seen));
+        for p in l.parts.iter().filter(|p| checked.insert(p.uri.clone())) {
+            let data = hls_check::get(port, &format!("/app/live/{}", p.uri), &[]);
+            assert_eq!(data.status, 200, "{}", p.uri);
+            assert_eq!(
+                hls_check::starts_with_sync_sample(&data.body),
+                p.independent || p.index == 0,
+                "{}: INDEPENDENT={} but its first sample's sync flag says otherwise",
+                p.uri,
+                p.independent
+            );
+        }
+    }
+    let late = lags
+        .iter()
+        .filter(|l| **l > Duration::from_millis(50))
+        .count();
+    eprintln!("blocking answer after the part was visible to polling: {lags:?}");
+    assert!(late <= 1, "blocking reloads answered late: {lags:?}");
+}
+
+/// `<CrossDomains>` and `<CacheControl>` of `<LLHLS>`: only the listed
+/// origins get CORS headers (the request's origin echoed, `Vary: Origin`),
+/// and each kind of file carries its max-age (OME's defaults elsewhere).
+#[test]
+fn cross_domains_and_cache_control_follow_the_application() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = llhls_server(
+        "llhls-cors",
+        "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>\
+         <CrossDomains><Url>*.allowed.test</Url><Url>http://exact.test:8080</Url></CrossDomains>\
+         <CacheControl><MasterPlaylistMaxAge>5</MasterPlaylistMaxAge>\
+         <PartialSegmentMaxAge>30</PartialSegmentMaxAge><SegmentMaxAge>0</SegmentMaxAge></CacheControl>",
+    );
+    let mut src = ffmpeg_source(
+        15,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
+    );
+    let (_, video) = wait_for_first_segment(&s, "live");
+    let port = s.media.llhls;
+    let master = "/app/live/llhls.m3u8";
+    let allowed = hls_check::get(port, master, &[("Origin", "https://a.allowed.test")]);
+    assert_eq!(allowed.status, 200);
+    assert_eq!(
+        allowed.header("Access-Control-Allow-Origin"),
+        Some("https://a.allowed.test")
+    );
+    assert_eq!(allowed.header("Vary"), Some("Origin"));
+    assert_eq!(allowed.header("Access-Control-Allow-Credentials"), None);
+    assert_eq!(allowed.header("Cache-Control"), Some("max-age=5"));
+    let exact = hls_check::get(port, master, &[("Origin", "http://exact.test:8080")]);
+    assert_eq!(
+        exact.header("Access-Control-Allow-Origin"),
+        Some("http://exact.test:8080")
+    );
+    for origin in [
+        "https://evil.test",
+        "https://allowed.test.evil.test",
+        "http://exact.test",
+    ] {
+        let other = hls_check::get(port, master, &[("Origin", origin)]);
+        assert_eq!(other.status, 200);
+        assert_eq!(
+            other.header("Access-Control-Allow-Origin"),
+            None,
+            "{origin}"
+        );
+    }
+    let list = hls_check::get(port, &format!("/app/live/{video}"), &[]);
+    assert_eq!(list.header("Cache-Control"), Some("no-cache, no-store"));
+    let parsed = hls_check::check_chunklist(&list.text());
+    let hint = parsed.preload_hint.unwrap();
+    let (msn, part) = part_numbers(&hint);
+    let blocked = hls_check::get(
+        port,
+        &format!("/app/live/{video}?_HLS_msn={msn}&_HLS_part={part}"),
+        &[],
+    );
+    assert_eq!(blocked.header("Cache-Control"), Some("max-age=60"));
+    let part = hls_check::get(port, &format!("/app/live/{}", parsed.parts[0].uri), &[]);
+    assert_eq!(part.header("Cache-Control"), Some("max-age=30"));
+    let (seg_msn, _, seg) = &parsed.segments[0];
+    let seg = hls_check::get(port, &format!("/app/live/{seg}"), &[]);
+    assert_eq!(seg.status, 200, "segment {seg_msn}");
+    assert_eq!(seg.header("Cache-Control"), Some("no-cache, no-store"));
     let _ = src.kill();
     let _ = src.wait();
 }

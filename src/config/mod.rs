@@ -374,8 +374,6 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
 ];
 const UNSUPPORTED_ORIGINS: &[&str] = &["Properties"];
 const UNSUPPORTED_LLHLS: &[&str] = &[
-    "CrossDomains",
-    "CacheControl",
     "Dumps",
     "DRM",
     "OriginMode",
@@ -502,8 +500,44 @@ impl Walker<'_> {
                 "PartHoldBack" => spec.part_hold_back = w.seconds(c, p, 0.0, 60.0),
                 "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
                 "SegmentCount" => spec.segment_count = w.segment_count(c, p),
+                "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
+                "CacheControl" => spec.cache_control = Some(w.cache_control(c, p)),
                 _ => return false,
             }
+            true
+        });
+        spec
+    }
+
+    /// `<CrossDomains><Url>...` of a viewer publisher.
+    fn cross_domains(&mut self, el: &Element, path: &str) -> Vec<String> {
+        self.repeated(el, path, &[], "Url", |w, c, p| w.nonempty_text(c, p))
+    }
+
+    /// `<LLHLS><CacheControl>`: max-age seconds, 0 or -1 and up.
+    fn cache_control(&mut self, el: &Element, path: &str) -> crate::state::app::CacheControlSpec {
+        let mut spec = crate::state::app::CacheControlSpec::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            let slot = match c.name.as_str() {
+                "MasterPlaylistMaxAge" => &mut spec.master_playlist_max_age,
+                "ChunklistMaxAge" => &mut spec.chunklist_max_age,
+                "ChunklistWithDirectivesMaxAge" => &mut spec.chunklist_with_directives_max_age,
+                "SegmentMaxAge" => &mut spec.segment_max_age,
+                "PartialSegmentMaxAge" => &mut spec.partial_segment_max_age,
+                _ => return false,
+            };
+            *slot = match w.number::<i32>(c, p) {
+                Some(v) if v >= -1 => Some(v),
+                Some(_) => {
+                    w.error(
+                        c,
+                        p,
+                        "must be seconds, 0 (no-cache, no-store) or -1 (no header)",
+                    );
+                    None
+                }
+                None => None,
+            };
             true
         });
         spec
@@ -539,12 +573,13 @@ impl Walker<'_> {
         self.children(
             el,
             path,
-            &["CrossDomains", "CacheControl", "DefaultQueryString"],
+            &["CacheControl", "DefaultQueryString"],
             &[],
             |w, c, p| {
                 match c.name.as_str() {
                     "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
                     "SegmentCount" => spec.segment_count = w.segment_count(c, p),
+                    "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
                     _ => return false,
                 }
                 true

@@ -389,3 +389,42 @@ fn ome_style_config_loads_with_one_warning_per_unapplied_element() {
     assert!(err.contains("unknown element <PrivacyProtektion>"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn llhls_cross_domains_and_cache_control_are_applied() {
+    let text = GOOD.replace(
+        "<LLHLS/>",
+        "<LLHLS><CrossDomains><Url>*.example.com</Url></CrossDomains>\
+         <CacheControl><MasterPlaylistMaxAge>5</MasterPlaylistMaxAge>\
+         <SegmentMaxAge>-1</SegmentMaxAge></CacheControl></LLHLS>\
+         <HLS><CrossDomains><Url>*</Url></CrossDomains></HLS>",
+    );
+    let loaded = load_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let app = &loaded.config.vhosts[0].applications[0];
+    let llhls = app.llhls.as_ref().unwrap();
+    assert_eq!(
+        llhls.cross_domains.as_deref(),
+        Some(&["*.example.com".to_string()][..])
+    );
+    let cache = llhls.cache_control.unwrap().resolved();
+    use crate::hls::serve::Cache;
+    assert_eq!(cache.master, Cache::MaxAge(5));
+    assert_eq!(cache.chunklist, Cache::NoStore);
+    assert_eq!(cache.blocking_chunklist, Cache::MaxAge(60));
+    assert_eq!(cache.segment, Cache::Absent);
+    assert_eq!(
+        app.hls.as_ref().unwrap().cross_domains.as_deref(),
+        Some(&["*".to_string()][..])
+    );
+    assert!(
+        loaded.warnings.iter().all(|w| !w.path.contains("LLHLS")),
+        "{:?}",
+        loaded.warnings
+    );
+    let bad = text.replace("<SegmentMaxAge>-1<", "<SegmentMaxAge>-2<");
+    let err = load_str(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("SegmentMaxAge") && err.contains("-1 (no header)"),
+        "{err}"
+    );
+}

@@ -9,7 +9,7 @@ use super::manager::HlsManager;
 use super::playlist::{self, File};
 use super::ts::TsFile;
 use super::TrackOutput;
-use crate::api::access::host_without_port;
+use crate::api::access::{host_without_port, origin_matches};
 use crate::http::Request;
 use crate::media::MediaKind;
 use crate::state::streams::StreamId;
@@ -19,12 +19,59 @@ use std::time::{Duration, Instant};
 
 pub const PLAYLIST: &str = "application/vnd.apple.mpegurl";
 
+/// A `Cache-Control` header (OME's max-age rules: 0 is `no-cache,
+/// no-store`, negative is no header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cache {
+    Absent,
+    NoStore,
+    MaxAge(u32),
+}
+
+impl Cache {
+    pub fn from_max_age(seconds: i32) -> Self {
+        match seconds {
+            0 => Cache::NoStore,
+            s if s > 0 => Cache::MaxAge(s as u32),
+            _ => Cache::Absent,
+        }
+    }
+
+    /// The header's value, if any.
+    pub fn value(self) -> Option<String> {
+        match self {
+            Cache::Absent => None,
+            Cache::NoStore => Some("no-cache, no-store".into()),
+            Cache::MaxAge(s) => Some(format!("max-age={s}")),
+        }
+    }
+}
+
+/// `Cache-Control` per kind of LL-HLS file (`<LLHLS><CacheControl>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachePolicy {
+    pub master: Cache,
+    pub chunklist: Cache,
+    /// A chunklist asked for with `_HLS_msn` (a blocking reload).
+    pub blocking_chunklist: Cache,
+    pub segment: Cache,
+    pub part: Cache,
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        crate::state::app::CacheControlSpec::default().resolved()
+    }
+}
+
 /// What a viewer gets.
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub status: u16,
     pub content_type: &'static str,
-    pub cache_control: Option<&'static str>,
+    pub cache: Cache,
+    /// `Access-Control-Allow-Origin` (none: no CORS headers).
+    pub allow_origin: Option<String>,
     /// Shared with every viewer of the same file (a segment: its parts).
     pub body: Vec<Bytes>,
 }
@@ -40,21 +87,27 @@ impl Reply {
 }
 
 impl Reply {
-    fn error(status: u16, text: &str) -> Self {
+    pub fn error(status: u16, text: &str) -> Self {
         Reply {
             status,
             content_type: "text/plain; charset=utf-8",
-            cache_control: Some("no-cache, no-store"),
+            cache: Cache::NoStore,
+            allow_origin: None,
             body: vec![Bytes::from(format!("{text}\n"))],
         }
     }
 
-    fn playlist(text: String, cache: &'static str) -> Self {
+    fn playlist(text: String, cache: Cache) -> Self {
+        Reply::media(PLAYLIST, cache, vec![Bytes::from(text)])
+    }
+
+    fn media(content_type: &'static str, cache: Cache, body: Vec<Bytes>) -> Self {
         Reply {
             status: 200,
-            content_type: PLAYLIST,
-            cache_control: Some(cache),
-            body: vec![Bytes::from(text)],
+            content_type,
+            cache,
+            allow_origin: None,
+            body,
         }
     }
 }
@@ -77,6 +130,22 @@ fn query<'a>(target: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
+/// The `Access-Control-Allow-Origin` for a request: any origin where the
+/// application sets no `CrossDomains`, else the request's `Origin` when an
+/// entry allows it (the API's patterns, no credentials), else none.
+fn allow_origin(req: &Request, cross_domains: Option<&[String]>) -> Option<String> {
+    match cross_domains {
+        None => Some("*".into()),
+        Some(list) if list.iter().any(|d| d == "*") => Some("*".into()),
+        Some(list) => {
+            let origin = req.header_str("origin")?;
+            list.iter()
+                .any(|d| origin_matches(d, origin))
+                .then(|| origin.to_string())
+        }
+    }
+}
+
 /// Answers a viewer's request. `parked`: when the request was first
 /// parked (a blocking reload asked again after a wake-up).
 pub fn answer(
@@ -87,28 +156,91 @@ pub fn answer(
     parked: Option<Instant>,
     utc_offset: i32,
 ) -> Answer {
-    let reply = |r: Reply| Answer::Reply(r);
-    match req.method.as_str() {
-        "GET" | "HEAD" => {}
-        "OPTIONS" => {
-            return reply(Reply {
-                status: 204,
-                content_type: "text/plain",
-                cache_control: None,
-                body: Vec::new(),
-            })
-        }
-        _ => return reply(Reply::error(405, "Method not allowed")),
-    }
     let host = host_without_port(req.header_str("host").unwrap_or(""));
     let Some(vhost) = reg.vhost_serving(host) else {
-        return reply(Reply::error(404, "No virtual host serves this host name"));
+        return with_origin(
+            Reply::error(404, "No virtual host serves this host name"),
+            Some("*".into()),
+        );
     };
     let mut parts = req.path().trim_start_matches('/').splitn(3, '/');
     let (Some(app), Some(stream), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
-        return reply(Reply::error(404, "Not found"));
+        return with_origin(Reply::error(404, "Not found"), Some("*".into()));
     };
-    let Some((id, out)) = hls.find(reg, &vhost.spec.name, app, stream, now) else {
+    let spec = reg.app(&vhost.spec.name, app);
+    let is_ts = super::ts::parse_file(file).is_some();
+    let publishers = spec.map(|a| &a.publishers);
+    let origins = if is_ts {
+        publishers.and_then(|p| p.hls.as_ref()?.cross_domains.as_deref())
+    } else {
+        publishers.and_then(|p| p.llhls.as_ref()?.cross_domains.as_deref())
+    };
+    let origin = allow_origin(req, origins);
+    let cache = publishers
+        .and_then(|p| p.llhls.as_ref()?.cache_control)
+        .map(|c| c.resolved())
+        .unwrap_or_default();
+    match req.method.as_str() {
+        "GET" | "HEAD" => {}
+        "OPTIONS" => {
+            let preflight = Reply {
+                status: 204,
+                content_type: "text/plain",
+                cache: Cache::Absent,
+                allow_origin: None,
+                body: Vec::new(),
+            };
+            return with_origin(preflight, origin);
+        }
+        _ => return with_origin(Reply::error(405, "Method not allowed"), origin),
+    }
+    let target = Target {
+        vhost: &vhost.spec.name,
+        app,
+        stream,
+        file,
+        cache,
+    };
+    match answer_file(req, &target, hls, reg, now, parked, utc_offset) {
+        Answer::Reply(r) => with_origin(r, origin),
+        wait => wait,
+    }
+}
+
+fn with_origin(r: Reply, origin: Option<String>) -> Answer {
+    Answer::Reply(Reply {
+        allow_origin: origin,
+        ..r
+    })
+}
+
+/// What a request names.
+struct Target<'a> {
+    vhost: &'a str,
+    app: &'a str,
+    stream: &'a str,
+    file: &'a str,
+    cache: CachePolicy,
+}
+
+fn answer_file(
+    req: &Request,
+    target: &Target<'_>,
+    hls: &HlsManager,
+    reg: &Registry,
+    now: Instant,
+    parked: Option<Instant>,
+    utc_offset: i32,
+) -> Answer {
+    let reply = |r: Reply| Answer::Reply(r);
+    let Target {
+        vhost,
+        app,
+        stream,
+        file,
+        cache,
+    } = *target;
+    let Some((id, out)) = hls.find(reg, vhost, app, stream, now) else {
         return reply(Reply::error(404, "No such stream"));
     };
     if let Some(f) = super::ts::parse_file(file) {
@@ -116,17 +248,10 @@ pub fn answer(
             return reply(Reply::error(404, "HLS is not enabled for this application"));
         };
         return reply(match f {
-            TsFile::Master => Reply::playlist(ts.master(), "no-cache, no-store"),
-            TsFile::MediaPlaylist => {
-                Reply::playlist(ts.media_playlist(utc_offset), "no-cache, no-store")
-            }
+            TsFile::Master => Reply::playlist(ts.master(), Cache::NoStore),
+            TsFile::MediaPlaylist => Reply::playlist(ts.media_playlist(utc_offset), Cache::NoStore),
             TsFile::Segment(n) => match ts.segment(n) {
-                Some(seg) => Reply {
-                    status: 200,
-                    content_type: "video/mp2t",
-                    cache_control: None,
-                    body: vec![seg.data.clone()],
-                },
+                Some(seg) => Reply::media("video/mp2t", Cache::Absent, vec![seg.data.clone()]),
                 None => Reply::error(404, "No such segment"),
             },
         });
@@ -157,7 +282,7 @@ pub fn answer(
         }
     };
     match file {
-        File::Master => reply(Reply::playlist(playlist::master(s), "no-cache, no-store")),
+        File::Master => reply(Reply::playlist(playlist::master(s), cache.master)),
         File::Chunklist { track } => {
             let Some(t) = track_of(track) else {
                 return reply(Reply::error(404, "No such track"));
@@ -168,7 +293,7 @@ pub fn answer(
             let (msn, part) = match (msn, part) {
                 (None, None) => {
                     let text = playlist::chunklist(s, t, skip, utc_offset);
-                    return reply(Reply::playlist(text, "no-cache, no-store"));
+                    return reply(Reply::playlist(text, cache.chunklist));
                 }
                 (Some(Ok(m)), None) => (m, None),
                 (Some(Ok(m)), Some(Ok(p))) => (m, Some(p)),
@@ -176,7 +301,7 @@ pub fn answer(
             };
             if t.has(msn, part) || t.is_ended() {
                 let text = playlist::chunklist(s, t, skip, utc_offset);
-                return reply(Reply::playlist(text, "max-age=60"));
+                return reply(Reply::playlist(text, cache.blocking_chunklist));
             }
             let last = t.segments.back().map_or(0, |x| x.msn);
             if msn > last + 2 {
@@ -188,24 +313,18 @@ pub fn answer(
             wait(t)
         }
         File::Init { track } => match track_of(track) {
-            Some(t) => reply(Reply {
-                status: 200,
-                content_type: media_type(t),
-                cache_control: None,
-                body: vec![t.init.clone()],
-            }),
+            Some(t) => reply(Reply::media(
+                media_type(t),
+                cache.segment,
+                vec![t.init.clone()],
+            )),
             None => reply(Reply::error(404, "No such track")),
         },
         File::Segment { track, msn } => match track_of(track).and_then(|t| {
             let data = t.segment_data(msn)?;
             Some((t, data))
         }) {
-            Some((t, data)) => reply(Reply {
-                status: 200,
-                content_type: media_type(t),
-                cache_control: None,
-                body: data,
-            }),
+            Some((t, data)) => reply(Reply::media(media_type(t), cache.segment, data)),
             None => reply(Reply::error(404, "No such segment")),
         },
         File::Part { track, msn, part } => {
@@ -213,12 +332,11 @@ pub fn answer(
                 return reply(Reply::error(404, "No such track"));
             };
             if let Some(p) = t.segment(msn).and_then(|x| x.parts.get(part)) {
-                return reply(Reply {
-                    status: 200,
-                    content_type: media_type(t),
-                    cache_control: None,
-                    body: vec![p.data.clone()],
-                });
+                return reply(Reply::media(
+                    media_type(t),
+                    cache.part,
+                    vec![p.data.clone()],
+                ));
             }
             // The preload-hinted part (the next one) is waited for.
             let next = match t.segments.back() {

@@ -135,15 +135,14 @@ impl ViewerConn {
                 Ok(None) => return,
                 Err(e) => {
                     crate::debug!("viewer {}: {e}", self.peer);
-                    let body = Bytes::from(format!("{e}\n"));
                     let r = Reply {
-                        status: e.status(),
-                        content_type: "text/plain; charset=utf-8",
-                        cache_control: None,
-                        body: Vec::new(),
+                        body: vec![Bytes::from(format!("{e}\n"))],
+                        ..Reply::error(e.status(), "")
                     };
-                    self.push_head(&r, body.len(), true);
-                    self.push_body(body);
+                    self.push_head(&r, r.len(), true);
+                    for b in r.body {
+                        self.push_body(b);
+                    }
                     self.closing = true;
                     return;
                 }
@@ -173,19 +172,26 @@ impl ViewerConn {
     }
 
     fn push_head(&mut self, r: &Reply, len: usize, close: bool) {
+        use std::fmt::Write;
         let mut h = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {len}\r\nAccess-Control-Allow-Origin: *\r\n",
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {len}\r\n",
             r.status,
             reason(r.status),
             r.content_type
         );
-        if r.status == 204 {
-            h.push_str("Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Headers: *\r\nAccess-Control-Max-Age: 86400\r\n");
+        if let Some(origin) = &r.allow_origin {
+            // The Origin header is the peer's text: only a well-formed
+            // origin is ever echoed (origin_matches checks its form).
+            let _ = write!(h, "Access-Control-Allow-Origin: {origin}\r\n");
+            if origin != "*" {
+                h.push_str("Vary: Origin\r\n");
+            }
+            if r.status == 204 {
+                h.push_str("Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Headers: *\r\nAccess-Control-Max-Age: 86400\r\n");
+            }
         }
-        if let Some(c) = r.cache_control {
-            h.push_str("Cache-Control: ");
-            h.push_str(c);
-            h.push_str("\r\n");
+        if let Some(c) = r.cache.value() {
+            let _ = write!(h, "Cache-Control: {c}\r\n");
         }
         if close {
             h.push_str("Connection: close\r\n");

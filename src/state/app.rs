@@ -138,6 +138,10 @@ pub struct HlsSpec {
     /// Segments kept (default 10, 3-100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment_count: Option<u32>,
+    /// Origins allowed to read from a browser (the API's patterns; unset:
+    /// any origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_domains: Option<Vec<String>>,
 }
 
 impl HlsSpec {
@@ -165,6 +169,45 @@ pub struct LlhlsSpec {
     pub segment_duration: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment_count: Option<u32>,
+    /// Origins allowed to read from a browser (the API's patterns; unset:
+    /// any origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_domains: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControlSpec>,
+}
+
+/// OME's `<LLHLS><CacheControl>`: `max-age` seconds per kind of file; 0
+/// means `no-cache, no-store`, -1 no `Cache-Control` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CacheControlSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_playlist_max_age: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunklist_max_age: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunklist_with_directives_max_age: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_max_age: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_segment_max_age: Option<i32>,
+}
+
+impl CacheControlSpec {
+    /// OME's defaults where unset: master and chunklists 0, blocking
+    /// chunklists 60, segments and parts -1.
+    pub fn resolved(&self) -> crate::hls::serve::CachePolicy {
+        use crate::hls::serve::Cache;
+        let c = |v: Option<i32>, default: i32| Cache::from_max_age(v.unwrap_or(default));
+        crate::hls::serve::CachePolicy {
+            master: c(self.master_playlist_max_age, 0),
+            chunklist: c(self.chunklist_max_age, 0),
+            blocking_chunklist: c(self.chunklist_with_directives_max_age, 60),
+            segment: c(self.segment_max_age, -1),
+            part: c(self.partial_segment_max_age, -1),
+        }
+    }
 }
 
 impl LlhlsSpec {
@@ -243,6 +286,42 @@ impl AppSpec {
                         });
                     }
                 }
+            }
+        }
+        let viewer_origins = [
+            (
+                "publishers.llhls.crossDomains",
+                self.publishers
+                    .llhls
+                    .as_ref()
+                    .and_then(|l| l.cross_domains.as_ref()),
+            ),
+            (
+                "publishers.hls.crossDomains",
+                self.publishers
+                    .hls
+                    .as_ref()
+                    .and_then(|l| l.cross_domains.as_ref()),
+            ),
+        ];
+        for (field, list) in viewer_origins {
+            if list.is_some_and(|l| l.iter().any(|u| u.trim().is_empty())) {
+                return Err(SpecError::Empty(format!("{field}[]")));
+            }
+        }
+        if let Some(c) = self.publishers.llhls.as_ref().and_then(|l| l.cache_control) {
+            let ages = [
+                c.master_playlist_max_age,
+                c.chunklist_max_age,
+                c.chunklist_with_directives_max_age,
+                c.segment_max_age,
+                c.partial_segment_max_age,
+            ];
+            if ages.iter().flatten().any(|&a| a < -1) {
+                return Err(SpecError::Form {
+                    field: "publishers.llhls.cacheControl".into(),
+                    must: "seconds, 0 (no-cache, no-store) or -1 (no header)",
+                });
             }
         }
         if let Some(m) = &self.providers.mpegts {
