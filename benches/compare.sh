@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,13 +21,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls startup"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
 LAT_NS=${BENCH_LAT_N:-"1 100"}
 UDP_FF_NS=${BENCH_UDP_FFMPEG_N:-"1 10"}
 SRT_NS=${BENCH_SRT_N:-"1 10 50"}
 SRT_ENC_NS=${BENCH_SRT_ENC_N:-"10"}
+LLHLS_VIEWERS=${BENCH_LLHLS_VIEWERS:-1000}
+LLHLS_CHUNKS=${BENCH_LLHLS_CHUNKS:-"0.5 0.2"}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 NGX_RTMP_MOD=${NGX_RTMP_MOD:-/usr/lib/nginx/modules/ngx_rtmp_module.so}
 TOKEN='kiln:bench'
@@ -47,7 +49,7 @@ need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc; then need srt-live-transmit srt-tools; fi
-if want rtmp || want udp || want srt || want srtenc; then
+if want rtmp || want udp || want srt || want srtenc || want llhls; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -144,7 +146,10 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -subj /CN=localhost \
     -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null
 
-read -r API_P TLS_P RTMP_IN NGX_P NGX_TLS NGX_RTMP SINK_P <<<"$(free_ports 7)"
+read -r API_P TLS_P RTMP_IN NGX_P NGX_TLS NGX_RTMP SINK_P LLHLS_P <<<"$(free_ports 8)"
+# With KILN_LLHLS=<ChunkDuration> set, kiln_config adds the viewer port and
+# LL-HLS to the application (the other benches run without the packager).
+KILN_LLHLS=
 
 kiln_config() { # dir statefile
     cat >"$1/server.xml" <<EOF
@@ -156,6 +161,7 @@ kiln_config() { # dir statefile
   <Bind>
     <Managers><API><Port>$API_P</Port><TLSPort>$TLS_P</TLSPort></API></Managers>
     <Providers><RTMP><Port>$RTMP_IN</Port></RTMP></Providers>
+    $( [[ -n $KILN_LLHLS ]] && echo "<Publishers><LLHLS><Port>$LLHLS_P</Port></LLHLS></Publishers>" )
   </Bind>
   <Managers>
     <Host><Names><Name>*</Name></Names>
@@ -168,7 +174,7 @@ kiln_config() { # dir statefile
         <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
         <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
       </Encodes></OutputProfile></OutputProfiles>
-      <Providers><RTMP/></Providers><Publishers><Push/></Publishers>
+      <Providers><RTMP/></Providers><Publishers><Push/>$( [[ -n $KILN_LLHLS ]] && echo "<LLHLS><ChunkDuration>$KILN_LLHLS</ChunkDuration><SegmentDuration>2</SegmentDuration></LLHLS>" )</Publishers>
     </Application></Applications>
   </VirtualHost></VirtualHosts>
 </Server>
@@ -318,7 +324,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -721,6 +727,114 @@ $rows"
 fi
 
 # --- start-up and memory --------------------------------------------------------
+# --- LL-HLS viewers ------------------------------------------------------------------
+if want llhls; then
+    log "building the LL-HLS probes (cargo bench --bench latency --bench llhls_viewers)"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench latency --bench llhls_viewers --no-run 2>"$WORK/llhls-build.err") ||
+        { cat "$WORK/llhls-build.err" >&2; exit 1; }
+    PROBE=$(ls -t "$TARGET"/release/deps/latency-* | grep -v '\.d$' | head -1)
+    VIEWERS=$(ls -t "$TARGET"/release/deps/llhls_viewers-* | grep -v '\.d$' | head -1)
+    us_ms() { calc "'%.1f' % ($1/1000)"; }
+    # Added latency: a frame into the RTMP ingest -> its part read by a viewer.
+    lat_rows=""
+    for chunk in $LLHLS_CHUNKS; do
+        KILN_LLHLS=$chunk start_kiln
+        r=$("$PROBE" --file "$SRC" --publish "rtmp://127.0.0.1:$RTMP_IN/app/src" \
+            --llhls "http://127.0.0.1:$LLHLS_P/app/src" --seconds $((SECS + WARM + 5)) --warm "$WARM" \
+            2>>"$WORK/probe.err" | awk '/^latency_us/{print $2, $3, $4, $5, $6, $7}')
+        stop_kiln
+        [[ -n $r ]] || { log "LL-HLS latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }
+        read -r p50 p90 p99 pmax m sent <<<"$r"
+        log "LL-HLS latency ChunkDuration $chunk (p50 p90 p99 max µs, matched, sent): $r"
+        target=$(calc "$chunk*1e6 + 20000")
+        lat_rows+="| $chunk | $(us_ms "$p50") | $(us_ms "$p90") | **$(us_ms "$p99")** (≤ $(us_ms "$target"): $(calc "'yes' if $p99 <= $target else 'no'")) | $(us_ms "$pmax") | $m / $sent |
+"
+    done
+    # N viewers: kiln with blocking reloads, then nginx serving kiln's
+    # chunklist and parts as static files to the same request pattern.
+    VSECS=$((SECS * 2))
+    KILN_LLHLS=0.5 start_kiln
+    start_source "rtmp://127.0.0.1:$RTMP_IN/app/src"
+    wait_stream
+    sleep 3 # the first segment
+    rss0=$(rss_kb "$KILN_PID"); c0=$(cpu_split "$KILN_PID")
+    "$VIEWERS" --url "http://127.0.0.1:$LLHLS_P/app/src" --viewers "$LLHLS_VIEWERS" --seconds "$VSECS" \
+        --snapshot "$WORK/www/snap" >"$WORK/viewers-kiln.txt" 2>>"$WORK/viewers.err" &
+    VPID=$!; PIDS+=("$VPID")
+    sleep $((VSECS / 2)); rss1=$(rss_kb "$KILN_PID")
+    wait "$VPID" || { log "LL-HLS viewers failed: $(tail -3 "$WORK/viewers.err")"; exit 1; }
+    read -r ku kk <<<"$(cpu_split "$KILN_PID")"; read -r ku0 kk0 <<<"$c0"
+    stop "$SRC_PID"; stop_kiln
+    start_nginx ngx-hls "
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    open_file_cache max=100;
+    keepalive_requests 100000000;
+    keepalive_timeout 65;
+    types { application/vnd.apple.mpegurl m3u8; video/mp4 m4s; }
+    server { listen 127.0.0.1:$NGX_P; root $WORK/www; }
+}"
+    wait_tcp "$NGX_P"
+    np=$(nginx_pids "$NGX_PID")
+    nrss0=$(rss_kb $np); n0=$(cpu_split $np)
+    "$VIEWERS" --static "http://127.0.0.1:$NGX_P/snap" --dir "$WORK/www/snap" --viewers "$LLHLS_VIEWERS" \
+        --seconds "$VSECS" --part 0.5 >"$WORK/viewers-nginx.txt" 2>>"$WORK/viewers.err" &
+    VPID=$!; PIDS+=("$VPID")
+    sleep $((VSECS / 2)); nrss1=$(rss_kb $np)
+    wait "$VPID" || { log "LL-HLS viewers (nginx) failed: $(tail -3 "$WORK/viewers.err")"; exit 1; }
+    read -r nu nk <<<"$(cpu_split $np)"; read -r nu0 nk0 <<<"$n0"
+    stop "$NGX_PID"
+    row() { # name result-file user0 kernel0 user1 kernel1 rss0 rss1
+        read -r _ conn _ req _ parts _ bytes _ miss _ s50 s99 smax _ err <"$2"
+        local cpu=$(( ($5 - $3) + ($6 - $4) ))
+        local pct; pct=$(calc "100*$cpu/$TCK/$VSECS")
+        local per; per=$(calc "1e6*$cpu/$TCK/$VSECS/max($conn,1)")
+        echo "| $1 | $conn | $req | $parts | $(fmt "$(calc "$bytes/$VSECS/1e6")" 0) | $(fmt "$pct" 1) ($(fmt "$(calc "100*($5-$3)/$TCK/$VSECS")" 1) user) | $(fmt "$per" 1) | $(fmt "$(calc "($8-$7)/max($conn,1)")" 1) | $miss / $err | $(us_ms "$s50") / $(us_ms "$s99") |"
+    }
+    krow=$(row kiln "$WORK/viewers-kiln.txt" "$ku0" "$kk0" "$ku" "$kk" "$rss0" "$rss1")
+    nrow=$(row nginx "$WORK/viewers-nginx.txt" "$nu0" "$nk0" "$nu" "$nk" "$nrss0" "$nrss1")
+    kcpu=$(( (ku - ku0) + (kk - kk0) )); ncpu=$(( (nu - nu0) + (nk - nk0) ))
+    ratio=$(fmt "$(calc "$kcpu/max($ncpu,1)")")
+    add "### LL-HLS viewers (1 RTMP source 720p30 2.5 Mb/s -> $LLHLS_VIEWERS viewers)
+
+\`cargo bench --bench llhls_viewers\`: one thread, one keep-alive connection
+per viewer, ${VSECS} s. Against kiln (ChunkDuration 0.5, SegmentDuration 2)
+each viewer does what a low-latency player does: a blocking reload of the
+video chunklist for the preload-hinted part, then a GET of every part that
+answer lists, then the next hint. nginx (1 worker, sendfile, access log off)
+serves a snapshot of kiln's chunklist and parts as static files: every 0.5 s
+all viewers ask for the chunklist and then the next part, the same requests
+and bytes. CPU is the server's utime+stime over the window; memory is the
+server's RSS half-way through less its RSS before the viewers came. Spread,
+kiln: for each part, from the first viewer's first byte of the blocking
+answer that lists it to each other viewer's (timestamps taken when the
+generator's poll returns, so the generator's own work on the other CPU
+widens it); nginx: from the tick to each viewer's first byte of the
+chunklist. Missing: viewers that did not get every part cut while they were
+following (kiln); errors: non-200 answers.
+
+| server | viewers | requests | parts | MB/s out | CPU % of a core | CPU µs per viewer-second | RSS KiB per viewer (target < 64) | missing / errors | spread p50 / p99 ms (target p99 < 5) |
+|---|---|---|---|---|---|---|---|---|---|
+$krow
+$nrow
+
+CPU kiln / nginx: **$ratio** (target ≤ 1).
+
+Added latency (\`cargo bench --bench latency -- --llhls\`): the file published
+over RTMP at its own pace; one viewer asks for each preload-hinted part
+before it exists and reads it whole; per video frame, from just before its
+bytes are written to the ingest socket to the whole part holding it read
+(frames matched by payload hash). Every frame waits for its part to be cut,
+so the first frame of a part waits about one ChunkDuration.
+
+| ChunkDuration s | p50 ms | p90 ms | p99 ms (target ≤ ChunkDuration + 20 ms) | max ms | frames matched / sent |
+|---|---|---|---|---|---|
+$lat_rows"
+fi
+
 if want startup; then
     measure_start() { # statefile -> "ms rss_kb"
         local d=$WORK/kiln

@@ -19,6 +19,16 @@
 //!     --seconds 20 --warm 3
 //! ```
 //!
+//! With `--llhls http://host:port/app/stream` instead of `--sink-port`, the
+//! other end is an LL-HLS viewer of the relay (kiln): it asks for each
+//! preload-hinted part before it exists (the request waits in kiln until
+//! the part is cut), and the time is taken when the whole part has been
+//! read; the video samples in the part's `mdat` are matched to the frames
+//! sent the same way. That is the issue-12 figure "a frame entering the
+//! RTMP ingest to the part holding it being served": every frame waits for
+//! its part to close, so expect about one part duration for the first frame
+//! of each part and one frame interval for the last.
+//!
 //! Prints one line: `latency_us <p50> <p90> <p99> <max> <frames matched>
 //! <video frames sent after warm-up>`.
 use bytes::Bytes;
@@ -39,6 +49,7 @@ struct Args {
     file: String,
     publish: String,
     sink_port: u16,
+    llhls: Option<String>,
     seconds: f64,
     warm: f64,
 }
@@ -51,13 +62,16 @@ fn args() -> Args {
             .and_then(|i| all.get(i + 1))
             .cloned()
     };
-    let usage = "usage: latency --file F.flv --publish rtmp://host:port/app/key --sink-port P [--seconds S] [--warm W]";
+    let usage = "usage: latency --file F.flv --publish rtmp://host:port/app/key (--sink-port P | --llhls http://host:port/app/key) [--seconds S] [--warm W]";
+    let llhls = get("--llhls");
     Args {
         file: get("--file").expect(usage),
         publish: get("--publish").expect(usage),
         sink_port: get("--sink-port")
             .and_then(|p| p.parse().ok())
+            .or(llhls.as_ref().map(|_| 0))
             .expect(usage),
+        llhls,
         seconds: get("--seconds")
             .and_then(|s| s.parse().ok())
             .unwrap_or(20.0),
@@ -257,6 +271,192 @@ fn sink(listener: TcpListener, stop: Arc<Mutex<bool>>) -> Vec<(u64, Instant)> {
     got
 }
 
+/// A keep-alive HTTP/1.1 client for one host (kiln answers with
+/// Content-Length).
+struct Http {
+    host: String,
+    conn: Option<std::io::BufReader<TcpStream>>,
+}
+
+impl Http {
+    /// (status, body) of `GET path`; reconnects once if the connection
+    /// was closed.
+    fn get(&mut self, path: &str) -> std::io::Result<(u16, Vec<u8>)> {
+        use std::io::BufRead;
+        for attempt in 0..2 {
+            if self.conn.is_none() {
+                let s = TcpStream::connect(&self.host)?;
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(Duration::from_secs(30)))?;
+                self.conn = Some(std::io::BufReader::new(s));
+            }
+            let r = self.conn.as_mut().unwrap();
+            let req = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", self.host);
+            let sent = r.get_mut().write_all(req.as_bytes());
+            let mut line = String::new();
+            if sent.is_err() || r.read_line(&mut line).unwrap_or(0) == 0 {
+                self.conn = None;
+                if attempt == 0 {
+                    continue;
+                }
+                return Err(ErrorKind::ConnectionAborted.into());
+            }
+            let status = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let mut len = 0;
+            loop {
+                let mut h = String::new();
+                r.read_line(&mut h)?;
+                let h = h.trim_end();
+                if h.is_empty() {
+                    break;
+                }
+                if let Some((n, v)) = h.split_once(':') {
+                    if n.eq_ignore_ascii_case("content-length") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body)?;
+            return Ok((status, body));
+        }
+        unreachable!()
+    }
+}
+
+/// The samples of a `moof`+`mdat` part (ISO/IEC 14496-12 8.8.7-8.8.8:
+/// tfhd defaults, trun sizes and data offset from the moof).
+fn part_samples(part: &[u8]) -> Vec<&[u8]> {
+    fn boxes(mut d: &[u8]) -> Vec<([u8; 4], &[u8])> {
+        let mut v = Vec::new();
+        while d.len() >= 8 {
+            let size = u32::from_be_bytes(d[..4].try_into().unwrap()) as usize;
+            if size < 8 || size > d.len() {
+                break;
+            }
+            v.push((d[4..8].try_into().unwrap(), &d[8..size]));
+            d = &d[size..];
+        }
+        v
+    }
+    let find = |d, k: &[u8; 4]| boxes(d).into_iter().find(|(n, _)| n == k).map(|(_, b)| b);
+    let Some(traf) = find(part, b"moof").and_then(|m| find(m, b"traf")) else {
+        return Vec::new();
+    };
+    let (Some(tfhd), Some(trun)) = (find(traf, b"tfhd"), find(traf, b"trun")) else {
+        return Vec::new();
+    };
+    let be = |d: &[u8], at: usize| u32::from_be_bytes(d[at..at + 4].try_into().unwrap());
+    let tf = be(tfhd, 0) & 0xFF_FFFF;
+    let mut at = 8;
+    if tf & 1 != 0 {
+        at += 8;
+    }
+    if tf & 2 != 0 {
+        at += 4;
+    }
+    if tf & 8 != 0 {
+        at += 4;
+    }
+    let default_size = if tf & 0x10 != 0 { be(tfhd, at) } else { 0 };
+    let tr = be(trun, 0) & 0xFF_FFFF;
+    let count = be(trun, 4) as usize;
+    let mut at = 8;
+    let mut offset = 0;
+    if tr & 1 != 0 {
+        offset = be(trun, at) as usize;
+        at += 4;
+    }
+    if tr & 4 != 0 {
+        at += 4;
+    }
+    let mut out = Vec::new();
+    for _ in 0..count {
+        if tr & 0x100 != 0 {
+            at += 4;
+        }
+        let size = if tr & 0x200 != 0 {
+            at += 4;
+            be(trun, at - 4)
+        } else {
+            default_size
+        } as usize;
+        if tr & 0x400 != 0 {
+            at += 4;
+        }
+        if tr & 0x800 != 0 {
+            at += 4;
+        }
+        // the offset counts from the moof box's first byte
+        let Some(sample) = part.get(offset..offset + size) else {
+            break;
+        };
+        out.push(sample);
+        offset += size;
+    }
+    out
+}
+
+/// An LL-HLS viewer of the relay's video chunklist: asks for each
+/// preload-hinted part (kiln answers when it exists) and returns (payload
+/// hash, arrival) per video sample.
+fn llhls_viewer(url: &str, stop: Arc<Mutex<bool>>) -> Vec<(u64, Instant)> {
+    let rest = url
+        .strip_prefix("http://")
+        .expect("--llhls http://host:port/app/stream");
+    let (host, dir) = rest.split_at(rest.find('/').expect("--llhls needs /app/stream"));
+    let mut http = Http {
+        host: host.to_string(),
+        conn: None,
+    };
+    let hint_of = |list: &str| {
+        list.lines()
+            .find_map(|l| l.strip_prefix("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\""))
+            .map(|u| u.trim_end_matches('"').to_string())
+    };
+    let mut chunklist = None;
+    let mut got = Vec::new();
+    while !*stop.lock().unwrap() {
+        let Some(list_path) = chunklist.clone() else {
+            // Wait for the stream and its first segment.
+            std::thread::sleep(Duration::from_millis(20));
+            if let Ok((200, master)) = http.get(&format!("{dir}/llhls.m3u8")) {
+                let master = String::from_utf8_lossy(&master).into_owned();
+                chunklist = master
+                    .lines()
+                    .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+                    .map(|l| format!("{dir}/{l}"));
+            }
+            continue;
+        };
+        let Ok((200, list)) = http.get(&list_path) else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let list = String::from_utf8_lossy(&list);
+        let Some(hint) = hint_of(&list) else {
+            if list.contains("#EXT-X-ENDLIST") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        match http.get(&format!("{dir}/{hint}")) {
+            Ok((200, part)) => {
+                let now = Instant::now();
+                got.extend(part_samples(&part).into_iter().map(|s| (key(s), now)));
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => break,
+        }
+    }
+    got
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -265,12 +465,18 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let a = args();
     let (tracks, frames) = read_flv(&a.file);
-    let listener = TcpListener::bind(("127.0.0.1", a.sink_port))
-        .unwrap_or_else(|e| panic!("sink port {}: {e}", a.sink_port));
     let stop = Arc::new(Mutex::new(false));
-    let sink_thread = {
-        let stop = stop.clone();
-        std::thread::spawn(move || sink(listener, stop))
+    let sink_thread = match a.llhls.clone() {
+        Some(url) => {
+            let stop = stop.clone();
+            std::thread::spawn(move || llhls_viewer(&url, stop))
+        }
+        None => {
+            let listener = TcpListener::bind(("127.0.0.1", a.sink_port))
+                .unwrap_or_else(|e| panic!("sink port {}: {e}", a.sink_port));
+            let stop = stop.clone();
+            std::thread::spawn(move || sink(listener, stop))
+        }
     };
     let sends: Sends = Arc::default();
     let start = publish(&a, &tracks, &frames, &sends);

@@ -16,7 +16,8 @@ pub mod ts;
 use crate::fmp4::{self, Sample, NON_SYNC_SAMPLE, SYNC_SAMPLE};
 use crate::media::{Frame, MediaKind, Track, TrackId, TICKS_PER_SECOND};
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 /// Per-application LL-HLS settings (`<Publishers><LLHLS>`).
@@ -274,6 +275,18 @@ pub struct Progress {
     pub new_part: bool,
 }
 
+/// (track, `_HLS_skip` delta update).
+type RenderedKey = (u32, bool);
+
+/// A rendered chunklist: the stream's version and the UTC offset it was
+/// rendered for, and its text.
+#[derive(Debug)]
+struct Rendered {
+    version: u64,
+    utc_offset: i32,
+    text: Bytes,
+}
+
 /// A stream's LL-HLS outputs.
 #[derive(Debug)]
 pub struct StreamHls {
@@ -288,6 +301,12 @@ pub struct StreamHls {
     /// The decode time the current video segment started at (audio
     /// segments follow it).
     segment_start: Option<i64>,
+    /// Bumped whenever a playlist would read differently (a part, a
+    /// segment, the end).
+    version: u64,
+    /// Chunklists as last rendered, shared by every viewer until the
+    /// version moves.
+    rendered: RefCell<HashMap<RenderedKey, Rendered>>,
 }
 
 impl StreamHls {
@@ -304,7 +323,28 @@ impl StreamHls {
             base_dts: None,
             base_ms: now_ms,
             segment_start: None,
+            version: 0,
+            rendered: RefCell::default(),
         }
+    }
+
+    /// A track's chunklist (`skip`: the `_HLS_skip` delta update), rendered
+    /// once per change of the stream and shared by every viewer.
+    pub fn chunklist(&self, t: &TrackOutput, skip: bool, utc_offset: i32) -> Bytes {
+        let key = (t.track.id, skip);
+        if let Some(r) = self.rendered.borrow().get(&key) {
+            if r.version == self.version && r.utc_offset == utc_offset {
+                return r.text.clone();
+            }
+        }
+        let text = Bytes::from(playlist::chunklist(self, t, skip, utc_offset));
+        let r = Rendered {
+            version: self.version,
+            utc_offset,
+            text: text.clone(),
+        };
+        self.rendered.borrow_mut().insert(key, r);
+        text
     }
 
     fn has_video(&self) -> bool {
@@ -374,12 +414,15 @@ impl StreamHls {
             t.open_segment(msn, at_ms, keep);
         } else {
             // Close the part when this frame would take it past the target.
+            // This frame's duration is not known yet: estimate it by the
+            // mean interval of the part's frames (the last interval alone
+            // is 33 or 34 ms at 30 fps with millisecond timestamps, which
+            // cut 0.5 s parts one frame short and left a one-frame part at
+            // the end of every segment).
             let pending = t.pending_ticks(dts) as f64 / f64::from(t.timescale);
-            let next = f64::from(t.last_duration) / f64::from(t.timescale);
-            let last = t.pending.last().map(|(_, d)| *d);
-            let est = match last {
-                Some(l) => (t.to_scale(dts).saturating_sub(l)) as f64 / f64::from(t.timescale),
-                None => next,
+            let est = match t.pending.len() {
+                0 => 0.0,
+                n => pending / n as f64,
             };
             if !t.pending.is_empty() && pending + est > part_target * 1.001 {
                 progress.new_part |= t.close_part(Some(dts));
@@ -390,11 +433,15 @@ impl StreamHls {
         f.dts = dts;
         f.pts = frame.pts - base;
         t.pending.push((f, scaled));
+        if progress.new_part || open.is_some() {
+            self.version += 1;
+        }
         progress
     }
 
     /// The stream ended: the last parts and segments are completed.
     pub fn end(&mut self) {
+        self.version += 1;
         for t in &mut self.tracks {
             t.close_part(None);
             t.close_segment();

@@ -292,16 +292,16 @@ fn answer_file(
             let part = query(&req.target, "_HLS_part").map(str::parse::<usize>);
             let (msn, part) = match (msn, part) {
                 (None, None) => {
-                    let text = playlist::chunklist(s, t, skip, utc_offset);
-                    return reply(Reply::playlist(text, cache.chunklist));
+                    let text = s.chunklist(t, skip, utc_offset);
+                    return reply(Reply::media(PLAYLIST, cache.chunklist, vec![text]));
                 }
                 (Some(Ok(m)), None) => (m, None),
                 (Some(Ok(m)), Some(Ok(p))) => (m, Some(p)),
                 _ => return reply(Reply::error(400, "Bad _HLS_msn / _HLS_part")),
             };
             if t.has(msn, part) || t.is_ended() {
-                let text = playlist::chunklist(s, t, skip, utc_offset);
-                return reply(Reply::playlist(text, cache.blocking_chunklist));
+                let text = s.chunklist(t, skip, utc_offset);
+                return reply(Reply::media(PLAYLIST, cache.blocking_chunklist, vec![text]));
             }
             let last = t.segments.back().map_or(0, |x| x.msn);
             if msn > last + 2 {

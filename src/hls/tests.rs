@@ -269,3 +269,70 @@ proptest::proptest! {
         super::fuzz::fuzz_packager(&data);
     }
 }
+
+/// Millisecond timestamps (RTMP's) at 30 fps step 33 or 34 ms: 0.5 s parts
+/// still hold 15 frames each, and a 2 s segment is four of them (no
+/// one-frame part at its end).
+#[test]
+fn millisecond_timestamps_cut_whole_parts() {
+    let mut s = StreamHls::new(
+        &[h264_track()],
+        LlhlsConfig {
+            segment_target: Duration::from_secs(2),
+            ..LlhlsConfig::default()
+        },
+        "abcd1234".into(),
+        0,
+    );
+    for i in 0..300i64 {
+        let dts = (i * 1000 / 30) * 90; // whole milliseconds, in 90 kHz
+        s.push(&Frame {
+            track: 1,
+            pts: dts,
+            dts,
+            keyframe: i % 60 == 0,
+            data: vec![0, 0, 0, 1, if i % 60 == 0 { 0x65 } else { 0x41 }].into(),
+        });
+    }
+    let video = s.track(1).unwrap();
+    for seg in video.segments.iter().filter(|x| x.complete) {
+        let durations: Vec<f64> = seg.parts.iter().map(|p| p.duration).collect();
+        assert_eq!(durations.len(), 4, "{durations:?}");
+        for d in durations {
+            assert!((d - 0.5).abs() < 0.0015, "{d}");
+        }
+    }
+}
+
+/// A chunklist is rendered once per change and shared: the same bytes
+/// until a part is added.
+#[test]
+fn chunklists_are_rendered_once_per_change() {
+    let mut s = stream(8, LlhlsConfig::default());
+    let video = s.track(1).unwrap();
+    let a = s.chunklist(video, false, 0);
+    let b = s.chunklist(video, false, 0);
+    assert_eq!(a.as_ptr(), b.as_ptr(), "rendered twice");
+    assert_eq!(a, playlist::chunklist(&s, video, false, 0).as_bytes());
+    assert_ne!(s.chunklist(video, true, 0).as_ptr(), a.as_ptr());
+    // Frames up to the next part: the text changes.
+    let mut i = 0;
+    loop {
+        let dts = 10_000 + 8 * 90_000 + i * 3000;
+        let progress = s.push(&Frame {
+            track: 1,
+            pts: dts,
+            dts,
+            keyframe: false,
+            data: vec![0, 0, 0, 1, 0x41].into(),
+        });
+        i += 1;
+        if progress.new_part {
+            break;
+        }
+    }
+    let video = s.track(1).unwrap();
+    let c = s.chunklist(video, false, 0);
+    assert_ne!(a, c);
+    assert_eq!(c, playlist::chunklist(&s, video, false, 0).as_bytes());
+}
