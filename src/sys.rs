@@ -1,7 +1,8 @@
-//! The one place kiln talks to libc directly: raising the open-files limit
-//! and reading the local UTC offset. Everything else is safe Rust; the crate
-//! root denies `unsafe` and only this module is allowed it, each block with
-//! the reason it is sound.
+//! The one place kiln talks to libc directly: raising the open-files limit,
+//! reading the local UTC offset, batched datagrams, and the memory files
+//! LL-HLS parts live in (memfd, a read-only mapping, `sendfile`).
+//! Everything else is safe Rust; the crate root denies `unsafe` and only
+//! this module is allowed it, each block with the reason it is sound.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -89,10 +90,189 @@ pub fn send_datagrams(fd: std::os::fd::RawFd, datagrams: &[&[u8]]) -> io::Result
     }
 }
 
+/// An anonymous file in memory (`memfd_create`, close-on-exec): writing it
+/// never waits for a disk.
+pub fn memory_file(name: &str) -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let name = std::ffi::CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by memfd_create and is owned by no one
+    // else; the File takes it over (and closes it).
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+const PAGE: u64 = 4096;
+
+/// `len` rounded up to whole pages.
+pub fn page_round(len: u64) -> u64 {
+    len.div_ceil(PAGE) * PAGE
+}
+
+/// A read-only shared mapping of `len` bytes at a page-aligned `offset` of
+/// a memory file. Dropping it unmaps it and gives the range's pages back
+/// (`FALLOC_FL_PUNCH_HOLE`): the range is used by nothing else.
+pub struct FileRegion {
+    ptr: *const u8,
+    len: usize,
+    file: std::sync::Arc<std::fs::File>,
+    offset: u64,
+}
+
+// SAFETY: the mapping is read-only and private to this value; the pointer
+// stays valid until drop, whichever thread drops it.
+unsafe impl Send for FileRegion {}
+// SAFETY: only shared reads of immutable memory go through `&FileRegion`.
+unsafe impl Sync for FileRegion {}
+
+impl FileRegion {
+    pub fn map(file: std::sync::Arc<std::fs::File>, offset: u64, len: usize) -> io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        if len == 0 || offset % PAGE != 0 {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        // SAFETY: a fresh mapping chosen by the kernel (null hint), of a
+        // file we hold open, read-only; the result is checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(FileRegion {
+            ptr: ptr as *const u8,
+            len,
+            file,
+            offset,
+        })
+    }
+}
+
+impl AsRef<[u8]> for FileRegion {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes until drop; the file's
+        // range is written before the mapping is made and never again.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for FileRegion {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unmaps exactly the mapping this value made, once; no
+        // reference into it outlives `self` (AsRef borrows `self`).
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+        // SAFETY: plain syscall on a file we hold; it only frees the pages
+        // of this value's range (page-rounded: the next range starts on the
+        // next page).
+        unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                self.offset as libc::off_t,
+                page_round(self.len as u64) as libc::off_t,
+            );
+        }
+    }
+}
+
+/// `sendfile(2)`: up to `len` bytes of `file` from `offset` to the socket,
+/// without copying them through user space. `WouldBlock` when the socket
+/// takes nothing now.
+pub fn send_file(
+    socket: std::os::fd::RawFd,
+    file: std::os::fd::RawFd,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let mut off = offset as libc::off_t;
+    // SAFETY: two descriptors the caller holds open; `off` is ours.
+    let n = unsafe { libc::sendfile(socket, file, &mut off, len) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// `sendmsg` with `MSG_MORE`: the bytes wait for what follows (a response
+/// head for the `sendfile` of its body) instead of leaving as their own
+/// small packet.
+pub fn send_more(socket: std::os::fd::RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: an all-zero msghdr (no name, no control) is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len() as _;
+    // SAFETY: IoSlice is ABI-compatible with iovec on Unix (std documents
+    // it); the slices outlive the call and the kernel only reads them.
+    let n = unsafe {
+        libc::sendmsg(
+            socket,
+            &msg,
+            libc::MSG_MORE | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_memory_file_region_maps_what_was_written_and_sends_it() {
+        use std::io::Read;
+        use std::os::unix::fs::FileExt;
+        let file = std::sync::Arc::new(memory_file("kiln-test").unwrap());
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        file.write_all_at(&data, 8192).unwrap();
+        let region = FileRegion::map(file.clone(), 8192, data.len()).unwrap();
+        assert_eq!(region.as_ref(), &data[..]);
+        assert!(FileRegion::map(file.clone(), 100, 10).is_err(), "unaligned");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut rx = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (tx, _) = listener.accept().unwrap();
+        let head = b"head:";
+        assert_eq!(
+            send_more(tx.as_raw_fd(), &[io::IoSlice::new(head)]).unwrap(),
+            5
+        );
+        let mut sent = 0;
+        while sent < data.len() {
+            sent += send_file(
+                tx.as_raw_fd(),
+                file.as_raw_fd(),
+                8192 + sent as u64,
+                data.len() - sent,
+            )
+            .unwrap();
+        }
+        drop(tx);
+        let mut got = Vec::new();
+        rx.read_to_end(&mut got).unwrap();
+        assert_eq!(&got[..5], head);
+        assert_eq!(&got[5..], &data[..]);
+        drop(region);
+        assert_eq!(page_round(1), 4096);
+        assert_eq!(page_round(4096), 4096);
+    }
 
     #[test]
     fn batch_of_datagrams_arrives_whole() {

@@ -89,7 +89,9 @@ impl HlsManager {
                 "{:08x}",
                 (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now.unix_ms as u64) as u32
             );
-            StreamHls::new(s.tracks(), spec.config(), key, now.unix_ms)
+            let mut h = StreamHls::new(s.tracks(), spec.config(), key, now.unix_ms);
+            h.keep_parts_in_memory_files();
+            h
         });
         let mut ts = hls.as_ref().and_then(|spec| {
             let (segment, keep) = spec.settings();

@@ -9,6 +9,7 @@
 //! segments out as shared [`Bytes`].
 
 pub mod manager;
+pub mod memory;
 pub mod playlist;
 pub mod serve;
 pub mod ts;
@@ -77,10 +78,22 @@ pub fn target_duration(longest_segment: f64, configured: Duration) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Part {
     pub data: Bytes,
+    /// Where `data` is in the track's memory file, when it is there.
+    pub file: Option<memory::FileRange>,
     /// Seconds.
     pub duration: f64,
     /// Starts with a keyframe (every audio part does).
     pub independent: bool,
+}
+
+impl Part {
+    /// The part's bytes as every viewer gets them.
+    pub fn shared(&self) -> memory::Shared {
+        memory::Shared {
+            bytes: self.data.clone(),
+            file: self.file.clone(),
+        }
+    }
 }
 
 /// One segment: its parts (a segment is served as its parts back to back:
@@ -120,6 +133,8 @@ pub struct TrackOutput {
     /// Last sample duration (estimates the next one).
     last_duration: u32,
     ended: bool,
+    /// The memory file parts are kept in (none: the heap).
+    memory: Option<memory::PartFile>,
 }
 
 impl TrackOutput {
@@ -136,6 +151,7 @@ impl TrackOutput {
             max_segment: 0.0,
             last_duration: 0,
             ended: false,
+            memory: None,
         })
     }
 
@@ -179,9 +195,9 @@ impl TrackOutput {
     }
 
     /// A complete segment's bytes: its parts, in order.
-    pub fn segment_data(&self, msn: u64) -> Option<Vec<Bytes>> {
+    pub fn segment_data(&self, msn: u64) -> Option<Vec<memory::Shared>> {
         let s = self.segment(msn).filter(|s| s.complete)?;
-        Some(s.parts.iter().map(|p| p.data.clone()).collect())
+        Some(s.parts.iter().map(Part::shared).collect())
     }
 
     pub fn is_ended(&self) -> bool {
@@ -228,9 +244,14 @@ impl TrackOutput {
             self.last_duration = last.duration;
         }
         self.pending.clear();
+        let kept = match self.memory.as_mut() {
+            Some(m) => m.keep(out),
+            None => Bytes::from(out).into(),
+        };
         if let Some(seg) = self.segments.back_mut() {
             seg.parts.push(Part {
-                data: out.into(),
+                data: kept.bytes,
+                file: kept.file,
                 duration: ticks as f64 / f64::from(self.timescale),
                 independent,
             });
@@ -325,6 +346,20 @@ impl StreamHls {
             segment_start: None,
             version: 0,
             rendered: RefCell::default(),
+        }
+    }
+
+    /// Keeps parts in memory files from now on (see [`memory`]); where the
+    /// system has none they stay on the heap.
+    pub fn keep_parts_in_memory_files(&mut self) {
+        for t in &mut self.tracks {
+            match memory::PartFile::new() {
+                Ok(f) => t.memory = Some(f),
+                Err(e) => {
+                    crate::debug!("LL-HLS parts on the heap (no memory file: {e})");
+                    return;
+                }
+            }
         }
     }
 

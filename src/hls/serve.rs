@@ -6,6 +6,7 @@
 //! `now` in, a reply or "wait for this stream" out.
 
 use super::manager::HlsManager;
+use super::memory::Shared;
 use super::playlist::{self, File};
 use super::ts::TsFile;
 use super::TrackOutput;
@@ -73,7 +74,7 @@ pub struct Reply {
     /// `Access-Control-Allow-Origin` (none: no CORS headers).
     pub allow_origin: Option<String>,
     /// Shared with every viewer of the same file (a segment: its parts).
-    pub body: Vec<Bytes>,
+    pub body: Vec<Shared>,
 }
 
 impl Reply {
@@ -93,15 +94,15 @@ impl Reply {
             content_type: "text/plain; charset=utf-8",
             cache: Cache::NoStore,
             allow_origin: None,
-            body: vec![Bytes::from(format!("{text}\n"))],
+            body: vec![Bytes::from(format!("{text}\n")).into()],
         }
     }
 
     fn playlist(text: String, cache: Cache) -> Self {
-        Reply::media(PLAYLIST, cache, vec![Bytes::from(text)])
+        Reply::media(PLAYLIST, cache, vec![Bytes::from(text).into()])
     }
 
-    fn media(content_type: &'static str, cache: Cache, body: Vec<Bytes>) -> Self {
+    fn media(content_type: &'static str, cache: Cache, body: Vec<Shared>) -> Self {
         Reply {
             status: 200,
             content_type,
@@ -251,7 +252,9 @@ fn answer_file(
             TsFile::Master => Reply::playlist(ts.master(), Cache::NoStore),
             TsFile::MediaPlaylist => Reply::playlist(ts.media_playlist(utc_offset), Cache::NoStore),
             TsFile::Segment(n) => match ts.segment(n) {
-                Some(seg) => Reply::media("video/mp2t", Cache::Absent, vec![seg.data.clone()]),
+                Some(seg) => {
+                    Reply::media("video/mp2t", Cache::Absent, vec![seg.data.clone().into()])
+                }
                 None => Reply::error(404, "No such segment"),
             },
         });
@@ -293,7 +296,7 @@ fn answer_file(
             let (msn, part) = match (msn, part) {
                 (None, None) => {
                     let text = s.chunklist(t, skip, utc_offset);
-                    return reply(Reply::media(PLAYLIST, cache.chunklist, vec![text]));
+                    return reply(Reply::media(PLAYLIST, cache.chunklist, vec![text.into()]));
                 }
                 (Some(Ok(m)), None) => (m, None),
                 (Some(Ok(m)), Some(Ok(p))) => (m, Some(p)),
@@ -301,7 +304,11 @@ fn answer_file(
             };
             if t.has(msn, part) || t.is_ended() {
                 let text = s.chunklist(t, skip, utc_offset);
-                return reply(Reply::media(PLAYLIST, cache.blocking_chunklist, vec![text]));
+                return reply(Reply::media(
+                    PLAYLIST,
+                    cache.blocking_chunklist,
+                    vec![text.into()],
+                ));
             }
             let last = t.segments.back().map_or(0, |x| x.msn);
             if msn > last + 2 {
@@ -316,7 +323,7 @@ fn answer_file(
             Some(t) => reply(Reply::media(
                 media_type(t),
                 cache.segment,
-                vec![t.init.clone()],
+                vec![t.init.clone().into()],
             )),
             None => reply(Reply::error(404, "No such track")),
         },
@@ -332,11 +339,7 @@ fn answer_file(
                 return reply(Reply::error(404, "No such track"));
             };
             if let Some(p) = t.segment(msn).and_then(|x| x.parts.get(part)) {
-                return reply(Reply::media(
-                    media_type(t),
-                    cache.part,
-                    vec![p.data.clone()],
-                ));
+                return reply(Reply::media(media_type(t), cache.part, vec![p.shared()]));
             }
             // The preload-hinted part (the next one) is waited for.
             let next = match t.segments.back() {

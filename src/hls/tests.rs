@@ -229,7 +229,7 @@ fn ffprobe_reads_the_segments() {
         let mut file = track.init.to_vec();
         for seg in &track.segments {
             for part in track.segment_data(seg.msn).unwrap() {
-                file.extend_from_slice(&part);
+                file.extend_from_slice(&part.bytes);
             }
         }
         let path = dir.join(format!("t{t}.mp4"));

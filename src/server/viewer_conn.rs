@@ -3,11 +3,14 @@
 //! are answered in order; one that must wait (a blocking playlist reload, a
 //! preload-hinted part) is parked until the stream's next part wakes the
 //! connection. Bodies are the packager's shared bytes, written with
-//! `writev` behind a per-response head: nothing is copied per viewer.
+//! `writev` behind a per-response head; on plain TCP a part kept in a
+//! memory file goes out with `sendfile` from it (the head sent with
+//! `MSG_MORE` so both leave together): nothing is copied per viewer.
 
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
 use super::Service;
+use crate::hls::memory::Shared;
 use crate::hls::serve::{self, Answer, Reply};
 use crate::http::response::reason;
 use crate::http::{ReaderLimits, Request, RequestReader};
@@ -16,6 +19,7 @@ use mio::net::TcpStream;
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// A request head may take this long; a quiet keep-alive connection closes
@@ -39,7 +43,7 @@ pub(crate) struct ViewerConn {
     transport: Transport,
     peer: SocketAddr,
     reader: RequestReader,
-    out: VecDeque<Bytes>,
+    out: VecDeque<Shared>,
     /// Bytes of `out[0]` already written.
     out_off: usize,
     out_bytes: usize,
@@ -136,7 +140,7 @@ impl ViewerConn {
                 Err(e) => {
                     crate::debug!("viewer {}: {e}", self.peer);
                     let r = Reply {
-                        body: vec![Bytes::from(format!("{e}\n"))],
+                        body: vec![Bytes::from(format!("{e}\n")).into()],
                         ..Reply::error(e.status(), "")
                     };
                     self.push_head(&r, r.len(), true);
@@ -197,10 +201,10 @@ impl ViewerConn {
             h.push_str("Connection: close\r\n");
         }
         h.push_str("\r\n");
-        self.push_body(Bytes::from(h));
+        self.push_body(Bytes::from(h).into());
     }
 
-    fn push_body(&mut self, b: Bytes) {
+    fn push_body(&mut self, b: Shared) {
         if !b.is_empty() {
             self.out_bytes += b.len();
             self.out.push_back(b);
@@ -209,13 +213,7 @@ impl ViewerConn {
 
     fn write(&mut self, now: Instant) {
         while !self.out.is_empty() || self.transport.has_pending_tls() {
-            let mut slices = [IoSlice::new(&[]); 32];
-            let mut n = 0;
-            for (i, b) in self.out.iter().take(32).enumerate() {
-                slices[i] = IoSlice::new(if i == 0 { &b[self.out_off..] } else { &b[..] });
-                n += 1;
-            }
-            let written = match self.transport.write_vectored(&slices[..n]) {
+            let written = match self.send() {
                 Ok(w) => w,
                 Err(e) => {
                     crate::debug!("viewer {}: write: {e}", self.peer);
@@ -232,6 +230,51 @@ impl ViewerConn {
         if self.closing && self.out.is_empty() && self.parked.is_none() {
             self.transport.close_write();
             self.closed = true;
+        }
+    }
+
+    /// One system call's worth of output: `sendfile` for a front chunk in
+    /// a memory file (plain TCP), the chunks before such a chunk with
+    /// `MSG_MORE`, else one `writev` (through rustls with TLS). 0: the
+    /// socket takes nothing now.
+    fn send(&mut self) -> std::io::Result<usize> {
+        const BATCH: usize = 32;
+        let from_file = if self.transport.is_tls() {
+            None
+        } else {
+            self.out.iter().take(BATCH).position(|c| c.file.is_some())
+        };
+        let mut slices = [IoSlice::new(&[]); BATCH];
+        let n = from_file.unwrap_or(BATCH).min(self.out.len());
+        for (i, c) in self.out.iter().take(n).enumerate() {
+            let from = if i == 0 { self.out_off } else { 0 };
+            slices[i] = IoSlice::new(&c.bytes[from..]);
+        }
+        let fd = self.transport.stream_mut().as_raw_fd();
+        loop {
+            let result = match (from_file, &self.out.front()) {
+                (
+                    Some(0),
+                    Some(Shared {
+                        bytes,
+                        file: Some(f),
+                    }),
+                ) => crate::sys::send_file(
+                    fd,
+                    f.file.as_raw_fd(),
+                    f.offset + self.out_off as u64,
+                    bytes.len() - self.out_off,
+                ),
+                (Some(_), _) => crate::sys::send_more(fd, &slices[..n]),
+                (None, _) => return self.transport.write_vectored(&slices[..n]),
+            };
+            return match result {
+                Ok(0) => Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(w) => Ok(w),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
         }
     }
 
