@@ -532,18 +532,65 @@ fn hls_js_plays_the_stream_in_headless_chromium() {
     // target latency for good. That client race gets one more attempt; in
     // steady state a stall fails.
     let mut r = serde_json::Value::Null;
-    for attempt in 1..=2 {
-        r = play(
-            browser,
-            &page,
-            &s.dir.join(format!("chromium-{attempt}")),
-            seconds,
-        );
-        println!("hls.js (attempt {attempt}): {r}");
-        if r["stalls"] == 0 {
-            break;
+    // While it plays, an ID3 event every 2 s (:sendEvent); hls.js must hand
+    // them to the page (FRAG_PARSING_METADATA).
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let sent = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for n in 1..=40 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let text = format!("browser-event-{n}");
+                let body = format!(
+                    r#"{{"eventFormat":"id3v2","events":[{{"frameType":"TXXX","info":"kiln","data":"{text}"}}]}}"#
+                );
+                let r = s.request("POST", "/v1/vhosts/default/apps/app/streams/cam:sendEvent", Some(&body));
+                assert_eq!(r.status, 200, "{}", r.body);
+                sent.lock().unwrap().push((Instant::now(), text));
+                std::thread::sleep(Duration::from_secs(2));
+            }
+        });
+        for attempt in 1..=2 {
+            let started = Instant::now();
+            r = play(
+                browser,
+                &page,
+                &s.dir.join(format!("chromium-{attempt}")),
+                seconds,
+            );
+            println!("hls.js (attempt {attempt}): {r}");
+            // Events sent from 3 s after the page opened to 4 s before it
+            // closed are in parts it played: every one must have come.
+            let texts: Vec<String> = r["id3"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|e| e["text"].as_str().map(str::to_string))
+                .collect();
+            let window = started + Duration::from_secs(3)
+                ..started + Duration::from_secs(u64::from(seconds) - 4);
+            let expected: Vec<String> = sent
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(at, _)| window.contains(at))
+                .map(|(_, t)| t.clone())
+                .collect();
+            assert!(expected.len() >= 5, "{expected:?}");
+            for t in &expected {
+                assert!(
+                    texts.iter().any(|got| got.contains(t.as_str())),
+                    "hls.js did not report the ID3 event {t}: {texts:?}"
+                );
+            }
+            if r["stalls"] == 0 {
+                break;
+            }
         }
-    }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
     if std::env::var("KILN_TEST_DUMP").is_ok() {
         println!("{}", s.log_text());
     }
@@ -617,4 +664,174 @@ fn have_tool_quiet(tool: &str) -> bool {
         .args(["-c", &format!("command -v {tool} >/dev/null 2>&1")])
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// The `emsg` boxes at the front of a part: (scheme, ID3 tag bytes).
+fn emsgs(part: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 8 <= part.len() && &part[at + 4..at + 8] == b"emsg" {
+        let size = u32::from_be_bytes(part[at..at + 4].try_into().unwrap()) as usize;
+        let body = &part[at + 8..at + size];
+        assert_eq!(body[0], 1, "emsg version 1");
+        // version+flags 4, timescale 4, presentation_time 8, duration 4, id 4
+        let rest = &body[24..];
+        let scheme_end = rest.iter().position(|b| *b == 0).unwrap();
+        let scheme = String::from_utf8_lossy(&rest[..scheme_end]).into_owned();
+        let value_end =
+            scheme_end + 1 + rest[scheme_end + 1..].iter().position(|b| *b == 0).unwrap();
+        out.push((scheme, rest[value_end + 1..].to_vec()));
+        at += size;
+    }
+    out
+}
+
+/// `:sendEvent` as OME documents it: an ID3v2.4 tag in an `emsg` in the
+/// first part cut after the call (the hinted one, or the one after it if
+/// a part was cut in between), `urgent` cutting one at once, cues in the
+/// chunklists, and the refusals.
+#[test]
+fn send_event_puts_id3_into_the_next_part() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = llhls_server(
+        "llhls-events",
+        "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>",
+    );
+    let mut src = ffmpeg_source(
+        30,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
+    );
+    let (_, video) = wait_for_first_segment(&s, "live");
+    let port = s.media.llhls;
+    let list_path = format!("/app/live/{video}");
+    let send = |body: &str| {
+        s.request(
+            "POST",
+            "/v1/vhosts/default/apps/app/streams/live:sendEvent",
+            Some(body),
+        )
+    };
+    let list = hls_check::check_chunklist(&hls_check::get(port, &list_path, &[]).text());
+    let hint = list.preload_hint.unwrap();
+    let r = send(
+        r#"{"eventFormat":"id3v2","eventType":"video","events":[{"frameType":"TXXX","info":"kiln","data":"hello-1"},{"frameType":"TIT2","data":"title-1"}]}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"statusCode": 200, "message": "OK"})
+    );
+    let (msn, part) = part_numbers(&hint);
+    let after = hls_check::check_chunklist(
+        &hls_check::get(
+            port,
+            &format!("{list_path}?_HLS_msn={msn}&_HLS_part={}", part + 1),
+            &[],
+        )
+        .text(),
+    );
+    let new_parts: Vec<_> = after
+        .parts
+        .iter()
+        .skip_while(|p| p.uri != hint)
+        .take(2)
+        .collect();
+    assert_eq!(new_parts.len(), 2, "{hint} and the part after it");
+    let mut found = Vec::new();
+    for p in &new_parts {
+        let data = hls_check::get(port, &format!("/app/live/{}", p.uri), &[]).body;
+        for (scheme, tag) in emsgs(&data) {
+            assert_eq!(scheme, "https://aomedia.org/emsg/ID3");
+            assert_eq!(&tag[..4], b"ID3\x04");
+            found.push((p.uri.clone(), String::from_utf8_lossy(&tag).into_owned()));
+        }
+    }
+    assert_eq!(found.len(), 1, "one tag in one of the two parts: {found:?}");
+    assert!(
+        found[0].1.contains("\u{3}kiln\u{0}hello-1") && found[0].1.contains("title-1"),
+        "{found:?}"
+    );
+    // Urgent: the newest part right after the answer carries it.
+    let r = send(
+        r#"{"eventFormat":"id3v2","urgent":true,"events":[{"frameType":"TXXX","info":"kiln","data":"urgent-2"}]}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let now = hls_check::check_chunklist(&hls_check::get(port, &list_path, &[]).text());
+    let newest = now.parts.last().unwrap();
+    let data = hls_check::get(port, &format!("/app/live/{}", newest.uri), &[]).body;
+    let tags = emsgs(&data);
+    assert!(
+        tags.iter()
+            .any(|(_, t)| String::from_utf8_lossy(t).contains("urgent-2")),
+        "urgent event not in the newest part {}",
+        newest.uri
+    );
+    // A cue out and in: the tags in the chunklist, before a part.
+    let r = send(r#"{"eventFormat":"cue","events":[{"cueType":"out","duration":30000}]}"#);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let hint = now.preload_hint.clone().unwrap();
+    let (msn, part) = part_numbers(&hint);
+    let text = hls_check::get(
+        port,
+        &format!("{list_path}?_HLS_msn={msn}&_HLS_part={}", part + 1),
+        &[],
+    )
+    .text();
+    hls_check::check_chunklist(&text);
+    let at = text
+        .find("#EXT-X-CUE-OUT:DURATION=30.000\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text[at..]
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("#EXT-X-PART:"),
+        "{text}"
+    );
+    assert_eq!(
+        send(r#"{"eventFormat":"cue","urgent":true,"events":[{"cueType":"in"}]}"#).status,
+        200
+    );
+    let text = hls_check::get(port, &list_path, &[]).text();
+    assert!(text.contains("#EXT-X-CUE-IN\n"), "{text}");
+    // Refusals.
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/streams/nosuch:sendEvent",
+        Some(r#"{"eventFormat":"id3v2","events":[{"frameType":"TIT2","data":"x"}]}"#),
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
+    for (body, says) in [
+        (
+            r#"{"eventFormat":"scte35","events":[{"data":"x"}]}"#,
+            "scte35",
+        ),
+        (r#"{"eventFormat":"id3v2","events":[]}"#, "non-empty"),
+        (
+            r#"{"eventFormat":"id3v2","events":[{"frameType":"APIC","data":"x"}]}"#,
+            "APIC",
+        ),
+        ("not json", "JSON"),
+    ] {
+        let r = send(body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.message().contains(says), "{body}: {}", r.message());
+    }
+    // :sendEvents: one envelope per item, 207 when they differ.
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/streams/live:sendEvents",
+        Some(r#"[{"eventFormat":"id3v2","events":[{"frameType":"TIT2","data":"a"}]},{"eventFormat":"scte35","events":[{}]}]"#),
+    );
+    assert_eq!(r.status, 207, "{}", r.body);
+    let items = r.json();
+    assert_eq!(items[0]["statusCode"], 200);
+    assert_eq!(items[1]["statusCode"], 400);
+    let _ = src.kill();
+    let _ = src.wait();
 }

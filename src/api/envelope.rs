@@ -52,6 +52,37 @@ pub fn ok_empty() -> Response {
 /// or 207 when they differ (200 for an empty batch). `Ok` items carry their
 /// `response`.
 pub fn batch<T: Serialize>(items: &[Result<T, ApiError>]) -> Response {
+    batch_with(items, |body, response| {
+        serde_json::to_writer(
+            body,
+            &Envelope {
+                status_code: 200,
+                message: OK,
+                response: Some(response),
+            },
+        )
+    })
+}
+
+/// A batch of confirmations (`:sendEvents`): as [`batch`], with `Ok`
+/// items as `{"statusCode":200,"message":"OK"}`.
+pub fn batch_status(items: &[Result<(), ApiError>]) -> Response {
+    batch_with(items, |body, _| {
+        serde_json::to_writer(
+            body,
+            &Envelope::<()> {
+                status_code: 200,
+                message: OK,
+                response: None,
+            },
+        )
+    })
+}
+
+fn batch_with<T>(
+    items: &[Result<T, ApiError>],
+    write_ok: impl Fn(&mut Vec<u8>, &T) -> serde_json::Result<()>,
+) -> Response {
     // Written item by item (not through `Value`, whose maps sort keys) so
     // each keeps the envelope's key order.
     let mut body = Vec::with_capacity(64 * items.len() + 2);
@@ -61,14 +92,7 @@ pub fn batch<T: Serialize>(items: &[Result<T, ApiError>]) -> Response {
             body.push(b',');
         }
         let _ = match item {
-            Ok(response) => serde_json::to_writer(
-                &mut body,
-                &Envelope {
-                    status_code: 200,
-                    message: OK,
-                    response: Some(response),
-                },
-            ),
+            Ok(response) => write_ok(&mut body, response),
             Err(e) => {
                 e.write_envelope(&mut body);
                 Ok(())

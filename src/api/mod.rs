@@ -10,6 +10,7 @@ pub mod access;
 mod apps;
 mod console;
 pub mod envelope;
+mod events;
 mod profiles;
 mod push;
 mod stats;
@@ -81,6 +82,11 @@ pub enum Effect {
         vhost: String,
         app: String,
         id: String,
+    },
+    /// Timed metadata or a cue for a live stream's LL-HLS output.
+    SendEvent {
+        stream: crate::state::streams::StreamId,
+        event: crate::hls::event::Event,
     },
 }
 
@@ -248,6 +254,9 @@ impl Api {
             }
             (Route::Streams(vh, app), _) => self.list_streams(vh, app),
             (Route::Stream(vh, app, s), _) => self.get_stream(vh, app, s),
+            (Route::SendEvent(vh, app, s, many), _) => {
+                self.send_event(vh, app, s, *many, &req.body)
+            }
         };
         result.unwrap_or_else(|e| e.to_response())
     }
@@ -292,6 +301,8 @@ enum Route {
     AppAction(String, String, AppAction),
     Streams(String, String),
     Stream(String, String, String),
+    /// `.../streams/{stream}:sendEvent` (false) or `:sendEvents` (true).
+    SendEvent(String, String, String, bool),
     Profiles(String, String),
     Profile(String, String, String),
     /// `/v1/stats/current[/vhosts/{vh}[/apps/{app}[/streams/{s}]]]`.
@@ -321,6 +332,8 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}/outputProfiles/{profile}",
     "/v1/vhosts/{vhost}/apps/{app}/streams",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvent",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvents",
     "/v1/vhosts/{vhost}/apps/{app}:startPush",
     "/v1/vhosts/{vhost}/apps/{app}:stopPush",
     "/v1/vhosts/{vhost}/apps/{app}:pushes",
@@ -387,11 +400,18 @@ impl Route {
             ["vhosts", vh, "apps", app, "streams"] => {
                 Route::Streams(percent_decode(vh)?, percent_decode(app)?)
             }
-            ["vhosts", vh, "apps", app, "streams", s] => Route::Stream(
-                percent_decode(vh)?,
-                percent_decode(app)?,
-                percent_decode(s)?,
-            ),
+            ["vhosts", vh, "apps", app, "streams", s] => {
+                let (vh, app, s) = (
+                    percent_decode(vh)?,
+                    percent_decode(app)?,
+                    percent_decode(s)?,
+                );
+                match s.rsplit_once(':') {
+                    Some((name, "sendEvent")) => Route::SendEvent(vh, app, name.to_string(), false),
+                    Some((name, "sendEvents")) => Route::SendEvent(vh, app, name.to_string(), true),
+                    _ => Route::Stream(vh, app, s),
+                }
+            }
             ["vhosts", name] => {
                 let name = percent_decode(name)?;
                 match name.rsplit_once(':') {
@@ -416,7 +436,7 @@ impl Route {
             | Route::ReloadApiCertificate => &["POST"],
             Route::Apps(_) => &["GET", "POST"],
             Route::App(..) => &["GET", "PATCH", "DELETE"],
-            Route::AppAction(..) => &["POST"],
+            Route::AppAction(..) | Route::SendEvent(..) => &["POST"],
             Route::Streams(..) | Route::Stream(..) => &["GET"],
             Route::Profiles(..) => &["GET", "POST"],
             Route::Profile(..) => &["GET", "PATCH", "DELETE"],

@@ -62,6 +62,12 @@ schemas = {
         "avgThroughputIn": INT, "avgThroughputOut": INT, "maxThroughputIn": INT, "maxThroughputOut": INT,
         "lastThroughputIn": INT, "lastThroughputOut": INT, "connections": ref("Connections"),
     }, ["createdTime", "lastUpdatedTime", "totalBytesIn", "totalBytesOut", "totalConnections", "connections"]),
+    "Event": obj({
+        "eventFormat": S("string", description="id3v2 or cue (case-insensitive); scte35 is refused"),
+        "eventType": S("string", enum=["event", "video", "audio"]),
+        "urgent": BOOL,
+        "events": S("array", minItems=1, items=obj({"frameType": STR, "info": STR, "data": STR, "cueType": S("string", enum=["out", "in"]), "duration": INT})),
+    }, ["eventFormat", "events"]),
 }
 
 def envelope(inner=None):
@@ -138,6 +144,14 @@ paths = {
         "get": op("Live stream names (once their tracks are known)", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")})},
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}": {"parameters": P("vhost", "app", "stream"),
         "get": op("A live stream, by input or output name", {"200": json_response("OK", envelope(ref("Stream"))), **errs("401", "404")})},
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvent": {"parameters": P("vhost", "app", "stream"),
+        "post": op("Timed metadata into the stream's LL-HLS parts (ID3v2.4 in emsg) or an ad-break cue", {"200": status("OK"), **errs("400", "401", "404")}, ref("Event"))},
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvents": {"parameters": P("vhost", "app", "stream"),
+        "post": op("Several :sendEvent bodies, in order (one envelope per item)", {
+            "200": json_response("Every event taken", S("array", items=ref("Status"))),
+            "207": json_response("Mixed results, one envelope per item", S("array", items=ref("Status"))),
+            "400": json_response("Every event refused, or the body is not a JSON array", {"oneOf": [S("array", items=ref("Status")), ref("Status")]}),
+            **errs("401", "404")}, S("array", items=ref("Event")))},
     "/v1/vhosts/{vhost}/apps/{app}:startPush": {"parameters": P("vhost", "app"),
         "post": op("Start (or reserve) a push task", {"200": json_response("OK", envelope(ref("Push"))), "409": status("Duplicate ID"), **errs("400", "401", "404", "500")}, S("object"))},
     "/v1/vhosts/{vhost}/apps/{app}:stopPush": {"parameters": P("vhost", "app"),

@@ -349,6 +349,30 @@ fn write_esds(o: &mut Vec<u8>, asc: &[u8]) {
     o.extend_from_slice(&[0x06, 1, 2]); // SLConfig: MP4
 }
 
+/// An event message box, version 1 (ISO/IEC 23009-1 5.10.3.3): `data`
+/// for `scheme` at `presentation_time` (in `timescale`), duration unknown.
+/// Written before a fragment's `moof` (CMAF event message track-less
+/// carriage, as for ID3 timed metadata).
+pub fn write_emsg(
+    out: &mut Vec<u8>,
+    timescale: u32,
+    presentation_time: u64,
+    id: u32,
+    scheme: &str,
+    data: &[u8],
+) {
+    full(out, b"emsg", 1, 0, |o| {
+        u32be(o, timescale);
+        o.extend_from_slice(&presentation_time.to_be_bytes());
+        u32be(o, u32::MAX);
+        u32be(o, id);
+        o.extend_from_slice(scheme.as_bytes());
+        o.push(0);
+        o.push(0); // value: empty
+        o.extend_from_slice(data);
+    });
+}
+
 /// One fragment (a part): `moof` (mfhd, traf: tfhd, tfdt, trun) and the
 /// `mdat` holding `data` (the samples, in order). `sequence` counts
 /// fragments of the track from 1.

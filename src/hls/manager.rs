@@ -147,10 +147,21 @@ impl HlsManager {
 
     /// A viewer connection waits for the next part of `stream`.
     pub fn wait(&mut self, stream: StreamId, io: usize) {
-        let list = self.waiters.entry(stream).or_default();
-        if !list.contains(&io) {
-            list.push(io);
+        // A connection parks once per request; take_woken drops repeats.
+        self.waiters.entry(stream).or_default().push(io);
+    }
+
+    /// A `:sendEvent` for a stream: into its LL-HLS packager (an urgent one
+    /// can cut a part, which wakes the viewers waiting for it). False when
+    /// the stream has no LL-HLS output.
+    pub fn send_event(&mut self, stream: StreamId, e: &super::event::Event) -> bool {
+        let Some(h) = self.outputs.get_mut(&stream).and_then(|o| o.hls.as_mut()) else {
+            return false;
+        };
+        if h.send_event(e) {
+            self.wake(stream);
         }
+        true
     }
 
     fn wake(&mut self, stream: StreamId) {

@@ -8,6 +8,7 @@
 //! Sans-IO: frames and `now` in; playlists, init sections, parts and
 //! segments out as shared [`Bytes`].
 
+pub mod event;
 pub mod manager;
 pub mod memory;
 pub mod playlist;
@@ -84,6 +85,8 @@ pub struct Part {
     pub duration: f64,
     /// Starts with a keyframe (every audio part does).
     pub independent: bool,
+    /// An ad-break edge at this part (`:sendEvent` with `cue`).
+    pub cue: Option<event::Cue>,
 }
 
 impl Part {
@@ -135,6 +138,12 @@ pub struct TrackOutput {
     ended: bool,
     /// The memory file parts are kept in (none: the heap).
     memory: Option<memory::PartFile>,
+    /// ID3 tags for the next part (`emsg` boxes before its `moof`), and
+    /// the ids they get.
+    events: Vec<Bytes>,
+    event_id: u32,
+    /// A cue for the next part.
+    cue: Option<event::Cue>,
 }
 
 impl TrackOutput {
@@ -152,6 +161,9 @@ impl TrackOutput {
             last_duration: 0,
             ended: false,
             memory: None,
+            events: Vec::new(),
+            event_id: 0,
+            cue: None,
         })
     }
 
@@ -237,6 +249,17 @@ impl TrackOutput {
         self.fragment_seq += 1;
         let base = self.pending[0].1;
         let mut out = Vec::new();
+        for tag in self.events.drain(..) {
+            self.event_id = self.event_id.wrapping_add(1);
+            fmp4::write_emsg(
+                &mut out,
+                self.timescale,
+                base,
+                self.event_id,
+                event::ID3_SCHEME,
+                &tag,
+            );
+        }
         fmp4::write_fragment(&mut out, self.fragment_seq, 1, base, &samples, &data);
         let ticks: u64 = samples.iter().map(|s| u64::from(s.duration)).sum();
         let independent = self.pending[0].0.keyframe;
@@ -254,6 +277,7 @@ impl TrackOutput {
                 file: kept.file,
                 duration: ticks as f64 / f64::from(self.timescale),
                 independent,
+                cue: self.cue.take(),
             });
         }
         true
@@ -295,6 +319,10 @@ impl TrackOutput {
 pub struct Progress {
     pub new_part: bool,
 }
+
+/// Events waiting for a track's next part, at most (a stream that makes
+/// no parts does not hold every event sent to it).
+const MAX_PENDING_EVENTS: usize = 64;
 
 /// (track, `_HLS_skip` delta update).
 type RenderedKey = (u32, bool);
@@ -347,6 +375,40 @@ impl StreamHls {
             version: 0,
             rendered: RefCell::default(),
         }
+    }
+
+    /// Takes a `:sendEvent` into the next part of each track it names (a
+    /// tag as an `emsg`, a cue as a playlist tag); `urgent` cuts the parts
+    /// being built now. True when that made a new part.
+    pub fn send_event(&mut self, e: &event::Event) -> bool {
+        let mut new_part = false;
+        for t in &mut self.tracks {
+            let wanted = match e.tracks {
+                event::Tracks::All => true,
+                event::Tracks::Video => t.kind() == MediaKind::Video,
+                event::Tracks::Audio => t.kind() == MediaKind::Audio,
+            };
+            if !wanted || t.ended {
+                continue;
+            }
+            match &e.payload {
+                event::Payload::Id3(tag) => {
+                    if t.events.len() >= MAX_PENDING_EVENTS {
+                        crate::warn!("LL-HLS: more than {MAX_PENDING_EVENTS} events wait for a part; the oldest is dropped");
+                        t.events.remove(0);
+                    }
+                    t.events.push(tag.clone())
+                }
+                event::Payload::Cue(c) => t.cue = Some(*c),
+            }
+            if e.urgent && !t.segments.is_empty() {
+                new_part |= t.close_part(None);
+            }
+        }
+        if new_part {
+            self.version += 1;
+        }
+        new_part
     }
 
     /// Keeps parts in memory files from now on (see [`memory`]); where the

@@ -128,6 +128,22 @@ pub fn master(s: &StreamHls) -> String {
 
 /// A track's chunklist; `skip`: a delta update (`_HLS_skip=YES`).
 /// `utc_offset`: the zone program date-times are written in.
+/// `EXT-X-CUE-OUT[:DURATION=s]` / `EXT-X-CUE-IN` (the ad-break markers
+/// of Adobe's and AWS Elemental's playlists, which players and ad
+/// stitchers read), before the part or segment the break starts or ends
+/// at.
+fn write_cue(o: &mut String, cue: super::event::Cue) {
+    match cue {
+        super::event::Cue::Out {
+            duration_ms: Some(ms),
+        } => {
+            let _ = writeln!(o, "#EXT-X-CUE-OUT:DURATION={:.3}", ms as f64 / 1000.0);
+        }
+        super::event::Cue::Out { duration_ms: None } => o.push_str("#EXT-X-CUE-OUT\n"),
+        super::event::Cue::In => o.push_str("#EXT-X-CUE-IN\n"),
+    }
+}
+
 pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) -> String {
     let key = &s.key;
     let target = target_duration(s, t);
@@ -179,6 +195,12 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
         if i < skipped {
             continue;
         }
+        if i < with_parts {
+            // Parts not listed: the segment's cues come before it.
+            for cue in seg.parts.iter().filter_map(|p| p.cue) {
+                write_cue(&mut o, cue);
+            }
+        }
         let _ = writeln!(
             o,
             "#EXT-X-PROGRAM-DATE-TIME:{}",
@@ -186,6 +208,9 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
         );
         if i >= with_parts {
             for (p, part) in seg.parts.iter().enumerate() {
+                if let Some(cue) = part.cue {
+                    write_cue(&mut o, cue);
+                }
                 let _ = write!(
                     o,
                     "#EXT-X-PART:DURATION={:.5},URI=\"{}\"",

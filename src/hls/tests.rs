@@ -336,3 +336,87 @@ fn chunklists_are_rendered_once_per_change() {
     assert_ne!(a, c);
     assert_eq!(c, playlist::chunklist(&s, video, false, 0).as_bytes());
 }
+
+fn id3_event(text: &str, urgent: bool) -> event::Event {
+    event::parse(&serde_json::json!({
+        "eventFormat": "id3v2", "urgent": urgent,
+        "events": [{"frameType": "TXXX", "info": "kiln", "data": text}]
+    }))
+    .unwrap()
+}
+
+/// An event goes into the next part of every track as an `emsg` before
+/// its `moof`, at the part's decode time; an urgent one cuts the parts
+/// being built at once; a cue shows in the chunklists before its part.
+#[test]
+fn events_ride_in_the_next_part_and_cues_in_the_playlist() {
+    let all = frames(12);
+    let split = 10_000 + 8 * 90_000;
+    let mut s = StreamHls::new(
+        &[h264_track(), aac_track()],
+        LlhlsConfig::default(),
+        "abcd1234".into(),
+        1_700_000_000_000,
+    );
+    let mut later = Vec::new();
+    for f in all {
+        if f.dts < split {
+            s.push(&f);
+        } else {
+            later.push(f);
+        }
+    }
+    let parts_before = |s: &StreamHls, id: u32| {
+        s.track(id)
+            .unwrap()
+            .segments
+            .iter()
+            .map(|x| x.parts.len())
+            .sum::<usize>()
+    };
+    let (v0, a0) = (parts_before(&s, 1), parts_before(&s, 2));
+    assert!(
+        !s.send_event(&id3_event("hello", false)),
+        "not urgent: no cut"
+    );
+    assert_eq!(parts_before(&s, 1), v0);
+    // Urgent: both tracks' parts being built are cut now, each with the tag.
+    assert!(s.send_event(&id3_event("now", true)));
+    for (id, before) in [(1, v0), (2, a0)] {
+        let t = s.track(id).unwrap();
+        assert_eq!(parts_before(&s, id), before + 1);
+        let part = t.segments.back().unwrap().parts.last().unwrap();
+        let data = &part.data[..];
+        assert_eq!(&data[4..8], b"emsg", "track {id}");
+        let first = u32::from_be_bytes(data[..4].try_into().unwrap()) as usize;
+        assert!(String::from_utf8_lossy(&data[..first]).contains(event::ID3_SCHEME));
+        assert!(String::from_utf8_lossy(&data[..first]).contains("hello"));
+        let second = u32::from_be_bytes(data[first..first + 4].try_into().unwrap()) as usize;
+        assert_eq!(&data[first + 4..first + 8], b"emsg");
+        assert!(String::from_utf8_lossy(&data[first..first + second]).contains("now"));
+        assert_eq!(&data[first + second + 4..first + second + 8], b"moof");
+    }
+    // A cue: tagged on the next part, written before it.
+    let cue = event::parse(&serde_json::json!({"eventFormat": "cue",
+        "events": [{"cueType": "out", "duration": 15000}]}))
+    .unwrap();
+    assert!(!s.send_event(&cue));
+    for f in &later {
+        if s.push(f).new_part && f.track == 1 {
+            break;
+        }
+    }
+    let video = s.track(1).unwrap();
+    let list = playlist::chunklist(&s, video, false, 0);
+    let cue_at = list.find("#EXT-X-CUE-OUT:DURATION=15.000\n").expect(&list);
+    assert!(list[cue_at..]
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("#EXT-X-PART:"));
+    check_chunklist(&list);
+    // Without media no part is cut (and nothing is lost: the tag waits).
+    let mut ended = stream(2, LlhlsConfig::default());
+    ended.end();
+    assert!(!ended.send_event(&id3_event("late", true)));
+}

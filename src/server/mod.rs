@@ -500,6 +500,14 @@ impl Server {
                     self.pushes.stop(&key, now);
                     crate::info!("push [{key}] stopped");
                 }
+                Effect::SendEvent { stream, event } => {
+                    if !self.hls.send_event(stream, &event) {
+                        crate::debug!("event for stream {stream}: no LL-HLS output, dropped");
+                    }
+                    for io in self.hls.take_woken() {
+                        self.call(Token(io), now, |ep, cx| ep.flush(cx));
+                    }
+                }
             }
         }
     }
