@@ -695,9 +695,16 @@ fn send_event_puts_id3_into_the_next_part() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = llhls_server(
+    let s = Server::start_with(
         "llhls-events",
-        "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>",
+        ServerOptions {
+            media: true,
+            llhls: Some(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>".into(),
+            ),
+            hls: Some("<SegmentDuration>2</SegmentDuration>".into()),
+            ..Default::default()
+        },
     );
     let mut src = ffmpeg_source(
         30,
@@ -832,6 +839,49 @@ fn send_event_puts_id3_into_the_next_part() {
     let items = r.json();
     assert_eq!(items[0]["statusCode"], 200);
     assert_eq!(items[1]["statusCode"], 400);
+    // HLS (TS): the tags as ID3 PES on a timed-metadata stream, the cues
+    // before their segments.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let media = "/app/live/medialist_0_hls.m3u8";
+    let list = loop {
+        let list = hls_check::get(port, media, &[]).text();
+        if list.contains("#EXT-X-CUE-IN\n") {
+            break list;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no cues in the HLS playlist:\n{list}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let out = list.find("#EXT-X-CUE-OUT:DURATION=30.000\n").expect(&list);
+    assert!(out < list.find("#EXT-X-CUE-IN\n").unwrap(), "{list}");
+    let with_tag: Vec<String> = list
+        .lines()
+        .filter(|l| l.starts_with("seg_0_"))
+        .filter(|seg| {
+            let data = hls_check::get(port, &format!("/app/live/{seg}"), &[]).body;
+            data.windows(7).any(|w| w == b"hello-1")
+        })
+        .map(str::to_string)
+        .collect();
+    assert_eq!(with_tag.len(), 1, "hello-1 in one TS segment:\n{list}");
+    if have_tool("ffprobe") {
+        let out = Command::new("ffprobe")
+            .args([
+                "-v",
+                "error",
+                "-show_entries",
+                "stream=codec_name",
+                "-of",
+                "csv=p=0",
+            ])
+            .arg(format!("http://127.0.0.1:{port}/app/live/{}", with_tag[0]))
+            .output()
+            .unwrap();
+        let codecs = String::from_utf8_lossy(&out.stdout);
+        assert!(codecs.contains("timed_id3"), "{codecs}");
+    }
     let _ = src.kill();
     let _ = src.wait();
 }

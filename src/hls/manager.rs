@@ -155,7 +155,13 @@ impl HlsManager {
     /// can cut a part, which wakes the viewers waiting for it). False when
     /// the stream has no LL-HLS output.
     pub fn send_event(&mut self, stream: StreamId, e: &super::event::Event) -> bool {
-        let Some(h) = self.outputs.get_mut(&stream).and_then(|o| o.hls.as_mut()) else {
+        let Some(o) = self.outputs.get_mut(&stream) else {
+            return false;
+        };
+        if let Some(ts) = o.ts.as_mut() {
+            ts.send_event(e);
+        }
+        let Some(h) = o.hls.as_mut() else {
             return false;
         };
         if h.send_event(e) {

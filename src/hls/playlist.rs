@@ -132,7 +132,7 @@ pub fn master(s: &StreamHls) -> String {
 /// of Adobe's and AWS Elemental's playlists, which players and ad
 /// stitchers read), before the part or segment the break starts or ends
 /// at.
-fn write_cue(o: &mut String, cue: super::event::Cue) {
+pub(crate) fn write_cue(o: &mut String, cue: super::event::Cue) {
     match cue {
         super::event::Cue::Out {
             duration_ms: Some(ms),

@@ -19,6 +19,8 @@ pub struct TsSegment {
     pub duration: f64,
     pub data: Bytes,
     pub start_ms: i64,
+    /// Ad-break edges (`:sendEvent` with `cue`) at the segment's start.
+    pub cues: Vec<super::event::Cue>,
 }
 
 #[derive(Debug)]
@@ -41,12 +43,15 @@ pub struct TsHls {
     resolution: Option<(u32, u32)>,
     pub max_segment: f64,
     pub ended: bool,
+    /// Cues for the next segment, and those of the segment being built.
+    cues: Vec<super::event::Cue>,
+    segment_cues: Vec<super::event::Cue>,
 }
 
 impl TsHls {
     /// `None` when the TS muxer cannot carry the tracks.
     pub fn new(tracks: &[Track], segment: Duration, keep: usize, now_ms: i64) -> Option<Self> {
-        let muxer = Muxer::new(tracks).ok()?;
+        let muxer = Muxer::with_id3(tracks).ok()?;
         let video = tracks.iter().find(|t| t.kind() == MediaKind::Video);
         let codecs: Vec<String> = tracks
             .iter()
@@ -74,7 +79,29 @@ impl TsHls {
                 .filter(|(w, h)| *w > 0 && *h > 0),
             max_segment: 0.0,
             ended: false,
+            cues: Vec::new(),
+            segment_cues: Vec::new(),
         })
+    }
+
+    /// A `:sendEvent`: an ID3 tag goes into the segment being built now, at
+    /// the newest frame's time (HLS segments carry every track, so
+    /// `eventType` does not narrow it); a cue marks the next segment.
+    pub fn send_event(&mut self, e: &super::event::Event) {
+        match &e.payload {
+            super::event::Payload::Id3(tag) => {
+                if let (Some(m), Some(base), Some(_)) =
+                    (self.muxer.as_mut(), self.base, self.current_start)
+                {
+                    m.write_id3(base + self.last_dts, tag, &mut self.current);
+                }
+            }
+            super::event::Payload::Cue(c) => {
+                if self.cues.len() < 16 {
+                    self.cues.push(*c);
+                }
+            }
+        }
     }
 
     pub fn push(&mut self, frame: &Frame) {
@@ -90,6 +117,7 @@ impl TsHls {
         if cut {
             self.close(dts);
             self.current_start = Some((dts, self.base_ms + dts / (TICKS_PER_SECOND / 1000)));
+            self.segment_cues = std::mem::take(&mut self.cues);
         }
         if self.current_start.is_none() {
             return; // before the first keyframe
@@ -119,6 +147,7 @@ impl TsHls {
             duration,
             data: std::mem::take(&mut self.current).into(),
             start_ms,
+            cues: std::mem::take(&mut self.segment_cues),
         });
         self.next_msn += 1;
         while self.segments.len() > self.keep {
@@ -159,6 +188,9 @@ impl TsHls {
             "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n"
         );
         for s in &self.segments {
+            for cue in &s.cues {
+                super::playlist::write_cue(&mut o, *cue);
+            }
             let _ = write!(
                 o,
                 "#EXT-X-PROGRAM-DATE-TIME:{}\n#EXTINF:{:.3},\nseg_0_{}_hls.ts\n",

@@ -131,12 +131,36 @@ pub struct Muxer {
     es: Vec<u8>,
     /// Reused buffer for the PES header.
     pes_header: Vec<u8>,
+    /// The timed-metadata (ID3) stream's PID and continuity counter, when
+    /// the muxer was made with one.
+    id3: Option<(u16, u8)>,
 }
+
+/// Apple's timed metadata in MPEG-TS: PMT stream_type 0x15 (metadata in
+/// PES packets), with a metadata_descriptor naming ID3.
+pub const STREAM_TYPE_METADATA: u8 = 0x15;
+
+/// metadata_descriptor (ISO/IEC 13818-1 2.6.60): format 0xFF with
+/// identifier 'ID3 ', service 0, no decoder config.
+const ID3_METADATA_DESCRIPTOR: [u8; 15] = [
+    0x26, 13, 0xFF, 0xFF, b'I', b'D', b'3', b' ', 0xFF, b'I', b'D', b'3', b' ', 0x00, 0x0F,
+];
 
 impl Muxer {
     /// Assigns PIDs (program 1, PMT 0x1000, tracks from 0x100 in order) and
     /// prepares PAT/PMT.
     pub fn new(tracks: &[Track]) -> Result<Muxer, MuxError> {
+        Self::build(tracks, false)
+    }
+
+    /// As [`Muxer::new`], plus a timed-metadata stream (after the tracks'
+    /// PIDs) for [`Muxer::write_id3`]: HLS segments carry `:sendEvent`'s
+    /// ID3 tags this way.
+    pub fn with_id3(tracks: &[Track]) -> Result<Muxer, MuxError> {
+        Self::build(tracks, true)
+    }
+
+    fn build(tracks: &[Track], id3: bool) -> Result<Muxer, MuxError> {
         if tracks.is_empty() {
             return Err(MuxError::NoTracks);
         }
@@ -224,6 +248,16 @@ impl Muxer {
             .position(|t| t.kind() == MediaKind::Video)
             .unwrap_or(0);
         let pcr_pid = out[pcr_track].pid;
+        let id3 = id3.then(|| {
+            let pid = FIRST_TRACK_PID + tracks.len() as u16;
+            pmt_streams.push(PmtStream {
+                stream_type: STREAM_TYPE_METADATA,
+                pid,
+                kind: psi::EsKind::Unknown,
+                es_info: ID3_METADATA_DESCRIPTOR.to_vec(),
+            });
+            (pid, 0u8)
+        });
 
         let mut section = Vec::new();
         psi::build_pat(
@@ -252,7 +286,37 @@ impl Muxer {
             last_pcr: None,
             es: Vec::new(),
             pes_header: Vec::with_capacity(32),
+            id3,
         })
+    }
+
+    /// Appends one ID3 tag as a metadata PES (stream_id private_stream_1,
+    /// PTS only) at frame time `at`, on the timeline of the frames written
+    /// so far. Nothing before the first frame (the timeline is not fixed
+    /// yet) or on a muxer made without [`Muxer::with_id3`].
+    pub fn write_id3(&mut self, at: Ticks, tag: &[u8], out: &mut Vec<u8>) {
+        let (Some(offset), Some((pid, cc))) = (self.offset, self.id3.as_mut()) else {
+            return;
+        };
+        let mut header = Vec::with_capacity(16);
+        write_pes_header(
+            STREAM_ID_PRIVATE_1,
+            to_33_bits(at.saturating_add(offset)),
+            None,
+            tag.len(),
+            &mut header,
+        );
+        write_packets(
+            *pid,
+            cc,
+            &[&header, tag, &[]],
+            PacketFlags {
+                pcr: None,
+                random_access: false,
+                discontinuity: false,
+            },
+            out,
+        );
     }
 
     /// The PID a track is written on.
