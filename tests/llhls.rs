@@ -800,12 +800,36 @@ fn send_event_puts_id3_into_the_next_part() {
             .starts_with("#EXT-X-PART:"),
         "{text}"
     );
+    // Urgent: the part being built is cut, the break ends with the next.
+    let before = hls_check::check_chunklist(&hls_check::get(port, &list_path, &[]).text());
     assert_eq!(
         send(r#"{"eventFormat":"cue","urgent":true,"events":[{"cueType":"in"}]}"#).status,
         200
     );
-    let text = hls_check::get(port, &list_path, &[]).text();
-    assert!(text.contains("#EXT-X-CUE-IN\n"), "{text}");
+    let hint = before.preload_hint.unwrap();
+    // Follow the parts (blocking reloads on each hint) until the cue shows.
+    let mut text = hls_check::get(port, &list_path, &[]).text();
+    for _ in 0..6 {
+        if text.contains("#EXT-X-CUE-IN\n") {
+            break;
+        }
+        let next = hls_check::check_chunklist(&text).preload_hint.unwrap();
+        let (msn, part) = part_numbers(&next);
+        text = hls_check::get(
+            port,
+            &format!("{list_path}?_HLS_msn={msn}&_HLS_part={part}"),
+            &[],
+        )
+        .text();
+    }
+    let at = text
+        .find("#EXT-X-CUE-IN\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    let next = text[at..].lines().nth(1).unwrap();
+    assert!(
+        next.starts_with("#EXT-X-PART:") && !next.contains(&hint),
+        "{text}"
+    );
     // Refusals.
     let r = s.request(
         "POST",

@@ -391,18 +391,27 @@ impl StreamHls {
             if !wanted || t.ended {
                 continue;
             }
+            let cut = e.urgent && !t.segments.is_empty();
             match &e.payload {
+                // The tag rides in the part cut now (urgent) or the next.
                 event::Payload::Id3(tag) => {
                     if t.events.len() >= MAX_PENDING_EVENTS {
                         crate::warn!("LL-HLS: more than {MAX_PENDING_EVENTS} events wait for a part; the oldest is dropped");
                         t.events.remove(0);
                     }
-                    t.events.push(tag.clone())
+                    t.events.push(tag.clone());
+                    if cut {
+                        new_part |= t.close_part(None);
+                    }
                 }
-                event::Payload::Cue(c) => t.cue = Some(*c),
-            }
-            if e.urgent && !t.segments.is_empty() {
-                new_part |= t.close_part(None);
+                // A break starts (or ends) with the part after the call:
+                // urgent cuts the current one so that part starts now.
+                event::Payload::Cue(c) => {
+                    if cut {
+                        new_part |= t.close_part(None);
+                    }
+                    t.cue = Some(*c);
+                }
             }
         }
         if new_part {
