@@ -564,30 +564,7 @@ pub mod fuzz {
     use crate::media::{AudioParams, Codec, CodecConfig};
 
     pub fn fuzz_packager(data: &[u8]) {
-        let video = Track {
-            id: 1,
-            codec: Codec::H264,
-            config: CodecConfig::H264 {
-                sps: vec![Bytes::from_static(&[0x67, 0x64, 0, 0x1f, 0xac])],
-                pps: vec![Bytes::from_static(&[0x68, 0xeb])],
-            },
-            video: None,
-            audio: None,
-            bitrate: 0,
-        };
-        let audio = Track {
-            id: 2,
-            codec: Codec::Aac,
-            config: CodecConfig::Aac {
-                asc: Bytes::from_static(&[0x12, 0x10]),
-            },
-            video: None,
-            audio: Some(AudioParams {
-                sample_rate: 48_000,
-                channels: 2,
-            }),
-            bitrate: 0,
-        };
+        let (video, audio) = (h264(), aac());
         let config = LlhlsConfig {
             part_target: Duration::from_millis(200),
             segment_target: Duration::from_secs(1),
@@ -620,6 +597,75 @@ pub mod fuzz {
             let _ = t.last_part();
         }
         let _ = playlist::parse_file(&String::from_utf8_lossy(rest), "k");
+    }
+
+    /// A `:sendEvent` body of any bytes: checked, and when taken, sent
+    /// into a stream between frames (urgent or not) and its chunklists
+    /// rendered.
+    pub fn fuzz_event(data: &[u8]) {
+        let Ok(body) = serde_json::from_slice::<serde_json::Value>(data) else {
+            return;
+        };
+        let Ok(e) = event::parse(&body) else {
+            return;
+        };
+        let mut s = StreamHls::new(&[h264(), aac()], LlhlsConfig::default(), "k".into(), 0);
+        let mut ts = ts::TsHls::new(&[h264(), aac()], Duration::from_secs(1), 3, 0);
+        for i in 0..90i64 {
+            let f = Frame {
+                track: 1 + (i % 2) as u32,
+                pts: i * 1500,
+                dts: i * 1500,
+                keyframe: i % 30 == 0,
+                data: Bytes::from_static(&[0, 0, 0, 1, 0x65]),
+            };
+            s.push(&f);
+            if let Some(t) = ts.as_mut() {
+                t.push(&f);
+            }
+            if i % 20 == 10 {
+                s.send_event(&e);
+                if let Some(t) = ts.as_mut() {
+                    t.send_event(&e);
+                }
+            }
+        }
+        for t in &s.tracks {
+            let _ = playlist::chunklist(&s, t, false, 0);
+        }
+        if let Some(t) = ts {
+            let _ = t.media_playlist(0);
+        }
+    }
+
+    fn h264() -> Track {
+        Track {
+            id: 1,
+            codec: Codec::H264,
+            config: CodecConfig::H264 {
+                sps: vec![Bytes::from_static(&[0x67, 0x64, 0, 0x1f, 0xac])],
+                pps: vec![Bytes::from_static(&[0x68, 0xeb])],
+            },
+            video: None,
+            audio: None,
+            bitrate: 0,
+        }
+    }
+
+    fn aac() -> Track {
+        Track {
+            id: 2,
+            codec: Codec::Aac,
+            config: CodecConfig::Aac {
+                asc: Bytes::from_static(&[0x12, 0x10]),
+            },
+            video: None,
+            audio: Some(AudioParams {
+                sample_rate: 48_000,
+                channels: 2,
+            }),
+            bitrate: 0,
+        }
     }
 }
 
