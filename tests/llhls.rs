@@ -909,3 +909,99 @@ fn send_event_puts_id3_into_the_next_part() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+/// `:concludeHlsLive`: the LL-HLS and HLS playlists end at once and stop
+/// changing (a VOD that ffprobe reads whole), parked viewers are answered,
+/// and the stream itself goes on.
+#[test]
+fn conclude_hls_live_turns_the_playlists_into_vod() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let s = Server::start_with(
+        "llhls-conclude",
+        ServerOptions {
+            media: true,
+            llhls: Some(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>".into(),
+            ),
+            hls: Some("<SegmentDuration>2</SegmentDuration>".into()),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        30,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
+    );
+    let (_, video) = wait_for_segments(&s, "live", 2);
+    let port = s.media.llhls;
+    let list_path = format!("/app/live/{video}");
+    let action = "/v1/vhosts/default/apps/app/streams/live:concludeHlsLive";
+    // A viewer parked on the next part is answered by the conclusion.
+    let hint = hls_check::check_chunklist(&hls_check::get(port, &list_path, &[]).text())
+        .preload_hint
+        .unwrap();
+    let (msn, part) = part_numbers(&hint);
+    let parked = std::thread::spawn(move || {
+        hls_check::get(
+            port,
+            &format!("{list_path}?_HLS_msn={msn}&_HLS_part={}", part + 3),
+            &[],
+        )
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.request("POST", action, Some("[]")).status, 400);
+    let r = s.request("POST", action, Some("{}"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let answered = parked.join().unwrap();
+    assert_eq!(answered.status, 200);
+    assert!(
+        answered.text().contains("#EXT-X-ENDLIST"),
+        "{}",
+        answered.text()
+    );
+    let list_path = format!("/app/live/{video}");
+    let ended = hls_check::get(port, &list_path, &[]).text();
+    let checked = hls_check::check_chunklist(&ended);
+    assert!(checked.ended && checked.preload_hint.is_none(), "{ended}");
+    let ts_list = hls_check::get(port, "/app/live/medialist_0_hls.m3u8", &[]).text();
+    assert!(ts_list.contains("#EXT-X-ENDLIST"), "{ts_list}");
+    // The stream goes on; its playlists do not change any more.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(hls_check::get(port, &list_path, &[]).text(), ended);
+    assert_eq!(
+        hls_check::get(port, "/app/live/medialist_0_hls.m3u8", &[]).text(),
+        ts_list
+    );
+    assert_eq!(
+        s.request("GET", "/v1/vhosts/default/apps/app/streams/live", None)
+            .status,
+        200
+    );
+    // ffprobe reads the concluded LL-HLS as a whole VOD: as many video
+    // frames as the segments' durations hold.
+    let seconds: f64 = checked.segments.iter().map(|(_, d, _)| d).sum();
+    let counts = ffprobe_counts(&format!("{}/llhls.m3u8", base(&s, "live")));
+    let frames = counts
+        .iter()
+        .find(|(c, _)| c == "h264")
+        .map_or(0, |(_, n)| *n);
+    let want = (seconds * f64::from(FPS)).round() as u64;
+    assert!(
+        frames.abs_diff(want) * 50 <= want,
+        "{frames} frames for {seconds} s: {counts:?}"
+    );
+    assert_eq!(
+        s.request(
+            "POST",
+            "/v1/vhosts/default/apps/app/streams/nosuch:concludeHlsLive",
+            Some("{}")
+        )
+        .status,
+        404
+    );
+    let _ = src.kill();
+    let _ = src.wait();
+}

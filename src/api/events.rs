@@ -1,6 +1,7 @@
-//! `:sendEvent` and `:sendEvents` (DECISIONS section 10): the body checked
-//! here (`hls::event`), the event handed to the loop, which puts it into
-//! the stream's next LL-HLS parts.
+//! `:sendEvent`, `:sendEvents` and `:concludeHlsLive` (DECISIONS section
+//! 10): the body checked here (`hls::event`), the event handed to the
+//! loop, which puts it into the stream's next LL-HLS parts (or ends its
+//! playlists).
 
 use super::envelope::{self, ApiError};
 use super::{Api, Effect, Response};
@@ -18,24 +19,7 @@ impl Api {
         many: bool,
         body: &[u8],
     ) -> Result<Response, ApiError> {
-        let (_, spec) = self.app_or_404(vhost, app)?;
-        let streams = self.registry.streams.shown_of_app(vhost, app);
-        // By input name, else by one of its output names.
-        let id = streams
-            .iter()
-            .find(|s| s.name == stream)
-            .or_else(|| {
-                streams
-                    .iter()
-                    .find(|s| spec.output_names(&s.name).iter().any(|(n, _)| n == stream))
-            })
-            .map(|s| s.id)
-            .ok_or_else(|| ApiError::stream_not_found(vhost, app, stream))?;
-        if spec.publishers.llhls.is_none() {
-            return Err(ApiError::BadRequest(format!(
-                "Application {app} does not publish LL-HLS (<Publishers><LLHLS>): events travel in its parts"
-            )));
-        }
+        let id = self.viewed_stream(vhost, app, stream, false)?;
         let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
         let mut take = |v: &Value| -> Result<(), ApiError> {
             let event = event::parse(v).map_err(|e| ApiError::BadRequest(e.to_string()))?;
@@ -53,5 +37,65 @@ impl Api {
         };
         let results: Vec<Result<(), ApiError>> = items.iter().map(&mut take).collect();
         Ok(envelope::batch_status(&results))
+    }
+
+    /// `POST .../streams/{stream}:concludeHlsLive` (body `{}`): the
+    /// stream's LL-HLS and HLS playlists get `EXT-X-ENDLIST` and stop
+    /// changing; the stream, its pushes and its viewers' files stay.
+    pub(super) fn conclude_hls_live(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        stream: &str,
+        body: &[u8],
+    ) -> Result<Response, ApiError> {
+        let id = self.viewed_stream(vhost, app, stream, true)?;
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            let value: Value =
+                serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
+            if !value.is_object() {
+                return Err(ApiError::BadRequest(
+                    "The body must be a JSON object".into(),
+                ));
+            }
+        }
+        self.effects.push(Effect::ConcludeHls { stream: id });
+        Ok(envelope::ok_empty())
+    }
+
+    /// A live stream by input or output name, in an application that
+    /// publishes LL-HLS (or, with `or_hls`, HLS).
+    fn viewed_stream(
+        &self,
+        vhost: &str,
+        app: &str,
+        stream: &str,
+        or_hls: bool,
+    ) -> Result<crate::state::streams::StreamId, ApiError> {
+        let (_, spec) = self.app_or_404(vhost, app)?;
+        let streams = self.registry.streams.shown_of_app(vhost, app);
+        let id = streams
+            .iter()
+            .find(|s| s.name == stream)
+            .or_else(|| {
+                streams
+                    .iter()
+                    .find(|s| spec.output_names(&s.name).iter().any(|(n, _)| n == stream))
+            })
+            .map(|s| s.id)
+            .ok_or_else(|| ApiError::stream_not_found(vhost, app, stream))?;
+        let publishes =
+            spec.publishers.llhls.is_some() || (or_hls && spec.publishers.hls.is_some());
+        if !publishes {
+            let what = if or_hls {
+                "LL-HLS or HLS"
+            } else {
+                "LL-HLS (<Publishers><LLHLS>): events travel in its parts"
+            };
+            return Err(ApiError::BadRequest(format!(
+                "Application {app} does not publish {what}"
+            )));
+        }
+        Ok(id)
     }
 }

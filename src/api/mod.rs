@@ -88,6 +88,11 @@ pub enum Effect {
         stream: crate::state::streams::StreamId,
         event: crate::hls::event::Event,
     },
+    /// End a live stream's LL-HLS and HLS playlists now (VOD from here);
+    /// the stream itself goes on.
+    ConcludeHls {
+        stream: crate::state::streams::StreamId,
+    },
 }
 
 /// Facts about the connection a request came on.
@@ -254,9 +259,11 @@ impl Api {
             }
             (Route::Streams(vh, app), _) => self.list_streams(vh, app),
             (Route::Stream(vh, app, s), _) => self.get_stream(vh, app, s),
-            (Route::SendEvent(vh, app, s, many), _) => {
-                self.send_event(vh, app, s, *many, &req.body)
-            }
+            (Route::StreamAction(vh, app, s, action), _) => match action {
+                StreamAction::SendEvent => self.send_event(vh, app, s, false, &req.body),
+                StreamAction::SendEvents => self.send_event(vh, app, s, true, &req.body),
+                StreamAction::ConcludeHlsLive => self.conclude_hls_live(vh, app, s, &req.body),
+            },
         };
         result.unwrap_or_else(|e| e.to_response())
     }
@@ -301,8 +308,8 @@ enum Route {
     AppAction(String, String, AppAction),
     Streams(String, String),
     Stream(String, String, String),
-    /// `.../streams/{stream}:sendEvent` (false) or `:sendEvents` (true).
-    SendEvent(String, String, String, bool),
+    /// `.../streams/{stream}:{action}`.
+    StreamAction(String, String, String, StreamAction),
     Profiles(String, String),
     Profile(String, String, String),
     /// `/v1/stats/current[/vhosts/{vh}[/apps/{app}[/streams/{s}]]]`.
@@ -311,6 +318,14 @@ enum Route {
     Metrics,
     /// `/v1/openapi.yaml`.
     OpenApi,
+}
+
+/// What a `POST .../streams/{stream}:{action}` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamAction {
+    SendEvent,
+    SendEvents,
+    ConcludeHlsLive,
 }
 
 /// kiln's OpenAPI document (YAML in its JSON syntax), served at
@@ -334,6 +349,7 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvent",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvents",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:concludeHlsLive",
     "/v1/vhosts/{vhost}/apps/{app}:startPush",
     "/v1/vhosts/{vhost}/apps/{app}:stopPush",
     "/v1/vhosts/{vhost}/apps/{app}:pushes",
@@ -406,10 +422,18 @@ impl Route {
                     percent_decode(app)?,
                     percent_decode(s)?,
                 );
-                match s.rsplit_once(':') {
-                    Some((name, "sendEvent")) => Route::SendEvent(vh, app, name.to_string(), false),
-                    Some((name, "sendEvents")) => Route::SendEvent(vh, app, name.to_string(), true),
-                    _ => Route::Stream(vh, app, s),
+                let action = s.rsplit_once(':').and_then(|(name, action)| {
+                    let action = match action {
+                        "sendEvent" => StreamAction::SendEvent,
+                        "sendEvents" => StreamAction::SendEvents,
+                        "concludeHlsLive" => StreamAction::ConcludeHlsLive,
+                        _ => return None,
+                    };
+                    Some((name.to_string(), action))
+                });
+                match action {
+                    Some((name, action)) => Route::StreamAction(vh, app, name, action),
+                    None => Route::Stream(vh, app, s),
                 }
             }
             ["vhosts", name] => {
@@ -436,7 +460,7 @@ impl Route {
             | Route::ReloadApiCertificate => &["POST"],
             Route::Apps(_) => &["GET", "POST"],
             Route::App(..) => &["GET", "PATCH", "DELETE"],
-            Route::AppAction(..) | Route::SendEvent(..) => &["POST"],
+            Route::AppAction(..) | Route::StreamAction(..) => &["POST"],
             Route::Streams(..) | Route::Stream(..) => &["GET"],
             Route::Profiles(..) => &["GET", "POST"],
             Route::Profile(..) => &["GET", "PATCH", "DELETE"],

@@ -152,6 +152,8 @@ paths = {
             "207": json_response("Mixed results, one envelope per item", S("array", items=ref("Status"))),
             "400": json_response("Every event refused, or the body is not a JSON array", {"oneOf": [S("array", items=ref("Status")), ref("Status")]}),
             **errs("401", "404")}, S("array", items=ref("Event")))},
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:concludeHlsLive": {"parameters": P("vhost", "app", "stream"),
+        "post": op("End the stream's LL-HLS and HLS playlists now (EXT-X-ENDLIST, VOD from here); the stream goes on", {"200": status("OK"), **errs("400", "401", "404")}, S("object"))},
     "/v1/vhosts/{vhost}/apps/{app}:startPush": {"parameters": P("vhost", "app"),
         "post": op("Start (or reserve) a push task", {"200": json_response("OK", envelope(ref("Push"))), "409": status("Duplicate ID"), **errs("400", "401", "404", "500")}, S("object"))},
     "/v1/vhosts/{vhost}/apps/{app}:stopPush": {"parameters": P("vhost", "app"),

@@ -170,6 +170,22 @@ impl HlsManager {
         true
     }
 
+    /// `:concludeHlsLive`: the stream's playlists end now (`EXT-X-ENDLIST`,
+    /// no more parts or segments) while the stream goes on; they are kept
+    /// until the stream ends (then 30 s more, like any ended stream's).
+    pub fn conclude(&mut self, stream: StreamId) {
+        let Some(o) = self.outputs.get_mut(&stream) else {
+            return;
+        };
+        if let Some(h) = o.hls.as_mut() {
+            h.end();
+        }
+        if let Some(t) = o.ts.as_mut() {
+            t.end();
+        }
+        self.wake(stream);
+    }
+
     fn wake(&mut self, stream: StreamId) {
         if let Some(list) = self.waiters.remove(&stream) {
             self.woken.extend(list);

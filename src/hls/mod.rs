@@ -463,6 +463,9 @@ impl StreamHls {
 
     /// Adds a frame; returns whether a part was completed.
     pub fn push(&mut self, frame: &Frame) -> Progress {
+        if self.is_ended() {
+            return Progress::default(); // concluded: the playlists stay as they are
+        }
         let has_video = self.has_video();
         let base = *self.base_dts.get_or_insert(frame.dts);
         let dts = frame.dts - base;
@@ -545,8 +548,16 @@ impl StreamHls {
         progress
     }
 
+    /// Ended (the stream, or `:concludeHlsLive`): nothing more is added.
+    pub fn is_ended(&self) -> bool {
+        !self.tracks.is_empty() && self.tracks.iter().all(|t| t.ended)
+    }
+
     /// The stream ended: the last parts and segments are completed.
     pub fn end(&mut self) {
+        if self.is_ended() {
+            return;
+        }
         self.version += 1;
         for t in &mut self.tracks {
             t.close_part(None);

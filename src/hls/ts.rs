@@ -105,6 +105,9 @@ impl TsHls {
     }
 
     pub fn push(&mut self, frame: &Frame) {
+        if self.ended {
+            return; // concluded: the playlist stays as it is
+        }
         let base = *self.base.get_or_insert(frame.dts);
         let dts = frame.dts - base;
         let due = self
@@ -157,6 +160,9 @@ impl TsHls {
 
     /// The stream ended: the last segment is complete.
     pub fn end(&mut self) {
+        if self.ended {
+            return;
+        }
         let end = self.last_dts + self.last_step;
         self.close(end);
         self.ended = true;

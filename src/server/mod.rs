@@ -504,10 +504,13 @@ impl Server {
                     if !self.hls.send_event(stream, &event) {
                         crate::debug!("event for stream {stream}: no LL-HLS output, dropped");
                     }
-                    for io in self.hls.take_woken() {
-                        self.call(Token(io), now, |ep, cx| ep.flush(cx));
-                    }
                 }
+                Effect::ConcludeHls { stream } => self.hls.conclude(stream),
+            }
+            // Viewers waiting for what an effect made (a part cut by an
+            // urgent event, playlists ended).
+            for io in self.hls.take_woken() {
+                self.call(Token(io), now, |ep, cx| ep.flush(cx));
             }
         }
     }
