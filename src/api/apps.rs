@@ -250,15 +250,16 @@ impl Api {
         Ok(envelope::ok(names))
     }
 
-    pub(super) fn get_stream(
+    /// A live stream of an application, by input name, else by one of its
+    /// output names (404 for either missing).
+    pub(super) fn live_stream(
         &self,
         vhost: &str,
         app: &str,
         stream: &str,
-    ) -> Result<super::Response, ApiError> {
+    ) -> Result<(&AppSpec, &crate::state::streams::LiveStream), ApiError> {
         let (_, spec) = self.app_or_404(vhost, app)?;
         let streams = self.registry.streams.shown_of_app(vhost, app);
-        // By input name, else by one of its output names.
         let live = streams
             .iter()
             .find(|s| s.name == stream)
@@ -267,7 +268,18 @@ impl Api {
                     .iter()
                     .find(|s| spec.output_names(&s.name).iter().any(|(n, _)| n == stream))
             })
+            .copied()
             .ok_or_else(|| ApiError::stream_not_found(vhost, app, stream))?;
+        Ok((spec, live))
+    }
+
+    pub(super) fn get_stream(
+        &self,
+        vhost: &str,
+        app: &str,
+        stream: &str,
+    ) -> Result<super::Response, ApiError> {
+        let (spec, live) = self.live_stream(vhost, app, stream)?;
         Ok(envelope::ok(StreamView::of(
             live,
             spec,

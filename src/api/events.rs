@@ -72,18 +72,8 @@ impl Api {
         stream: &str,
         or_hls: bool,
     ) -> Result<crate::state::streams::StreamId, ApiError> {
-        let (_, spec) = self.app_or_404(vhost, app)?;
-        let streams = self.registry.streams.shown_of_app(vhost, app);
-        let id = streams
-            .iter()
-            .find(|s| s.name == stream)
-            .or_else(|| {
-                streams
-                    .iter()
-                    .find(|s| spec.output_names(&s.name).iter().any(|(n, _)| n == stream))
-            })
-            .map(|s| s.id)
-            .ok_or_else(|| ApiError::stream_not_found(vhost, app, stream))?;
+        let (spec, live) = self.live_stream(vhost, app, stream)?;
+        let id = live.id;
         let publishes =
             spec.publishers.llhls.is_some() || (or_hls && spec.publishers.hls.is_some());
         if !publishes {
