@@ -54,9 +54,7 @@ impl Api {
             let value: Value =
                 serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
             if !value.is_object() {
-                return Err(ApiError::BadRequest(
-                    "The body must be a JSON object".into(),
-                ));
+                return Err(ApiError::bad_request("Request body must be an object"));
             }
         }
         self.effects.push(Effect::ConcludeHls { stream: id });

@@ -78,7 +78,7 @@ pub enum EventError {
 impl fmt::Display for EventError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EventError::NotAnObject => write!(f, "The body must be a JSON object"),
+            EventError::NotAnObject => write!(f, "Request body must be an object"),
             EventError::Field { field, must } => write!(f, "{field} must be {must}"),
             EventError::UnknownFormat(v) => {
                 write!(f, "eventFormat {:?} is not supported (id3v2 or cue)", v)

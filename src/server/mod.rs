@@ -356,10 +356,7 @@ impl Server {
                 self.pushes.on_ingest(o, &mut self.api.registry, wall);
                 self.hls.on_ingest(o, &self.api.registry, wall);
             }
-            // Viewers waiting for a part that now exists.
-            for io in self.hls.take_woken() {
-                self.call(Token(io), now, |ep, cx| ep.flush(cx));
-            }
+            self.wake_viewers(now);
         }
         if !self.api.effects.is_empty() {
             self.apply_effects(now);
@@ -507,11 +504,15 @@ impl Server {
                 }
                 Effect::ConcludeHls { stream } => self.hls.conclude(stream),
             }
-            // Viewers waiting for what an effect made (a part cut by an
-            // urgent event, playlists ended).
-            for io in self.hls.take_woken() {
-                self.call(Token(io), now, |ep, cx| ep.flush(cx));
-            }
+        }
+        self.wake_viewers(now);
+    }
+
+    /// Answers the viewers parked on what now exists (a new part, a part
+    /// cut by an urgent event, ended playlists).
+    fn wake_viewers(&mut self, now: Instant) {
+        for io in self.hls.take_woken() {
+            self.call(Token(io), now, |ep, cx| ep.flush(cx));
         }
     }
 

@@ -139,10 +139,7 @@ impl ViewerConn {
                 Ok(None) => return,
                 Err(e) => {
                     crate::debug!("viewer {}: {e}", self.peer);
-                    let r = Reply {
-                        body: vec![Bytes::from(format!("{e}\n")).into()],
-                        ..Reply::error(e.status(), "")
-                    };
+                    let r = Reply::error(e.status(), &e.to_string());
                     self.push_head(&r, r.len(), true);
                     for b in r.body {
                         self.push_body(b);
