@@ -45,6 +45,17 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// The civil time of `unix_ms` in the zone `offset_seconds` east of UTC:
+/// (year, month, day, hour, minute, second).
+pub fn civil(unix_ms: i64, offset_seconds: i32) -> (i64, u32, u32, u32, u32, u32) {
+    let local_s = unix_ms
+        .div_euclid(1000)
+        .saturating_add(offset_seconds as i64);
+    let (y, mo, d) = civil_from_days(local_s.div_euclid(86_400));
+    let s = local_s.rem_euclid(86_400) as u32;
+    (y, mo, d, s / 3600, (s / 60) % 60, s % 60)
+}
+
 /// Formats `unix_ms` in the zone `offset_seconds` east of UTC as
 /// `YYYY-MM-DDTHH:MM:SS.mmm+HH:MM`.
 pub fn format_iso8601(unix_ms: i64, offset_seconds: i32) -> String {

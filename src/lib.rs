@@ -19,6 +19,7 @@ pub mod media;
 pub(crate) mod metrics;
 pub(crate) mod ports;
 pub mod push;
+pub mod record;
 pub mod rtmp;
 pub mod server;
 pub mod srt;

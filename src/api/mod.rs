@@ -13,6 +13,7 @@ pub mod envelope;
 mod events;
 mod profiles;
 mod push;
+mod records;
 mod stats;
 pub use push::OwnIngest;
 mod vhosts;
@@ -93,6 +94,11 @@ pub enum Effect {
     ConcludeHls {
         stream: crate::state::streams::StreamId,
     },
+    /// A record was added: start it if its stream is live.
+    RecordAdded(crate::push::task::TaskKey),
+    /// `:stopRecord` (or its application went): close its file; the task
+    /// leaves the table once the file is closed.
+    StopRecord(crate::push::task::TaskKey),
 }
 
 /// Facts about the connection a request came on.
@@ -257,6 +263,15 @@ impl Api {
             (Route::AppAction(vh, app, AppAction::Pushes), _) => {
                 self.list_pushes(vh, app, &req.body)
             }
+            (Route::AppAction(vh, app, AppAction::StartRecord), _) => {
+                self.start_record(vh, app, &req.body)
+            }
+            (Route::AppAction(vh, app, AppAction::StopRecord), _) => {
+                self.stop_record(vh, app, &req.body)
+            }
+            (Route::AppAction(vh, app, AppAction::Records), _) => {
+                self.list_records(vh, app, &req.body)
+            }
             (Route::Streams(vh, app), _) => self.list_streams(vh, app),
             (Route::Stream(vh, app, s), _) => self.get_stream(vh, app, s),
             (Route::StreamAction(vh, app, s, action), _) => match action {
@@ -292,6 +307,9 @@ enum AppAction {
     StartPush,
     StopPush,
     Pushes,
+    StartRecord,
+    StopRecord,
+    Records,
 }
 
 /// The resources the API knows.
@@ -353,6 +371,9 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}:startPush",
     "/v1/vhosts/{vhost}/apps/{app}:stopPush",
     "/v1/vhosts/{vhost}/apps/{app}:pushes",
+    "/v1/vhosts/{vhost}/apps/{app}:startRecord",
+    "/v1/vhosts/{vhost}/apps/{app}:stopRecord",
+    "/v1/vhosts/{vhost}/apps/{app}:records",
     "/v1/stats/current",
     "/v1/stats/current/vhosts/{vhost}",
     "/v1/stats/current/vhosts/{vhost}/apps/{app}",
@@ -399,6 +420,9 @@ impl Route {
                             "startPush" => AppAction::StartPush,
                             "stopPush" => AppAction::StopPush,
                             "pushes" => AppAction::Pushes,
+                            "startRecord" => AppAction::StartRecord,
+                            "stopRecord" => AppAction::StopRecord,
+                            "records" => AppAction::Records,
                             _ => return None,
                         };
                         Route::AppAction(vh, name.to_string(), action)

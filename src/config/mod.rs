@@ -148,6 +148,8 @@ pub struct AppConfig {
     pub llhls: Option<crate::state::app::LlhlsSpec>,
     /// `<Publishers><HLS>`: and over HLS with MPEG-TS segments.
     pub hls: Option<crate::state::app::HlsSpec>,
+    /// `<Publishers><FILE>`: recording through the API.
+    pub file: Option<crate::state::app::FileSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,7 +369,6 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "LLDASH",
     "Thumbnail",
     "SRT",
-    "File",
     "RTMPPush",
     "MPEGTSPush",
     "SessionLoadBalancingThreadCount",
@@ -585,6 +586,30 @@ impl Walker<'_> {
                 true
             },
         );
+        spec
+    }
+
+    /// `<Publishers><FILE>` of an application: `<RootPath>`, `<FilePath>`,
+    /// `<InfoPath>` (OME's automatic `<StreamMap>` is not supported).
+    fn file_publisher(&mut self, el: &Element, path: &str) -> crate::state::app::FileSpec {
+        let mut spec = crate::state::app::FileSpec::default();
+        self.children(el, path, &["StreamMap"], &[], |w, c, p| {
+            // OME's example folds long paths over lines.
+            let mut value = || {
+                w.nonempty_text(c, p)
+                    .map(|t| t.lines().map(str::trim).collect::<String>())
+            };
+            match c.name.as_str() {
+                "RootPath" => spec.root_path = value(),
+                "FilePath" => spec.file_path = value(),
+                "InfoPath" => spec.info_path = value(),
+                _ => return false,
+            }
+            true
+        });
+        if let Some(why) = spec.problem() {
+            self.error(el, path, why);
+        }
         spec
     }
 
@@ -1433,6 +1458,7 @@ impl Walker<'_> {
             push: false,
             llhls: None,
             hls: None,
+            file: None,
         };
         let mut name = None;
         self.children(el, path, UNSUPPORTED_APP, &[], |w, c, p| {
@@ -1508,6 +1534,10 @@ impl Walker<'_> {
                     }
                     if c.name == "HLS" {
                         app.hls = Some(w.hls(c, p));
+                        return true;
+                    }
+                    if c.name == "FILE" || c.name == "File" {
+                        app.file = Some(w.file_publisher(c, p));
                         return true;
                     }
                     if c.name != "Push" {
@@ -1719,6 +1749,7 @@ impl AppConfig {
                 push: c.push.then(Empty::default),
                 llhls: c.llhls.clone(),
                 hls: c.hls.clone(),
+                file: c.file.clone(),
             },
         }
     }

@@ -146,9 +146,17 @@ const MATRIX: [u32; 9] = [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_000
 
 /// The init section of one track (`track_id` >= 1): `ftyp` + `moov`.
 pub fn write_init(track: &Track, track_id: u32, out: &mut Vec<u8>) -> Result<(), Fmp4Error> {
-    let entry = sample_entry(track)?;
-    let scale = timescale(track);
-    let video = track.kind() == MediaKind::Video;
+    write_init_tracks(&[(track, track_id)], out)
+}
+
+/// The init section of several tracks (each with its id >= 1), as a
+/// recording's fragmented MP4 file starts.
+pub fn write_init_tracks(tracks: &[(&Track, u32)], out: &mut Vec<u8>) -> Result<(), Fmp4Error> {
+    let entries = tracks
+        .iter()
+        .map(|(t, _)| sample_entry(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let next_id = tracks.iter().map(|(_, id)| *id).max().unwrap_or(0) + 1;
     boxed(out, b"ftyp", |o| {
         o.extend_from_slice(b"iso6");
         u32be(o, 0);
@@ -169,82 +177,89 @@ pub fn write_init(track: &Track, track_id: u32, out: &mut Vec<u8>) -> Result<(),
                 u32be(o, m);
             }
             o.extend_from_slice(&[0; 24]);
-            u32be(o, track_id + 1); // next track id
+            u32be(o, next_id); // next track id
         });
-        boxed(o, b"trak", |o| {
-            full(o, b"tkhd", 0, 3, |o| {
-                u32be(o, 0);
-                u32be(o, 0);
-                u32be(o, track_id);
-                u32be(o, 0);
-                u32be(o, 0); // duration
-                o.extend_from_slice(&[0; 8]);
-                u16be(o, 0); // layer
-                u16be(o, 0); // alternate group
-                u16be(o, if video { 0 } else { 0x0100 });
-                u16be(o, 0);
-                for m in MATRIX {
-                    u32be(o, m);
-                }
-                let (w, h) = track.video.map_or((0, 0), |v| (v.width, v.height));
-                u32be(o, w << 16);
-                u32be(o, h << 16);
-            });
-            boxed(o, b"mdia", |o| {
-                full(o, b"mdhd", 0, 0, |o| {
+        for ((track, track_id), entry) in tracks.iter().zip(&entries) {
+            let (track, track_id) = (*track, *track_id);
+            let scale = timescale(track);
+            let video = track.kind() == MediaKind::Video;
+            boxed(o, b"trak", |o| {
+                full(o, b"tkhd", 0, 3, |o| {
                     u32be(o, 0);
                     u32be(o, 0);
-                    u32be(o, scale);
+                    u32be(o, track_id);
                     u32be(o, 0);
-                    u16be(o, 0x55C4); // language "und"
+                    u32be(o, 0); // duration
+                    o.extend_from_slice(&[0; 8]);
+                    u16be(o, 0); // layer
+                    u16be(o, 0); // alternate group
+                    u16be(o, if video { 0 } else { 0x0100 });
                     u16be(o, 0);
-                });
-                full(o, b"hdlr", 0, 0, |o| {
-                    u32be(o, 0);
-                    o.extend_from_slice(if video { b"vide" } else { b"soun" });
-                    o.extend_from_slice(&[0; 12]);
-                    o.extend_from_slice(if video {
-                        b"kiln video\0"
-                    } else {
-                        b"kiln audio\0"
-                    });
-                });
-                boxed(o, b"minf", |o| {
-                    if video {
-                        full(o, b"vmhd", 0, 1, |o| o.extend_from_slice(&[0; 8]));
-                    } else {
-                        full(o, b"smhd", 0, 0, |o| o.extend_from_slice(&[0; 4]));
+                    for m in MATRIX {
+                        u32be(o, m);
                     }
-                    boxed(o, b"dinf", |o| {
-                        full(o, b"dref", 0, 0, |o| {
-                            u32be(o, 1);
-                            full(o, b"url ", 0, 1, |_| {});
+                    let (w, h) = track.video.map_or((0, 0), |v| (v.width, v.height));
+                    u32be(o, w << 16);
+                    u32be(o, h << 16);
+                });
+                boxed(o, b"mdia", |o| {
+                    full(o, b"mdhd", 0, 0, |o| {
+                        u32be(o, 0);
+                        u32be(o, 0);
+                        u32be(o, scale);
+                        u32be(o, 0);
+                        u16be(o, 0x55C4); // language "und"
+                        u16be(o, 0);
+                    });
+                    full(o, b"hdlr", 0, 0, |o| {
+                        u32be(o, 0);
+                        o.extend_from_slice(if video { b"vide" } else { b"soun" });
+                        o.extend_from_slice(&[0; 12]);
+                        o.extend_from_slice(if video {
+                            b"kiln video\0"
+                        } else {
+                            b"kiln audio\0"
                         });
                     });
-                    boxed(o, b"stbl", |o| {
-                        full(o, b"stsd", 0, 0, |o| {
-                            u32be(o, 1);
-                            o.extend_from_slice(&entry);
-                        });
-                        for kind in [b"stts", b"stsc", b"stco"] {
-                            full(o, kind, 0, 0, |o| u32be(o, 0));
+                    boxed(o, b"minf", |o| {
+                        if video {
+                            full(o, b"vmhd", 0, 1, |o| o.extend_from_slice(&[0; 8]));
+                        } else {
+                            full(o, b"smhd", 0, 0, |o| o.extend_from_slice(&[0; 4]));
                         }
-                        full(o, b"stsz", 0, 0, |o| {
-                            u32be(o, 0);
-                            u32be(o, 0);
+                        boxed(o, b"dinf", |o| {
+                            full(o, b"dref", 0, 0, |o| {
+                                u32be(o, 1);
+                                full(o, b"url ", 0, 1, |_| {});
+                            });
+                        });
+                        boxed(o, b"stbl", |o| {
+                            full(o, b"stsd", 0, 0, |o| {
+                                u32be(o, 1);
+                                o.extend_from_slice(entry);
+                            });
+                            for kind in [b"stts", b"stsc", b"stco"] {
+                                full(o, kind, 0, 0, |o| u32be(o, 0));
+                            }
+                            full(o, b"stsz", 0, 0, |o| {
+                                u32be(o, 0);
+                                u32be(o, 0);
+                            });
                         });
                     });
                 });
             });
-        });
+        }
         boxed(o, b"mvex", |o| {
-            full(o, b"trex", 0, 0, |o| {
-                u32be(o, track_id);
-                u32be(o, 1); // sample description index
-                u32be(o, 0);
-                u32be(o, 0);
-                u32be(o, 0);
-            });
+            for (_, track_id) in tracks {
+                full(o, b"trex", 0, 0, |o| {
+                    u32be(o, *track_id);
+                    u32be(o, 1); // sample description index
+                    u32be(o, 0);
+                    u32be(o, 0);
+                    u32be(o, 0);
+                });
+            }
         });
     });
     Ok(())

@@ -649,7 +649,8 @@ pub mod fuzz {
         }
     }
 
-    fn h264() -> Track {
+    /// An H.264 test track (id 1).
+    pub fn h264() -> Track {
         Track {
             id: 1,
             codec: Codec::H264,
@@ -663,7 +664,8 @@ pub mod fuzz {
         }
     }
 
-    fn aac() -> Track {
+    /// An AAC 48 kHz stereo test track (id 2).
+    pub fn aac() -> Track {
         Track {
             id: 2,
             codec: Codec::Aac,

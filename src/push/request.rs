@@ -502,26 +502,44 @@ pub fn select_tracks(
     tracks: &[Track],
     named: &dyn Fn(&Track) -> Option<String>,
 ) -> Vec<TrackId> {
-    let carried = |t: &Track| match spec.protocol {
+    select(
+        &spec.variant_names,
+        &spec.track_ids,
+        spec.protocol,
+        tracks,
+        named,
+    )
+}
+
+/// [`select_tracks`] for any task that names tracks as a push does
+/// (records select as the `srt` and `mpegts` pushes do).
+pub fn select(
+    variant_names: &[String],
+    track_ids: &[TrackId],
+    protocol: Protocol,
+    tracks: &[Track],
+    named: &dyn Fn(&Track) -> Option<String>,
+) -> Vec<TrackId> {
+    let carried = |t: &Track| match protocol {
         Protocol::Rtmp => matches!(
             t.codec,
             crate::media::Codec::H264 | crate::media::Codec::Aac
         ),
         _ => true,
     };
-    let explicit = !spec.variant_names.is_empty() || !spec.track_ids.is_empty();
+    let explicit = !variant_names.is_empty() || !track_ids.is_empty();
     let mut ids: Vec<TrackId> = if explicit {
         tracks
             .iter()
             .filter(|t| {
                 t.kind() == MediaKind::Data
-                    || spec.track_ids.contains(&t.id)
-                    || named(t).is_some_and(|n| spec.variant_names.contains(&n))
+                    || track_ids.contains(&t.id)
+                    || named(t).is_some_and(|n| variant_names.contains(&n))
             })
             .filter(|t| carried(t))
             .map(|t| t.id)
             .collect()
-    } else if spec.protocol == Protocol::Rtmp {
+    } else if protocol == Protocol::Rtmp {
         let lowest = |kind: MediaKind| {
             tracks
                 .iter()
@@ -536,7 +554,7 @@ pub fn select_tracks(
     } else {
         tracks.iter().map(|t| t.id).collect()
     };
-    if spec.protocol == Protocol::Rtmp {
+    if protocol == Protocol::Rtmp {
         // RTMP carries one video and one audio track.
         let mut seen = Vec::new();
         ids.retain(|id| {

@@ -19,6 +19,7 @@
 pub(crate) mod api_conn;
 pub(crate) mod budget;
 pub(crate) mod endpoint;
+pub(crate) mod file_writer;
 pub(crate) mod listener;
 pub(crate) mod push_io;
 pub(crate) mod resolver;
@@ -36,8 +37,10 @@ use crate::config::ApiLimits;
 use crate::hls::manager::HlsManager;
 use crate::push::manager::{After, PushManager};
 use crate::push::task::TaskKey;
+use crate::record::manager::RecordManager;
 use api_conn::ApiConn;
 use endpoint::{Accepted, Cx, Endpoint, Output};
+use file_writer::FileWriter;
 use listener::Listener;
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -118,6 +121,8 @@ pub struct Server {
     api: Api,
     pushes: PushManager,
     hls: HlsManager,
+    records: RecordManager,
+    files: FileWriter,
     limits: ApiLimits,
     api_conns: usize,
     rtmp_conns: usize,
@@ -135,6 +140,7 @@ impl Server {
     pub fn bind(api: Api, listen: Listen, limits: ApiLimits) -> io::Result<Self> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
+        let utc_offset = api.utc_offset;
         let mut endpoints: TokenTable<Entry> = TokenTable::default();
         for spec in listen.tcp {
             let mut listener = bind_listener(spec.addr)
@@ -195,6 +201,8 @@ impl Server {
             api,
             pushes: PushManager::new(std::process::id()),
             hls: HlsManager::default(),
+            records: RecordManager::new(utc_offset),
+            files: FileWriter::start(waker.clone())?,
             limits,
             api_conns: 0,
             rtmp_conns: 0,
@@ -239,7 +247,10 @@ impl Server {
                             self.shutdown = true;
                         }
                     }
-                    WAKER_TOKEN => self.on_resolved(now),
+                    WAKER_TOKEN => {
+                        self.on_resolved(now);
+                        self.on_files(now);
+                    }
                     token => {
                         let closed = event.is_read_closed() || event.is_error();
                         self.call(token, now, |ep, cx| ep.ready(cx, closed));
@@ -355,6 +366,7 @@ impl Server {
                 }
                 self.pushes.on_ingest(o, &mut self.api.registry, wall);
                 self.hls.on_ingest(o, &self.api.registry, wall);
+                self.records.on_ingest(o, &mut self.api.registry, wall);
             }
             self.wake_viewers(now);
         }
@@ -362,6 +374,36 @@ impl Server {
             self.apply_effects(now);
         }
         self.drive_pushes(now);
+        self.drive_files();
+    }
+
+    /// Hands the recordings' file operations to the writer thread; a write
+    /// it cannot take fails its record at once.
+    fn drive_files(&mut self) {
+        loop {
+            let refused: Vec<_> = self
+                .records
+                .poll_ops()
+                .collect::<Vec<_>>()
+                .into_iter()
+                .filter_map(|op| self.files.submit(op))
+                .collect();
+            if refused.is_empty() {
+                return;
+            }
+            for e in refused {
+                self.records.on_file_event(e, &mut self.api.registry);
+            }
+        }
+    }
+
+    /// What the writer thread finished or could not do.
+    fn on_files(&mut self, _now: Instant) {
+        let events: Vec<_> = self.files.events().collect();
+        for e in events {
+            self.records.on_file_event(e, &mut self.api.registry);
+        }
+        self.drive_files();
     }
 
     /// Makes the I/O of new push sessions, lets every woken session
@@ -503,6 +545,14 @@ impl Server {
                     }
                 }
                 Effect::ConcludeHls { stream } => self.hls.conclude(stream),
+                Effect::RecordAdded(key) => {
+                    self.records
+                        .start_if_live(&key, &mut self.api.registry, Now::read(now))
+                }
+                Effect::StopRecord(key) => {
+                    self.records
+                        .stop(&key, &mut self.api.registry, Now::read(now))
+                }
             }
         }
         self.wake_viewers(now);

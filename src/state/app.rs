@@ -126,6 +126,47 @@ pub struct Publishers {
     /// HLS (MPEG-TS segments) viewers: OME's `publishers.hls`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hls: Option<HlsSpec>,
+    /// Recording (`:startRecord`): OME's `publishers.file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileSpec>,
+}
+
+/// An application's recording settings (`<Publishers><FILE>`): the root
+/// that relative record paths are under (and that absolute ones must stay
+/// in), and the default file and info paths (OME's path macros).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info_path: Option<String>,
+}
+
+impl FileSpec {
+    /// What is wrong with the settings, if anything: the root must be an
+    /// absolute path; the default file path must end in `.mp4` or `.ts`.
+    pub fn problem(&self) -> Option<String> {
+        if let Some(r) = &self.root_path {
+            if !r.starts_with('/') {
+                return Some(format!(
+                    "RootPath [{}] must be an absolute path",
+                    r.escape_debug()
+                ));
+            }
+        }
+        if let Some(f) = &self.file_path {
+            if crate::record::request::Container::of(f).is_none() {
+                return Some(format!(
+                    "FilePath [{}] must end in .mp4 or .ts",
+                    f.escape_debug()
+                ));
+            }
+        }
+        None
+    }
 }
 
 /// An application's HLS (MPEG-TS) settings.
@@ -309,6 +350,20 @@ impl AppSpec {
                 return Err(SpecError::Empty(format!("{field}[]")));
             }
         }
+        if let Some(f) = &self.publishers.file {
+            if f.root_path.as_ref().is_some_and(|r| !r.starts_with('/')) {
+                return Err(SpecError::Form {
+                    field: "publishers.file.rootPath".into(),
+                    must: "an absolute path",
+                });
+            }
+            if f.problem().is_some() {
+                return Err(SpecError::Form {
+                    field: "publishers.file.filePath".into(),
+                    must: "a path ending in .mp4 or .ts",
+                });
+            }
+        }
         if let Some(c) = self.publishers.llhls.as_ref().and_then(|l| l.cache_control) {
             let ages = [
                 c.master_playlist_max_age,
@@ -337,6 +392,11 @@ impl AppSpec {
 
     pub fn push_enabled(&self) -> bool {
         self.publishers.push.is_some()
+    }
+
+    /// `<Publishers><FILE>`: recording is enabled.
+    pub fn file(&self) -> Option<&FileSpec> {
+        self.publishers.file.as_ref()
     }
 
     /// MPEG-TS port -> stream name, from the stream map.

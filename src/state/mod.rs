@@ -67,6 +67,8 @@ pub struct Registry {
     pub streams: Streams,
     /// Push publishing tasks.
     pub pushes: crate::push::task::PushTable,
+    /// Record tasks.
+    pub records: crate::record::task::RecordTable,
 }
 
 impl Registry {
@@ -85,6 +87,7 @@ impl Registry {
             server_name,
             streams: Streams::default(),
             pushes: crate::push::task::PushTable::default(),
+            records: crate::record::task::RecordTable::default(),
         }
     }
 
@@ -119,6 +122,17 @@ impl Registry {
                     spec.vhost, spec.app, spec.id
                 )),
             }
+        }
+        for spec in state.records {
+            if self.app(&spec.vhost, &spec.app).is_none() {
+                skipped.push(format!(
+                    "record [{}/{}/{}] in the state file: the application is gone; dropped",
+                    spec.vhost, spec.app, spec.id
+                ));
+                continue;
+            }
+            self.records
+                .insert(crate::record::task::RecordTask::new(spec));
         }
         skipped
     }
@@ -227,6 +241,7 @@ impl Registry {
                 })
                 .collect(),
             pushes: self.pushes.specs(),
+            records: self.records.specs(),
             journal_seq: 0,
         }
     }

@@ -19,6 +19,7 @@
 use super::app::AppSpec;
 use super::vhost::VhostSpec;
 use crate::push::request::PushSpec;
+use crate::record::request::RecordSpec;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -45,6 +46,9 @@ pub struct DurableState {
     /// Push tasks in creation order (counters and states are not kept).
     #[serde(default)]
     pub pushes: Vec<PushSpec>,
+    /// Record tasks in creation order (as push tasks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<RecordSpec>,
     /// The last journal record folded into this snapshot.
     #[serde(default)]
     pub journal_seq: u64,
@@ -79,6 +83,14 @@ pub enum Change {
         app: String,
         id: String,
     },
+    AddRecord {
+        record: RecordSpec,
+    },
+    DeleteRecord {
+        vhost: String,
+        app: String,
+        id: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -98,6 +110,7 @@ impl DurableState {
             Change::DeleteVhost { name } => {
                 self.vhosts.retain(|v| v.name != name);
                 self.pushes.retain(|p| p.vhost != name);
+                self.records.retain(|p| p.vhost != name);
             }
             Change::SetApps {
                 vhost,
@@ -109,11 +122,16 @@ impl DurableState {
                 }
                 if let Some(app) = removed_app {
                     self.pushes.retain(|p| !(p.vhost == vhost && p.app == app));
+                    self.records.retain(|p| !(p.vhost == vhost && p.app == app));
                 }
             }
             Change::AddPush { push } => self.pushes.push(push),
             Change::DeletePush { vhost, app, id } => self
                 .pushes
+                .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id)),
+            Change::AddRecord { record } => self.records.push(record),
+            Change::DeleteRecord { vhost, app, id } => self
+                .records
                 .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id)),
         }
     }
@@ -386,6 +404,76 @@ pub fn replay(
     Ok(replayer.finish())
 }
 
+/// A durable task (push or record), keyed by vhost/app/id.
+trait DurableTask {
+    fn key(&self) -> (String, String, String);
+}
+
+impl DurableTask for PushSpec {
+    fn key(&self) -> (String, String, String) {
+        (self.vhost.clone(), self.app.clone(), self.id.clone())
+    }
+}
+
+impl DurableTask for RecordSpec {
+    fn key(&self) -> (String, String, String) {
+        (self.vhost.clone(), self.app.clone(), self.id.clone())
+    }
+}
+
+/// Tasks of one kind being replayed: (task, sequence number it was added
+/// at); `None` once deleted.
+struct Replayed<T> {
+    tasks: Vec<Option<(T, u64)>>,
+    index: std::collections::HashMap<(String, String, String), usize>,
+}
+
+impl<T: DurableTask> Replayed<T> {
+    fn new(tasks: Vec<T>) -> Self {
+        let mut r = Replayed {
+            tasks: Vec::with_capacity(tasks.len()),
+            index: Default::default(),
+        };
+        for t in tasks {
+            r.add(t, 0);
+        }
+        r
+    }
+
+    fn add(&mut self, task: T, seq: u64) {
+        if let Some(old) = self.index.insert(task.key(), self.tasks.len()) {
+            self.tasks[old] = None;
+        }
+        self.tasks.push(Some((task, seq)));
+    }
+
+    fn delete(&mut self, key: (String, String, String)) {
+        if let Some(i) = self.index.remove(&key) {
+            self.tasks[i] = None;
+        }
+    }
+
+    /// The tasks still there: added after every deletion of their host
+    /// or application.
+    fn finish(
+        self,
+        vhost_deleted: &std::collections::HashMap<String, u64>,
+        app_deleted: &std::collections::HashMap<(String, String), u64>,
+    ) -> Vec<T> {
+        self.tasks
+            .into_iter()
+            .flatten()
+            .filter(|(t, added)| {
+                let (vhost, app, _) = t.key();
+                let host_gone = vhost_deleted.get(&vhost).is_some_and(|d| d > added);
+                let app_gone = app_deleted.get(&(vhost, app)).is_some_and(|d| d > added);
+                !host_gone && !app_gone
+            })
+            .map(|(t, _)| t)
+            .collect()
+    }
+}
+
 /// Applies journal records in O(1) each (but for a host's applications,
 /// O(their size)), whatever the number of tasks: a deleted host or
 /// application is remembered with the sequence number of its deletion,
@@ -393,31 +481,18 @@ pub fn replay(
 /// covers it.
 struct Replayer {
     state: DurableState,
-    /// (task, sequence number it was added at); `None` once deleted.
-    pushes: Vec<Option<(PushSpec, u64)>>,
-    index: std::collections::HashMap<(String, String, String), usize>,
+    pushes: Replayed<PushSpec>,
+    records: Replayed<RecordSpec>,
     vhost_deleted: std::collections::HashMap<String, u64>,
     app_deleted: std::collections::HashMap<(String, String), u64>,
 }
 
 impl Replayer {
     fn new(mut state: DurableState) -> Self {
-        let pushes: Vec<Option<(PushSpec, u64)>> = std::mem::take(&mut state.pushes)
-            .into_iter()
-            .map(|p| Some((p, 0)))
-            .collect();
-        let index = pushes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                p.as_ref()
-                    .map(|(p, _)| ((p.vhost.clone(), p.app.clone(), p.id.clone()), i))
-            })
-            .collect();
         Replayer {
+            pushes: Replayed::new(std::mem::take(&mut state.pushes)),
+            records: Replayed::new(std::mem::take(&mut state.records)),
             state,
-            pushes,
-            index,
             vhost_deleted: Default::default(),
             app_deleted: Default::default(),
         }
@@ -447,41 +522,17 @@ impl Replayer {
                     self.app_deleted.insert((vhost, app), seq);
                 }
             }
-            Change::AddPush { push } => {
-                let key = (push.vhost.clone(), push.app.clone(), push.id.clone());
-                if let Some(old) = self.index.insert(key, self.pushes.len()) {
-                    self.pushes[old] = None;
-                }
-                self.pushes.push(Some((push, seq)));
-            }
-            Change::DeletePush { vhost, app, id } => {
-                if let Some(i) = self.index.remove(&(vhost, app, id)) {
-                    self.pushes[i] = None;
-                }
-            }
+            Change::AddPush { push } => self.pushes.add(push, seq),
+            Change::DeletePush { vhost, app, id } => self.pushes.delete((vhost, app, id)),
+            Change::AddRecord { record } => self.records.add(record, seq),
+            Change::DeleteRecord { vhost, app, id } => self.records.delete((vhost, app, id)),
         }
     }
 
     fn finish(self) -> DurableState {
-        let Replayer {
-            mut state,
-            pushes,
-            vhost_deleted,
-            app_deleted,
-            ..
-        } = self;
-        state.pushes = pushes
-            .into_iter()
-            .flatten()
-            .filter(|(p, added)| {
-                let host_gone = vhost_deleted.get(&p.vhost).is_some_and(|d| d > added);
-                let app_gone = app_deleted
-                    .get(&(p.vhost.clone(), p.app.clone()))
-                    .is_some_and(|d| d > added);
-                !host_gone && !app_gone
-            })
-            .map(|(p, _)| p)
-            .collect();
+        let mut state = self.state;
+        state.pushes = self.pushes.finish(&self.vhost_deleted, &self.app_deleted);
+        state.records = self.records.finish(&self.vhost_deleted, &self.app_deleted);
         state
     }
 }

@@ -320,6 +320,12 @@ impl Muxer {
     }
 
     /// The PID a track is written on.
+    /// The next frame starts with PAT and PMT (a recording's next file
+    /// begins with the timestamps going on).
+    pub fn repeat_tables(&mut self) {
+        self.last_psi = None;
+    }
+
     pub fn pid_of(&self, track: TrackId) -> Option<u16> {
         self.tracks.iter().find(|t| t.id == track).map(|t| t.pid)
     }

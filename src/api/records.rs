@@ -1,0 +1,244 @@
+//! `:startRecord`, `:stopRecord` and `:records` (OME's recording API;
+//! DECISIONS section 10). The handlers change the record table and persist
+//! it; the loop starts and stops the recordings (effects).
+
+use super::envelope::{self, ApiError};
+use super::{Api, Effect};
+use crate::clock;
+use crate::info;
+use crate::push::task::TaskKey;
+use crate::record::request::{self, StartRecordRequest};
+use crate::record::task::RecordTask;
+use crate::state::store::Change;
+use serde::{Deserialize, Serialize};
+
+/// A record as the API shows it (OME's fields, then kiln's `lastError`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RecordView<'a> {
+    state: &'static str,
+    id: &'a str,
+    vhost: &'a str,
+    app: &'a str,
+    stream: StreamView<'a>,
+    file_path: &'a str,
+    info_path: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_file_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_info_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interval: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule: Option<&'a str>,
+    segmentation_rule: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a str>,
+    sequence: u64,
+    record_bytes: u64,
+    record_time: u64,
+    total_record_bytes: u64,
+    total_record_time: u64,
+    created_time: clock::IsoTime,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_time: Option<clock::IsoTime>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    finish_time: Option<clock::IsoTime>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StreamView<'a> {
+    name: &'a str,
+    track_ids: &'a [u32],
+    variant_names: &'a [String],
+}
+
+impl<'a> RecordView<'a> {
+    pub(super) fn of(t: &'a RecordTask, offset: i32) -> Self {
+        let time = |ms: Option<i64>| ms.map(|ms| clock::IsoTime::new(ms, offset));
+        let s = &t.spec;
+        RecordView {
+            state: t.state.name(),
+            id: &s.id,
+            vhost: &s.vhost,
+            app: &s.app,
+            stream: StreamView {
+                name: &s.stream_name,
+                track_ids: &s.track_ids,
+                variant_names: &s.variant_names,
+            },
+            file_path: &s.file_path,
+            info_path: &s.info_path,
+            output_file_path: t.output_file_path.as_deref(),
+            output_info_path: t.output_info_path.as_deref(),
+            interval: s.interval_ms,
+            schedule: s.schedule.as_deref(),
+            segmentation_rule: s.segmentation_rule.name(),
+            metadata: s.metadata.as_deref(),
+            sequence: t.sequence,
+            record_bytes: t.record_bytes,
+            record_time: t.record_ms,
+            total_record_bytes: t.ended_bytes + t.record_bytes,
+            total_record_time: t.ended_ms + t.record_ms,
+            created_time: clock::IsoTime::new(s.created_ms, offset),
+            start_time: time(t.start_ms),
+            finish_time: time(t.finish_ms),
+            last_error: t.last_error.as_deref(),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct IdBody {
+    id: Option<String>,
+}
+
+/// The body as a JSON object (OME's bodies are objects).
+fn object<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("Request body must be an object"));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))
+}
+
+impl Api {
+    /// vhost (404), app (404, also when `<Publishers><FILE>` is not set).
+    fn file_app(&self, vhost: &str, app: &str) -> Result<crate::state::app::FileSpec, ApiError> {
+        let (_, a) = self.app_or_404(vhost, app)?;
+        a.file().cloned().ok_or_else(|| {
+            ApiError::http(
+                404,
+                format_args!("Recording is not enabled for the application: [{vhost}/{app}] (<Publishers><FILE>)"),
+            )
+        })
+    }
+
+    pub(super) fn start_record(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        let file = self.file_app(vhost, app)?;
+        let req: StartRecordRequest = object(body)?;
+        let spec = request::validate_start(req, vhost, app, &file, self.now.unix_ms)
+            .map_err(ApiError::bad_request)?;
+        let key = TaskKey {
+            vhost: vhost.to_string(),
+            app: app.to_string(),
+            id: spec.id.clone(),
+        };
+        if self.registry.records.get(&key).is_some() {
+            return Err(ApiError::bad_request(format_args!(
+                "Duplicate ID already exists [{}]",
+                spec.id
+            )));
+        }
+        if self.registry.pushes.len() + self.registry.records.len() >= self.limits.max_push_tasks {
+            return Err(ApiError::bad_request(format_args!(
+                "The limit of {} push and record tasks is reached (Managers/API/Limits/MaxPushTasks)",
+                self.limits.max_push_tasks
+            )));
+        }
+        self.record(
+            Change::AddRecord {
+                record: spec.clone(),
+            },
+            "record not started",
+        )?;
+        info!(
+            "record [{key}] created: stream [{}] to {}",
+            spec.stream_name, spec.file_path
+        );
+        self.registry.records.insert(RecordTask::new(spec));
+        self.effects.push(Effect::RecordAdded(key.clone()));
+        let task = self
+            .registry
+            .records
+            .get(&key)
+            .ok_or_else(ApiError::internal)?;
+        Ok(envelope::ok([RecordView::of(task, self.utc_offset)]))
+    }
+
+    pub(super) fn stop_record(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        self.file_app(vhost, app)?;
+        let req: IdBody = object(body)?;
+        let Some(id) = req.id.filter(|s| !s.is_empty()) else {
+            return Err(ApiError::bad_request("There is no required parameter [id]"));
+        };
+        let key = TaskKey {
+            vhost: vhost.to_string(),
+            app: app.to_string(),
+            id: id.clone(),
+        };
+        if self.registry.records.get(&key).is_none() {
+            return Err(ApiError::http(
+                404,
+                format_args!("There is no record information related to the ID [{id}]"),
+            ));
+        }
+        self.record(
+            Change::DeleteRecord {
+                vhost: vhost.to_string(),
+                app: app.to_string(),
+                id,
+            },
+            "record not stopped",
+        )?;
+        let task = self
+            .registry
+            .records
+            .get_mut(&key)
+            .ok_or_else(ApiError::internal)?;
+        task.state = crate::record::task::RecordState::Stopping;
+        info!("record [{key}] stopping");
+        let view = envelope::ok([RecordView::of(task, self.utc_offset)]);
+        self.effects.push(Effect::StopRecord(key));
+        Ok(view)
+    }
+
+    pub(super) fn list_records(
+        &self,
+        vhost: &str,
+        app: &str,
+        body: &[u8],
+    ) -> Result<super::Response, ApiError> {
+        self.file_app(vhost, app)?;
+        let req: IdBody = if body.iter().all(|b| b.is_ascii_whitespace()) {
+            IdBody::default()
+        } else {
+            object(body)?
+        };
+        let views: Vec<RecordView> = self
+            .registry
+            .records
+            .of_app(vhost, app)
+            .into_iter()
+            .filter(|t| req.id.as_ref().is_none_or(|id| &t.spec.id == id))
+            .map(|t| RecordView::of(t, self.utc_offset))
+            .collect();
+        Ok(envelope::ok(views))
+    }
+
+    /// The records of an app (or host) being deleted: the loop closes
+    /// their files and drops them.
+    pub(super) fn stop_records_of(&mut self, vhost: &str, app: Option<&str>) {
+        for key in self.registry.records.keys() {
+            if key.vhost == vhost && app.is_none_or(|a| key.app == a) {
+                info!("record [{key}] ended: its application is gone");
+                self.effects.push(Effect::StopRecord(key));
+            }
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! The recordings running: each record whose stream is live gets a
+//! [`FileMux`] fed from the ingests; its bytes leave as [`FileOp`]s for the
+//! writer thread (never written on the loop), whose [`FileEvent`]s come
+//! back through [`RecordManager::on_file_event`]. Sans-IO: `now` is passed
+//! in, nothing here touches a file.
+//!
+//! A file starts on a video keyframe (any frame for audio-only selections),
+//! beginning with the stream's last GOP when the record starts on a live
+//! stream. It is split on the first keyframe after `interval` ms of media
+//! or after the wall-clock second the `schedule` names, and closed when the
+//! stream ends, its tracks change, or the record is stopped.
+
+use super::mux::FileMux;
+use super::request::{expand, resolve, Container, Macros, Schedule, SegmentationRule};
+use super::task::{info_xml, FileInfo, RecordState, RecordTask};
+use crate::clock::Now;
+use crate::media::{Frame, MediaKind, Track, TICKS_PER_SECOND};
+use crate::push::request::{select, Protocol};
+use crate::push::task::TaskKey;
+use crate::state::streams::{IngestOutput, StreamId};
+use crate::state::Registry;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// A file of the writer thread.
+pub type FileId = u64;
+
+/// What the writer thread is asked to do, in order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FileOp {
+    /// Make the parent directories and create the file; an existing file
+    /// is never overwritten (the record goes to `error`).
+    Create {
+        file: FileId,
+        path: PathBuf,
+    },
+    Write {
+        file: FileId,
+        data: Vec<u8>,
+    },
+    /// Close the file, then replace `info` (path, XML) whole.
+    Close {
+        file: FileId,
+        info: Option<(PathBuf, String)>,
+    },
+}
+
+/// What the writer thread reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileEvent {
+    /// Creating or writing failed (a full disk, a file that exists): the
+    /// reason names the path.
+    Failed {
+        file: FileId,
+        reason: String,
+    },
+    Closed {
+        file: FileId,
+    },
+}
+
+struct Current {
+    id: FileId,
+    path: String,
+    info_path: String,
+    /// Decode times (stream ticks): the file's first frame and newest.
+    first_dts: i64,
+    last_dts: i64,
+    start_ms: i64,
+    /// Schedule splits: the wall-clock time of the next split.
+    split_at_ms: Option<i64>,
+    bytes: u64,
+}
+
+struct Recording {
+    stream: StreamId,
+    tracks: Vec<Track>,
+    container: Container,
+    has_video: bool,
+    mux: Option<FileMux>,
+    file: Option<Current>,
+    /// Subtracted from decode times: the file's first (discontinuity) or
+    /// the record's first in this stream session (continuity).
+    base: Option<i64>,
+}
+
+#[derive(Default)]
+pub struct RecordManager {
+    recordings: HashMap<TaskKey, Recording>,
+    /// Files open or closing -> their record.
+    files: HashMap<FileId, TaskKey>,
+    next_file: FileId,
+    ops: Vec<FileOp>,
+    utc_offset: i32,
+}
+
+/// The recording of a task: its stream, its tracks (the selection the
+/// container can hold).
+fn selection(reg: &Registry, task: &RecordTask) -> Option<(StreamId, Vec<Track>)> {
+    let s = &task.spec;
+    let (stream, profile) = reg.output_stream(&s.vhost, &s.app, &s.stream_name)?;
+    let tracks = reg.streams.get(stream)?.tracks().to_vec();
+    if tracks.is_empty() {
+        return None;
+    }
+    let named = crate::state::app::output_tracks(&tracks, profile);
+    let ids = select(
+        &s.variant_names,
+        &s.track_ids,
+        Protocol::Mpegts,
+        &tracks,
+        &|t| {
+            named
+                .iter()
+                .find(|(x, _)| x.id == t.id)
+                .map(|(_, n)| n.clone())
+        },
+    );
+    let chosen: Vec<Track> = tracks
+        .into_iter()
+        .filter(|t| ids.contains(&t.id) && t.kind() != MediaKind::Data)
+        .collect();
+    Some((stream, chosen))
+}
+
+impl RecordManager {
+    pub fn new(utc_offset: i32) -> Self {
+        RecordManager {
+            utc_offset,
+            ..RecordManager::default()
+        }
+    }
+
+    /// What the writer must do next, in order.
+    pub fn poll_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
+        self.ops.drain(..)
+    }
+
+    pub fn is_recording(&self, key: &TaskKey) -> bool {
+        self.recordings.contains_key(key)
+    }
+
+    /// Starts the record when its stream is live (a new or restored record).
+    pub fn start_if_live(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) {
+        if self.recordings.contains_key(key) {
+            return;
+        }
+        let Some(task) = reg.records.get(key) else {
+            return;
+        };
+        if task.state != RecordState::Ready {
+            return;
+        }
+        let Some((stream, tracks)) = selection(reg, task) else {
+            return;
+        };
+        let container = Container::of(&task.spec.file_path).unwrap_or(Container::Ts);
+        if tracks.is_empty() {
+            self.fail(key, reg, "none of the stream's tracks is selected".into());
+            return;
+        }
+        let has_video = tracks.iter().any(|t| t.kind() == MediaKind::Video);
+        self.recordings.insert(
+            key.clone(),
+            Recording {
+                stream,
+                tracks,
+                container,
+                has_video,
+                mux: None,
+                file: None,
+                base: None,
+            },
+        );
+        if let Some(t) = reg.records.get_mut(key) {
+            t.state = RecordState::Recording;
+            t.last_error = None;
+        }
+        crate::info!("record [{key}]: recording");
+        // From the stream's last GOP: the file starts at once.
+        let gop: Vec<Frame> = reg
+            .streams
+            .get(stream)
+            .map(|s| s.gop().to_vec())
+            .unwrap_or_default();
+        for f in &gop {
+            self.write(key, f, reg, now);
+        }
+    }
+
+    /// Hands what an ingest produced to the recordings of its stream, and
+    /// starts the reserved records it makes live.
+    pub fn on_ingest(&mut self, out: &IngestOutput, reg: &mut Registry, now: Now) {
+        if let Some(id) = out.stream {
+            if out.tracks_changed {
+                // New tracks: the open files end; the records go on in
+                // new files.
+                let keys: Vec<TaskKey> = self
+                    .recordings
+                    .iter()
+                    .filter(|(_, r)| r.stream == id)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in keys {
+                    self.finish(&k, reg, now, false);
+                    self.recordings.remove(&k);
+                    if let Some(t) = reg.records.get_mut(&k) {
+                        t.state = RecordState::Ready;
+                    }
+                }
+            }
+            if out.tracks_changed || out.started == Some(id) {
+                for k in reg.records.keys() {
+                    self.start_if_live(&k, reg, now);
+                }
+            }
+            if self.recordings.values().any(|r| r.stream == id) {
+                let keys: Vec<TaskKey> = self
+                    .recordings
+                    .iter()
+                    .filter(|(_, r)| r.stream == id)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for f in &out.frames {
+                    for k in &keys {
+                        self.write(k, f, reg, now);
+                    }
+                }
+            }
+        }
+        if let Some(id) = out.ended {
+            let keys: Vec<TaskKey> = self
+                .recordings
+                .iter()
+                .filter(|(_, r)| r.stream == id)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in keys {
+                self.finish(&k, reg, now, true);
+                self.recordings.remove(&k);
+                if let Some(t) = reg.records.get_mut(&k) {
+                    if t.state == RecordState::Recording {
+                        t.state = RecordState::Ready;
+                    }
+                }
+                crate::info!("record [{k}]: the stream ended; waiting for it");
+            }
+        }
+    }
+
+    /// `:stopRecord` (or its application went): the open file is closed
+    /// (the writer is told, and the info XML goes with it) and the task
+    /// leaves the table: its id is free at once.
+    pub fn stop(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) {
+        self.finish(key, reg, now, true);
+        self.recordings.remove(key);
+        if let Some(t) = reg.records.remove(key) {
+            crate::info!(
+                "record [{key}] stopped: {} file(s), {} bytes",
+                t.files,
+                t.ended_bytes
+            );
+        }
+    }
+
+    pub fn on_file_event(&mut self, ev: FileEvent, reg: &mut Registry) {
+        match ev {
+            FileEvent::Failed { file, reason } => {
+                let Some(key) = self.files.get(&file).cloned() else {
+                    return;
+                };
+                let current = self
+                    .recordings
+                    .get(&key)
+                    .and_then(|r| r.file.as_ref())
+                    .is_some_and(|f| f.id == file);
+                if current {
+                    if let Some(r) = self.recordings.remove(&key) {
+                        if let Some(f) = r.file {
+                            self.ops.push(FileOp::Close {
+                                file: f.id,
+                                info: None,
+                            });
+                        }
+                    }
+                }
+                self.fail(&key, reg, reason);
+            }
+            FileEvent::Closed { file } => {
+                self.files.remove(&file);
+            }
+        }
+    }
+
+    fn fail(&mut self, key: &TaskKey, reg: &mut Registry, reason: String) {
+        if let Some(t) = reg.records.get_mut(key) {
+            crate::warn!("record [{key}]: {reason}");
+            t.state = RecordState::Error;
+            t.last_error = Some(reason);
+        } else {
+            crate::warn!("record [{key}] (stopped): {reason}");
+        }
+    }
+
+    /// Ends the recording's open file (if any).
+    fn finish(&mut self, key: &TaskKey, reg: &mut Registry, now: Now, last: bool) {
+        let Some(mut r) = self.recordings.remove(key) else {
+            return;
+        };
+        if let Some(task) = reg.records.get_mut(key) {
+            self.close_file(key, &mut r, task, now, last);
+        }
+        self.recordings.insert(key.clone(), r);
+    }
+
+    fn close_file(
+        &mut self,
+        key: &TaskKey,
+        r: &mut Recording,
+        task: &mut RecordTask,
+        now: Now,
+        last: bool,
+    ) {
+        let Some(f) = r.file.take() else {
+            return;
+        };
+        let mut tail = Vec::new();
+        if let Some(m) = r.mux.as_mut() {
+            m.finish(&mut tail);
+        }
+        if r.container == Container::Mp4
+            || task.spec.segmentation_rule == SegmentationRule::Discontinuity
+        {
+            r.mux = None;
+        }
+        let mut bytes = f.bytes;
+        if !tail.is_empty() {
+            bytes += tail.len() as u64;
+            self.ops.push(FileOp::Write {
+                file: f.id,
+                data: tail,
+            });
+        }
+        let record_ms = ((f.last_dts - f.first_dts).max(0) * 1000 / TICKS_PER_SECOND) as u64;
+        // `${EndTime}` is known now: the info names the file's final path
+        // only when the template has no `${EndTime}` (kiln does not rename).
+        task.file_done(FileInfo {
+            file_path: f.path.clone(),
+            info_path: f.info_path.clone(),
+            sequence: task.sequence,
+            record_bytes: bytes,
+            record_ms,
+            start_ms: f.start_ms,
+            finish_ms: now.unix_ms,
+            last,
+        });
+        let xml = info_xml(task, &f.info_path, self.utc_offset);
+        self.ops.push(FileOp::Close {
+            file: f.id,
+            info: Some((PathBuf::from(&f.info_path), xml)),
+        });
+        crate::info!(
+            "record [{key}]: file {} closed ({} bytes, {} ms)",
+            f.path,
+            bytes,
+            record_ms
+        );
+    }
+
+    /// Opens the next file of a recording, starting with `frame`.
+    fn open_file(
+        &mut self,
+        key: &TaskKey,
+        r: &mut Recording,
+        task: &mut RecordTask,
+        frame: &Frame,
+        now: Now,
+    ) -> Result<(), String> {
+        let sequence = task.files;
+        let macros = Macros {
+            vhost: &task.spec.vhost,
+            app: &task.spec.app,
+            stream: &task.spec.stream_name,
+            id: &task.spec.id,
+            transaction: &task.transaction,
+            sequence,
+            start_ms: now.unix_ms,
+            end_ms: None,
+            utc_offset: self.utc_offset,
+        };
+        let path = expand(&task.spec.file_path, &macros);
+        let info_path = expand(&task.spec.info_path, &macros);
+        let file_path = resolve(Some(&template_root(&task.spec.file_path)), &path)
+            .map_err(|e| e.to_string())?;
+        let info_file = resolve(Some(&template_root(&task.spec.info_path)), &info_path)
+            .map_err(|e| e.to_string())?;
+        let mut head = Vec::new();
+        if r.mux.is_none() {
+            let (m, h) = FileMux::new(r.container, &r.tracks)?;
+            r.mux = Some(m);
+            head = h;
+        } else if let Some(FileMux::Ts(m)) = r.mux.as_mut() {
+            m.repeat_tables();
+        }
+        let id = self.next_file;
+        self.next_file += 1;
+        self.files.insert(id, key.clone());
+        self.ops.push(FileOp::Create {
+            file: id,
+            path: file_path.clone(),
+        });
+        let bytes = head.len() as u64;
+        if !head.is_empty() {
+            self.ops.push(FileOp::Write {
+                file: id,
+                data: head,
+            });
+        }
+        let split_at_ms = task
+            .spec
+            .schedule
+            .as_deref()
+            .and_then(Schedule::parse)
+            .map(|s| s.next_after(now.unix_ms, self.utc_offset));
+        if task.spec.segmentation_rule == SegmentationRule::Discontinuity || r.base.is_none() {
+            r.base = Some(frame.dts);
+        }
+        r.file = Some(Current {
+            id,
+            path: file_path.display().to_string(),
+            info_path: info_file.display().to_string(),
+            first_dts: frame.dts,
+            last_dts: frame.dts,
+            start_ms: now.unix_ms,
+            split_at_ms,
+            bytes,
+        });
+        task.sequence = sequence;
+        task.files += 1;
+        task.output_file_path = Some(file_path.display().to_string());
+        task.output_info_path = Some(info_file.display().to_string());
+        task.file_start_ms = Some(now.unix_ms);
+        task.start_ms.get_or_insert(now.unix_ms);
+        task.record_bytes = bytes;
+        task.record_ms = 0;
+        crate::info!("record [{key}]: writing {}", file_path.display());
+        Ok(())
+    }
+
+    fn write(&mut self, key: &TaskKey, frame: &Frame, reg: &mut Registry, now: Now) {
+        let Some(mut r) = self.recordings.remove(key) else {
+            return;
+        };
+        let Some(task) = reg.records.get_mut(key) else {
+            return;
+        };
+        let Some(track) = r.tracks.iter().find(|t| t.id == frame.track) else {
+            self.recordings.insert(key.clone(), r);
+            return;
+        };
+        let is_video = track.kind() == MediaKind::Video;
+        let boundary = if r.has_video {
+            is_video && frame.keyframe
+        } else {
+            true
+        };
+        let split_due = r.file.as_ref().is_some_and(|f| {
+            let by_interval = task
+                .spec
+                .interval_ms
+                .is_some_and(|ms| (frame.dts - f.first_dts) * 1000 / TICKS_PER_SECOND >= ms as i64);
+            let by_schedule = f.split_at_ms.is_some_and(|at| now.unix_ms >= at);
+            by_interval || by_schedule
+        });
+        if boundary && split_due {
+            self.close_file(key, &mut r, task, now, false);
+        }
+        if r.file.is_none() {
+            if !boundary {
+                self.recordings.insert(key.clone(), r);
+                return; // a file starts on a keyframe
+            }
+            if let Err(why) = self.open_file(key, &mut r, task, frame, now) {
+                // Not openable (path or tracks): the record fails.
+                self.fail(key, reg, why);
+                return;
+            }
+        }
+        let base = r.base.unwrap_or(frame.dts);
+        let rebased = Frame {
+            track: frame.track,
+            pts: (frame.pts - base).max(0),
+            dts: (frame.dts - base).max(0),
+            keyframe: frame.keyframe,
+            data: frame.data.clone(),
+        };
+        let mut out = Vec::new();
+        if let Some(m) = r.mux.as_mut() {
+            m.write_frame(&rebased, &mut out);
+        }
+        if let Some(f) = r.file.as_mut() {
+            f.last_dts = f.last_dts.max(frame.dts);
+            f.bytes += out.len() as u64;
+            task.record_bytes = f.bytes;
+            task.record_ms = ((f.last_dts - f.first_dts).max(0) * 1000 / TICKS_PER_SECOND) as u64;
+            if !out.is_empty() {
+                self.ops.push(FileOp::Write {
+                    file: f.id,
+                    data: out,
+                });
+            }
+        }
+        self.recordings.insert(key.clone(), r);
+    }
+
+    #[cfg(test)]
+    fn open_files(&self) -> usize {
+        self.files.len()
+    }
+}
+
+/// The directory an expanded template must stay under: the template's
+/// literal part before its first macro, up to its last `/` (names from
+/// publishers, such as a stream called `..`, cannot climb out of it).
+fn template_root(template: &str) -> String {
+    let literal = template.split("${").next().unwrap_or("");
+    match literal.rfind('/') {
+        Some(0) | None => "/".to_string(),
+        Some(i) => literal[..i].to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

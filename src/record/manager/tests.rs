@@ -1,0 +1,354 @@
+//! The record manager against a registry, with stepped time and the
+//! writer's answers given by the test. No files.
+
+use super::*;
+use crate::hls::fuzz::{aac, h264};
+use crate::record::request::{validate_start, StartRecordRequest};
+use crate::state::streams::SourceType;
+use bytes::Bytes;
+use std::time::{Duration, Instant};
+
+struct World {
+    reg: Registry,
+    rec: RecordManager,
+    t0: Instant,
+    stream: Option<StreamId>,
+}
+
+fn key(id: &str) -> TaskKey {
+    TaskKey {
+        vhost: "default".into(),
+        app: "app".into(),
+        id: id.into(),
+    }
+}
+
+impl World {
+    fn new() -> Self {
+        let text = include_str!("../../../server.xml.example");
+        let loaded = crate::config::parse(std::path::Path::new("server.xml"), text, &|_| None)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        World {
+            reg: loaded.config.registry(),
+            rec: RecordManager::new(0),
+            t0: Instant::now(),
+            stream: None,
+        }
+    }
+
+    fn now(&self, ms: i64) -> Now {
+        Now {
+            instant: self.t0 + Duration::from_millis(ms as u64),
+            unix_ms: 1_795_437_296_000 + ms,
+        }
+    }
+
+    fn add(&mut self, body: &str) {
+        let req: StartRecordRequest = serde_json::from_str(body).unwrap();
+        let file = self
+            .reg
+            .app("default", "app")
+            .unwrap()
+            .file()
+            .unwrap()
+            .clone();
+        let spec = validate_start(req, "default", "app", &file, 0).unwrap();
+        let k = key(&spec.id);
+        self.reg.records.insert(RecordTask::new(spec));
+        let now = self.now(0);
+        self.rec.start_if_live(&k, &mut self.reg, now);
+    }
+
+    fn publish(&mut self, name: &str, ms: i64) {
+        let id = self
+            .reg
+            .streams
+            .start("default", "app", name, SourceType::Rtmp, 1, 0)
+            .unwrap();
+        self.reg.streams.set_tracks(id, vec![h264(), aac()]);
+        self.stream = Some(id);
+        let out = IngestOutput {
+            stream: Some(id),
+            started: Some(id),
+            tracks_changed: true,
+            ..Default::default()
+        };
+        let now = self.now(ms);
+        self.rec.on_ingest(&out, &mut self.reg, now);
+    }
+
+    /// Media from `from_ms` to `to_ms` (30 fps video, a keyframe every
+    /// second; audio every 20 ms), handed in as it happens.
+    fn media(&mut self, from_ms: i64, to_ms: i64) {
+        let id = self.stream.unwrap();
+        let mut t = from_ms;
+        while t < to_ms {
+            let mut frames = Vec::new();
+            if t % 20 == 0 {
+                frames.push(Frame {
+                    track: 2,
+                    pts: t * 90,
+                    dts: t * 90,
+                    keyframe: true,
+                    data: Bytes::from_static(&[0x21, 0x10, 0x04]),
+                });
+            }
+            if (t * 3) % 100 == 0 {
+                // A video frame every 33.3 ms.
+                let key = t % 1000 == 0;
+                frames.push(Frame {
+                    track: 1,
+                    pts: t * 90 + 3000,
+                    dts: t * 90,
+                    keyframe: key,
+                    data: Bytes::from_static(&[0, 0, 0, 2, 0x65, 0x88]),
+                });
+            }
+            if !frames.is_empty() {
+                let out = IngestOutput {
+                    stream: Some(id),
+                    frames,
+                    ..Default::default()
+                };
+                let now = self.now(t);
+                self.rec.on_ingest(&out, &mut self.reg, now);
+            }
+            t += 10;
+        }
+    }
+
+    fn end(&mut self, ms: i64) {
+        let id = self.stream.take().unwrap();
+        self.reg.streams.end(id);
+        let out = IngestOutput {
+            ended: Some(id),
+            ..Default::default()
+        };
+        let now = self.now(ms);
+        self.rec.on_ingest(&out, &mut self.reg, now);
+    }
+
+    fn ops(&mut self) -> Vec<FileOp> {
+        self.rec.poll_ops().collect()
+    }
+
+    fn task(&self, id: &str) -> &RecordTask {
+        self.reg.records.get(&key(id)).unwrap()
+    }
+}
+
+fn created(ops: &[FileOp]) -> Vec<String> {
+    ops.iter()
+        .filter_map(|o| match o {
+            FileOp::Create { path, .. } => Some(path.display().to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn closes(ops: &[FileOp]) -> Vec<(FileId, Option<String>)> {
+    ops.iter()
+        .filter_map(|o| match o {
+            FileOp::Close { file, info } => Some((*file, info.as_ref().map(|i| i.1.clone()))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The bytes written to each file, by file id.
+fn written(ops: &[FileOp]) -> HashMap<FileId, Vec<u8>> {
+    let mut m: HashMap<FileId, Vec<u8>> = HashMap::new();
+    for o in ops {
+        if let FileOp::Write { file, data } = o {
+            m.entry(*file).or_default().extend_from_slice(data);
+        }
+    }
+    m
+}
+
+/// The first `tfdt` of an MP4 file (its first fragment's decode time).
+fn first_tfdt(data: &[u8]) -> u64 {
+    let at = data.windows(4).position(|w| w == b"tfdt").unwrap();
+    u64::from_be_bytes(data[at + 8..at + 16].try_into().unwrap())
+}
+
+#[test]
+fn a_reserved_record_starts_with_its_stream_and_splits_by_interval() {
+    let mut w = World::new();
+    w.add(r#"{"id":"r","stream":{"name":"s"},"interval":20000,"filePath":"${Stream}_${Sequence}.mp4","infoPath":"${Id}.xml"}"#);
+    assert_eq!(w.task("r").state, RecordState::Ready);
+    assert!(w.ops().is_empty());
+    w.publish("s", 0);
+    assert_eq!(w.task("r").state, RecordState::Recording);
+    w.media(0, 60_000);
+    w.end(60_000);
+    let ops = w.ops();
+    let root = "/tmp/kiln/records";
+    assert_eq!(
+        created(&ops),
+        [0, 1, 2].map(|i| format!("{root}/s_{i}.mp4"))
+    );
+    let closed = closes(&ops);
+    assert_eq!(closed.len(), 3);
+    // The last info lists the three files, the last one marked.
+    let xml = closed[2].1.as_ref().unwrap();
+    assert_eq!(xml.matches("<file>").count(), 3, "{xml}");
+    assert_eq!(xml.matches("<lastSequence>true</lastSequence>").count(), 1);
+    let t = w.task("r");
+    assert_eq!(t.state, RecordState::Ready, "waits for the stream again");
+    assert_eq!(t.files, 3);
+    assert_eq!(
+        t.finished.iter().map(|f| f.record_ms).collect::<Vec<_>>(),
+        [20_000, 20_000, 19_980]
+    );
+    assert_eq!(
+        t.ended_bytes,
+        written(&ops).values().map(|d| d.len() as u64).sum::<u64>()
+    );
+    // Discontinuity (the default): every file starts at 0.
+    for data in written(&ops).values() {
+        assert_eq!(&data[4..8], b"ftyp");
+        assert_eq!(first_tfdt(data), 0);
+    }
+    // The stream comes back: a new file, the next sequence.
+    w.publish("s", 70_000);
+    w.media(70_000, 71_000);
+    let ops = w.ops();
+    assert_eq!(created(&ops), [format!("{root}/s_3.mp4")]);
+    assert_eq!(w.task("r").sequence, 3);
+}
+
+#[test]
+fn continuity_keeps_the_timestamps_running_across_files() {
+    let mut w = World::new();
+    w.add(r#"{"id":"c","stream":{"name":"s"},"interval":5000,"segmentationRule":"continuity","filePath":"c_${Sequence}.mp4","infoPath":"c.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 10_500);
+    let ops = w.ops();
+    let files = written(&ops);
+    let mut ids: Vec<&FileId> = files.keys().collect();
+    ids.sort();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(first_tfdt(&files[ids[0]]), 0);
+    // Video track 1 has a 90 kHz timescale: the second file starts at 5 s.
+    assert_eq!(first_tfdt(&files[ids[1]]), 5 * 90_000);
+}
+
+#[test]
+fn a_schedule_splits_on_the_wall_clock() {
+    let mut w = World::new();
+    // The clock starts at 12:34:56 UTC: splits at :00 and :20 of each
+    // minute.
+    w.add(r#"{"id":"s","stream":{"name":"s"},"schedule":"*/20 * *","filePath":"s_${Sequence}_${StartTime:hhmmss}.ts","infoPath":"s.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 30_000);
+    let ops = w.ops();
+    assert_eq!(
+        created(&ops),
+        [
+            "/tmp/kiln/records/s_0_123456.ts",
+            "/tmp/kiln/records/s_1_123500.ts",
+            "/tmp/kiln/records/s_2_123520.ts"
+        ]
+    );
+    for (id, data) in written(&ops) {
+        assert_eq!(data.len() % 188, 0, "file {id}: whole TS packets");
+        assert_eq!(data[0], 0x47);
+    }
+}
+
+#[test]
+fn stop_closes_the_file_and_frees_the_id() {
+    let mut w = World::new();
+    w.add(r#"{"id":"r","stream":{"name":"s"},"filePath":"r.ts","infoPath":"r.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 2_000);
+    let now = w.now(2_000);
+    w.rec.stop(&key("r"), &mut w.reg, now);
+    assert!(w.reg.records.get(&key("r")).is_none());
+    let ops = w.ops();
+    let closed = closes(&ops);
+    assert_eq!(closed.len(), 1);
+    assert!(closed[0]
+        .1
+        .as_ref()
+        .unwrap()
+        .contains("<recordTime>1980</recordTime>"));
+    // The writer's late answer for a stopped record is harmless.
+    w.rec
+        .on_file_event(FileEvent::Closed { file: closed[0].0 }, &mut w.reg);
+    assert_eq!(w.rec.open_files(), 0);
+    // More media: nothing is written for it.
+    w.media(2_000, 3_000);
+    assert!(w.ops().is_empty());
+}
+
+#[test]
+fn a_write_failure_puts_only_that_record_in_error() {
+    let mut w = World::new();
+    w.add(r#"{"id":"full","stream":{"name":"s"},"filePath":"a.ts","infoPath":"a.xml"}"#);
+    w.add(r#"{"id":"ok","stream":{"name":"s"},"filePath":"b.ts","infoPath":"b.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 1_000);
+    let ops = w.ops();
+    let file = ops
+        .iter()
+        .find_map(|o| match o {
+            FileOp::Create { file, path } if path.ends_with("a.ts") => Some(*file),
+            _ => None,
+        })
+        .unwrap();
+    let reason = "cannot write [/tmp/kiln/records/a.ts]: No space left on device (os error 28)";
+    w.rec.on_file_event(
+        FileEvent::Failed {
+            file,
+            reason: reason.into(),
+        },
+        &mut w.reg,
+    );
+    assert_eq!(w.task("full").state, RecordState::Error);
+    assert_eq!(w.task("full").last_error.as_deref(), Some(reason));
+    assert_eq!(closes(&w.ops()), vec![(file, None)]);
+    w.media(1_000, 2_000);
+    let ops = w.ops();
+    assert!(!ops.is_empty());
+    assert!(ops
+        .iter()
+        .all(|o| !matches!(o, FileOp::Write { file: f, .. } if *f == file)));
+    assert_eq!(w.task("ok").state, RecordState::Recording);
+}
+
+#[test]
+fn publisher_names_cannot_climb_out_of_the_template_directory() {
+    let mut w = World::new();
+    w.add(r#"{"id":"r","stream":{"name":".."},"filePath":"x/${Stream}/f.ts","infoPath":"i.xml"}"#);
+    w.publish("..", 0);
+    w.media(0, 1_000);
+    assert!(created(&w.ops()).is_empty());
+    let t = w.task("r");
+    assert_eq!(t.state, RecordState::Error);
+    assert!(
+        t.last_error
+            .as_deref()
+            .unwrap()
+            .contains("outside the root"),
+        "{:?}",
+        t.last_error
+    );
+}
+
+#[test]
+fn the_first_file_starts_at_a_keyframe_and_selected_tracks_only() {
+    let mut w = World::new();
+    w.add(
+        r#"{"id":"a","stream":{"name":"s","trackIds":[2]},"filePath":"a.mp4","infoPath":"a.xml"}"#,
+    );
+    w.publish("s", 0);
+    w.media(0, 1_000);
+    let ops = w.ops();
+    let files = written(&ops);
+    let data = files.values().next().unwrap();
+    // Audio only: one trak in the moov.
+    assert_eq!(data.windows(4).filter(|w| *w == b"trak").count(), 1);
+    assert_eq!(data.windows(4).filter(|w| *w == b"soun").count(), 1);
+}

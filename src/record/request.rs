@@ -1,0 +1,579 @@
+//! A record request: `:startRecord` validation, the path rules, OME's path
+//! macros and split schedules (DECISIONS sections 10 and 15). Pure
+//! functions; no state, no files.
+
+use crate::media::TrackId;
+use crate::state::app::FileSpec;
+use serde::{Deserialize, Serialize};
+use std::path::{Component, Path, PathBuf};
+
+/// The container, chosen by the file path's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    /// Fragmented MP4, written as it goes (playable after a crash).
+    Mp4,
+    Ts,
+}
+
+impl Container {
+    pub fn of(path: &str) -> Option<Container> {
+        let ext = path.rsplit_once('.')?.1;
+        if ext.eq_ignore_ascii_case("mp4") {
+            Some(Container::Mp4)
+        } else if ext.eq_ignore_ascii_case("ts") {
+            Some(Container::Ts)
+        } else {
+            None
+        }
+    }
+}
+
+/// How the timestamps of split files run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SegmentationRule {
+    /// Each file starts at 0 (OME's default).
+    #[default]
+    Discontinuity,
+    /// Each file goes on from where the last one ended.
+    Continuity,
+}
+
+impl SegmentationRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            SegmentationRule::Discontinuity => "discontinuity",
+            SegmentationRule::Continuity => "continuity",
+        }
+    }
+}
+
+/// What the state file keeps of a record. Paths are the templates (with
+/// macros), made absolute under the application's root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecordSpec {
+    pub id: String,
+    pub vhost: String,
+    pub app: String,
+    pub stream_name: String,
+    #[serde(default)]
+    pub variant_names: Vec<String>,
+    #[serde(default)]
+    pub track_ids: Vec<TrackId>,
+    pub file_path: String,
+    pub info_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default)]
+    pub segmentation_rule: SegmentationRule,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
+    pub created_ms: i64,
+}
+
+/// `:startRecord` body (OME's fields).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartRecordRequest {
+    pub id: Option<String>,
+    pub stream: Option<crate::push::request::StreamSelector>,
+    pub file_path: Option<String>,
+    pub info_path: Option<String>,
+    pub interval: Option<u64>,
+    pub schedule: Option<String>,
+    pub segmentation_rule: Option<String>,
+    pub metadata: Option<String>,
+}
+
+/// Why a `:startRecord` body is refused (400 with the text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestError {
+    /// OME's text: the required parameters, when any is missing.
+    Missing,
+    BadId,
+    BothIntervalAndSchedule,
+    BadInterval,
+    BadSchedule(String),
+    BadRule(String),
+    /// No file or info path in the body nor in `<Publishers><FILE>`.
+    NoPath(&'static str),
+    /// The path's extension is neither `.mp4` nor `.ts`.
+    BadContainer(String),
+    Path(PathError),
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestError::Missing => {
+                f.write_str("There is no required parameter [id, stream.name]")
+            }
+            RequestError::BadId => f.write_str("id must be 1-255 printable characters"),
+            RequestError::BothIntervalAndSchedule => {
+                f.write_str("[Interval] and [Schedule] cannot be used at the same time")
+            }
+            RequestError::BadInterval => f.write_str("interval must be at least 1000 (ms)"),
+            RequestError::BadSchedule(s) => write!(
+                f,
+                "schedule [{}] is not \"<second> <minute> <hour>\" (each *, */n or n)",
+                s.escape_debug()
+            ),
+            RequestError::BadRule(r) => write!(
+                f,
+                "segmentationRule [{}] is not continuity or discontinuity",
+                r.escape_debug()
+            ),
+            RequestError::NoPath(which) => write!(
+                f,
+                "There is no {which}: give it in the request or in <Publishers><FILE>"
+            ),
+            RequestError::BadContainer(p) => {
+                write!(f, "filePath [{}] must end in .mp4 or .ts", p.escape_debug())
+            }
+            RequestError::Path(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Why a path may not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathError {
+    /// Relative, with no root to put it under.
+    Relative(String),
+    /// Outside the root (absolute elsewhere, or `..` leaving it).
+    OutsideRoot(String, String),
+    /// Control characters, a NUL, or too long.
+    Invalid(String),
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathError::Relative(p) => write!(
+                f,
+                "path [{}] is relative and the application has no <Publishers><FILE><RootPath>",
+                p.escape_debug()
+            ),
+            PathError::OutsideRoot(p, root) => write!(
+                f,
+                "path [{}] is outside the root [{}]",
+                p.escape_debug(),
+                root.escape_debug()
+            ),
+            PathError::Invalid(p) => write!(f, "path [{}] is not valid", p.escape_debug()),
+        }
+    }
+}
+
+/// The longest path kiln writes (Linux PATH_MAX).
+const MAX_PATH: usize = 4096;
+
+/// `path` made absolute under `root` and normalised (`.` and `..` folded
+/// lexically): relative paths go under the root; with a root, the result
+/// must stay inside it. Nothing on disk is read.
+pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
+    if path.is_empty() || path.len() > MAX_PATH || path.chars().any(char::is_control) {
+        return Err(PathError::Invalid(path.to_string()));
+    }
+    let joined = match root {
+        Some(r) => Path::new(r).join(path),
+        None if Path::new(path).is_absolute() => PathBuf::from(path),
+        None => return Err(PathError::Relative(path.to_string())),
+    };
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return Err(PathError::Invalid(path.to_string()));
+                }
+            }
+            Component::Normal(n) => out.push(n),
+        }
+    }
+    if let Some(r) = root {
+        let r = resolve(None, r)?;
+        if !out.starts_with(&r) || out == r {
+            return Err(PathError::OutsideRoot(
+                path.to_string(),
+                r.display().to_string(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// A split schedule: OME's `"<second> <minute> <hour>"`, each field `*`,
+/// `*/n` or a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    fields: [Field; 3],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Any,
+    Every(u32),
+    At(u32),
+}
+
+impl Field {
+    fn matches(self, v: u32) -> bool {
+        match self {
+            Field::Any => true,
+            Field::Every(n) => v % n == 0,
+            Field::At(n) => v == n,
+        }
+    }
+}
+
+impl Schedule {
+    pub fn parse(s: &str) -> Option<Schedule> {
+        let parts: Vec<&str> = s.split_whitespace().collect();
+        if parts.len() != 3 {
+            return None;
+        }
+        let mut fields = [Field::Any; 3];
+        for (i, (p, max)) in parts.iter().zip([60, 60, 24]).enumerate() {
+            fields[i] = if *p == "*" {
+                Field::Any
+            } else if let Some(n) = p.strip_prefix("*/") {
+                match n.parse::<u32>() {
+                    Ok(n) if n >= 1 && n < max => Field::Every(n),
+                    _ => return None,
+                }
+            } else {
+                match p.parse::<u32>() {
+                    Ok(n) if n < max => Field::At(n),
+                    _ => return None,
+                }
+            };
+        }
+        if fields == [Field::Any; 3] {
+            return None; // every second: not a split schedule
+        }
+        Some(Schedule { fields })
+    }
+
+    /// The first wall-clock second after `unix_ms` (zone `offset` seconds
+    /// east of UTC) that the schedule names, in unix ms.
+    pub fn next_after(&self, unix_ms: i64, offset: i32) -> i64 {
+        let start = unix_ms.div_euclid(1000) + 1;
+        // A matching second comes within a day.
+        for s in start..start + 86_400 {
+            let local = (s + offset as i64).rem_euclid(86_400) as u32;
+            let (h, m, sec) = (local / 3600, (local / 60) % 60, local % 60);
+            if self.fields[0].matches(sec) && self.fields[1].matches(m) && self.fields[2].matches(h)
+            {
+                return s * 1000;
+            }
+        }
+        start * 1000 + 86_400_000
+    }
+}
+
+/// What OME's path macros stand for in one file's path.
+pub struct Macros<'a> {
+    pub vhost: &'a str,
+    pub app: &'a str,
+    pub stream: &'a str,
+    pub id: &'a str,
+    pub transaction: &'a str,
+    pub sequence: u64,
+    pub start_ms: i64,
+    pub end_ms: Option<i64>,
+    pub utc_offset: i32,
+}
+
+/// Expands `${VirtualHost}`, `${Application}`, `${Stream}`,
+/// `${SourceStream}`, `${Id}`, `${TransactionId}`, `${Sequence}`,
+/// `${StartTime:fmt}` and `${EndTime:fmt}` (fmt of `YYYY MM DD hh mm ss`).
+/// Names come from the publisher: `/` in them becomes `_` (no new
+/// directories, no `..` step). `${EndTime}` before the end is the start.
+pub fn expand(template: &str, m: &Macros<'_>) -> String {
+    let safe = |s: &str| s.replace('/', "_");
+    let mut out = String::with_capacity(template.len() + 32);
+    let mut rest = template;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return out;
+        };
+        let name = &after[..close];
+        let (key, fmt) = name.split_once(':').unwrap_or((name, "YYYYMMDDhhmmss"));
+        match key {
+            "VirtualHost" => out.push_str(&safe(m.vhost)),
+            "Application" => out.push_str(&safe(m.app)),
+            "Stream" | "SourceStream" => out.push_str(&safe(m.stream)),
+            "Id" => out.push_str(&safe(m.id)),
+            "TransactionId" => out.push_str(m.transaction),
+            "Sequence" => out.push_str(&m.sequence.to_string()),
+            "StartTime" => time(&mut out, fmt, m.start_ms, m.utc_offset),
+            "EndTime" => time(&mut out, fmt, m.end_ms.unwrap_or(m.start_ms), m.utc_offset),
+            _ => {
+                out.push_str("${");
+                out.push_str(name);
+                out.push('}');
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn time(out: &mut String, fmt: &str, unix_ms: i64, offset: i32) {
+    let (y, mo, d, h, mi, s) = crate::clock::civil(unix_ms, offset);
+    let mut rest = fmt;
+    while !rest.is_empty() {
+        let (text, len) = if rest.starts_with("YYYY") {
+            (format!("{y:04}"), 4)
+        } else {
+            let v = match rest.get(..2) {
+                Some("MM") => Some(mo),
+                Some("DD") => Some(d),
+                Some("hh") => Some(h),
+                Some("mm") => Some(mi),
+                Some("ss") => Some(s),
+                _ => None,
+            };
+            match v {
+                Some(v) => (format!("{v:02}"), 2),
+                None => {
+                    let c = rest.chars().next().unwrap_or('_');
+                    let c = if c == '/' { '_' } else { c };
+                    (c.to_string(), c.len_utf8().max(1))
+                }
+            }
+        };
+        out.push_str(&text);
+        rest = rest.get(len..).unwrap_or("");
+    }
+}
+
+/// Checks a `:startRecord` body (after vhost and app, which the caller
+/// checked) against the application's `<Publishers><FILE>`.
+pub fn validate_start(
+    req: StartRecordRequest,
+    vhost: &str,
+    app: &str,
+    file: &FileSpec,
+    now_ms: i64,
+) -> Result<RecordSpec, RequestError> {
+    let id = req.id.filter(|s| !s.is_empty());
+    let stream = req.stream;
+    let name = stream
+        .as_ref()
+        .and_then(|s| s.name.clone())
+        .filter(|s| !s.is_empty());
+    let (Some(id), Some(stream_name)) = (id, name) else {
+        return Err(RequestError::Missing);
+    };
+    if id.len() > 255 || id.chars().any(char::is_control) {
+        return Err(RequestError::BadId);
+    }
+    if req.interval.is_some() && req.schedule.is_some() {
+        return Err(RequestError::BothIntervalAndSchedule);
+    }
+    if req.interval.is_some_and(|i| i < 1000) {
+        return Err(RequestError::BadInterval);
+    }
+    if let Some(s) = &req.schedule {
+        if Schedule::parse(s).is_none() {
+            return Err(RequestError::BadSchedule(s.clone()));
+        }
+    }
+    let segmentation_rule = match req.segmentation_rule.as_deref() {
+        None => SegmentationRule::Discontinuity,
+        Some(r) if r.eq_ignore_ascii_case("discontinuity") => SegmentationRule::Discontinuity,
+        Some(r) if r.eq_ignore_ascii_case("continuity") => SegmentationRule::Continuity,
+        Some(r) => return Err(RequestError::BadRule(r.to_string())),
+    };
+    let root = file.root_path.as_deref();
+    let file_path = req
+        .file_path
+        .filter(|p| !p.is_empty())
+        .or_else(|| file.file_path.clone())
+        .ok_or(RequestError::NoPath("filePath"))?;
+    if Container::of(&file_path).is_none() {
+        return Err(RequestError::BadContainer(file_path));
+    }
+    let info_path = req
+        .info_path
+        .filter(|p| !p.is_empty())
+        .or_else(|| file.info_path.clone())
+        .ok_or(RequestError::NoPath("infoPath"))?;
+    let file_path = resolve(root, &file_path).map_err(RequestError::Path)?;
+    let info_path = resolve(root, &info_path).map_err(RequestError::Path)?;
+    let stream = stream.unwrap_or(crate::push::request::StreamSelector {
+        name: None,
+        variant_names: Vec::new(),
+        track_ids: Vec::new(),
+    });
+    Ok(RecordSpec {
+        id,
+        vhost: vhost.to_string(),
+        app: app.to_string(),
+        stream_name,
+        variant_names: stream.variant_names,
+        track_ids: stream.track_ids,
+        file_path: file_path.display().to_string(),
+        info_path: info_path.display().to_string(),
+        interval_ms: req.interval,
+        schedule: req.schedule,
+        segmentation_rule,
+        metadata: req.metadata,
+        created_ms: now_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_under_the_root() {
+        let root = Some("/srv/rec");
+        assert_eq!(
+            resolve(root, "a/b.ts").unwrap(),
+            PathBuf::from("/srv/rec/a/b.ts")
+        );
+        assert_eq!(
+            resolve(root, "/srv/rec/./x/../y.mp4").unwrap(),
+            PathBuf::from("/srv/rec/y.mp4")
+        );
+        for bad in [
+            "../x.ts",
+            "/etc/x.ts",
+            "a/../../x.ts",
+            "/srv/record/x.ts",
+            "/srv/rec",
+        ] {
+            assert!(
+                matches!(resolve(root, bad), Err(PathError::OutsideRoot(..))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(resolve(None, "x.ts"), Err(PathError::Relative(_))));
+        assert_eq!(
+            resolve(None, "/tmp/x.ts").unwrap(),
+            PathBuf::from("/tmp/x.ts")
+        );
+        assert!(matches!(resolve(None, "/../x"), Err(PathError::Invalid(_))));
+        assert!(matches!(
+            resolve(root, "a\nb.ts"),
+            Err(PathError::Invalid(_))
+        ));
+        assert!(matches!(resolve(root, ""), Err(PathError::Invalid(_))));
+    }
+
+    #[test]
+    fn macros_expand_and_names_cannot_make_directories() {
+        let m = Macros {
+            vhost: "default",
+            app: "app",
+            stream: "../cam/1",
+            id: "r1",
+            transaction: "t9",
+            sequence: 3,
+            // 2026-11-23T12:34:56Z
+            start_ms: 1_795_437_296_000,
+            end_ms: Some(1_795_437_316_000),
+            utc_offset: 3600,
+        };
+        assert_eq!(
+            expand(
+                "/r/${VirtualHost}/${Application}/${Stream}_${Id}_${Sequence}_${StartTime:YYYYMMDDhhmmss}_${EndTime:hh-mm-ss}.ts",
+                &m
+            ),
+            "/r/default/app/.._cam_1_r1_3_20261123133456_13-35-16.ts"
+        );
+        assert_eq!(expand("${Unknown}${Stream", &m), "${Unknown}${Stream");
+        assert_eq!(expand("${TransactionId}", &m), "t9");
+    }
+
+    #[test]
+    fn schedules_parse_and_find_the_next_second() {
+        let s = Schedule::parse("0 */1 *").unwrap();
+        // 12:34:56 -> 12:35:00
+        assert_eq!(s.next_after(1_795_437_296_000, 0), 1_795_437_300_000);
+        let s = Schedule::parse("*/20 * *").unwrap();
+        assert_eq!(s.next_after(1_795_437_296_500, 0), 1_795_437_300_000);
+        assert_eq!(s.next_after(1_795_437_300_000, 0), 1_795_437_320_000);
+        let s = Schedule::parse("0 0 3").unwrap();
+        // 03:00:00 local at +01:00 is 02:00:00 UTC.
+        let next = s.next_after(1_795_437_296_000, 3600);
+        assert_eq!(crate::clock::civil(next, 3600).3, 3);
+        for bad in ["* * *", "60 * *", "*/0 * *", "0 0", "a b c", "0 0 24"] {
+            assert!(Schedule::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    fn body(json: &str) -> StartRecordRequest {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn start_bodies_are_checked_in_ome_order() {
+        let file = FileSpec {
+            root_path: Some("/srv/rec".into()),
+            file_path: Some("${Stream}_${Sequence}.ts".into()),
+            info_path: Some("${Stream}.xml".into()),
+        };
+        let ok = validate_start(
+            body(r#"{"id":"r","stream":{"name":"s","trackIds":[1]},"interval":20000,"segmentationRule":"continuity"}"#),
+            "v",
+            "a",
+            &file,
+            5,
+        )
+        .unwrap();
+        assert_eq!(ok.file_path, "/srv/rec/${Stream}_${Sequence}.ts");
+        assert_eq!(ok.info_path, "/srv/rec/${Stream}.xml");
+        assert_eq!(ok.track_ids, vec![1]);
+        assert_eq!(ok.segmentation_rule, SegmentationRule::Continuity);
+        let err = |json: &str| {
+            validate_start(body(json), "v", "a", &file, 0)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(r#"{"stream":{"name":"s"}}"#),
+            "There is no required parameter [id, stream.name]"
+        );
+        assert_eq!(
+            err(r#"{"id":"r","stream":{"name":"s"},"interval":5000,"schedule":"0 * *"}"#),
+            "[Interval] and [Schedule] cannot be used at the same time"
+        );
+        assert!(
+            err(r#"{"id":"r","stream":{"name":"s"},"filePath":"x.flv"}"#).contains(".mp4 or .ts")
+        );
+        assert!(
+            err(r#"{"id":"r","stream":{"name":"s"},"filePath":"/etc/x.ts"}"#)
+                .contains("outside the root [/srv/rec]")
+        );
+        assert!(err(r#"{"id":"r","stream":{"name":"s"},"schedule":"x"}"#).contains("schedule"));
+        assert!(
+            err(r#"{"id":"r","stream":{"name":"s"},"segmentationRule":"x"}"#)
+                .contains("segmentationRule")
+        );
+        let none = FileSpec::default();
+        assert_eq!(
+            validate_start(
+                body(r#"{"id":"r","stream":{"name":"s"}}"#),
+                "v",
+                "a",
+                &none,
+                0
+            )
+            .unwrap_err(),
+            RequestError::NoPath("filePath")
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! Recorded files are written off the loop: one worker thread creates,
+//! writes and closes them (and replaces info files whole: temporary file,
+//! rename) in the order the loop asks, and wakes the poll with what failed
+//! or closed. The loop never waits on the disk: what is queued and not yet
+//! written is bounded ([`MAX_QUEUED`]); a record whose writes would pass it
+//! fails with the reason, and the others go on.
+
+use crate::record::manager::{FileEvent, FileId, FileOp};
+use mio::Waker;
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+
+/// Bytes handed to the writer and not yet written, all files together.
+pub(crate) const MAX_QUEUED: usize = 64 << 20;
+
+pub(crate) struct FileWriter {
+    ops: Sender<FileOp>,
+    events: Receiver<FileEvent>,
+    queued: Arc<AtomicUsize>,
+    /// Files whose writes were refused: their later writes are dropped.
+    refused: HashSet<FileId>,
+}
+
+impl FileWriter {
+    pub(crate) fn start(waker: Arc<Waker>) -> std::io::Result<FileWriter> {
+        let (otx, orx) = mpsc::channel::<FileOp>();
+        let (etx, erx) = mpsc::channel::<FileEvent>();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let q = queued.clone();
+        std::thread::Builder::new()
+            .name("kiln-files".into())
+            .spawn(move || {
+                let mut w = Worker {
+                    files: HashMap::new(),
+                    failed: HashSet::new(),
+                };
+                for op in orx {
+                    if let FileOp::Write { data, .. } = &op {
+                        q.fetch_sub(data.len(), Ordering::Relaxed);
+                    }
+                    let events = w.run(op);
+                    if events.is_empty() {
+                        continue;
+                    }
+                    for e in events {
+                        if etx.send(e).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = waker.wake();
+                }
+            })?;
+        Ok(FileWriter {
+            ops: otx,
+            events: erx,
+            queued,
+            refused: HashSet::new(),
+        })
+    }
+
+    /// Queues an operation. A write that would pass [`MAX_QUEUED`] is
+    /// refused: the event returned fails its record.
+    pub(crate) fn submit(&mut self, op: FileOp) -> Option<FileEvent> {
+        match &op {
+            FileOp::Write { file, data } => {
+                if self.refused.contains(file) {
+                    return None;
+                }
+                let queued = self.queued.load(Ordering::Relaxed);
+                if queued + data.len() > MAX_QUEUED {
+                    self.refused.insert(*file);
+                    return Some(FileEvent::Failed {
+                        file: *file,
+                        reason: format!(
+                            "the disk is not keeping up: {} MiB waiting to be written",
+                            queued >> 20
+                        ),
+                    });
+                }
+                self.queued.fetch_add(data.len(), Ordering::Relaxed);
+            }
+            FileOp::Close { file, .. } => {
+                self.refused.remove(file);
+            }
+            FileOp::Create { .. } => {}
+        }
+        // The worker lives as long as the server; a send error means it
+        // panicked, and then nothing can be written.
+        self.ops.send(op).err().map(|e| {
+            let file = match e.0 {
+                FileOp::Create { file, .. }
+                | FileOp::Write { file, .. }
+                | FileOp::Close { file, .. } => file,
+            };
+            FileEvent::Failed {
+                file,
+                reason: "the file writer has stopped".into(),
+            }
+        })
+    }
+
+    pub(crate) fn events(&self) -> impl Iterator<Item = FileEvent> + '_ {
+        self.events.try_iter()
+    }
+}
+
+struct Worker {
+    files: HashMap<FileId, (File, PathBuf)>,
+    failed: HashSet<FileId>,
+}
+
+impl Worker {
+    fn run(&mut self, op: FileOp) -> Vec<FileEvent> {
+        match op {
+            FileOp::Create { file, path } => match create(&path) {
+                Ok(f) => {
+                    self.files.insert(file, (f, path));
+                    vec![]
+                }
+                Err(e) => {
+                    self.failed.insert(file);
+                    vec![FileEvent::Failed {
+                        file,
+                        reason: format!("cannot create [{}]: {e}", path.display()),
+                    }]
+                }
+            },
+            FileOp::Write { file, data } => {
+                let Some((f, path)) = self.files.get_mut(&file) else {
+                    return vec![];
+                };
+                match f.write_all(&data) {
+                    Ok(()) => vec![],
+                    Err(e) => {
+                        let reason = format!("cannot write [{}]: {e}", path.display());
+                        self.files.remove(&file);
+                        self.failed.insert(file);
+                        vec![FileEvent::Failed { file, reason }]
+                    }
+                }
+            }
+            FileOp::Close { file, info } => {
+                let mut events = Vec::new();
+                if let Some((f, path)) = self.files.remove(&file) {
+                    if let Err(e) = f.sync_data() {
+                        events.push(FileEvent::Failed {
+                            file,
+                            reason: format!("cannot write [{}]: {e}", path.display()),
+                        });
+                    }
+                }
+                let failed = self.failed.remove(&file);
+                if let (Some((path, xml)), false) = (info, failed) {
+                    if let Err(e) = replace(&path, xml.as_bytes()) {
+                        events.push(FileEvent::Failed {
+                            file,
+                            reason: format!("cannot write [{}]: {e}", path.display()),
+                        });
+                    }
+                }
+                events.push(FileEvent::Closed { file });
+                events
+            }
+        }
+    }
+}
+
+fn create(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)
+}
+
+/// Replaces `path` whole: a temporary file beside it, then a rename.
+fn replace(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .open(&tmp)?;
+    f.write_all(data)?;
+    f.sync_data()?;
+    fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worker_never_overwrites_and_reports_a_full_disk() {
+        let dir = std::env::temp_dir().join(format!("kiln-fw-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let mut w = Worker {
+            files: HashMap::new(),
+            failed: HashSet::new(),
+        };
+        let path = dir.join("a/b/x.ts");
+        assert!(w
+            .run(FileOp::Create {
+                file: 1,
+                path: path.clone()
+            })
+            .is_empty());
+        assert!(w
+            .run(FileOp::Write {
+                file: 1,
+                data: vec![1, 2, 3]
+            })
+            .is_empty());
+        let info = dir.join("info.xml");
+        assert_eq!(
+            w.run(FileOp::Close {
+                file: 1,
+                info: Some((info.clone(), "<files/>".into()))
+            }),
+            vec![FileEvent::Closed { file: 1 }]
+        );
+        assert_eq!(fs::read(&path).unwrap(), [1, 2, 3]);
+        assert_eq!(fs::read_to_string(&info).unwrap(), "<files/>");
+        // The same path again: refused, the file kept.
+        let ev = w.run(FileOp::Create {
+            file: 2,
+            path: path.clone(),
+        });
+        assert!(
+            matches!(&ev[0], FileEvent::Failed { file: 2, reason } if reason.contains("exists"))
+        );
+        assert_eq!(fs::read(&path).unwrap(), [1, 2, 3]);
+        // A full disk: /dev/full answers every write with ENOSPC.
+        if let Ok(f) = OpenOptions::new().write(true).open("/dev/full") {
+            w.files.insert(3, (f, PathBuf::from("/dev/full")));
+            let ev = w.run(FileOp::Write {
+                file: 3,
+                data: vec![0; 4096],
+            });
+            assert!(
+                matches!(&ev[0], FileEvent::Failed { file: 3, reason } if reason.contains("No space left")),
+                "{ev:?}"
+            );
+            // Its close writes no info.
+            let ev = w.run(FileOp::Close {
+                file: 3,
+                info: Some((dir.join("no.xml"), "x".into())),
+            });
+            assert_eq!(ev, vec![FileEvent::Closed { file: 3 }]);
+            assert!(!dir.join("no.xml").exists());
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
