@@ -140,6 +140,7 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
     let config = dir.join("Server.xml");
     std::fs::write(&config, ome_style(api, rtmp, srt, llhls, "VHost*.xml")).unwrap();
     let mut s = Server {
+        wrap: None,
         child: None,
         dir: dir.clone(),
         config,

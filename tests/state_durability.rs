@@ -117,6 +117,7 @@ fn state_host_taken_by_the_config_is_skipped() {
     )
     .unwrap();
     let mut s = Server {
+        wrap: None,
         child: None,
         dir: dir.clone(),
         config,

@@ -37,12 +37,23 @@ impl HlsManager {
     /// Hands what an ingest produced to its stream's packager.
     pub fn on_ingest(&mut self, out: &IngestOutput, reg: &Registry, now: Now) {
         if let Some(id) = out.stream {
+            // A new output starts from the stream's GOP, which may already
+            // hold this batch's frames: those are not pushed twice.
+            let mut replayed: HashMap<crate::media::TrackId, i64> = HashMap::new();
             if out.tracks_changed {
                 self.start(id, reg, now);
+                if let Some(s) = reg.streams.get(id) {
+                    for f in s.gop() {
+                        replayed.insert(f.track, f.dts);
+                    }
+                }
             }
             if let Some(o) = self.outputs.get_mut(&id) {
                 let mut news = false;
                 for f in &out.frames {
+                    if replayed.get(&f.track).is_some_and(|&d| f.dts <= d) {
+                        continue;
+                    }
                     if let Some(h) = o.hls.as_mut() {
                         news |= h.push(f).new_part;
                     }

@@ -82,6 +82,10 @@ struct Recording {
     /// Subtracted from decode times: the file's first (discontinuity) or
     /// the record's first in this stream session (continuity).
     base: Option<i64>,
+    /// Each track's newest decode time written: a frame at or before it
+    /// is not written again (the GOP a record starts with may hold the
+    /// frames of the ingest batch that started it).
+    last_dts: HashMap<crate::media::TrackId, i64>,
 }
 
 #[derive(Default)]
@@ -170,6 +174,7 @@ impl RecordManager {
                 mux: None,
                 file: None,
                 base: None,
+                last_dts: HashMap::new(),
             },
         );
         if let Some(t) = reg.records.get_mut(key) {
@@ -459,6 +464,13 @@ impl RecordManager {
             return;
         };
         let is_video = track.kind() == MediaKind::Video;
+        if r.last_dts
+            .get(&frame.track)
+            .is_some_and(|&d| frame.dts <= d)
+        {
+            self.recordings.insert(key.clone(), r);
+            return;
+        }
         let boundary = if r.has_video {
             is_video && frame.keyframe
         } else {
@@ -486,6 +498,7 @@ impl RecordManager {
                 return;
             }
         }
+        r.last_dts.insert(frame.track, frame.dts);
         let base = r.base.unwrap_or(frame.dts);
         let rebased = Frame {
             track: frame.track,

@@ -76,6 +76,11 @@ pub struct ServerOptions {
     /// The application's `<Publishers><HLS>` settings (MPEG-TS segments,
     /// served on the same port).
     pub hls: Option<String>,
+    /// The application's `<Publishers><FILE>` settings (recording).
+    pub file: Option<String>,
+    /// A shell command line kiln is started through: `exec "$@"` at its
+    /// end runs kiln (e.g. in a mount namespace of the test's own).
+    pub wrap: Option<String>,
 }
 
 impl Default for ServerOptions {
@@ -92,6 +97,8 @@ impl Default for ServerOptions {
             srt_options: String::new(),
             llhls: None,
             hls: None,
+            file: None,
+            wrap: None,
         }
     }
 }
@@ -104,6 +111,7 @@ pub struct Server {
     pub tls_port: Option<u16>,
     pub log: PathBuf,
     pub media: MediaPorts,
+    pub wrap: Option<String>,
 }
 
 /// The media ports of a server (0 when not opened).
@@ -184,6 +192,9 @@ pub fn write_config_with_media(
         .unwrap_or_default();
     if let Some(h) = &opts.hls {
         llhls_app.push_str(&format!("<HLS>{h}</HLS>"));
+    }
+    if let Some(f) = &opts.file {
+        llhls_app.push_str(&format!("<FILE>{f}</FILE>"));
     }
     let stream_map = if media.mpegts != 0 {
         format!(
@@ -318,6 +329,7 @@ impl Server {
             let config = write_config_with_media(&dir, port, tls_port, &opts, media);
             let mut s = Server {
                 media,
+                wrap: opts.wrap.clone(),
                 child: None,
                 dir: dir.clone(),
                 config,
@@ -351,7 +363,15 @@ impl Server {
             .append(true)
             .open(&self.log)
             .unwrap();
-        let child = Command::new(kiln_bin())
+        let mut cmd = match &self.wrap {
+            None => Command::new(kiln_bin()),
+            Some(script) => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(script).arg("kiln").arg(kiln_bin());
+                c
+            }
+        };
+        let child = cmd
             .arg("-c")
             .arg(&self.config)
             .env("KILN_LOG", "debug")

@@ -352,3 +352,50 @@ fn the_first_file_starts_at_a_keyframe_and_selected_tracks_only() {
     assert_eq!(data.windows(4).filter(|w| *w == b"trak").count(), 1);
     assert_eq!(data.windows(4).filter(|w| *w == b"soun").count(), 1);
 }
+
+#[test]
+fn frames_of_the_batch_that_starts_a_record_are_written_once() {
+    let mut w = World::new();
+    w.add(r#"{"id":"once","stream":{"name":"s"},"filePath":"once.mp4","infoPath":"once.xml"}"#);
+    let id = w
+        .reg
+        .streams
+        .start("default", "app", "s", SourceType::Rtmp, 1, 0)
+        .unwrap();
+    w.reg.streams.set_tracks(id, vec![h264(), aac()]);
+    // The ingest glue puts the batch's frames into the stream's GOP before
+    // the outputs see the batch.
+    let frames: Vec<Frame> = (0..30i64)
+        .map(|i| Frame {
+            track: 1,
+            pts: i * 3000,
+            dts: i * 3000,
+            keyframe: i == 0,
+            data: Bytes::from_static(&[0, 0, 0, 2, 0x65, 0x88]),
+        })
+        .collect();
+    for f in &frames {
+        w.reg.streams.on_frame(id, f);
+    }
+    let out = IngestOutput {
+        stream: Some(id),
+        started: Some(id),
+        tracks_changed: true,
+        frames,
+        ..Default::default()
+    };
+    let now = w.now(0);
+    w.rec.on_ingest(&out, &mut w.reg, now);
+    let now = w.now(1_000);
+    w.rec.stop(&key("once"), &mut w.reg, now);
+    let ops = w.ops();
+    let data = written(&ops).into_values().next().unwrap();
+    // trun: version/flags, then sample_count.
+    let samples: u32 = data
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"trun")
+        .map(|(at, _)| u32::from_be_bytes(data[at + 8..at + 12].try_into().unwrap()))
+        .sum();
+    assert_eq!(samples, 30);
+}

@@ -1,0 +1,379 @@
+//! Recording (issue 13): ffmpeg publishes over RTMP, kiln records through
+//! `:startRecord`, ffprobe reads what it wrote.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+
+use common::*;
+use media::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn record_server(tag: &str, wrap: Option<String>) -> (Server, PathBuf) {
+    // The root is made before kiln starts (a test may mount over part of it).
+    let root = temp_dir(&format!("{tag}-root"));
+    let s = Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            file: Some(format!(
+                "<RootPath>{}</RootPath><FilePath>${{Stream}}_${{Sequence}}.ts</FilePath><InfoPath>${{Stream}}.xml</InfoPath>",
+                root.display()
+            )),
+            wrap,
+            ..Default::default()
+        },
+    );
+    (s, root)
+}
+
+fn call(s: &Server, action: &str, body: Value) -> HttpResponse {
+    s.request(
+        "POST",
+        &format!("/v1/vhosts/default/apps/app:{action}"),
+        Some(&body.to_string()),
+    )
+}
+
+fn record(s: &Server, id: &str) -> Option<Value> {
+    let r = call(s, "records", json!({ "id": id })).json();
+    r["response"].as_array()?.first().cloned()
+}
+
+/// ffmpeg's test pattern (25 fps, a keyframe a second, AAC), as fast as
+/// it can encode: `secs` of media in a few seconds.
+fn publish_fast(s: &Server, stream: &str, secs: u32) -> std::process::ExitStatus {
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error"])
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=size=640x360:rate={FPS}"),
+        ])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args([
+            "-t",
+            &secs.to_string(),
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+        ])
+        .args([
+            "-g", "25", "-bf", "2", "-c:a", "aac", "-ac", "2", "-f", "flv",
+        ])
+        .arg(format!("rtmp://127.0.0.1:{}/app/{stream}", s.media.rtmp))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap()
+}
+
+/// ffprobe's duration of a file, seconds.
+fn duration(file: &Path) -> f64 {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0.0)
+}
+
+/// The `<file>` entries of an info XML: (filePath, recordBytes).
+fn info_files(xml: &str) -> Vec<(String, u64)> {
+    xml.split("<file>")
+        .skip(1)
+        .map(|f| {
+            let field = |name: &str| {
+                let open = format!("<{name}>");
+                let at = f.find(&open).unwrap() + open.len();
+                f[at..at + f[at..].find('<').unwrap()].to_string()
+            };
+            (field("filePath"), field("recordBytes").parse().unwrap())
+        })
+        .collect()
+}
+
+/// A minute split every 20 s: three files in each container, every frame
+/// in them, and the info XML naming each with its size.
+#[test]
+fn a_minute_split_every_20_s_gives_three_playable_files() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let (s, root) = record_server("record-split", None);
+    for (id, path) in [
+        ("mp4", "split/${Stream}_${Sequence}.mp4"),
+        ("ts", "split/${Stream}_${Sequence}.ts"),
+    ] {
+        let r = call(
+            &s,
+            "startRecord",
+            json!({"id": id, "stream": {"name": "cam"}, "interval": 20000,
+                   "filePath": path, "infoPath": format!("split/{id}.xml")}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        // Reserved: the stream does not exist yet.
+        assert_eq!(r.json()["response"][0]["state"], "ready");
+    }
+    assert!(publish_fast(&s, "cam", 60).success());
+    for ext in ["mp4", "ts"] {
+        let info = root.join(format!("split/{ext}.xml"));
+        let xml = wait_until(Duration::from_secs(20), || {
+            std::fs::read_to_string(&info)
+                .ok()
+                .filter(|x| x.matches("<file>").count() == 3)
+        })
+        .unwrap_or_else(|| panic!("{ext}: no info with three files\n{}", s.log_text()));
+        let files = info_files(&xml);
+        let mut video = 0;
+        let mut audio = 0;
+        for (i, (path, bytes)) in files.iter().enumerate() {
+            let path = PathBuf::from(path);
+            assert_eq!(path, root.join(format!("split/cam_{i}.{ext}")));
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), *bytes, "{ext} {i}");
+            let d = duration(&path);
+            let want = if i < 2 { 20.0 } else { 19.9 };
+            assert!((d - want).abs() < 0.25, "{ext} file {i}: {d} s");
+            let counts = frame_counts(&path);
+            video += frames_of(&counts, "h264");
+            audio += frames_of(&counts, "aac");
+            assert!(monotonic_dts(&path), "{ext} file {i}");
+        }
+        // Every frame of the minute: 1,500 video frames, 2,813 AAC frames.
+        assert!(
+            within_2pct(video, 60 * u64::from(FPS)),
+            "{ext}: {video} video frames"
+        );
+        assert!(
+            within_2pct(audio, 60 * 48_000 / 1024),
+            "{ext}: {audio} audio frames"
+        );
+        let r = record(&s, ext).unwrap();
+        assert_eq!(r["state"], "ready", "waits for the stream again: {r}");
+        assert_eq!(r["sequence"], 2);
+        assert_eq!(
+            r["totalRecordBytes"].as_u64().unwrap(),
+            files.iter().map(|f| f.1).sum::<u64>()
+        );
+    }
+}
+
+/// Fragmented MP4 is playable up to its last fragment when kiln is killed
+/// mid-file.
+#[test]
+fn a_record_killed_by_kill_9_leaves_a_playable_file() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let (mut s, root) = record_server("record-kill", None);
+    let mut src = ffmpeg_source(
+        20,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
+    );
+    s.wait_for_tracks("live");
+    let r = call(
+        &s,
+        "startRecord",
+        json!({"id": "k", "stream": {"name": "live"}, "filePath": "kill/live.mp4"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_until(Duration::from_secs(20), || {
+        record(&s, "k").filter(|r| r["recordTime"].as_u64() >= Some(4000))
+    })
+    .expect("4 s recorded");
+    s.kill9();
+    let _ = src.kill();
+    let _ = src.wait();
+    let file = root.join("kill/live.mp4");
+    let counts = frame_counts(&file);
+    // Whole fragments only: at least the GOPs before the last keyframe.
+    let video = frames_of(&counts, "h264");
+    assert!(
+        video >= 3 * u64::from(FPS),
+        "{video} video frames: {counts:?}"
+    );
+    assert!(frames_of(&counts, "aac") > 100, "{counts:?}");
+    assert!(monotonic_dts(&file));
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&file)
+        .args(["-f", "null", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).trim().is_empty(),
+        "decode errors: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// OME's answers for bad bodies; ids free again after a stop; records
+/// survive a restart.
+#[test]
+fn record_api_errors_id_reuse_and_restart() {
+    let (mut s, root) = record_server("record-api", None);
+    let bad = |body: Value, status: u16, text: &str| {
+        let r = call(&s, "startRecord", body.clone());
+        assert_eq!(r.status, status, "{body}: {}", r.body);
+        assert!(r.message().contains(text), "{body}: {}", r.message());
+    };
+    bad(
+        json!({"stream": {"name": "s"}}),
+        400,
+        "There is no required parameter [id, stream.name]",
+    );
+    bad(json!({"id": "x"}), 400, "There is no required parameter");
+    bad(
+        json!({"id": "x", "stream": {"name": "s"}, "interval": 60000, "schedule": "0 */1 *"}),
+        400,
+        "[Interval] and [Schedule] cannot be used at the same time",
+    );
+    bad(
+        json!({"id": "x", "stream": {"name": "s"}, "filePath": "/etc/x.ts"}),
+        400,
+        "outside the root",
+    );
+    bad(
+        json!({"id": "x", "stream": {"name": "s"}, "filePath": "../x.ts"}),
+        400,
+        "outside the root",
+    );
+    bad(
+        json!({"id": "x", "stream": {"name": "s"}, "filePath": "x.flv"}),
+        400,
+        ".mp4 or .ts",
+    );
+    bad(
+        json!({"id": "x", "stream": {"name": "s"}, "schedule": "every day"}),
+        400,
+        "schedule",
+    );
+    bad(json!([1]), 400, "must be an object");
+    let ok = call(
+        &s,
+        "startRecord",
+        json!({"id": "r1", "stream": {"name": "s"}}),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let v = &ok.json()["response"][0];
+    assert_eq!(
+        v["filePath"],
+        format!("{}/${{Stream}}_${{Sequence}}.ts", root.display())
+    );
+    assert_eq!(v["segmentationRule"], "discontinuity");
+    bad(
+        json!({"id": "r1", "stream": {"name": "s"}}),
+        400,
+        "Duplicate ID already exists [r1]",
+    );
+    // Durable: back after a restart, ready.
+    s.terminate();
+    s.spawn();
+    assert_eq!(record(&s, "r1").unwrap()["state"], "ready");
+    let stop = call(&s, "stopRecord", json!({"id": "r1"}));
+    assert_eq!(stop.status, 200);
+    assert_eq!(stop.json()["response"][0]["state"], "stopping");
+    let again = call(&s, "stopRecord", json!({"id": "r1"}));
+    assert_eq!(again.status, 404);
+    assert!(again
+        .message()
+        .contains("There is no record information related to the ID [r1]"));
+    assert_eq!(call(&s, "stopRecord", json!({})).status, 400);
+    // The id is free at once.
+    assert_eq!(
+        call(
+            &s,
+            "startRecord",
+            json!({"id": "r1", "stream": {"name": "s"}})
+        )
+        .status,
+        200
+    );
+    let all = call(&s, "records", json!({})).json();
+    assert_eq!(all["response"].as_array().unwrap().len(), 1);
+    // An application without <FILE>: 404.
+    let r = s.request("POST", "/v1/vhosts/default/apps/nope:records", Some("{}"));
+    assert_eq!(r.status, 404);
+}
+
+/// A full disk fails only the record writing to it, with the reason; the
+/// other record and the stream go on. The disk is a 512 KiB tmpfs mounted
+/// in a mount namespace kiln runs in.
+#[test]
+fn a_full_disk_fails_only_its_record() {
+    if !have_tool("ffmpeg") || !have_tool("unshare") {
+        return;
+    }
+    let probe = Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !probe {
+        eprintln!("SKIP: cannot mount a tmpfs in a mount namespace here (unshare -rm)");
+        return;
+    }
+    let root = temp_dir("record-full-root");
+    let full = root.join("full");
+    std::fs::create_dir_all(&full).unwrap();
+    let wrap = format!(
+        "exec unshare -rm sh -c 'mount -t tmpfs -o size=512k tmpfs {} && exec \"$0\" \"$@\"' \"$@\"",
+        full.display()
+    );
+    let s = Server::start_with(
+        "record-full",
+        ServerOptions {
+            media: true,
+            file: Some(format!("<RootPath>{}</RootPath>", root.display())),
+            wrap: Some(wrap),
+            ..Default::default()
+        },
+    );
+    for (id, path) in [("full", "full/a.ts"), ("ok", "ok/b.ts")] {
+        let r = call(
+            &s,
+            "startRecord",
+            json!({"id": id, "stream": {"name": "live"}, "filePath": path, "infoPath": format!("{id}.xml")}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let mut src = ffmpeg_source(
+        15,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
+    );
+    let failed = wait_until(Duration::from_secs(20), || {
+        record(&s, "full").filter(|r| r["state"] == "error")
+    })
+    .unwrap_or_else(|| panic!("no error\n{}", s.log_text()));
+    let why = failed["lastError"].as_str().unwrap();
+    assert!(why.contains("No space left on device"), "{why}");
+    assert!(why.contains("full/a.ts"), "{why}");
+    // The other record and the stream go on.
+    let before = record(&s, "ok").unwrap()["recordBytes"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let ok = record(&s, "ok").unwrap();
+    assert_eq!(ok["state"], "recording");
+    assert!(ok["recordBytes"].as_u64().unwrap() > before);
+    assert!(s.live_stream("live").is_some());
+    assert!(std::fs::metadata(root.join("ok/b.ts")).unwrap().len() > 0);
+    let _ = src.kill();
+    let _ = src.wait();
+}
