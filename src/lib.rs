@@ -12,6 +12,7 @@ pub mod api;
 pub mod clock;
 pub mod codec;
 pub mod config;
+pub mod files;
 pub mod fmp4;
 pub mod hls;
 pub mod http;

@@ -1005,3 +1005,126 @@ fn conclude_hls_live_turns_the_playlists_into_vod() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+/// HLS dumps (issue 13): one started through the API on a live stream and
+/// one from `<LLHLS><Dumps><Dump>`; once the stream ends, each directory
+/// plays back as VOD with every frame, and the info file is OME's.
+#[test]
+fn hls_dumps_play_back_as_vod() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let root = temp_dir("llhls-dump-root");
+    let s = llhls_server(
+        "llhls-dump",
+        &format!(
+            "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>\
+             <Dumps><RootPath>{}</RootPath><Dump><Enable>true</Enable>\
+             <TargetStreamName>auto*</TargetStreamName>\
+             <Playlists><Playlist>llhls.m3u8</Playlist></Playlists>\
+             <OutputPath>auto/${{StreamName}}</OutputPath></Dump></Dumps>",
+            root.display()
+        ),
+    );
+    let secs = 8;
+    let mut api_src = ffmpeg_source(
+        secs,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/dumped", s.media.rtmp),
+    );
+    let mut auto_src = ffmpeg_source(
+        secs,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/auto1", s.media.rtmp),
+    );
+    wait_for_first_segment(&s, "dumped");
+    let path = "/v1/vhosts/default/apps/app/streams/dumped";
+    let start = |body: serde_json::Value| {
+        s.request(
+            "POST",
+            &format!("{path}:startHlsDump"),
+            Some(&body.to_string()),
+        )
+    };
+    let r = start(serde_json::json!({
+        "outputStreamName": "dumped", "id": "d1", "outputPath": "api",
+        "playlist": ["llhls.m3u8", "abr.m3u8"], "infoFile": "api.xml", "userData": "job=42"
+    }));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["response"]["status"], "Running");
+    // OME's refusals.
+    let dup = start(serde_json::json!({"id": "d1", "outputPath": "api2"}));
+    assert_eq!(dup.status, 400);
+    assert!(
+        dup.message().contains("Duplicate ID already exists [d1]"),
+        "{}",
+        dup.body
+    );
+    let outside = start(serde_json::json!({"id": "d2", "outputPath": "/etc/x"}));
+    assert_eq!(outside.status, 400);
+    assert!(
+        outside.message().contains("outside the root"),
+        "{}",
+        outside.body
+    );
+    assert_eq!(start(serde_json::json!({"id": "d3"})).status, 400);
+    let gone = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/streams/nope:startHlsDump",
+        Some(r#"{"id":"x","outputPath":"x"}"#),
+    );
+    assert_eq!(gone.status, 404);
+    assert!(api_src.wait().unwrap().success());
+    assert!(auto_src.wait().unwrap().success());
+    // The stream ended: the dump completes.
+    let info = root.join("api.xml");
+    let xml = media::wait_until(Duration::from_secs(15), || {
+        std::fs::read_to_string(&info)
+            .ok()
+            .filter(|x| x.contains("<Status>Completed</Status>"))
+    })
+    .unwrap_or_else(|| panic!("dump not completed\n{}", s.log_text()));
+    assert!(xml.contains("<UserData>job=42</UserData>"), "{xml}");
+    assert!(
+        xml.contains("<Stream>/default/app/dumped</Stream>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(&format!("<File>{}/api/llhls.m3u8</File>", root.display())),
+        "{xml}"
+    );
+    let listed = s
+        .request("POST", &format!("{path}:hlsDumps"), Some("{}"))
+        .json();
+    assert_eq!(listed["response"][0]["status"], "Completed");
+    for dir in [root.join("api"), root.join("auto/auto1")] {
+        let master = dir.join("llhls.m3u8");
+        let video = std::fs::read_to_string(&master)
+            .unwrap_or_else(|e| panic!("{}: {e}", master.display()))
+            .lines()
+            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .unwrap()
+            .to_string();
+        let list = std::fs::read_to_string(dir.join(&video)).unwrap();
+        assert!(list.ends_with("#EXT-X-ENDLIST\n"), "{list}");
+        assert!(list.contains("#EXT-X-PLAYLIST-TYPE:EVENT"), "{list}");
+        assert_every_frame(&master.display().to_string(), secs, "dump");
+    }
+    assert!(root.join("api/abr.m3u8").exists());
+    // Stopped: the id is free again (into another directory: files are
+    // never overwritten).
+    let stop = s.request(
+        "POST",
+        &format!("{path}:stopHlsDump"),
+        Some(r#"{"id":"d1"}"#),
+    );
+    assert_eq!(stop.status, 200, "{}", stop.body);
+    let again = s.request(
+        "POST",
+        &format!("{path}:stopHlsDump"),
+        Some(r#"{"id":"d1"}"#),
+    );
+    assert_eq!(again.status, 404);
+}

@@ -9,6 +9,7 @@
 pub mod access;
 mod apps;
 mod console;
+mod dumps;
 pub mod envelope;
 mod events;
 mod profiles;
@@ -99,6 +100,10 @@ pub enum Effect {
     /// `:stopRecord` (or its application went): close its file; the task
     /// leaves the table once the file is closed.
     StopRecord(crate::push::task::TaskKey),
+    /// `:startHlsDump` (the task is in the registry's dump table).
+    StartHlsDump(crate::push::task::TaskKey),
+    /// `:stopHlsDump`: end the dump's playlists; the task goes.
+    StopHlsDump(crate::push::task::TaskKey),
 }
 
 /// Facts about the connection a request came on.
@@ -278,6 +283,9 @@ impl Api {
                 StreamAction::SendEvent => self.send_event(vh, app, s, false, &req.body),
                 StreamAction::SendEvents => self.send_event(vh, app, s, true, &req.body),
                 StreamAction::ConcludeHlsLive => self.conclude_hls_live(vh, app, s, &req.body),
+                StreamAction::StartHlsDump => self.start_hls_dump(vh, app, s, &req.body),
+                StreamAction::StopHlsDump => self.stop_hls_dump(vh, app, s, &req.body),
+                StreamAction::HlsDumps => self.list_hls_dumps(vh, app, s, &req.body),
             },
         };
         result.unwrap_or_else(|e| e.to_response())
@@ -344,6 +352,9 @@ enum StreamAction {
     SendEvent,
     SendEvents,
     ConcludeHlsLive,
+    StartHlsDump,
+    StopHlsDump,
+    HlsDumps,
 }
 
 /// kiln's OpenAPI document (YAML in its JSON syntax), served at
@@ -368,6 +379,9 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvent",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvents",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:concludeHlsLive",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:startHlsDump",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:stopHlsDump",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:hlsDumps",
     "/v1/vhosts/{vhost}/apps/{app}:startPush",
     "/v1/vhosts/{vhost}/apps/{app}:stopPush",
     "/v1/vhosts/{vhost}/apps/{app}:pushes",
@@ -451,6 +465,9 @@ impl Route {
                         "sendEvent" => StreamAction::SendEvent,
                         "sendEvents" => StreamAction::SendEvents,
                         "concludeHlsLive" => StreamAction::ConcludeHlsLive,
+                        "startHlsDump" => StreamAction::StartHlsDump,
+                        "stopHlsDump" => StreamAction::StopHlsDump,
+                        "hlsDumps" => StreamAction::HlsDumps,
                         _ => return None,
                     };
                     Some((name.to_string(), action))

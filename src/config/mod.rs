@@ -375,7 +375,6 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
 ];
 const UNSUPPORTED_ORIGINS: &[&str] = &["Properties"];
 const UNSUPPORTED_LLHLS: &[&str] = &[
-    "Dumps",
     "DRM",
     "OriginMode",
     "ServerTimeBasedSegmentNumbering",
@@ -503,10 +502,56 @@ impl Walker<'_> {
                 "SegmentCount" => spec.segment_count = w.segment_count(c, p),
                 "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
                 "CacheControl" => spec.cache_control = Some(w.cache_control(c, p)),
+                "Dumps" => spec.dumps = Some(w.dumps(c, p)),
                 _ => return false,
             }
             true
         });
+        spec
+    }
+
+    /// `<LLHLS><Dumps>`: `<RootPath>` (kiln) and OME's `<Dump>` entries.
+    fn dumps(&mut self, el: &Element, path: &str) -> crate::hls::dump::DumpsSpec {
+        let mut spec = crate::hls::dump::DumpsSpec::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "RootPath" => spec.root_path = w.nonempty_text(c, p),
+                "Dump" => {
+                    let (mut enable, mut target, mut out) = (true, None, None);
+                    let mut playlists = Vec::new();
+                    w.children(c, p, &["Extension"], &[], |w, c, p| {
+                        match c.name.as_str() {
+                            "Enable" => enable = w.text(c, p).is_some_and(|t| t.trim() == "true"),
+                            "TargetStreamName" => target = w.nonempty_text(c, p),
+                            "OutputPath" => out = w.nonempty_text(c, p),
+                            "Playlists" => {
+                                playlists = w.repeated(c, p, &[], "Playlist", |w, c, p| {
+                                    w.nonempty_text(c, p)
+                                })
+                            }
+                            _ => return false,
+                        }
+                        true
+                    });
+                    match (target, out) {
+                        (Some(target_stream_name), Some(output_path)) => {
+                            spec.dump.push(crate::hls::dump::DumpConfig {
+                                enable,
+                                target_stream_name,
+                                playlists,
+                                output_path,
+                            })
+                        }
+                        _ => w.error(c, p, "<TargetStreamName> and <OutputPath> are required"),
+                    }
+                }
+                _ => return false,
+            }
+            true
+        });
+        if let Some(why) = spec.problem() {
+            self.error(el, path, why);
+        }
         spec
     }
 

@@ -3,8 +3,11 @@
 //! playlist reloads, preload-hinted parts). Sans-IO: the loop hands ingest
 //! output in and wakes the viewer connections this names.
 
+use super::dump::{DumpFiles, DumpStatus, DumpWriter};
 use super::StreamHls;
 use crate::clock::Now;
+use crate::files::{FileEvent, FileOp};
+use crate::push::task::TaskKey;
 use crate::state::streams::{IngestOutput, StreamId};
 use crate::state::Registry;
 use std::collections::HashMap;
@@ -31,11 +34,29 @@ pub struct HlsManager {
     /// Stream -> viewer connections (loop handles) waiting for a part.
     waiters: HashMap<StreamId, Vec<usize>>,
     woken: Vec<usize>,
+    /// The running dumps (their tasks are in the registry).
+    dumps: Vec<DumpWriter>,
+    dump_files: DumpFiles,
+    /// Dump files for the writer thread.
+    file_ops: Vec<FileOp>,
+    utc_offset: i32,
 }
 
 impl HlsManager {
+    pub fn new(utc_offset: i32) -> Self {
+        HlsManager {
+            utc_offset,
+            ..HlsManager::default()
+        }
+    }
+
+    /// What the dumps ask of the file writer, in order.
+    pub fn poll_file_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
+        self.file_ops.drain(..)
+    }
+
     /// Hands what an ingest produced to its stream's packager.
-    pub fn on_ingest(&mut self, out: &IngestOutput, reg: &Registry, now: Now) {
+    pub fn on_ingest(&mut self, out: &IngestOutput, reg: &mut Registry, now: Now) {
         if let Some(id) = out.stream {
             // A new output starts from the stream's GOP, which may already
             // hold this batch's frames: those are not pushed twice.
@@ -63,6 +84,7 @@ impl HlsManager {
                 }
                 if news {
                     self.wake(id);
+                    self.poll_dumps(id, reg, now, false);
                 }
             }
         }
@@ -77,14 +99,114 @@ impl HlsManager {
                 o.ended = Some(now.instant);
                 self.wake(id);
             }
+            self.poll_dumps(id, reg, now, true);
         }
         self.outputs
             .retain(|_, o| o.ended.is_none_or(|at| now.instant < at + ENDED_KEPT));
     }
 
+    /// Lets the dumps of a stream write what is new; `end`: their last
+    /// write (the stream or the dump ends), after which they are dropped.
+    fn poll_dumps(&mut self, id: StreamId, reg: &mut Registry, now: Now, end: bool) {
+        if !self.dumps.iter().any(|d| d.stream == id) {
+            return;
+        }
+        let Some(h) = self.outputs.get(&id).and_then(|o| o.hls.as_ref()) else {
+            return;
+        };
+        let (files, ops, offset) = (&mut self.dump_files, &mut self.file_ops, self.utc_offset);
+        for d in self.dumps.iter_mut().filter(|d| d.stream == id) {
+            if let Some(task) = reg.dumps.get_mut(&d.key) {
+                d.poll(h, task, end, now.unix_ms, offset, files, ops);
+            }
+        }
+        if end {
+            self.dumps.retain(|d| d.stream != id);
+        }
+    }
+
+    /// Starts a dump the API added (its task is in the registry): false
+    /// when its stream has no LL-HLS output.
+    pub fn start_dump(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) -> bool {
+        let Some(task) = reg.dumps.get(key) else {
+            return false;
+        };
+        let spec = task.spec.clone();
+        let Some((id, _)) = self.find(reg, &spec.vhost, &spec.app, &spec.stream, now.instant)
+        else {
+            return false;
+        };
+        if self
+            .outputs
+            .get(&id)
+            .is_none_or(|o| o.hls.is_none() || o.ended.is_some())
+        {
+            return false;
+        }
+        crate::info!(
+            "hls dump [{key}]: writing to {}",
+            spec.output_path.display()
+        );
+        self.dumps
+            .push(DumpWriter::new(key.clone(), id, spec.output_path.clone()));
+        self.poll_dumps(id, reg, now, false);
+        true
+    }
+
+    /// `:stopHlsDump`: the dump's playlists end (`EXT-X-ENDLIST`), its
+    /// info file says Completed, and its id is free.
+    pub fn stop_dump(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) {
+        if let Some(i) = self.dumps.iter().position(|d| &d.key == key) {
+            let mut d = self.dumps.remove(i);
+            let h = self.outputs.get(&d.stream).and_then(|o| o.hls.as_ref());
+            if let (Some(h), Some(task)) = (h, reg.dumps.get_mut(key)) {
+                d.poll(
+                    h,
+                    task,
+                    true,
+                    now.unix_ms,
+                    self.utc_offset,
+                    &mut self.dump_files,
+                    &mut self.file_ops,
+                );
+            }
+        }
+        reg.dumps.remove(key);
+        crate::info!("hls dump [{key}] stopped");
+    }
+
+    /// The writer's answer about a dump file: a failure puts the dump in
+    /// error (its info file says so) and stops it.
+    pub fn on_file_event(&mut self, ev: FileEvent, reg: &mut Registry) {
+        let Some(key) = self.dump_files.owner(&ev) else {
+            return;
+        };
+        let FileEvent::Failed { reason, .. } = ev else {
+            return;
+        };
+        let Some(task) = reg.dumps.get_mut(&key) else {
+            return;
+        };
+        if task.status == DumpStatus::Error {
+            return;
+        }
+        crate::warn!("hls dump [{key}]: {reason}");
+        task.status = DumpStatus::Error;
+        task.last_error = Some(reason);
+        if let Some(i) = self.dumps.iter().position(|d| d.key == key) {
+            let mut d = self.dumps.remove(i);
+            d.write_info(
+                task,
+                self.utc_offset,
+                &mut self.dump_files,
+                &mut self.file_ops,
+            );
+        }
+    }
+
     /// A stream's tracks are known (or changed): a new packager, with a
     /// new key (the URLs of the old tracks end).
-    fn start(&mut self, id: StreamId, reg: &Registry, now: Now) {
+    fn start(&mut self, id: StreamId, reg: &mut Registry, now: Now) {
         let Some(s) = reg.streams.get(id) else {
             return;
         };
@@ -117,6 +239,12 @@ impl HlsManager {
                 t.push(f);
             }
         }
+        let autos = ll
+            .as_ref()
+            .and(app.publishers.llhls.as_ref())
+            .and_then(|l| l.dumps.as_ref())
+            .map(|d| d.for_stream(&s.vhost, &s.app, &s.name, now.unix_ms, self.utc_offset))
+            .unwrap_or_default();
         self.outputs.insert(
             id,
             Output {
@@ -128,6 +256,17 @@ impl HlsManager {
                 ended: None,
             },
         );
+        // New tracks end the dumps of the old ones.
+        self.poll_dumps(id, reg, now, true);
+        for spec in autos {
+            let key = TaskKey {
+                vhost: spec.vhost.clone(),
+                app: spec.app.clone(),
+                id: spec.id.clone(),
+            };
+            reg.dumps.insert(spec);
+            self.start_dump(&key, reg, now);
+        }
     }
 
     /// The output a viewer names: a live stream (by its input or an output

@@ -8,6 +8,7 @@
 //! Sans-IO: frames and `now` in; playlists, init sections, parts and
 //! segments out as shared [`Bytes`].
 
+pub mod dump;
 pub mod event;
 pub mod manager;
 pub mod memory;

@@ -14,6 +14,7 @@ use super::mux::FileMux;
 use super::request::{expand, resolve, Container, Macros, Schedule, SegmentationRule};
 use super::task::{info_xml, FileInfo, RecordState, RecordTask};
 use crate::clock::Now;
+pub use crate::files::{FileEvent, FileId, FileOp};
 use crate::media::{Frame, MediaKind, Track, TICKS_PER_SECOND};
 use crate::push::request::{select, Protocol};
 use crate::push::task::TaskKey;
@@ -21,43 +22,6 @@ use crate::state::streams::{IngestOutput, StreamId};
 use crate::state::Registry;
 use std::collections::HashMap;
 use std::path::PathBuf;
-
-/// A file of the writer thread.
-pub type FileId = u64;
-
-/// What the writer thread is asked to do, in order.
-#[derive(Debug, PartialEq, Eq)]
-pub enum FileOp {
-    /// Make the parent directories and create the file; an existing file
-    /// is never overwritten (the record goes to `error`).
-    Create {
-        file: FileId,
-        path: PathBuf,
-    },
-    Write {
-        file: FileId,
-        data: Vec<u8>,
-    },
-    /// Close the file, then replace `info` (path, XML) whole.
-    Close {
-        file: FileId,
-        info: Option<(PathBuf, String)>,
-    },
-}
-
-/// What the writer thread reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileEvent {
-    /// Creating or writing failed (a full disk, a file that exists): the
-    /// reason names the path.
-    Failed {
-        file: FileId,
-        reason: String,
-    },
-    Closed {
-        file: FileId,
-    },
-}
 
 struct Current {
     id: FileId,

@@ -5,7 +5,7 @@
 //! written is bounded ([`MAX_QUEUED`]); a record whose writes would pass it
 //! fails with the reason, and the others go on.
 
-use crate::record::manager::{FileEvent, FileId, FileOp};
+use crate::files::{FileEvent, FileId, FileOp};
 use mio::Waker;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -41,8 +41,8 @@ impl FileWriter {
                     failed: HashSet::new(),
                 };
                 for op in orx {
-                    if let FileOp::Write { data, .. } = &op {
-                        q.fetch_sub(data.len(), Ordering::Relaxed);
+                    if let Some(n) = queued_bytes(&op) {
+                        q.fetch_sub(n, Ordering::Relaxed);
                     }
                     let events = w.run(op);
                     if events.is_empty() {
@@ -67,46 +67,63 @@ impl FileWriter {
     /// Queues an operation. A write that would pass [`MAX_QUEUED`] is
     /// refused: the event returned fails its record.
     pub(crate) fn submit(&mut self, op: FileOp) -> Option<FileEvent> {
+        let file = op_file(&op);
         match &op {
-            FileOp::Write { file, data } => {
-                if self.refused.contains(file) {
+            FileOp::Close { .. } => {
+                self.refused.remove(&file);
+            }
+            FileOp::Create { .. } => {}
+            _ => {
+                if self.refused.contains(&file) {
                     return None;
                 }
+                let n = queued_bytes(&op).unwrap_or(0);
                 let queued = self.queued.load(Ordering::Relaxed);
-                if queued + data.len() > MAX_QUEUED {
-                    self.refused.insert(*file);
+                if queued + n > MAX_QUEUED {
+                    if matches!(op, FileOp::Write { .. }) {
+                        self.refused.insert(file);
+                    }
                     return Some(FileEvent::Failed {
-                        file: *file,
+                        file,
                         reason: format!(
                             "the disk is not keeping up: {} MiB waiting to be written",
                             queued >> 20
                         ),
                     });
                 }
-                self.queued.fetch_add(data.len(), Ordering::Relaxed);
+                self.queued.fetch_add(n, Ordering::Relaxed);
             }
-            FileOp::Close { file, .. } => {
-                self.refused.remove(file);
-            }
-            FileOp::Create { .. } => {}
         }
         // The worker lives as long as the server; a send error means it
         // panicked, and then nothing can be written.
-        self.ops.send(op).err().map(|e| {
-            let file = match e.0 {
-                FileOp::Create { file, .. }
-                | FileOp::Write { file, .. }
-                | FileOp::Close { file, .. } => file,
-            };
-            FileEvent::Failed {
-                file,
-                reason: "the file writer has stopped".into(),
-            }
+        self.ops.send(op).err().map(|_| FileEvent::Failed {
+            file,
+            reason: "the file writer has stopped".into(),
         })
     }
 
     pub(crate) fn events(&self) -> impl Iterator<Item = FileEvent> + '_ {
         self.events.try_iter()
+    }
+}
+
+/// The bytes an operation holds while it waits.
+fn queued_bytes(op: &FileOp) -> Option<usize> {
+    match op {
+        FileOp::Write { data, .. } | FileOp::Put { data, .. } | FileOp::Replace { data, .. } => {
+            Some(data.len())
+        }
+        _ => None,
+    }
+}
+
+fn op_file(op: &FileOp) -> FileId {
+    match op {
+        FileOp::Create { file, .. }
+        | FileOp::Write { file, .. }
+        | FileOp::Close { file, .. }
+        | FileOp::Put { file, .. }
+        | FileOp::Replace { file, .. } => *file,
     }
 }
 
@@ -167,6 +184,31 @@ impl Worker {
                 events.push(FileEvent::Closed { file });
                 events
             }
+            FileOp::Put { file, path, data } => {
+                let result = create(&path).and_then(|mut f| {
+                    f.write_all(&data)?;
+                    f.sync_data()
+                });
+                match result {
+                    Ok(()) => vec![FileEvent::Closed { file }],
+                    Err(e) => vec![FileEvent::Failed {
+                        file,
+                        reason: format!("cannot write [{}]: {e}", path.display()),
+                    }],
+                }
+            }
+            FileOp::Replace {
+                file,
+                path,
+                data,
+                fresh,
+            } => match replace_file(&path, &data, fresh) {
+                Ok(()) => vec![FileEvent::Closed { file }],
+                Err(e) => vec![FileEvent::Failed {
+                    file,
+                    reason: format!("cannot write [{}]: {e}", path.display()),
+                }],
+            },
         }
     }
 }
@@ -184,6 +226,12 @@ fn create(path: &Path) -> std::io::Result<File> {
 
 /// Replaces `path` whole: a temporary file beside it, then a rename.
 fn replace(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    replace_file(path, data, false)
+}
+
+/// As [`replace`]; `fresh`: fails when `path` exists (linked into place,
+/// which refuses an existing name, instead of renamed).
+fn replace_file(path: &Path, data: &[u8], fresh: bool) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
@@ -198,7 +246,13 @@ fn replace(path: &Path, data: &[u8]) -> std::io::Result<()> {
         .open(&tmp)?;
     f.write_all(data)?;
     f.sync_data()?;
-    fs::rename(&tmp, path)
+    if fresh {
+        let linked = fs::hard_link(&tmp, path);
+        let _ = fs::remove_file(&tmp);
+        linked
+    } else {
+        fs::rename(&tmp, path)
+    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ pub(crate) mod viewer_conn;
 use crate::api::{Api, Effect};
 use crate::clock::Now;
 use crate::config::ApiLimits;
+use crate::files::{FileEvent, FileOp, DUMP_FILE};
 use crate::hls::manager::HlsManager;
 use crate::push::manager::{After, PushManager};
 use crate::push::task::TaskKey;
@@ -200,7 +201,7 @@ impl Server {
             timers: Timers::default(),
             api,
             pushes: PushManager::new(std::process::id()),
-            hls: HlsManager::default(),
+            hls: HlsManager::new(utc_offset),
             records: RecordManager::new(utc_offset),
             files: FileWriter::start(waker.clone())?,
             limits,
@@ -249,7 +250,7 @@ impl Server {
                     }
                     WAKER_TOKEN => {
                         self.on_resolved(now);
-                        self.on_files(now);
+                        self.on_files();
                     }
                     token => {
                         let closed = event.is_read_closed() || event.is_error();
@@ -365,7 +366,7 @@ impl Server {
                     self.api.registry.streams.note_input(id, bytes as u64, now);
                 }
                 self.pushes.on_ingest(o, &mut self.api.registry, wall);
-                self.hls.on_ingest(o, &self.api.registry, wall);
+                self.hls.on_ingest(o, &mut self.api.registry, wall);
                 self.records.on_ingest(o, &mut self.api.registry, wall);
             }
             self.wake_viewers(now);
@@ -377,14 +378,13 @@ impl Server {
         self.drive_files();
     }
 
-    /// Hands the recordings' file operations to the writer thread; a write
-    /// it cannot take fails its record at once.
+    /// Hands the file operations of recordings and dumps to the writer
+    /// thread; one it cannot take fails its owner at once.
     fn drive_files(&mut self) {
         loop {
-            let refused: Vec<_> = self
-                .records
-                .poll_ops()
-                .collect::<Vec<_>>()
+            let mut ops: Vec<FileOp> = self.records.poll_ops().collect();
+            ops.extend(self.hls.poll_file_ops());
+            let refused: Vec<FileEvent> = ops
                 .into_iter()
                 .filter_map(|op| self.files.submit(op))
                 .collect();
@@ -392,18 +392,29 @@ impl Server {
                 return;
             }
             for e in refused {
-                self.records.on_file_event(e, &mut self.api.registry);
+                self.on_file_event(e);
             }
         }
     }
 
     /// What the writer thread finished or could not do.
-    fn on_files(&mut self, _now: Instant) {
+    fn on_files(&mut self) {
         let events: Vec<_> = self.files.events().collect();
         for e in events {
-            self.records.on_file_event(e, &mut self.api.registry);
+            self.on_file_event(e);
         }
         self.drive_files();
+    }
+
+    fn on_file_event(&mut self, e: FileEvent) {
+        let file = match &e {
+            FileEvent::Failed { file, .. } | FileEvent::Closed { file } => *file,
+        };
+        if file & DUMP_FILE != 0 {
+            self.hls.on_file_event(e, &mut self.api.registry);
+        } else {
+            self.records.on_file_event(e, &mut self.api.registry);
+        }
     }
 
     /// Makes the I/O of new push sessions, lets every woken session
@@ -552,6 +563,21 @@ impl Server {
                 Effect::StopRecord(key) => {
                     self.records
                         .stop(&key, &mut self.api.registry, Now::read(now))
+                }
+                Effect::StartHlsDump(key) => {
+                    if !self
+                        .hls
+                        .start_dump(&key, &mut self.api.registry, Now::read(now))
+                    {
+                        if let Some(d) = self.api.registry.dumps.get_mut(&key) {
+                            d.status = crate::hls::dump::DumpStatus::Error;
+                            d.last_error = Some("the stream has no LL-HLS output".into());
+                        }
+                    }
+                }
+                Effect::StopHlsDump(key) => {
+                    self.hls
+                        .stop_dump(&key, &mut self.api.registry, Now::read(now))
                 }
             }
         }

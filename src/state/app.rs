@@ -216,6 +216,10 @@ pub struct LlhlsSpec {
     pub cross_domains: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControlSpec>,
+    /// `<Dumps>`: OME's automatic dumps, and the root of the API's dump
+    /// paths (kiln extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dumps: Option<crate::hls::dump::DumpsSpec>,
 }
 
 /// OME's `<LLHLS><CacheControl>`: `max-age` seconds per kind of file; 0
@@ -349,6 +353,18 @@ impl AppSpec {
             if list.is_some_and(|l| l.iter().any(|u| u.trim().is_empty())) {
                 return Err(SpecError::Empty(format!("{field}[]")));
             }
+        }
+        if self
+            .publishers
+            .llhls
+            .as_ref()
+            .and_then(|l| l.dumps.as_ref())
+            .is_some_and(|d| d.problem().is_some())
+        {
+            return Err(SpecError::Form {
+                field: "publishers.llhls.dumps".into(),
+                must: "an absolute rootPath; targetStreamName, outputPath and .m3u8 playlist names in each dump",
+            });
         }
         if let Some(f) = &self.publishers.file {
             if f.root_path.as_ref().is_some_and(|r| !r.starts_with('/')) {

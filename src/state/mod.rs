@@ -69,6 +69,8 @@ pub struct Registry {
     pub pushes: crate::push::task::PushTable,
     /// Record tasks.
     pub records: crate::record::task::RecordTable,
+    /// HLS dumps (run-time only).
+    pub dumps: crate::hls::dump::DumpTable,
 }
 
 impl Registry {
@@ -88,6 +90,7 @@ impl Registry {
             streams: Streams::default(),
             pushes: crate::push::task::PushTable::default(),
             records: crate::record::task::RecordTable::default(),
+            dumps: crate::hls::dump::DumpTable::default(),
         }
     }
 
