@@ -20,9 +20,11 @@ pub enum FileOp {
         file: FileId,
         data: Vec<u8>,
     },
-    /// Close the file, then replace `info` (path, XML) whole.
+    /// Close the file, move it to `rename` (never over an existing
+    /// file), then replace `info` (path, XML) whole.
     Close {
         file: FileId,
+        rename: Option<PathBuf>,
         info: Option<(PathBuf, String)>,
     },
     /// A whole file at once: created (never over an existing one),

@@ -248,6 +248,7 @@ impl RecordManager {
                         if let Some(f) = r.file {
                             self.ops.push(FileOp::Close {
                                 file: f.id,
+                                rename: None,
                                 info: None,
                             });
                         }
@@ -311,10 +312,27 @@ impl RecordManager {
             });
         }
         let record_ms = ((f.last_dts - f.first_dts).max(0) * 1000 / TICKS_PER_SECOND) as u64;
-        // `${EndTime}` is known now: the info names the file's final path
-        // only when the template has no `${EndTime}` (kiln does not rename).
+        // `${EndTime}` is known now: the file moves to its final name.
+        let rename = task
+            .spec
+            .file_path
+            .contains("${EndTime")
+            .then(|| {
+                let path = expand(
+                    &task.spec.file_path,
+                    &self.macros(task, task.sequence, f.start_ms, Some(now.unix_ms)),
+                );
+                resolve(Some(&template_root(&task.spec.file_path)), &path).ok()
+            })
+            .flatten();
+        let file_path = rename
+            .as_ref()
+            .map_or(f.path.clone(), |p| p.display().to_string());
+        if rename.is_some() {
+            task.output_file_path = Some(file_path.clone());
+        }
         task.file_done(FileInfo {
-            file_path: f.path.clone(),
+            file_path: file_path.clone(),
             info_path: f.info_path.clone(),
             sequence: task.sequence,
             record_bytes: bytes,
@@ -326,11 +344,12 @@ impl RecordManager {
         let xml = info_xml(task, &f.info_path, self.utc_offset);
         self.ops.push(FileOp::Close {
             file: f.id,
+            rename,
             info: Some((PathBuf::from(&f.info_path), xml)),
         });
         crate::info!(
             "record [{key}]: file {} closed ({} bytes, {} ms)",
-            f.path,
+            file_path,
             bytes,
             record_ms
         );
@@ -346,17 +365,7 @@ impl RecordManager {
         now: Now,
     ) -> Result<(), String> {
         let sequence = task.files;
-        let macros = Macros {
-            vhost: &task.spec.vhost,
-            app: &task.spec.app,
-            stream: &task.spec.stream_name,
-            id: &task.spec.id,
-            transaction: &task.transaction,
-            sequence,
-            start_ms: now.unix_ms,
-            end_ms: None,
-            utc_offset: self.utc_offset,
-        };
+        let macros = self.macros(task, sequence, now.unix_ms, None);
         let path = expand(&task.spec.file_path, &macros);
         let info_path = expand(&task.spec.info_path, &macros);
         let file_path = resolve(Some(&template_root(&task.spec.file_path)), &path)
@@ -488,6 +497,26 @@ impl RecordManager {
             }
         }
         self.recordings.insert(key.clone(), r);
+    }
+
+    fn macros<'a>(
+        &self,
+        task: &'a RecordTask,
+        sequence: u64,
+        start_ms: i64,
+        end_ms: Option<i64>,
+    ) -> Macros<'a> {
+        Macros {
+            vhost: &task.spec.vhost,
+            app: &task.spec.app,
+            stream: &task.spec.stream_name,
+            id: &task.spec.id,
+            transaction: &task.transaction,
+            sequence,
+            start_ms,
+            end_ms,
+            utc_offset: self.utc_offset,
+        }
     }
 
     #[cfg(test)]

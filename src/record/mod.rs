@@ -12,3 +12,52 @@ pub mod manager;
 pub mod mux;
 pub mod request;
 pub mod task;
+
+/// Drives what parses peer and caller text here with arbitrary input (the
+/// fuzz target): `:startRecord` and `:startHlsDump` bodies through their
+/// checks, the accepted paths through OME's macros with publisher names
+/// made of the input, and the input as a split schedule.
+pub mod fuzz {
+    use super::request::{expand, resolve, validate_start, Macros, Schedule, StartRecordRequest};
+
+    pub fn fuzz_request(data: &[u8]) {
+        let text = String::from_utf8_lossy(data);
+        if let Some(s) = Schedule::parse(&text) {
+            let _ = s.next_after(
+                i64::from(u32::from_le_bytes([data[0], 1, 2, 3])) * 1000,
+                3600,
+            );
+        }
+        let file = crate::state::app::FileSpec {
+            root_path: Some("/srv/rec".into()),
+            file_path: Some("${Stream}_${Sequence}.ts".into()),
+            info_path: Some("${Id}.xml".into()),
+        };
+        let (json, name) = text.split_at(text.find('\n').unwrap_or(text.len()));
+        if let Ok(req) = serde_json::from_str::<StartRecordRequest>(json) {
+            if let Ok(spec) = validate_start(req, "v", "a", &file, 0) {
+                let m = Macros {
+                    vhost: "v",
+                    app: "a",
+                    stream: name,
+                    id: &spec.id,
+                    transaction: "t",
+                    sequence: 7,
+                    start_ms: 1_795_437_296_000,
+                    end_ms: None,
+                    utc_offset: -3600,
+                };
+                let path = expand(&spec.file_path, &m);
+                if let Ok(p) = resolve(Some("/srv/rec"), &path) {
+                    assert!(p.starts_with("/srv/rec"), "{}", p.display());
+                }
+            }
+        }
+        if let Ok(req) = serde_json::from_str::<crate::hls::dump::StartDumpRequest>(json) {
+            if let Ok(spec) = crate::hls::dump::validate_start(req, "v", "a", Some("/srv/d"), 0) {
+                assert!(spec.output_path.starts_with("/srv/d"));
+            }
+        }
+        let _ = crate::hls::dump::expand_output_path(json, "v", "a", name, 0, 0);
+    }
+}

@@ -162,7 +162,7 @@ impl Worker {
                     }
                 }
             }
-            FileOp::Close { file, info } => {
+            FileOp::Close { file, rename, info } => {
                 let mut events = Vec::new();
                 if let Some((f, path)) = self.files.remove(&file) {
                     if let Err(e) = f.sync_data() {
@@ -170,6 +170,26 @@ impl Worker {
                             file,
                             reason: format!("cannot write [{}]: {e}", path.display()),
                         });
+                    }
+                    drop(f);
+                    if let Some(to) = rename.filter(|to| *to != path) {
+                        // Linked, then the old name removed: an existing
+                        // file at `to` is refused, never replaced.
+                        let moved = to
+                            .parent()
+                            .map_or(Ok(()), fs::create_dir_all)
+                            .and_then(|()| fs::hard_link(&path, &to))
+                            .and_then(|()| fs::remove_file(&path));
+                        if let Err(e) = moved {
+                            events.push(FileEvent::Failed {
+                                file,
+                                reason: format!(
+                                    "cannot rename [{}] to [{}]: {e}",
+                                    path.display(),
+                                    to.display()
+                                ),
+                            });
+                        }
                     }
                 }
                 let failed = self.failed.remove(&file);
@@ -284,6 +304,7 @@ mod tests {
         assert_eq!(
             w.run(FileOp::Close {
                 file: 1,
+                rename: None,
                 info: Some((info.clone(), "<files/>".into()))
             }),
             vec![FileEvent::Closed { file: 1 }]
@@ -299,6 +320,33 @@ mod tests {
             matches!(&ev[0], FileEvent::Failed { file: 2, reason } if reason.contains("exists"))
         );
         assert_eq!(fs::read(&path).unwrap(), [1, 2, 3]);
+        // Closed and moved to its final name; never over an existing file.
+        let start = dir.join("r_start.ts");
+        let end = dir.join("r_end.ts");
+        w.run(FileOp::Create {
+            file: 4,
+            path: start.clone(),
+        });
+        let ev = w.run(FileOp::Close {
+            file: 4,
+            rename: Some(end.clone()),
+            info: None,
+        });
+        assert_eq!(ev, vec![FileEvent::Closed { file: 4 }]);
+        assert!(end.exists() && !start.exists());
+        w.run(FileOp::Create {
+            file: 5,
+            path: start.clone(),
+        });
+        let ev = w.run(FileOp::Close {
+            file: 5,
+            rename: Some(end.clone()),
+            info: None,
+        });
+        assert!(
+            matches!(&ev[0], FileEvent::Failed { reason, .. } if reason.contains("cannot rename"))
+        );
+        assert!(start.exists(), "kept under its first name");
         // A full disk: /dev/full answers every write with ENOSPC.
         if let Ok(f) = OpenOptions::new().write(true).open("/dev/full") {
             w.files.insert(3, (f, PathBuf::from("/dev/full")));
@@ -313,6 +361,7 @@ mod tests {
             // Its close writes no info.
             let ev = w.run(FileOp::Close {
                 file: 3,
+                rename: None,
                 info: Some((dir.join("no.xml"), "x".into())),
             });
             assert_eq!(ev, vec![FileEvent::Closed { file: 3 }]);

@@ -149,7 +149,7 @@ fn created(ops: &[FileOp]) -> Vec<String> {
 fn closes(ops: &[FileOp]) -> Vec<(FileId, Option<String>)> {
     ops.iter()
         .filter_map(|o| match o {
-            FileOp::Close { file, info } => Some((*file, info.as_ref().map(|i| i.1.clone()))),
+            FileOp::Close { file, info, .. } => Some((*file, info.as_ref().map(|i| i.1.clone()))),
             _ => None,
         })
         .collect()
@@ -398,4 +398,31 @@ fn frames_of_the_batch_that_starts_a_record_are_written_once() {
         .map(|(at, _)| u32::from_be_bytes(data[at + 8..at + 12].try_into().unwrap()))
         .sum();
     assert_eq!(samples, 30);
+}
+
+#[test]
+fn end_time_in_the_path_renames_the_file_when_it_closes() {
+    let mut w = World::new();
+    w.add(r#"{"id":"e","stream":{"name":"s"},"interval":5000,"filePath":"e_${StartTime:hhmmss}_${EndTime:hhmmss}.ts","infoPath":"e.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 5_500);
+    let ops = w.ops();
+    let root = "/tmp/kiln/records";
+    // Written under the start time until the end is known.
+    assert_eq!(created(&ops)[0], format!("{root}/e_123456_123456.ts"));
+    let renames: Vec<String> = ops
+        .iter()
+        .filter_map(|o| match o {
+            FileOp::Close {
+                rename: Some(p), ..
+            } => Some(p.display().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(renames, [format!("{root}/e_123456_123501.ts")]);
+    let xml = closes(&ops)[0].1.clone().unwrap();
+    assert!(
+        xml.contains(&format!("<filePath>{root}/e_123456_123501.ts</filePath>")),
+        "{xml}"
+    );
 }
