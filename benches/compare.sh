@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +21,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record startup"}
+RECORD_NS=${BENCH_RECORD_N:-"1 10"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
 LAT_NS=${BENCH_LAT_N:-"1 100"}
@@ -49,7 +50,7 @@ need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc; then need srt-live-transmit srt-tools; fi
-if want rtmp || want udp || want srt || want srtenc || want llhls; then
+if want rtmp || want udp || want srt || want srtenc || want llhls || want record; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -174,7 +175,7 @@ kiln_config() { # dir statefile
         <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
         <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
       </Encodes></OutputProfile></OutputProfiles>
-      <Providers><RTMP/></Providers><Publishers><Push/>$( [[ -n $KILN_LLHLS ]] && echo "<LLHLS><ChunkDuration>$KILN_LLHLS</ChunkDuration><SegmentDuration>2</SegmentDuration></LLHLS>" )</Publishers>
+      <Providers><RTMP/></Providers><Publishers><Push/>$( [[ -n $KILN_LLHLS ]] && echo "<LLHLS><ChunkDuration>$KILN_LLHLS</ChunkDuration><SegmentDuration>2</SegmentDuration></LLHLS>" )<FILE><RootPath>$WORK/kiln-rec</RootPath></FILE></Publishers>
     </Application></Applications>
   </VirtualHost></VirtualHosts>
 </Server>
@@ -324,7 +325,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -723,6 +724,68 @@ over ${SECS} s, per push.
 
 | N | kiln CPU ms/s per push, clear / encrypted | kiln encrypted / clear (target) | srt-live-transmit ($LIBSRT_VERSION) CPU ms/s per push, clear / encrypted | libsrt encrypted / clear | sinks Mb/s encrypted kiln / peer | kiln pushing | peer relays alive |
 |---|---|---|---|---|---|---|---|
+$rows"
+fi
+
+# --- recording ---------------------------------------------------------------------
+if want record; then
+    rows=""
+    for N in $RECORD_NS; do
+        k_cpu=; n_cpu=
+        for rep in $(seq "$REPEAT"); do # alternate, keep the least CPU of each side
+            rm -rf "$WORK/kiln-rec" "$WORK/ngx-rec"; mkdir -p "$WORK/ngx-rec"
+            kiln_with_source
+            for i in $(seq "$N"); do
+                api POST /v1/vhosts/default/apps/app:startRecord \
+                    "{\"id\":\"r$i\",\"stream\":{\"name\":\"src\"},\"filePath\":\"r$i.mp4\",\"infoPath\":\"r$i.xml\"}" >/dev/null
+            done
+            sleep "$WARM"
+            c0=$(cpu_ticks "$KILN_PID"); b0=$(du -sb "$WORK/kiln-rec" | cut -f1)
+            window "$KILN_PID" "kiln-record-$N"
+            c1=$(cpu_ticks "$KILN_PID"); b1=$(du -sb "$WORK/kiln-rec" | cut -f1)
+            c=$(calc "($c1-$c0)/$TCK")
+            if [[ -z $k_cpu ]] || (($(calc "int($c < $k_cpu)"))); then k_cpu=$c; fi
+            k_rate=$(calc "($b1-$b0)*8/$SECS/1e6/$N")
+            stop "$SRC_PID"; stop_kiln
+            log "record N=$N run $rep kiln: cpu ${k_cpu}s, ${k_rate} Mb/s per file"
+
+            # nginx-rtmp: N recorders (FLV) in the application
+            recs=""
+            for i in $(seq "$N"); do recs+="recorder r$i { record all; record_path $WORK/ngx-rec; record_suffix -r$i.flv; record_unique on; }
+    "; done
+            start_nginx recorder "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
+                application app { live on;
+    $recs } } }"
+            REC_PID=$NGX_PID
+            wait_tcp "$NGX_RTMP"
+            start_source "rtmp://127.0.0.1:$NGX_RTMP/app/src"
+            sleep "$WARM"
+            rp=$(nginx_pids "$REC_PID")
+            c0=$(cpu_ticks $rp); b0=$(du -sb "$WORK/ngx-rec" | cut -f1)
+            window "$(pgrep -P "$REC_PID" | head -1)" "nginx-record-$N"
+            c1=$(cpu_ticks $rp); b1=$(du -sb "$WORK/ngx-rec" | cut -f1)
+            c=$(calc "($c1-$c0)/$TCK")
+            if [[ -z $n_cpu ]] || (($(calc "int($c < $n_cpu)"))); then n_cpu=$c; fi
+            n_rate=$(calc "($b1-$b0)*8/$SECS/1e6/$N")
+            stop "$SRC_PID"; stop "$REC_PID"
+            log "record N=$N run $rep nginx-rtmp: cpu ${n_cpu}s, ${n_rate} Mb/s per file"
+        done
+        cr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($n_cpu,1/$TCK))")
+        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$n_cpu") | **$cr** | $(fmt "$k_rate" 2) / $(fmt "$n_rate" 2) |
+"
+    done
+    add "### Recording (1 source -> N files of it)
+
+Source as above (720p30 H.264 2.5 Mb/s + AAC, over RTMP). kiln: N
+\`:startRecord\` tasks writing fragmented MP4 (one worker thread writes; the
+loop only queues). nginx-rtmp (1 worker): N \`recorder\` blocks (\`record all\`,
+FLV) in the application. CPU = utime+stime of the whole process (kiln: loop
+and writer thread; nginx: master + worker) over ${SECS} s after ${WARM} s,
+alternated ${REPEAT} times, least kept. Mb/s per file = bytes the files grew
+by in the window (proves both wrote the stream).
+
+| N | kiln CPU s | nginx-rtmp CPU s | CPU ratio | Mb/s per file kiln / nginx |
+|---|---|---|---|---|
 $rows"
 fi
 

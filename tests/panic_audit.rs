@@ -30,6 +30,7 @@ const TEST_ONLY_FILES: &[&str] = &[
     "hls/tests.rs",
     "ts/test_util.rs",
     "config/tests.rs",
+    "record/manager/tests.rs",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -55,7 +55,7 @@ schemas = {
         "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR, "droppedFrames": INT,
     }, ["id", "state", "vhost", "app", "stream", "protocol", "url", "sentBytes", "sentTime", "sequence", "totalsentBytes", "totalsentTime", "createdTime", "startTime", "finishTime"]),
     "Record": obj({
-        "state": S("string", enum=["ready", "recording", "stopping", "stopped", "error"]),
+        "state": S("string", enum=["ready", "recording", "stopping", "error"]),
         "id": STR, "vhost": STR, "app": STR,
         "stream": obj({"name": STR, "trackIds": S("array", items=INT), "variantNames": S("array", items=STR)}, ["name"]),
         "filePath": STR, "infoPath": STR, "outputFilePath": STR, "outputInfoPath": STR,

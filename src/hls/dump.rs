@@ -61,6 +61,10 @@ pub struct DumpTask {
     seq: u64,
 }
 
+/// Dumps kept in the table (finished ones beyond it are dropped, oldest
+/// first).
+pub const MAX_KEPT: usize = 1000;
+
 /// The dumps, running and finished (a finished one's id may be used
 /// again; `:stopHlsDump` removes it).
 #[derive(Debug, Default)]
@@ -79,6 +83,22 @@ impl DumpTable {
     }
 
     pub fn insert(&mut self, spec: DumpSpec) {
+        // Finished dumps are kept to be listed, the oldest dropped first
+        // (automatic dumps make one per stream start).
+        while self.dumps.len() >= MAX_KEPT {
+            let oldest = self
+                .dumps
+                .iter()
+                .filter(|(_, d)| d.status != DumpStatus::Running)
+                .min_by_key(|(_, d)| d.seq)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => {
+                    self.dumps.remove(&k);
+                }
+                None => break,
+            }
+        }
         self.next_seq += 1;
         let key = TaskKey {
             vhost: spec.vhost.clone(),

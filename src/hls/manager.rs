@@ -207,6 +207,8 @@ impl HlsManager {
     /// A stream's tracks are known (or changed): a new packager, with a
     /// new key (the URLs of the old tracks end).
     fn start(&mut self, id: StreamId, reg: &mut Registry, now: Now) {
+        // The dumps of the old tracks end with them.
+        self.poll_dumps(id, reg, now, true);
         let Some(s) = reg.streams.get(id) else {
             return;
         };
@@ -256,8 +258,6 @@ impl HlsManager {
                 ended: None,
             },
         );
-        // New tracks end the dumps of the old ones.
-        self.poll_dumps(id, reg, now, true);
         for spec in autos {
             let key = TaskKey {
                 vhost: spec.vhost.clone(),

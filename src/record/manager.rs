@@ -104,10 +104,6 @@ impl RecordManager {
         self.ops.drain(..)
     }
 
-    pub fn is_recording(&self, key: &TaskKey) -> bool {
-        self.recordings.contains_key(key)
-    }
-
     /// Starts the record when its stream is live (a new or restored record).
     pub fn start_if_live(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) {
         if self.recordings.contains_key(key) {
@@ -164,54 +160,47 @@ impl RecordManager {
             if out.tracks_changed {
                 // New tracks: the open files end; the records go on in
                 // new files.
-                let keys: Vec<TaskKey> = self
-                    .recordings
-                    .iter()
-                    .filter(|(_, r)| r.stream == id)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for k in keys {
-                    self.finish(&k, reg, now, false);
-                    self.recordings.remove(&k);
-                    if let Some(t) = reg.records.get_mut(&k) {
-                        t.state = RecordState::Ready;
-                    }
-                }
+                self.end_recordings(id, reg, now, false);
             }
             if out.tracks_changed || out.started == Some(id) {
                 for k in reg.records.keys() {
                     self.start_if_live(&k, reg, now);
                 }
             }
-            if self.recordings.values().any(|r| r.stream == id) {
-                let keys: Vec<TaskKey> = self
-                    .recordings
-                    .iter()
-                    .filter(|(_, r)| r.stream == id)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for f in &out.frames {
-                    for k in &keys {
-                        self.write(k, f, reg, now);
-                    }
+            let keys = self.keys_of(id);
+            for f in &out.frames {
+                for k in &keys {
+                    self.write(k, f, reg, now);
                 }
             }
         }
         if let Some(id) = out.ended {
-            let keys: Vec<TaskKey> = self
-                .recordings
-                .iter()
-                .filter(|(_, r)| r.stream == id)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in keys {
-                self.finish(&k, reg, now, true);
-                self.recordings.remove(&k);
-                if let Some(t) = reg.records.get_mut(&k) {
-                    if t.state == RecordState::Recording {
-                        t.state = RecordState::Ready;
-                    }
+            self.end_recordings(id, reg, now, true);
+        }
+    }
+
+    /// The records recording `stream`.
+    fn keys_of(&self, stream: StreamId) -> Vec<TaskKey> {
+        self.recordings
+            .iter()
+            .filter(|(_, r)| r.stream == stream)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Closes the files of a stream's recordings; their records wait for
+    /// the stream (again) in `ready`. `ended`: the stream ended (its files
+    /// are the records' last until it returns).
+    fn end_recordings(&mut self, stream: StreamId, reg: &mut Registry, now: Now, ended: bool) {
+        for k in self.keys_of(stream) {
+            self.finish(&k, reg, now, ended);
+            self.recordings.remove(&k);
+            if let Some(t) = reg.records.get_mut(&k) {
+                if t.state == RecordState::Recording {
+                    t.state = RecordState::Ready;
                 }
+            }
+            if ended {
                 crate::info!("record [{k}]: the stream ended; waiting for it");
             }
         }

@@ -3,8 +3,8 @@
 //! `recording` while files are written, back to `ready` when the stream
 //! ends (the next session starts a new file), `error` when a file cannot be
 //! written (the reason kept; the record stays until `:stopRecord`), and on
-//! `:stopRecord` `stopping` until its last file is closed, then `stopped`
-//! and removed (its id is free again).
+//! `:stopRecord` `stopping` (what the answer shows): its open file is
+//! closed and the record removed at once, so its id is free again.
 //!
 //! Plain data; files are written by [`super::manager`] and the writer.
 
@@ -17,7 +17,6 @@ pub enum RecordState {
     Ready,
     Recording,
     Stopping,
-    Stopped,
     Error,
 }
 
@@ -27,7 +26,6 @@ impl RecordState {
             RecordState::Ready => "ready",
             RecordState::Recording => "recording",
             RecordState::Stopping => "stopping",
-            RecordState::Stopped => "stopped",
             RecordState::Error => "error",
         }
     }
