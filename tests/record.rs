@@ -9,7 +9,7 @@ use common::*;
 use media::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn record_server(tag: &str, wrap: Option<String>) -> (Server, PathBuf) {
@@ -43,33 +43,17 @@ fn record(s: &Server, id: &str) -> Option<Value> {
     r["response"].as_array()?.first().cloned()
 }
 
-/// ffmpeg's test pattern (25 fps, a keyframe a second, AAC), as fast as
-/// it can encode: `secs` of media in a few seconds.
+/// ffmpeg's test pattern (25 fps, a keyframe a second, AAC, B-frames) as
+/// fast as it encodes: `secs` of media in a few seconds.
 fn publish_fast(s: &Server, stream: &str, secs: u32) -> std::process::ExitStatus {
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error"])
-        .args([
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2=size=640x360:rate={FPS}"),
-        ])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args([
-            "-t",
-            &secs.to_string(),
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-        ])
-        .args([
-            "-g", "25", "-bf", "2", "-c:a", "aac", "-ac", "2", "-f", "flv",
-        ])
-        .arg(format!("rtmp://127.0.0.1:{}/app/{stream}", s.media.rtmp))
-        .stdout(Stdio::null())
-        .status()
-        .unwrap()
+    ffmpeg_fast_source_cmd(
+        secs,
+        &["-bf", "2"],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/{stream}", s.media.rtmp),
+    )
+    .status()
+    .unwrap()
 }
 
 /// ffprobe's duration of a file, seconds.

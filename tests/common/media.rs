@@ -29,29 +29,49 @@ pub fn ffmpeg_source_cmd(
     format: &str,
     url: &str,
 ) -> Command {
+    source_cmd(true, secs, size, extra, format, url)
+}
+
+/// As [`ffmpeg_source_cmd`] but as fast as ffmpeg encodes (no `-re`):
+/// `secs` of media in a few seconds.
+pub fn ffmpeg_fast_source_cmd(secs: u32, extra: &[&str], format: &str, url: &str) -> Command {
+    source_cmd(false, secs, "640x360", extra, format, url)
+}
+
+fn source_cmd(
+    realtime: bool,
+    secs: u32,
+    size: &str,
+    extra: &[&str],
+    format: &str,
+    url: &str,
+) -> Command {
     let mut cmd = Command::new("ffmpeg");
-    cmd.args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args([
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2=size={size}:rate={FPS}"),
-        ])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args([
-            "-t",
-            &secs.to_string(),
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-g",
-            "25",
-        ])
-        .args(["-c:a", "aac", "-ac", "2"])
-        .args(extra)
-        .args(["-f", format, url])
-        .stdout(Stdio::null());
+    cmd.args(["-hide_banner", "-loglevel", "error"]);
+    if realtime {
+        cmd.arg("-re");
+    }
+    cmd.args([
+        "-f",
+        "lavfi",
+        "-i",
+        &format!("testsrc2=size={size}:rate={FPS}"),
+    ])
+    .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+    .args([
+        "-t",
+        &secs.to_string(),
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-g",
+        "25",
+    ])
+    .args(["-c:a", "aac", "-ac", "2"])
+    .args(extra)
+    .args(["-f", format, url])
+    .stdout(Stdio::null());
     cmd
 }
 
