@@ -55,6 +55,14 @@ struct Recording {
 #[derive(Default)]
 pub struct RecordManager {
     recordings: HashMap<TaskKey, Recording>,
+    out: FileOut,
+}
+
+/// The file side of the recordings: the operations for the writer and
+/// the files it has open (apart from the recordings, so that one can be
+/// changed while the other is written to).
+#[derive(Default)]
+struct FileOut {
     /// Files open or closing -> their record.
     files: HashMap<FileId, TaskKey>,
     next_file: FileId,
@@ -94,14 +102,17 @@ fn selection(reg: &Registry, task: &RecordTask) -> Option<(StreamId, Vec<Track>)
 impl RecordManager {
     pub fn new(utc_offset: i32) -> Self {
         RecordManager {
-            utc_offset,
-            ..RecordManager::default()
+            recordings: HashMap::new(),
+            out: FileOut {
+                utc_offset,
+                ..FileOut::default()
+            },
         }
     }
 
     /// What the writer must do next, in order.
     pub fn poll_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
-        self.ops.drain(..)
+        self.out.ops.drain(..)
     }
 
     /// Starts the record when its stream is live (a new or restored record).
@@ -120,7 +131,7 @@ impl RecordManager {
         };
         let container = Container::of(&task.spec.file_path).unwrap_or(Container::Ts);
         if tracks.is_empty() {
-            self.fail(key, reg, "none of the stream's tracks is selected".into());
+            fail(key, reg, "none of the stream's tracks is selected".into());
             return;
         }
         let has_video = tracks.iter().any(|t| t.kind() == MediaKind::Video);
@@ -224,7 +235,7 @@ impl RecordManager {
     pub fn on_file_event(&mut self, ev: FileEvent, reg: &mut Registry) {
         match ev {
             FileEvent::Failed { file, reason } => {
-                let Some(key) = self.files.get(&file).cloned() else {
+                let Some(key) = self.out.files.get(&file).cloned() else {
                     return;
                 };
                 let current = self
@@ -235,7 +246,7 @@ impl RecordManager {
                 if current {
                     if let Some(r) = self.recordings.remove(&key) {
                         if let Some(f) = r.file {
-                            self.ops.push(FileOp::Close {
+                            self.out.ops.push(FileOp::Close {
                                 file: f.id,
                                 rename: None,
                                 info: None,
@@ -243,35 +254,110 @@ impl RecordManager {
                         }
                     }
                 }
-                self.fail(&key, reg, reason);
+                fail(&key, reg, reason);
             }
             FileEvent::Closed { file } => {
-                self.files.remove(&file);
+                self.out.files.remove(&file);
             }
-        }
-    }
-
-    fn fail(&mut self, key: &TaskKey, reg: &mut Registry, reason: String) {
-        if let Some(t) = reg.records.get_mut(key) {
-            crate::warn!("record [{key}]: {reason}");
-            t.state = RecordState::Error;
-            t.last_error = Some(reason);
-        } else {
-            crate::warn!("record [{key}] (stopped): {reason}");
         }
     }
 
     /// Ends the recording's open file (if any).
     fn finish(&mut self, key: &TaskKey, reg: &mut Registry, now: Now, last: bool) {
-        let Some(mut r) = self.recordings.remove(key) else {
-            return;
-        };
-        if let Some(task) = reg.records.get_mut(key) {
-            self.close_file(key, &mut r, task, now, last);
+        if let (Some(r), Some(task)) = (self.recordings.get_mut(key), reg.records.get_mut(key)) {
+            self.out.close_file(key, r, task, now, last);
         }
-        self.recordings.insert(key.clone(), r);
     }
 
+    fn write(&mut self, key: &TaskKey, frame: &Frame, reg: &mut Registry, now: Now) {
+        let Some(task) = reg.records.get_mut(key) else {
+            return;
+        };
+        let Some(r) = self.recordings.get_mut(key) else {
+            return;
+        };
+        let Some(track) = r.tracks.iter().find(|t| t.id == frame.track) else {
+            return;
+        };
+        let is_video = track.kind() == MediaKind::Video;
+        if r.last_dts
+            .get(&frame.track)
+            .is_some_and(|&d| frame.dts <= d)
+        {
+            return;
+        }
+        let boundary = if r.has_video {
+            is_video && frame.keyframe
+        } else {
+            true
+        };
+        let split_due = r.file.as_ref().is_some_and(|f| {
+            let by_interval = task
+                .spec
+                .interval_ms
+                .is_some_and(|ms| (frame.dts - f.first_dts) * 1000 / TICKS_PER_SECOND >= ms as i64);
+            let by_schedule = f.split_at_ms.is_some_and(|at| now.unix_ms >= at);
+            by_interval || by_schedule
+        });
+        if boundary && split_due {
+            self.out.close_file(key, r, task, now, false);
+        }
+        if r.file.is_none() {
+            if !boundary {
+                return; // a file starts on a keyframe
+            }
+            if let Err(why) = self.out.open_file(key, r, task, frame, now) {
+                // Not openable (path or tracks): the record fails.
+                self.recordings.remove(key);
+                fail(key, reg, why);
+                return;
+            }
+        }
+        r.last_dts.insert(frame.track, frame.dts);
+        let base = r.base.unwrap_or(frame.dts);
+        let rebased = Frame {
+            track: frame.track,
+            pts: (frame.pts - base).max(0),
+            dts: (frame.dts - base).max(0),
+            keyframe: frame.keyframe,
+            data: frame.data.clone(),
+        };
+        let mut out = Vec::new();
+        if let Some(m) = r.mux.as_mut() {
+            m.write_frame(&rebased, &mut out);
+        }
+        if let Some(f) = r.file.as_mut() {
+            f.last_dts = f.last_dts.max(frame.dts);
+            f.bytes += out.len() as u64;
+            task.record_bytes = f.bytes;
+            task.record_ms = ((f.last_dts - f.first_dts).max(0) * 1000 / TICKS_PER_SECOND) as u64;
+            if !out.is_empty() {
+                self.out.ops.push(FileOp::Write {
+                    file: f.id,
+                    data: out,
+                });
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn open_files(&self) -> usize {
+        self.out.files.len()
+    }
+}
+
+/// A record whose file cannot be written goes to `error` with the reason.
+fn fail(key: &TaskKey, reg: &mut Registry, reason: String) {
+    if let Some(t) = reg.records.get_mut(key) {
+        crate::warn!("record [{key}]: {reason}");
+        t.state = RecordState::Error;
+        t.last_error = Some(reason);
+    } else {
+        crate::warn!("record [{key}] (stopped): {reason}");
+    }
+}
+
+impl FileOut {
     fn close_file(
         &mut self,
         key: &TaskKey,
@@ -414,80 +500,6 @@ impl RecordManager {
         Ok(())
     }
 
-    fn write(&mut self, key: &TaskKey, frame: &Frame, reg: &mut Registry, now: Now) {
-        let Some(mut r) = self.recordings.remove(key) else {
-            return;
-        };
-        let Some(task) = reg.records.get_mut(key) else {
-            return;
-        };
-        let Some(track) = r.tracks.iter().find(|t| t.id == frame.track) else {
-            self.recordings.insert(key.clone(), r);
-            return;
-        };
-        let is_video = track.kind() == MediaKind::Video;
-        if r.last_dts
-            .get(&frame.track)
-            .is_some_and(|&d| frame.dts <= d)
-        {
-            self.recordings.insert(key.clone(), r);
-            return;
-        }
-        let boundary = if r.has_video {
-            is_video && frame.keyframe
-        } else {
-            true
-        };
-        let split_due = r.file.as_ref().is_some_and(|f| {
-            let by_interval = task
-                .spec
-                .interval_ms
-                .is_some_and(|ms| (frame.dts - f.first_dts) * 1000 / TICKS_PER_SECOND >= ms as i64);
-            let by_schedule = f.split_at_ms.is_some_and(|at| now.unix_ms >= at);
-            by_interval || by_schedule
-        });
-        if boundary && split_due {
-            self.close_file(key, &mut r, task, now, false);
-        }
-        if r.file.is_none() {
-            if !boundary {
-                self.recordings.insert(key.clone(), r);
-                return; // a file starts on a keyframe
-            }
-            if let Err(why) = self.open_file(key, &mut r, task, frame, now) {
-                // Not openable (path or tracks): the record fails.
-                self.fail(key, reg, why);
-                return;
-            }
-        }
-        r.last_dts.insert(frame.track, frame.dts);
-        let base = r.base.unwrap_or(frame.dts);
-        let rebased = Frame {
-            track: frame.track,
-            pts: (frame.pts - base).max(0),
-            dts: (frame.dts - base).max(0),
-            keyframe: frame.keyframe,
-            data: frame.data.clone(),
-        };
-        let mut out = Vec::new();
-        if let Some(m) = r.mux.as_mut() {
-            m.write_frame(&rebased, &mut out);
-        }
-        if let Some(f) = r.file.as_mut() {
-            f.last_dts = f.last_dts.max(frame.dts);
-            f.bytes += out.len() as u64;
-            task.record_bytes = f.bytes;
-            task.record_ms = ((f.last_dts - f.first_dts).max(0) * 1000 / TICKS_PER_SECOND) as u64;
-            if !out.is_empty() {
-                self.ops.push(FileOp::Write {
-                    file: f.id,
-                    data: out,
-                });
-            }
-        }
-        self.recordings.insert(key.clone(), r);
-    }
-
     fn macros<'a>(
         &self,
         task: &'a RecordTask,
@@ -506,11 +518,6 @@ impl RecordManager {
             end_ms,
             utc_offset: self.utc_offset,
         }
-    }
-
-    #[cfg(test)]
-    fn open_files(&self) -> usize {
-        self.files.len()
     }
 }
 
