@@ -53,23 +53,6 @@ impl<'a> DumpView<'a> {
     }
 }
 
-/// The body as a JSON object (empty: `{}`).
-fn object(body: &[u8]) -> Result<Value, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(Default::default()));
-    }
-    let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
-    if !value.is_object() {
-        return Err(ApiError::bad_request("Request body must be an object"));
-    }
-    Ok(value)
-}
-
-fn typed<T: for<'de> serde::Deserialize<'de>>(value: Value) -> Result<T, ApiError> {
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))
-}
-
 impl Api {
     pub(super) fn start_hls_dump(
         &mut self,
@@ -85,12 +68,12 @@ impl Api {
             )));
         };
         let root = llhls.dumps.as_ref().and_then(|d| d.root_path.clone());
-        let mut value = object(body)?;
+        let mut value = envelope::object_body(body, true)?;
         // The stream in the path when the body names none.
         if value.get("outputStreamName").is_none() {
             value["outputStreamName"] = Value::String(stream.to_string());
         }
-        let req: StartDumpRequest = typed(value)?;
+        let req: StartDumpRequest = envelope::from_object(value)?;
         let spec = dump::validate_start(req, vhost, app, root.as_deref(), self.now.unix_ms)
             .map_err(ApiError::bad_request)?;
         self.live_stream(vhost, app, &spec.stream)?;
@@ -139,7 +122,7 @@ impl Api {
         body: &[u8],
     ) -> Result<Response, ApiError> {
         self.app_or_404(vhost, app)?;
-        let req: StopDumpRequest = typed(object(body)?)?;
+        let req: StopDumpRequest = envelope::from_object(envelope::object_body(body, true)?)?;
         let name = req.output_stream_name.unwrap_or_else(|| stream.to_string());
         let keys: Vec<TaskKey> = match req.id.filter(|s| !s.is_empty()) {
             Some(id) => {
@@ -179,7 +162,7 @@ impl Api {
         body: &[u8],
     ) -> Result<Response, ApiError> {
         self.app_or_404(vhost, app)?;
-        let value = object(body)?;
+        let value = envelope::object_body(body, true)?;
         let id = value.get("id").and_then(Value::as_str);
         let views: Vec<DumpView> = self
             .registry

@@ -341,6 +341,30 @@ impl From<crate::push::request::RequestError> for ApiError {
     }
 }
 
+/// A request body that must be a JSON object, as OME's action bodies are:
+/// not JSON is 400 with the syntax error, another JSON value 400 "Request
+/// body must be an object". `empty_is_object`: an empty body reads as `{}`.
+pub fn object_body(body: &[u8], empty_is_object: bool) -> Result<serde_json::Value, ApiError> {
+    if empty_is_object && body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Value::Object(Default::default()));
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("Request body must be an object"));
+    }
+    Ok(value)
+}
+
+/// An object body as the handler's request type: a missing or mistyped
+/// field is 400 "Invalid request: ...".
+pub fn from_object<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+) -> Result<T, ApiError> {
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))
+}
+
 /// Refuses a JSON body with a key twice in one object (400), which serde
 /// would otherwise take as "last wins". Bodies that are not JSON pass here
 /// and get their syntax error from the handler that parses them.

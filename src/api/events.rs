@@ -50,13 +50,7 @@ impl Api {
         body: &[u8],
     ) -> Result<Response, ApiError> {
         let id = self.viewed_stream(vhost, app, stream, true)?;
-        if !body.iter().all(u8::is_ascii_whitespace) {
-            let value: Value =
-                serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
-            if !value.is_object() {
-                return Err(ApiError::bad_request("Request body must be an object"));
-            }
-        }
+        envelope::object_body(body, true)?;
         self.effects.push(Effect::ConcludeHls { stream: id });
         Ok(envelope::ok_empty())
     }

@@ -138,13 +138,7 @@ impl Api {
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
         self.push_app(vhost, app)?;
-        let value: serde_json::Value =
-            serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
-        if !value.is_object() {
-            return Err(ApiError::bad_request("Request body must be an object"));
-        }
-        let req: StartPushRequest = serde_json::from_value(value)
-            .map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))?;
+        let req: StartPushRequest = envelope::from_object(envelope::object_body(body, false)?)?;
         let spec_app = self.registry.app(vhost, app).cloned();
         let has_encode = |n: &str| spec_app.as_ref().is_some_and(|a| a.has_encode(n));
         let (spec, destination) =

@@ -91,20 +91,17 @@ impl<'a> RecordView<'a> {
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 struct IdBody {
     id: Option<String>,
 }
 
-/// The body as a JSON object (OME's bodies are objects).
-fn object<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
-    if !value.is_object() {
-        return Err(ApiError::bad_request("Request body must be an object"));
-    }
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))
+/// The body as `T`; it must be a JSON object (OME's bodies are).
+fn object<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    empty_is_object: bool,
+) -> Result<T, ApiError> {
+    envelope::from_object(envelope::object_body(body, empty_is_object)?)
 }
 
 impl Api {
@@ -126,7 +123,7 @@ impl Api {
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
         let file = self.file_app(vhost, app)?;
-        let req: StartRecordRequest = object(body)?;
+        let req: StartRecordRequest = object(body, false)?;
         let spec = request::validate_start(req, vhost, app, &file, self.now.unix_ms)
             .map_err(ApiError::bad_request)?;
         let key = TaskKey {
@@ -173,7 +170,7 @@ impl Api {
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
         self.file_app(vhost, app)?;
-        let req: IdBody = object(body)?;
+        let req: IdBody = object(body, false)?;
         let Some(id) = req.id.filter(|s| !s.is_empty()) else {
             return Err(ApiError::bad_request("There is no required parameter [id]"));
         };
@@ -215,11 +212,7 @@ impl Api {
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
         self.file_app(vhost, app)?;
-        let req: IdBody = if body.iter().all(|b| b.is_ascii_whitespace()) {
-            IdBody::default()
-        } else {
-            object(body)?
-        };
+        let req: IdBody = object(body, true)?;
         let views: Vec<RecordView> = self
             .registry
             .records
