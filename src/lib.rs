@@ -8,6 +8,7 @@
 
 pub mod log;
 
+pub mod admission;
 pub mod api;
 pub mod clock;
 pub mod codec;
