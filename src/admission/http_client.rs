@@ -231,7 +231,10 @@ mod tests {
         assert_eq!((t.tls, t.port, t.path.as_str()), (true, 443, "/"));
         assert_eq!(t.host_header(), "ctl.example.com");
         let t = Target::parse("http://[::1]:81/a").unwrap();
-        assert_eq!((t.host.as_str(), t.host_header()), ("::1", "[::1]:81".into()));
+        assert_eq!(
+            (t.host.as_str(), t.host_header()),
+            ("::1", "[::1]:81".into())
+        );
         for bad in [
             "ftp://x/",
             "http://",
@@ -284,7 +287,11 @@ mod tests {
         assert!(read(&[b"garbage\r\n\r\n"], false).is_err());
         let big = vec![b'x'; MAX_RESPONSE];
         assert!(read(&[b"HTTP/1.1 200 OK\r\n\r\n", &big], false).is_err());
-        assert!(read(&[b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"], false).is_err());
+        assert!(read(
+            &[b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"],
+            false
+        )
+        .is_err());
     }
 
     #[test]

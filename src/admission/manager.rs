@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 pub const CLOSING_TIMEOUT: Duration = Duration::from_millis(500);
 /// A viewer session with no request for this long is over.
 pub const VIEWER_IDLE: Duration = Duration::from_secs(15);
+/// How often viewer sessions are swept for quiet and expired ones.
+pub const SWEEP: Duration = Duration::from_secs(1);
 /// Most openings in flight at once; beyond, new sessions are refused (a
 /// flood must not open unbounded connections to the control server).
 pub const MAX_PENDING: usize = 1024;
@@ -214,14 +216,7 @@ impl AccessManager {
         self.next_id
     }
 
-    fn send(
-        &mut self,
-        kind: CallKind,
-        subject: &Subject,
-        hook: &Hook,
-        status: Status,
-        now: Now,
-    ) {
+    fn send(&mut self, kind: CallKind, subject: &Subject, hook: &Hook, status: Status, now: Now) {
         let id = self.next();
         let body = webhook::body(subject, status, now.unix_ms);
         let timeout = match status {
@@ -408,15 +403,16 @@ impl AccessManager {
         let (id, key) = value.split_once('_').ok_or(SessionError::Unknown)?;
         let id: u32 = id.parse().map_err(|_| SessionError::Unknown)?;
         let s = self.viewers.get_mut(&id).ok_or(SessionError::Unknown)?;
-        let same = ring::constant_time::verify_slices_are_equal(s.key.as_bytes(), key.as_bytes())
-            .is_ok()
+        let same = policy::same_bytes(s.key.as_bytes(), key.as_bytes())
             && s.vhost == vhost
             && s.app == app
             && s.stream == stream;
         if !same {
             return Err(SessionError::Unknown);
         }
-        if s.expire_at.is_some_and(|e| (now.unix_ms.max(0) as u64) >= e) {
+        if s.expire_at
+            .is_some_and(|e| (now.unix_ms.max(0) as u64) >= e)
+        {
             self.end_viewer(id, now);
             return Err(SessionError::Expired);
         }
@@ -449,21 +445,11 @@ impl AccessManager {
         }
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) is next due.
+    /// When [`handle_timeout`](Self::handle_timeout) is next due: a sweep
+    /// a second while viewer sessions exist (each request checks expiry
+    /// exactly; the sweep only finds the sessions nobody uses).
     pub fn poll_timeout(&self, now: Now) -> Option<Instant> {
-        self.viewers
-            .values()
-            .map(|s| {
-                let idle = s.last_seen + VIEWER_IDLE;
-                match s.expire_at {
-                    Some(e) => {
-                        let left = e.saturating_sub(now.unix_ms.max(0) as u64);
-                        idle.min(now.instant + Duration::from_millis(left))
-                    }
-                    None => idle,
-                }
-            })
-            .min()
+        (!self.viewers.is_empty()).then(|| now.instant + SWEEP)
     }
 
     pub fn viewer_count(&self) -> usize {

@@ -123,7 +123,10 @@ pub fn parse_answer(status: u16, body: &[u8]) -> Decision {
     let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(body) else {
         return denied("the control server's answer is not a JSON object".into());
     };
-    let reason = obj.get("reason").and_then(Value::as_str).map(str::to_string);
+    let reason = obj
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     match obj.get("allowed").and_then(Value::as_bool) {
         None => denied("the control server's answer has no boolean \"allowed\"".into()),
         Some(false) => denied(reason.unwrap_or_else(|| "denied by the control server".into())),

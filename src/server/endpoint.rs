@@ -7,6 +7,7 @@
 
 use super::resolver::Resolver;
 use super::Service;
+use crate::admission::manager::{AccessManager, CheckId, Verdict};
 use crate::api::Api;
 use crate::hls::manager::HlsManager;
 use crate::push::manager::PushManager;
@@ -26,6 +27,7 @@ pub(crate) struct Cx<'a> {
     pub api: &'a mut Api,
     pub pushes: &'a mut PushManager,
     pub hls: &'a mut HlsManager,
+    pub access: &'a mut AccessManager,
     pub resolver: &'a Resolver,
     pub tls_client: &'a Arc<rustls::ClientConfig>,
     pub out: &'a mut Output,
@@ -74,6 +76,17 @@ pub(crate) trait Endpoint {
 
     /// A name this endpoint asked the resolver for is resolved.
     fn resolved(&mut self, _result: Result<Vec<SocketAddr>, String>, _cx: &mut Cx<'_>) {}
+
+    /// The decision on an admission this endpoint waited for
+    /// ([`Verdict::Pending`]). One it no longer waits for must close what
+    /// was allowed, as this default does.
+    fn admitted(&mut self, _check: CheckId, verdict: Verdict, cx: &mut Cx<'_>) {
+        if let Verdict::Allowed(admit) = verdict {
+            if let Some(a) = admit.admission {
+                cx.access.close(a, crate::clock::Now::read(cx.now));
+            }
+        }
+    }
 
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}

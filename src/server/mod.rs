@@ -30,7 +30,9 @@ pub(crate) mod tokens;
 pub(crate) mod transport;
 pub(crate) mod ts_ingest;
 pub(crate) mod viewer_conn;
+pub(crate) mod webhook_io;
 
+use crate::admission::manager::{AccessManager, Verdict};
 use crate::api::{Api, Effect};
 use crate::clock::Now;
 use crate::config::ApiLimits;
@@ -57,11 +59,14 @@ use timers::Timers;
 use tokens::TokenTable;
 use ts_ingest::TsPort;
 use viewer_conn::ViewerConn;
+use webhook_io::WebhookIo;
 
 const SIGNAL_TOKEN: Token = Token(usize::MAX);
 const WAKER_TOKEN: Token = Token(usize::MAX - 1);
 /// The timer that retries failed push tasks.
 const RETRY_TOKEN: Token = Token(usize::MAX - 2);
+/// The timer that ends quiet or expired viewer sessions.
+const ACCESS_TOKEN: Token = Token(usize::MAX - 3);
 /// Most RTMP(S) connections at once; beyond, accept and close at once (a
 /// flood must not take the descriptors the API and pushes need).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
@@ -123,6 +128,10 @@ pub struct Server {
     pushes: PushManager,
     hls: HlsManager,
     records: RecordManager,
+    access: AccessManager,
+    /// Inside `drive_access` (its calls must not start another).
+    driving_access: bool,
+    access_armed: Option<Instant>,
     files: FileWriter,
     limits: ApiLimits,
     api_conns: usize,
@@ -203,6 +212,9 @@ impl Server {
             pushes: PushManager::new(std::process::id()),
             hls: HlsManager::new(utc_offset),
             records: RecordManager::new(utc_offset),
+            access: AccessManager::default(),
+            driving_access: false,
+            access_armed: None,
             files: FileWriter::start(waker.clone())?,
             limits,
             api_conns: 0,
@@ -331,6 +343,7 @@ impl Server {
             api,
             pushes,
             hls,
+            access,
             resolver,
             tls_client,
             ..
@@ -345,6 +358,7 @@ impl Server {
             api,
             pushes,
             hls,
+            access,
             resolver,
             tls_client,
             out,
@@ -376,6 +390,71 @@ impl Server {
         }
         self.drive_pushes(now);
         self.drive_files();
+        self.drive_access(now);
+    }
+
+    /// Sends the webhook requests admissions made, hands each decision to
+    /// the endpoint waiting for it (one that is gone has what was allowed
+    /// closed), and arms the viewer-session timer.
+    fn drive_access(&mut self, now: Instant) {
+        if self.driving_access {
+            return;
+        }
+        self.driving_access = true;
+        loop {
+            let mut busy = false;
+            while let Some(call) = self.access.poll_call() {
+                busy = true;
+                let token = self.endpoints.vacant_token();
+                let mut out = Output::default();
+                let io = {
+                    let mut cx = Cx {
+                        now,
+                        token,
+                        poll: self.poll.registry(),
+                        api: &mut self.api,
+                        pushes: &mut self.pushes,
+                        hls: &mut self.hls,
+                        access: &mut self.access,
+                        resolver: &self.resolver,
+                        tls_client: &self.tls_client,
+                        out: &mut out,
+                    };
+                    WebhookIo::start(call, &mut cx)
+                };
+                if !io.is_closed() {
+                    let token = self.endpoints.insert(Entry::new(Box::new(io)));
+                    if let Some(d) = self
+                        .endpoints
+                        .get(token)
+                        .and_then(|e| e.endpoint.deadline())
+                    {
+                        self.arm(token, d);
+                    }
+                }
+            }
+            while let Some((waiter, check, verdict)) = self.access.poll_decision() {
+                busy = true;
+                let token = Token(waiter);
+                if self.endpoints.get(token).is_some() {
+                    self.call(token, now, move |ep, cx| ep.admitted(check, verdict, cx));
+                } else if let Verdict::Allowed(admit) = verdict {
+                    if let Some(a) = admit.admission {
+                        self.access.close(a, Now::read(now));
+                    }
+                }
+            }
+            if !busy {
+                break;
+            }
+        }
+        self.driving_access = false;
+        if let Some(at) = self.access.poll_timeout(Now::read(now)) {
+            if self.access_armed.is_none_or(|armed| at < armed) {
+                self.access_armed = Some(at);
+                self.timers.schedule(at, ACCESS_TOKEN);
+            }
+        }
     }
 
     /// Hands the file operations of recordings and dumps to the writer
@@ -434,6 +513,7 @@ impl Server {
                         api: &mut self.api,
                         pushes: &mut self.pushes,
                         hls: &mut self.hls,
+                        access: &mut self.access,
                         resolver: &self.resolver,
                         tls_client: &self.tls_client,
                         out: &mut out,
@@ -481,6 +561,12 @@ impl Server {
             due.push(token);
         }
         for token in due {
+            if token == ACCESS_TOKEN {
+                self.access_armed = None;
+                self.access.handle_timeout(Now::read(now));
+                self.drive_access(now);
+                continue;
+            }
             if token == RETRY_TOKEN {
                 self.retry_armed = None;
                 self.pushes

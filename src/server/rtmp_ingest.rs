@@ -4,11 +4,22 @@
 //! `host.names` match the tcUrl's host; the application must exist there
 //! with the RTMP provider on, and the stream name must be free, or
 //! `publish` is refused with a status the client prints.
+//!
+//! Before a stream starts, the virtual host's signed policy and admission
+//! webhook decide (the URL is the tcUrl with its port, then `/` and the
+//! stream name with its query, as OME builds it). A webhook's answer may
+//! take a while: the `publish` waits for it without blocking anything,
+//! and a refusal is `NetStream.Publish.Rejected` with the reason. The
+//! session ends at the policy's `stream_expire` or the webhook's
+//! `lifetime`, and its closing is sent whatever ends it.
 
 use super::budget::BudgetShare;
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
 use super::Service;
+use crate::admission::manager::{AdmissionId, CheckId, Verdict};
+use crate::admission::webhook::{Protocol, Subject};
+use crate::clock::Now;
 use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
 use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
 use crate::state::Registry;
@@ -28,8 +39,14 @@ pub(crate) struct RtmpIngest {
     source: SourceType,
     /// The loop's token, as the stream's publisher id.
     owner: u64,
-    /// Resolved at `connect`: (vhost, app name as asked).
-    target: Option<(Option<String>, String)>,
+    /// Resolved at `connect`: (vhost, app name as asked, tcUrl).
+    target: Option<(Option<String>, String, String)>,
+    /// A `publish` waiting for its admission: (the check, the stream name).
+    pending: Option<(CheckId, String)>,
+    /// The admitted session's closing is owed.
+    admission: Option<AdmissionId>,
+    /// When the admitted session must end (policy or webhook).
+    expire: Option<Instant>,
     pub stream: Option<StreamId>,
     /// When the handshake and first `publish` must be done by; `None` once
     /// the connection has published (after an unpublish only the idle
@@ -71,6 +88,9 @@ impl RtmpIngest {
             source,
             owner,
             target: None,
+            pending: None,
+            admission: None,
+            expire: None,
             stream: None,
             setup_deadline: Some(now + SETUP_TIMEOUT),
             last_input: now,
@@ -82,19 +102,20 @@ impl RtmpIngest {
 
     pub(crate) fn deadline(&self) -> Instant {
         let idle = self.last_input + IDLE_TIMEOUT;
-        self.setup_deadline.map_or(idle, |setup| setup.min(idle))
+        let setup = match (self.setup_deadline, &self.pending) {
+            // A webhook's own time-out bounds the wait.
+            (Some(setup), None) => setup.min(idle),
+            _ => idle,
+        };
+        self.expire.map_or(setup, |e| e.min(setup))
     }
 
     /// Reads what arrived, acts on the session's events, writes replies.
-    pub(crate) fn on_ready(
-        &mut self,
-        registry: &mut Registry,
-        now: Instant,
-        out: &mut IngestOutput,
-    ) {
+    pub(crate) fn on_ready(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
         if self.closed {
             return;
         }
+        let now = cx.now;
         let session = &mut self.session;
         let mut failure = None;
         let result = self
@@ -132,7 +153,13 @@ impl RtmpIngest {
             );
             self.closed = true;
         }
-        self.handle_events(registry, now, out);
+        self.handle_events(cx, out);
+        self.finish_turn(cx, out);
+    }
+
+    /// Writes what the session has, and closes a refused or finished
+    /// connection.
+    fn finish_turn(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
         self.flush();
         if self.session.is_closed() {
             self.closed = true;
@@ -143,32 +170,39 @@ impl RtmpIngest {
             self.closed = true;
         }
         if self.closed {
-            self.end(registry, out);
+            self.end(cx, out);
         }
     }
 
     /// The deadline passed (checked due by the loop).
-    pub(crate) fn on_deadline(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
-        crate::info!(
-            "rtmp {}: {}; closing",
-            self.peer,
-            if self.setup_deadline.is_some() {
-                "no publish within 10 s"
-            } else {
-                "no data for 30 s"
-            }
-        );
-        self.close(registry, out);
+    pub(crate) fn on_deadline(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
+        let why = if self.expire.is_some_and(|e| cx.now >= e) {
+            "the session has expired (signed policy or webhook lifetime)"
+        } else if self.setup_deadline.is_some() && self.pending.is_none() {
+            "no publish within 10 s"
+        } else {
+            "no data for 30 s"
+        };
+        crate::info!("rtmp {}: {why}; closing", self.peer);
+        self.close(cx, out);
     }
 
     /// Ends the session from our side (app restarted, server stopping).
-    pub(crate) fn close(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
+    pub(crate) fn close(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
         self.closed = true;
         self.transport.close_write();
-        self.end(registry, out);
+        self.end(cx, out);
     }
 
-    fn end(&mut self, registry: &mut Registry, out: &mut IngestOutput) {
+    fn end(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
+        if let Some((check, _)) = self.pending.take() {
+            cx.access.cancel(check);
+        }
+        if let Some(a) = self.admission.take() {
+            cx.access.close(a, Now::read(cx.now));
+        }
+        self.expire = None;
+        let registry = &mut cx.api.registry;
         if let Some(id) = self.stream.take() {
             if let Some(s) = registry.streams.end(id) {
                 crate::info!(
@@ -201,8 +235,9 @@ impl RtmpIngest {
         }
     }
 
-    fn handle_events(&mut self, registry: &mut Registry, now: Instant, out: &mut IngestOutput) {
+    fn handle_events(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
         while let Some(event) = self.session.poll_event() {
+            let registry = &mut cx.api.registry;
             match event {
                 ServerEvent::Connect { app, tc_url, .. } => {
                     let host = tc_url_host(&tc_url);
@@ -212,13 +247,14 @@ impl RtmpIngest {
                         self.peer,
                         vhost.as_deref().unwrap_or("none matches")
                     );
-                    self.target = Some((vhost, app));
+                    self.target = Some((vhost, app, tc_url));
                     self.session.accept_connect();
                 }
                 ServerEvent::Publish { stream_name, .. } => {
-                    self.publish(registry, &stream_name, now, out);
-                    // Either the stream started or the publish was refused.
-                    self.refused = self.stream.is_none();
+                    self.publish(cx, &stream_name, out);
+                    // The stream started, the publish was refused, or it
+                    // waits for its admission.
+                    self.refused = self.stream.is_none() && self.pending.is_none();
                 }
                 ServerEvent::TracksChanged(tracks) => {
                     if let Some(id) = self.stream {
@@ -235,9 +271,9 @@ impl RtmpIngest {
                     }
                 }
                 ServerEvent::Metadata(_) => {}
-                ServerEvent::Unpublish => self.end(registry, out),
+                ServerEvent::Unpublish => self.end(cx, out),
                 ServerEvent::PlayRefused { stream_name } => {
-                    let app = self.target.as_ref().map_or("", |(_, a)| a.as_str());
+                    let app = self.target.as_ref().map_or("", |(_, a, _)| a.as_str());
                     crate::warn!(
                         "rtmp {}: play [{app}/{stream_name}] refused: playback over RTMP is not served yet",
                         self.peer
@@ -247,28 +283,116 @@ impl RtmpIngest {
         }
     }
 
-    fn publish(
-        &mut self,
-        registry: &mut Registry,
-        name: &str,
-        now: Instant,
-        out: &mut IngestOutput,
-    ) {
-        // RTMP stream names may carry a query (`stream?key=...`); it is not
-        // part of the name.
-        let name = name.split('?').next().unwrap_or("").to_string();
-        let Some((vhost, app)) = self.target.clone() else {
+    /// The URL a signed policy and a webhook see: the tcUrl with its port
+    /// (the listener's when it has none), `/`, the stream name, and the
+    /// queries of both in order.
+    fn request_url(&mut self, tc_url: &str, name_and_query: &str) -> String {
+        let (base, tc_query) = tc_url.split_once('?').unwrap_or((tc_url, ""));
+        let base = base.trim_end_matches('/');
+        let (scheme, rest) = base.split_once("://").unwrap_or(("rtmp", base));
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let has_port = match authority.strip_prefix('[') {
+            Some(v6) => v6.contains("]:"),
+            None => authority.contains(':'),
+        };
+        let mut url = format!("{scheme}://{authority}");
+        if !has_port {
+            if let Ok(local) = self.transport.stream_mut().local_addr() {
+                url.push_str(&format!(":{}", local.port()));
+            }
+        }
+        if !path.is_empty() {
+            url.push('/');
+            url.push_str(path);
+        }
+        let (name, query) = name_and_query
+            .split_once('?')
+            .unwrap_or((name_and_query, ""));
+        url.push('/');
+        url.push_str(name);
+        let queries: Vec<&str> = [tc_query, query]
+            .into_iter()
+            .filter(|q| !q.is_empty())
+            .collect();
+        if !queries.is_empty() {
+            url.push('?');
+            url.push_str(&queries.join("&"));
+        }
+        url
+    }
+
+    fn reject(&mut self, code: &str, why: &str) {
+        crate::warn!("rtmp {}: publish refused: {why}", self.peer);
+        self.session.reject_publish_with_code(code, why);
+    }
+
+    /// A `publish`: the vhost, then the signed policy and the webhook,
+    /// then the application and the name.
+    fn publish(&mut self, cx: &mut Cx<'_>, raw_name: &str, out: &mut IngestOutput) {
+        let Some((vhost, _, tc_url)) = self.target.clone() else {
             self.session.reject_publish("connect first");
             return;
         };
         let Some(vhost) = vhost else {
-            self.session
-                .reject_publish("No virtual host serves this tcUrl host");
-            crate::warn!(
-                "rtmp {}: publish refused: no virtual host for the tcUrl",
-                self.peer
+            self.reject(
+                "NetStream.Publish.BadName",
+                "No virtual host serves this tcUrl host",
             );
             return;
+        };
+        // RTMP stream names may carry a query (`stream?key=...`); it is not
+        // part of the name.
+        let name = raw_name.split('?').next().unwrap_or("").to_string();
+        let Some(spec) = cx.api.registry.vhost(&vhost).map(|v| &v.spec) else {
+            self.reject("NetStream.Publish.BadName", "The virtual host is gone");
+            return;
+        };
+        let subject = Subject {
+            protocol: Protocol::Rtmp,
+            client: self.peer,
+            user_agent: None,
+            url: self.request_url(&tc_url, raw_name),
+            new_url: None,
+        };
+        match cx
+            .access
+            .check(spec, subject, cx.token.0, Now::read(cx.now))
+        {
+            Verdict::Allowed(admit) => self.start(cx, &vhost, name, admit, out),
+            Verdict::Refused(why) => self.reject("NetStream.Publish.Rejected", &why),
+            Verdict::Pending(check) => {
+                crate::debug!(
+                    "rtmp {}: publish waits for the admission webhook",
+                    self.peer
+                );
+                self.pending = Some((check, name));
+            }
+        }
+    }
+
+    /// Starts the admitted stream (where a webhook's `new_url` sends it).
+    fn start(
+        &mut self,
+        cx: &mut Cx<'_>,
+        vhost: &str,
+        name: String,
+        admit: crate::admission::manager::Admit,
+        out: &mut IngestOutput,
+    ) {
+        let now = cx.now;
+        self.admission = admit.admission;
+        let wall = Now::read(now);
+        self.expire = admit
+            .expire_at
+            .map(|at| now + Duration::from_millis(at.saturating_sub(wall.unix_ms.max(0) as u64)));
+        let registry = &mut cx.api.registry;
+        let app = self.target.as_ref().map_or("", |(_, a, _)| a).to_string();
+        let (vhost, app, name) = match &admit.new_url {
+            None => (vhost.to_string(), app, name),
+            Some(url) => match redirect(registry, url) {
+                Ok(t) => t,
+                Err(why) => return self.refuse_admitted(cx, &why),
+            },
         };
         let rtmp_on = registry
             .app(&vhost, &app)
@@ -276,29 +400,24 @@ impl RtmpIngest {
         match rtmp_on {
             None => {
                 let why = format!("Could not find the application: [{vhost}/{app}]");
-                crate::warn!("rtmp {}: publish refused: {why}", self.peer);
-                self.session.reject_publish(&why);
-                return;
+                return self.refuse_admitted(cx, &why);
             }
             Some(false) => {
                 let why = format!("RTMP is not enabled for the application: [{vhost}/{app}]");
-                crate::warn!("rtmp {}: publish refused: {why}", self.peer);
-                self.session.reject_publish(&why);
-                return;
+                return self.refuse_admitted(cx, &why);
             }
             Some(true) => {}
         }
         if name.is_empty() {
-            self.session.reject_publish("The stream name is empty");
-            return;
+            return self.refuse_admitted(cx, "The stream name is empty");
         }
-        match registry.streams.start(
+        match cx.api.registry.streams.start(
             &vhost,
             &app,
             &name,
             self.source,
             self.owner,
-            crate::clock::unix_millis_now(),
+            wall.unix_ms,
         ) {
             Ok(id) => {
                 self.stream = Some(id);
@@ -314,24 +433,84 @@ impl RtmpIngest {
             }
             Err(PublishError::AlreadyPublishing) => {
                 let why = format!("The stream is already being published: [{vhost}/{app}/{name}]");
-                crate::warn!("rtmp {}: publish refused: {why}", self.peer);
-                self.session
-                    .reject_publish_with_code("NetStream.Publish.BadName", &why);
+                self.reject("NetStream.Publish.BadName", &why);
+                self.close_admission(cx);
             }
         }
     }
+
+    /// Refuses a publish that was admitted (its closing is sent).
+    fn refuse_admitted(&mut self, cx: &mut Cx<'_>, why: &str) {
+        self.reject("NetStream.Publish.BadName", why);
+        self.close_admission(cx);
+    }
+
+    fn close_admission(&mut self, cx: &mut Cx<'_>) {
+        self.expire = None;
+        if let Some(a) = self.admission.take() {
+            cx.access.close(a, Now::read(cx.now));
+        }
+    }
+}
+
+/// (vhost, app, stream) a webhook's `new_url` names on this server.
+pub(crate) fn redirect(registry: &Registry, url: &str) -> Result<(String, String, String), String> {
+    let bad = || format!("the webhook's new_url [{}] names no stream here", url);
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split('?').next().unwrap_or("");
+    let mut parts = rest.split('/').filter(|p| !p.is_empty());
+    let (Some(authority), Some(app), Some(stream)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    let host = crate::api::access::host_without_port(authority);
+    let vhost = registry.vhost_serving(host).ok_or_else(bad)?;
+    Ok((vhost.spec.name.clone(), app.to_string(), stream.to_string()))
 }
 
 impl Endpoint for RtmpIngest {
     fn ready(&mut self, cx: &mut Cx<'_>, _peer_closed: bool) {
         let mut out = IngestOutput::default();
-        self.on_ready(&mut cx.api.registry, cx.now, &mut out);
+        self.on_ready(cx, &mut out);
         cx.out.ingest.push(out);
     }
 
     fn timeout(&mut self, cx: &mut Cx<'_>) {
         let mut out = IngestOutput::default();
-        self.on_deadline(&mut cx.api.registry, &mut out);
+        self.on_deadline(cx, &mut out);
+        cx.out.ingest.push(out);
+    }
+
+    fn admitted(&mut self, check: CheckId, verdict: Verdict, cx: &mut Cx<'_>) {
+        let name = match self.pending.take() {
+            Some((c, name)) if c == check && !self.closed => name,
+            other => {
+                self.pending = other;
+                // Not (or no longer) waited for: close what was allowed.
+                if let Verdict::Allowed(a) = verdict {
+                    if let Some(a) = a.admission {
+                        cx.access.close(a, Now::read(cx.now));
+                    }
+                }
+                return;
+            }
+        };
+        let mut out = IngestOutput::default();
+        let vhost = self
+            .target
+            .as_ref()
+            .and_then(|(v, _, _)| v.clone())
+            .unwrap_or_default();
+        match verdict {
+            Verdict::Allowed(admit) => self.start(cx, &vhost, name, admit, &mut out),
+            Verdict::Refused(why) => self.reject("NetStream.Publish.Rejected", &why),
+            Verdict::Pending(_) => {}
+        }
+        self.refused = self.stream.is_none();
+        if self.refused {
+            self.setup_deadline = Some(cx.now);
+        }
+        self.finish_turn(cx, &mut out);
         cx.out.ingest.push(out);
     }
 
@@ -349,7 +528,7 @@ impl Endpoint for RtmpIngest {
 
     fn abort(&mut self, cx: &mut Cx<'_>) {
         let mut out = IngestOutput::default();
-        self.close(&mut cx.api.registry, &mut out);
+        self.close(cx, &mut out);
         cx.out.ingest.push(out);
     }
 

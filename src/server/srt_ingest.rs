@@ -9,8 +9,17 @@
 //! `srt://{host}[:port]/{app}/{stream}` (URL-encoded or not), and SRT's
 //! access-control syntax `#!::h={host},r={app}/{stream},m=publish`;
 //! `{app}/{stream}` picks the first virtual host that serves any name.
+//!
+//! The signed policy and the admission webhook see the streamid as OME's
+//! URL form (`srt://{host}:{port}/{app}/{stream}?{query}`, the listener's
+//! port when it names none). A refusal is reject code 1401; a webhook
+//! answer is waited for with the handshake held (the caller repeats its
+//! conclusion meanwhile).
 
 use super::endpoint::{Cx, Endpoint};
+use crate::admission::manager::{AdmissionId, Admit, CheckId, Verdict};
+use crate::admission::webhook::{Protocol, Subject};
+use crate::clock::Now;
 use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
 use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
 use crate::state::Registry;
@@ -26,12 +35,24 @@ const MAX_DATAGRAM: usize = 65_536;
 struct Connection {
     stream: StreamId,
     demuxer: Demuxer,
+    /// The admitted session's closing is owed.
+    admission: Option<AdmissionId>,
+    /// When the admitted session must end.
+    expire: Option<Instant>,
+}
+
+/// A connection request waiting for its admission webhook.
+struct Waiting {
+    conn: ConnectionId,
+    peer: SocketAddr,
+    target: (String, String, String),
 }
 
 pub struct SrtIngest {
     socket: UdpSocket,
     listener: Listener,
     conns: HashMap<ConnectionId, Connection>,
+    waiting: HashMap<CheckId, Waiting>,
     buf: Vec<u8>,
     out: Vec<u8>,
     /// A datagram the socket would not take yet (sent first next time).
@@ -147,6 +168,7 @@ impl SrtIngest {
             socket,
             listener: Listener::new(config, now),
             conns: HashMap::new(),
+            waiting: HashMap::new(),
             buf: vec![0u8; MAX_DATAGRAM],
             out: Vec::with_capacity(1500),
             blocked: None,
@@ -155,7 +177,11 @@ impl SrtIngest {
     }
 
     pub fn deadline(&self) -> Option<Instant> {
-        self.listener.poll_timeout()
+        let expire = self.conns.values().filter_map(|c| c.expire).min();
+        match (self.listener.poll_timeout(), expire) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The streams this socket feeds (for ending an app's sessions).
@@ -166,17 +192,13 @@ impl SrtIngest {
             .map(|(id, _)| *id)
     }
 
-    pub fn on_ready(
-        &mut self,
-        registry: &mut Registry,
-        now: Instant,
-        outs: &mut Vec<IngestOutput>,
-    ) {
+    pub(crate) fn on_ready(&mut self, cx: &mut Cx<'_>) {
+        let now = cx.now;
         loop {
             match self.socket.recv_from(&mut self.buf) {
                 Ok((n, from)) => {
                     self.listener.handle_datagram(from, &self.buf[..n], now);
-                    self.drain_events(registry, now, outs);
+                    self.drain_events(cx);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -189,34 +211,41 @@ impl SrtIngest {
         self.flush();
     }
 
-    pub fn on_timeout(
-        &mut self,
-        registry: &mut Registry,
-        now: Instant,
-        outs: &mut Vec<IngestOutput>,
-    ) {
+    pub(crate) fn on_timeout(&mut self, cx: &mut Cx<'_>) {
+        let now = cx.now;
+        let expired: Vec<ConnectionId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.expire.is_some_and(|e| now >= e))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in expired {
+            crate::info!(
+                "srt {conn}: the session has expired (signed policy or webhook lifetime); closing"
+            );
+            let _ = self.listener.close(conn, now);
+            self.end(conn, cx);
+        }
         self.listener.handle_timeout(now);
-        self.drain_events(registry, now, outs);
+        self.drain_events(cx);
         self.flush();
     }
 
     /// Closes a connection from our side (its app restarted).
-    pub fn close(
-        &mut self,
-        stream: StreamId,
-        registry: &mut Registry,
-        now: Instant,
-        outs: &mut Vec<IngestOutput>,
-    ) {
+    pub(crate) fn close(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
         if let Some(conn) = self.connection_of(stream) {
-            let _ = self.listener.close(conn, now);
-            self.end(conn, registry, outs);
+            let _ = self.listener.close(conn, cx.now);
+            self.end(conn, cx);
             self.flush();
         }
     }
 
-    fn end(&mut self, conn: ConnectionId, registry: &mut Registry, outs: &mut Vec<IngestOutput>) {
+    fn end(&mut self, conn: ConnectionId, cx: &mut Cx<'_>) {
+        let (registry, outs) = (&mut cx.api.registry, &mut cx.out.ingest);
         if let Some(mut c) = self.conns.remove(&conn) {
+            if let Some(a) = c.admission.take() {
+                cx.access.close(a, Now::read(cx.now));
+            }
             // The last PES of each track is complete only now.
             c.demuxer.flush();
             outs.push(drain_demuxer(&mut c.demuxer, c.stream, registry));
@@ -236,66 +265,14 @@ impl SrtIngest {
         }
     }
 
-    fn drain_events(
-        &mut self,
-        registry: &mut Registry,
-        now: Instant,
-        outs: &mut Vec<IngestOutput>,
-    ) {
+    fn drain_events(&mut self, cx: &mut Cx<'_>) {
         while let Some(event) = self.listener.poll_event() {
             match event {
                 ListenerEvent::ConnectionRequest {
                     conn,
                     peer,
                     stream_id,
-                } => match self.admit(registry, stream_id.as_deref()) {
-                    Ok((vhost, app, name)) => {
-                        match registry.streams.start(
-                            &vhost,
-                            &app,
-                            &name,
-                            SourceType::Srt,
-                            self.owner,
-                            crate::clock::unix_millis_now(),
-                        ) {
-                            Ok(id) => {
-                                if self.listener.accept(conn, now).is_ok() {
-                                    crate::info!(
-                                        "stream [{vhost}/{app}/{name}] started by Srt from {peer}"
-                                    );
-                                    self.conns.insert(
-                                        conn,
-                                        Connection {
-                                            stream: id,
-                                            demuxer: Demuxer::new(),
-                                        },
-                                    );
-                                    outs.push(IngestOutput {
-                                        started: Some(id),
-                                        ..Default::default()
-                                    });
-                                } else {
-                                    registry.streams.end(id);
-                                }
-                            }
-                            Err(PublishError::AlreadyPublishing) => {
-                                crate::warn!("srt {peer}: refused (reject code 1409): stream [{vhost}/{app}/{name}] is already being published");
-                                let _ =
-                                    self.listener
-                                        .reject(conn, RejectReason::Predefined(409), now);
-                            }
-                        }
-                    }
-                    Err((code, why)) => {
-                        crate::warn!(
-                            "srt {peer}: refused (reject code {}): {why}",
-                            1000 + u32::from(code)
-                        );
-                        let _ = self
-                            .listener
-                            .reject(conn, RejectReason::Predefined(code), now);
-                    }
-                },
+                } => self.request(cx, conn, peer, stream_id.as_deref()),
                 ListenerEvent::Refused {
                     peer,
                     stream_id,
@@ -316,15 +293,142 @@ impl SrtIngest {
                         continue;
                     };
                     c.demuxer.push(&payload);
-                    let out = drain_demuxer(&mut c.demuxer, c.stream, registry);
+                    let out = drain_demuxer(&mut c.demuxer, c.stream, &mut cx.api.registry);
                     if out.tracks_changed || !out.frames.is_empty() {
-                        outs.push(out);
+                        cx.out.ingest.push(out);
                     }
                 }
                 ListenerEvent::Closed { conn, reason } => {
                     crate::debug!("srt {conn}: closed: {reason}");
-                    self.end(conn, registry, outs);
+                    self.end(conn, cx);
                 }
+            }
+        }
+    }
+
+    /// A caller's conclusion: which stream, then the signed policy and the
+    /// webhook.
+    fn request(
+        &mut self,
+        cx: &mut Cx<'_>,
+        conn: ConnectionId,
+        peer: SocketAddr,
+        stream_id: Option<&str>,
+    ) {
+        let target = match self.admit(&cx.api.registry, stream_id) {
+            Ok(t) => t,
+            Err((code, why)) => return self.refuse(conn, peer, code, &why, cx.now),
+        };
+        let Some(spec) = cx.api.registry.vhost(&target.0).map(|v| &v.spec) else {
+            return self.refuse(conn, peer, 404, "the virtual host is gone", cx.now);
+        };
+        let port = self.socket.local_addr().map_or(0, |a| a.port());
+        let subject = Subject {
+            protocol: Protocol::Srt,
+            client: peer,
+            user_agent: None,
+            url: request_url(stream_id.unwrap_or(""), &target, port),
+            new_url: None,
+        };
+        match cx
+            .access
+            .check(spec, subject, cx.token.0, Now::read(cx.now))
+        {
+            Verdict::Allowed(admit) => self.start(cx, conn, peer, target, admit),
+            Verdict::Refused(why) => self.refuse(conn, peer, 401, &why, cx.now),
+            Verdict::Pending(check) => {
+                crate::debug!("srt {peer}: waits for the admission webhook");
+                self.waiting.insert(check, Waiting { conn, peer, target });
+            }
+        }
+    }
+
+    fn refuse(&mut self, conn: ConnectionId, peer: SocketAddr, code: u16, why: &str, now: Instant) {
+        crate::warn!(
+            "srt {peer}: refused (reject code {}): {why}",
+            1000 + u32::from(code)
+        );
+        let _ = self
+            .listener
+            .reject(conn, RejectReason::Predefined(code), now);
+    }
+
+    /// Starts an admitted connection's stream (where a webhook's `new_url`
+    /// sends it); a failure closes the admission.
+    fn start(
+        &mut self,
+        cx: &mut Cx<'_>,
+        conn: ConnectionId,
+        peer: SocketAddr,
+        (vhost, app, name): (String, String, String),
+        admit: Admit,
+    ) {
+        let now = cx.now;
+        let wall = Now::read(now);
+        let close_admission = |cx: &mut Cx<'_>| {
+            if let Some(a) = admit.admission {
+                cx.access.close(a, wall);
+            }
+        };
+        let (vhost, app, name) = match &admit.new_url {
+            None => (vhost, app, name),
+            Some(url) => {
+                match super::rtmp_ingest::redirect(&cx.api.registry, url).and_then(|t| {
+                    match cx.api.registry.app(&t.0, &t.1) {
+                        Some(a) if a.providers.srt.is_some() => Ok(t),
+                        _ => Err(format!(
+                            "the webhook's new_url [{url}] names no application with SRT on"
+                        )),
+                    }
+                }) {
+                    Ok(t) => t,
+                    Err(why) => {
+                        self.refuse(conn, peer, 404, &why, now);
+                        return close_admission(cx);
+                    }
+                }
+            }
+        };
+        let registry = &mut cx.api.registry;
+        match registry.streams.start(
+            &vhost,
+            &app,
+            &name,
+            SourceType::Srt,
+            self.owner,
+            wall.unix_ms,
+        ) {
+            Ok(id) => {
+                if self.listener.accept(conn, now).is_ok() {
+                    crate::info!("stream [{vhost}/{app}/{name}] started by Srt from {peer}");
+                    let expire = admit.expire_at.map(|at| {
+                        now + std::time::Duration::from_millis(
+                            at.saturating_sub(wall.unix_ms.max(0) as u64),
+                        )
+                    });
+                    self.conns.insert(
+                        conn,
+                        Connection {
+                            stream: id,
+                            demuxer: Demuxer::new(),
+                            admission: admit.admission,
+                            expire,
+                        },
+                    );
+                    cx.out.ingest.push(IngestOutput {
+                        started: Some(id),
+                        ..Default::default()
+                    });
+                } else {
+                    // The caller gave up while the webhook was asked.
+                    registry.streams.end(id);
+                    close_admission(cx);
+                }
+            }
+            Err(PublishError::AlreadyPublishing) => {
+                let why = format!("stream [{vhost}/{app}/{name}] is already being published");
+                self.refuse(conn, peer, 409, &why, now);
+                close_admission(cx);
             }
         }
     }
@@ -401,13 +505,63 @@ impl SrtIngest {
     }
 }
 
+/// OME's URL form of a streamid, with a port: the URL itself when the
+/// streamid is one (percent-decoded), else built from what it names.
+fn request_url(
+    stream_id: &str,
+    (vhost, app, stream): &(String, String, String),
+    port: u16,
+) -> String {
+    let id = access_control_form(stream_id);
+    let decoded = crate::http::percent_decode(&id).unwrap_or_else(|| id.to_string());
+    if let Some((scheme, rest)) = decoded.split_once("://") {
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let has_port = match authority.strip_prefix('[') {
+            Some(v6) => v6.contains("]:"),
+            None => authority.contains(':'),
+        };
+        return if has_port {
+            decoded.clone()
+        } else {
+            format!("{scheme}://{authority}:{port}/{path}")
+        };
+    }
+    let host = match parse_stream_id(&id) {
+        Some((Some(h), _, _)) => h,
+        _ => vhost.clone(),
+    };
+    let query = decoded
+        .split_once('?')
+        .map(|(_, q)| format!("?{q}"))
+        .unwrap_or_default();
+    format!("srt://{host}:{port}/{app}/{stream}{query}")
+}
+
 impl Endpoint for SrtIngest {
     fn ready(&mut self, cx: &mut Cx<'_>, _peer_closed: bool) {
-        self.on_ready(&mut cx.api.registry, cx.now, &mut cx.out.ingest);
+        self.on_ready(cx);
     }
 
     fn timeout(&mut self, cx: &mut Cx<'_>) {
-        self.on_timeout(&mut cx.api.registry, cx.now, &mut cx.out.ingest);
+        self.on_timeout(cx);
+    }
+
+    fn admitted(&mut self, check: CheckId, verdict: Verdict, cx: &mut Cx<'_>) {
+        let Some(w) = self.waiting.remove(&check) else {
+            if let Verdict::Allowed(Admit {
+                admission: Some(a), ..
+            }) = verdict
+            {
+                cx.access.close(a, Now::read(cx.now));
+            }
+            return;
+        };
+        match verdict {
+            Verdict::Allowed(admit) => self.start(cx, w.conn, w.peer, w.target, admit),
+            Verdict::Refused(why) => self.refuse(w.conn, w.peer, 401, &why, cx.now),
+            Verdict::Pending(_) => {}
+        }
+        self.flush();
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -427,7 +581,7 @@ impl Endpoint for SrtIngest {
     fn abort(&mut self, _cx: &mut Cx<'_>) {}
 
     fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
-        self.close(stream, &mut cx.api.registry, cx.now, &mut cx.out.ingest);
+        self.close(stream, cx);
     }
 }
 

@@ -102,7 +102,10 @@ fn policy_is_checked_before_the_webhook() {
         1,
         now(t, 0),
     );
-    assert!(matches!(v, Verdict::Refused(ref why) if why.contains("signature")), "{v:?}");
+    assert!(
+        matches!(v, Verdict::Refused(ref why) if why.contains("signature")),
+        "{v:?}"
+    );
     assert!(m.poll_call().is_none(), "a refused policy asks no webhook");
     let keys = PolicyKeys {
         policy_key: "policy",
@@ -230,7 +233,9 @@ fn viewer_sessions() {
         new_url: None,
         admission: None,
     };
-    let token = m.open_viewer(("default", "app", "s"), &admit, now(t, 0)).unwrap();
+    let token = m
+        .open_viewer(("default", "app", "s"), &admit, now(t, 0))
+        .unwrap();
     let (id, key) = token.split_once('_').unwrap();
     assert_eq!(key.len(), 8);
     let here = ("default", "app", "s");
@@ -250,7 +255,7 @@ fn viewer_sessions() {
     // Quiet for VIEWER_IDLE: over.
     assert_eq!(
         m.poll_timeout(now(t, 10)),
-        Some(t + Duration::from_millis(10) + VIEWER_IDLE)
+        Some(t + Duration::from_millis(10) + SWEEP)
     );
     m.handle_timeout(now(t, 10 + VIEWER_IDLE.as_millis() as u64));
     assert_eq!(m.viewer_count(), 0);
@@ -281,7 +286,9 @@ fn a_viewer_session_closes_its_admission_when_it_expires() {
     let (_, _, Verdict::Allowed(admit)) = m.poll_decision().unwrap() else {
         panic!()
     };
-    let token = m.open_viewer(("default", "app", "s"), &admit, now(t, 0)).unwrap();
+    let token = m
+        .open_viewer(("default", "app", "s"), &admit, now(t, 0))
+        .unwrap();
     let here = ("default", "app", "s");
     assert_eq!(m.use_viewer(Some(&token), here, now(t, 500)), Ok(()));
     assert_eq!(
