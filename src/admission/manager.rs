@@ -391,23 +391,18 @@ impl AccessManager {
         Some(format!("{id}_{key}"))
     }
 
-    /// Checks a viewer's `session` query value for a request under
-    /// `(vhost, app, stream)`, and notes the request.
+    /// Checks a viewer's `session` query value and notes the request: the
+    /// stream the session was opened for (whatever path the request names).
     pub fn use_viewer(
         &mut self,
         session: Option<&str>,
-        (vhost, app, stream): (&str, &str, &str),
         now: Now,
-    ) -> Result<(), SessionError> {
+    ) -> Result<(String, String, String), SessionError> {
         let value = session.ok_or(SessionError::Missing)?;
         let (id, key) = value.split_once('_').ok_or(SessionError::Unknown)?;
         let id: u32 = id.parse().map_err(|_| SessionError::Unknown)?;
         let s = self.viewers.get_mut(&id).ok_or(SessionError::Unknown)?;
-        let same = policy::same_bytes(s.key.as_bytes(), key.as_bytes())
-            && s.vhost == vhost
-            && s.app == app
-            && s.stream == stream;
-        if !same {
+        if !policy::same_bytes(s.key.as_bytes(), key.as_bytes()) {
             return Err(SessionError::Unknown);
         }
         if s.expire_at
@@ -417,7 +412,7 @@ impl AccessManager {
             return Err(SessionError::Expired);
         }
         s.last_seen = now.instant;
-        Ok(())
+        Ok((s.vhost.clone(), s.app.clone(), s.stream.clone()))
     }
 
     fn end_viewer(&mut self, id: u32, now: Now) {

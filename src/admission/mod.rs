@@ -9,3 +9,21 @@ pub mod http_client;
 pub mod manager;
 pub mod policy;
 pub mod webhook;
+
+/// (vhost, app, stream) a webhook's `new_url` names on this server.
+pub fn redirect(
+    registry: &crate::state::Registry,
+    url: &str,
+) -> Result<(String, String, String), String> {
+    let bad = || format!("the webhook's new_url [{}] names no stream here", url);
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split('?').next().unwrap_or("");
+    let mut parts = rest.split('/').filter(|p| !p.is_empty());
+    let (Some(authority), Some(app), Some(stream)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    let host = crate::api::access::host_without_port(authority);
+    let vhost = registry.vhost_serving(host).ok_or_else(bad)?;
+    Ok((vhost.spec.name.clone(), app.to_string(), stream.to_string()))
+}

@@ -4,13 +4,23 @@
 //! parked in the loop, no thread, no polling), 400 for more than two
 //! segments ahead, 503 after three target durations. Sans-IO: a request and
 //! `now` in, a reply or "wait for this stream" out.
+//!
+//! Where the virtual host's signed policy or admission webhook covers
+//! `llhls` or `hls`, the entry playlist (`llhls.m3u8`, `playlist.m3u8`)
+//! must be admitted ([`Answer::Admit`]: the connection asks the
+//! [`AccessManager`]); an admitted viewer gets a session, and every URL in
+//! the playlists it is served carries `?session={id}_{key}` (OME's
+//! scheme). Any other file without a live session of the same stream: 401.
 
 use super::manager::HlsManager;
 use super::memory::Shared;
 use super::playlist::{self, File};
 use super::ts::TsFile;
 use super::TrackOutput;
+use crate::admission::manager::AccessManager;
+use crate::admission::webhook::Protocol;
 use crate::api::access::{host_without_port, origin_matches};
+use crate::clock::Now;
 use crate::http::Request;
 use crate::media::MediaKind;
 use crate::state::streams::StreamId;
@@ -121,6 +131,23 @@ pub enum Answer {
         stream: StreamId,
         until: Instant,
     },
+    /// An entry playlist under access control: admit the viewer (signed
+    /// policy, webhook), then answer again with its session.
+    Admit {
+        protocol: Protocol,
+        vhost: String,
+        app: String,
+        stream: String,
+    },
+}
+
+/// What access control needs from a viewer request.
+pub struct Gate<'a> {
+    pub access: &'a mut AccessManager,
+    pub wall: Now,
+    /// The session an admission just opened for this request, and the
+    /// stream it was admitted to (a webhook's `new_url` may name another).
+    pub admitted: Option<(&'a str, &'a (String, String, String))>,
 }
 
 fn query<'a>(target: &'a str, name: &str) -> Option<&'a str> {
@@ -156,6 +183,7 @@ pub fn answer(
     now: Instant,
     parked: Option<Instant>,
     utc_offset: i32,
+    gate: Gate<'_>,
 ) -> Answer {
     let host = host_without_port(req.header_str("host").unwrap_or(""));
     let Some(vhost) = reg.vhost_serving(host) else {
@@ -195,17 +223,102 @@ pub fn answer(
         }
         _ => return with_origin(Reply::error(405, "Method not allowed"), origin),
     }
-    let target = Target {
-        vhost: &vhost.spec.name,
-        app,
-        stream,
-        file,
-        cache,
+    let protocol = if is_ts {
+        Protocol::Hls
+    } else {
+        Protocol::Llhls
+    };
+    let controlled = vhost
+        .spec
+        .signed_policy
+        .as_ref()
+        .is_some_and(|p| protocol.enabled_in(&p.enables))
+        || vhost
+            .spec
+            .admission_webhooks
+            .as_ref()
+            .is_some_and(|w| protocol.enabled_in(&w.enables));
+    // Under access control the session names the stream served.
+    let (session, served) = if !controlled {
+        (None, None)
+    } else if file == "llhls.m3u8" || file == "playlist.m3u8" {
+        match gate.admitted {
+            Some((s, t)) => (Some(s.to_string()), Some(t.clone())),
+            None => {
+                return Answer::Admit {
+                    protocol,
+                    vhost: vhost.spec.name.clone(),
+                    app: app.to_string(),
+                    stream: stream.to_string(),
+                }
+            }
+        }
+    } else {
+        let value = query(&req.target, "session");
+        match gate.access.use_viewer(value, gate.wall) {
+            Ok(t) => (value.map(str::to_string), Some(t)),
+            Err(e) => return with_origin(Reply::error(401, &e.to_string()), origin),
+        }
+    };
+    let target = match &served {
+        Some((v, a, s)) => Target {
+            vhost: v,
+            app: a,
+            stream: s,
+            file,
+            cache,
+        },
+        None => Target {
+            vhost: &vhost.spec.name,
+            app,
+            stream,
+            file,
+            cache,
+        },
     };
     match answer_file(req, &target, hls, reg, now, parked, utc_offset) {
-        Answer::Reply(r) => with_origin(r, origin),
-        wait => wait,
+        Answer::Reply(r) => match session {
+            Some(s) if r.status == 200 && r.content_type == PLAYLIST => {
+                with_origin(with_session(r, &s), origin)
+            }
+            _ => with_origin(r, origin),
+        },
+        other => other,
     }
+}
+
+/// A playlist whose every URL carries `session={token}`.
+fn with_session(r: Reply, token: &str) -> Reply {
+    let text: Vec<u8> = r
+        .body
+        .iter()
+        .flat_map(|b| b.bytes.iter().copied())
+        .collect();
+    let body = add_session(&text, token);
+    Reply {
+        body: vec![Bytes::from(body).into()],
+        ..r
+    }
+}
+
+/// Inserts `?session=` after every URL in a playlist: a name ending
+/// `.m3u8`, `.m4s` or `.ts` that ends a line or a quoted attribute (kiln's
+/// playlists never give a URL a query of its own).
+pub fn add_session(text: &[u8], token: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 64 * (token.len() + 9));
+    for (i, &c) in text.iter().enumerate() {
+        out.push(c);
+        let ends_url = matches!(text.get(i + 1), None | Some(b'"' | b'\n' | b'\r'));
+        if ends_url
+            && [&b".m3u8"[..], b".m4s", b".ts"]
+                .iter()
+                .any(|ext| out.ends_with(ext))
+        {
+            out.extend_from_slice(b"?session=");
+            out.extend_from_slice(token.as_bytes());
+        }
+    }
+    out
 }
 
 fn with_origin(r: Reply, origin: Option<String>) -> Answer {
@@ -352,5 +465,23 @@ fn answer_file(
             }
             wait(t)
         }
+    }
+}
+
+#[cfg(test)]
+mod session_tests {
+    use super::add_session;
+
+    #[test]
+    fn every_url_gets_the_session() {
+        let chunklist = "#EXTM3U\n#EXT-X-MAP:URI=\"init_0_video_k_llhls.m4s\"\n#EXT-X-PART:DURATION=0.5,URI=\"part_0_1_0_video_k_llhls.m4s\",INDEPENDENT=YES\nseg_0_1_video_k_llhls.m4s\n#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part_0_2_0_video_k_llhls.m4s\"\n#EXT-X-RENDITION-REPORT:URI=\"chunklist_1_audio_k_llhls.m3u8\",LAST-MSN=2\n";
+        let out = String::from_utf8(add_session(chunklist.as_bytes(), "7_abcdefgh")).unwrap();
+        assert_eq!(out.matches("?session=7_abcdefgh").count(), 5, "{out}");
+        assert!(out.contains("URI=\"init_0_video_k_llhls.m4s?session=7_abcdefgh\""));
+        assert!(out.contains("\nseg_0_1_video_k_llhls.m4s?session=7_abcdefgh\n"));
+        let ts = "#EXTM3U\n#EXTINF:6.0,\nseg_0_3_hls.ts";
+        let out = String::from_utf8(add_session(ts.as_bytes(), "1_x")).unwrap();
+        assert!(out.ends_with("seg_0_3_hls.ts?session=1_x"));
+        assert!(!out.contains("#EXTINF:6.0,?"));
     }
 }

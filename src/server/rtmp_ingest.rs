@@ -22,7 +22,6 @@ use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
 use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
 use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
-use crate::state::Registry;
 use mio::net::TcpStream;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -389,7 +388,7 @@ impl RtmpIngest {
         let app = self.target.as_ref().map_or("", |(_, a, _)| a).to_string();
         let (vhost, app, name) = match &admit.new_url {
             None => (vhost.to_string(), app, name),
-            Some(url) => match redirect(registry, url) {
+            Some(url) => match crate::admission::redirect(registry, url) {
                 Ok(t) => t,
                 Err(why) => return self.refuse_admitted(cx, &why),
             },
@@ -451,21 +450,6 @@ impl RtmpIngest {
             cx.access.close(a, Now::read(cx.now));
         }
     }
-}
-
-/// (vhost, app, stream) a webhook's `new_url` names on this server.
-pub(crate) fn redirect(registry: &Registry, url: &str) -> Result<(String, String, String), String> {
-    let bad = || format!("the webhook's new_url [{}] names no stream here", url);
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.split('?').next().unwrap_or("");
-    let mut parts = rest.split('/').filter(|p| !p.is_empty());
-    let (Some(authority), Some(app), Some(stream)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(bad());
-    };
-    let host = crate::api::access::host_without_port(authority);
-    let vhost = registry.vhost_serving(host).ok_or_else(bad)?;
-    Ok((vhost.spec.name.clone(), app.to_string(), stream.to_string()))
 }
 
 impl Endpoint for RtmpIngest {

@@ -373,7 +373,7 @@ impl SrtIngest {
         let (vhost, app, name) = match &admit.new_url {
             None => (vhost, app, name),
             Some(url) => {
-                match super::rtmp_ingest::redirect(&cx.api.registry, url).and_then(|t| {
+                match crate::admission::redirect(&cx.api.registry, url).and_then(|t| {
                     match cx.api.registry.app(&t.0, &t.1) {
                         Some(a) if a.providers.srt.is_some() => Ok(t),
                         _ => Err(format!(

@@ -10,8 +10,11 @@
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
 use super::Service;
+use crate::admission::manager::{Admit, CheckId, Verdict};
+use crate::admission::webhook::{Protocol, Subject};
+use crate::clock::Now;
 use crate::hls::memory::Shared;
-use crate::hls::serve::{self, Answer, Reply};
+use crate::hls::serve::{self, Answer, Gate, Reply};
 use crate::http::response::reason;
 use crate::http::{ReaderLimits, Request, RequestReader};
 use bytes::Bytes;
@@ -37,7 +40,14 @@ struct Parked {
     req: Request,
     since: Instant,
     until: Instant,
+    /// Waiting for the admission webhook (not for a part): the check and
+    /// the stream asked for.
+    admission: Option<(CheckId, (String, String, String))>,
 }
+
+/// A parked admission waits at most this long beyond the webhook's own
+/// time-out (which always answers first).
+const ADMISSION_WAIT: Duration = Duration::from_secs(120);
 
 pub(crate) struct ViewerConn {
     transport: Transport,
@@ -102,38 +112,24 @@ impl ViewerConn {
     /// Answers the parked request if it can be now, then every complete
     /// request in order, until one must wait.
     fn answer(&mut self, cx: &mut Cx<'_>) {
-        let offset = cx.api.utc_offset;
         if let Some(p) = self.parked.take() {
-            match serve::answer(
-                &p.req,
-                cx.hls,
-                &cx.api.registry,
-                cx.now,
-                Some(p.since),
-                offset,
-            ) {
-                Answer::Reply(r) => self.queue(&p.req, &r),
-                Answer::Wait { stream, until } => {
-                    cx.hls.wait(stream, cx.token.0);
-                    self.parked = Some(Parked { until, ..p });
+            if p.admission.is_some() {
+                // Only `admitted` moves it on (or its time-out).
+                if cx.now >= p.until {
+                    self.queue(&p.req, &Reply::error(503, "No admission decision came"));
+                } else {
+                    self.parked = Some(p);
                     return;
                 }
+            } else if !self.respond(p.req, Some(p.since), None, cx) {
+                return;
             }
         }
         while !self.closed && self.out_bytes < OUTPUT_HIGH_WATER {
             match self.reader.next_request() {
                 Ok(Some(req)) => {
-                    match serve::answer(&req, cx.hls, &cx.api.registry, cx.now, None, offset) {
-                        Answer::Reply(r) => self.queue(&req, &r),
-                        Answer::Wait { stream, until } => {
-                            cx.hls.wait(stream, cx.token.0);
-                            self.parked = Some(Parked {
-                                req,
-                                since: cx.now,
-                                until,
-                            });
-                            return;
-                        }
+                    if !self.respond(req, None, None, cx) {
+                        return;
                     }
                 }
                 Ok(None) => return,
@@ -149,6 +145,145 @@ impl ViewerConn {
                 }
             }
         }
+    }
+
+    /// Answers one request, or parks it (false).
+    fn respond(
+        &mut self,
+        req: Request,
+        since: Option<Instant>,
+        admitted: Option<(&str, &(String, String, String))>,
+        cx: &mut Cx<'_>,
+    ) -> bool {
+        let gate = Gate {
+            access: cx.access,
+            wall: Now::read(cx.now),
+            admitted,
+        };
+        let offset = cx.api.utc_offset;
+        match serve::answer(&req, cx.hls, &cx.api.registry, cx.now, since, offset, gate) {
+            Answer::Reply(r) => {
+                self.queue(&req, &r);
+                true
+            }
+            Answer::Wait { stream, until } => {
+                cx.hls.wait(stream, cx.token.0);
+                self.parked = Some(Parked {
+                    req,
+                    since: since.unwrap_or(cx.now),
+                    until,
+                    admission: None,
+                });
+                false
+            }
+            Answer::Admit {
+                protocol,
+                vhost,
+                app,
+                stream,
+            } => self.admit(req, protocol, (vhost, app, stream), cx),
+        }
+    }
+
+    /// The URL a signed policy and a webhook see: scheme, `Host` with its
+    /// port (the listener's when it has none), path and query.
+    fn request_url(&mut self, req: &Request) -> String {
+        let tls = self.transport.is_tls();
+        let host = req.header_str("host").unwrap_or("");
+        let has_port = match host.strip_prefix('[') {
+            Some(v6) => v6.contains("]:"),
+            None => host.contains(':'),
+        };
+        let port = if has_port {
+            String::new()
+        } else {
+            let p = self
+                .transport
+                .stream_mut()
+                .local_addr()
+                .map_or(0, |a| a.port());
+            format!(":{p}")
+        };
+        let scheme = if tls { "https" } else { "http" };
+        format!("{scheme}://{host}{port}{}", req.target)
+    }
+
+    /// An entry playlist under access control: asks the manager.
+    fn admit(
+        &mut self,
+        req: Request,
+        protocol: Protocol,
+        target: (String, String, String),
+        cx: &mut Cx<'_>,
+    ) -> bool {
+        let wall = Now::read(cx.now);
+        let Some(spec) = cx.api.registry.vhost(&target.0).map(|v| &v.spec) else {
+            self.queue(
+                &req,
+                &Reply::error(404, "No virtual host serves this host name"),
+            );
+            return true;
+        };
+        let subject = Subject {
+            protocol,
+            client: self.peer,
+            user_agent: req.header_str("user-agent").map(str::to_string),
+            url: self.request_url(&req),
+            new_url: None,
+        };
+        match cx.access.check(spec, subject, cx.token.0, wall) {
+            Verdict::Allowed(admit) => self.open_session(req, target, admit, cx),
+            Verdict::Refused(why) => {
+                self.refuse(&req, &why);
+                true
+            }
+            Verdict::Pending(check) => {
+                self.parked = Some(Parked {
+                    req,
+                    since: cx.now,
+                    until: cx.now + ADMISSION_WAIT,
+                    admission: Some((check, target)),
+                });
+                false
+            }
+        }
+    }
+
+    fn refuse(&mut self, req: &Request, why: &str) {
+        crate::info!("viewer {}: {} refused: {why}", self.peer, req.path());
+        let mut r = Reply::error(401, why);
+        r.allow_origin = Some("*".into());
+        self.queue(req, &r);
+    }
+
+    /// An admitted viewer: its session, then the entry playlist with it.
+    fn open_session(
+        &mut self,
+        req: Request,
+        target: (String, String, String),
+        admit: Admit,
+        cx: &mut Cx<'_>,
+    ) -> bool {
+        let wall = Now::read(cx.now);
+        let target = match &admit.new_url {
+            None => target,
+            Some(url) => match crate::admission::redirect(&cx.api.registry, url) {
+                Ok(t) => t,
+                Err(why) => {
+                    if let Some(a) = admit.admission {
+                        cx.access.close(a, wall);
+                    }
+                    self.refuse(&req, &why);
+                    return true;
+                }
+            },
+        };
+        let names = (target.0.as_str(), target.1.as_str(), target.2.as_str());
+        let Some(token) = cx.access.open_viewer(names, &admit, wall) else {
+            self.queue(&req, &Reply::error(503, "Too many viewer sessions"));
+            return true;
+        };
+        self.respond(req, None, Some((&token, &target)), cx)
     }
 
     fn queue(&mut self, req: &Request, r: &Reply) {
@@ -335,6 +470,40 @@ impl Endpoint for ViewerConn {
 
     fn abort(&mut self, _cx: &mut Cx<'_>) {
         self.closed = true;
+    }
+
+    fn admitted(&mut self, check: CheckId, verdict: Verdict, cx: &mut Cx<'_>) {
+        let waiting =
+            matches!(&self.parked, Some(Parked { admission: Some((c, _)), .. }) if *c == check);
+        if !waiting || self.closed {
+            if let Verdict::Allowed(Admit {
+                admission: Some(a), ..
+            }) = verdict
+            {
+                cx.access.close(a, Now::read(cx.now));
+            }
+            return;
+        }
+        let Some(Parked {
+            req,
+            admission: Some((_, target)),
+            ..
+        }) = self.parked.take()
+        else {
+            return;
+        };
+        let answered = match verdict {
+            Verdict::Allowed(admit) => self.open_session(req, target, admit, cx),
+            Verdict::Refused(why) => {
+                self.refuse(&req, &why);
+                true
+            }
+            Verdict::Pending(_) => true,
+        };
+        if answered {
+            self.answer(cx);
+        }
+        self.write(cx.now);
     }
 
     fn service(&self) -> Option<Service> {
