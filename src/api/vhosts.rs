@@ -114,7 +114,7 @@ impl Api {
                         self.vhost_certs.install(certs);
                     }
                     if extras_set(&v.spec) {
-                        info!("virtual host [{name}]: signedPolicy, admissionWebhooks, origins and originMapStore are stored but not yet enforced");
+                        info!("virtual host [{name}]: origins and originMapStore are stored but not yet enforced");
                     }
                     self.registry.add_api_vhost(v.spec);
                     info!("virtual host [{name}] created");
@@ -305,8 +305,5 @@ pub(super) fn raw_json<T: Serialize>(view: &T) -> Box<RawValue> {
 }
 
 fn extras_set(s: &VhostSpec) -> bool {
-    s.signed_policy.is_some()
-        || s.admission_webhooks.is_some()
-        || s.origins.is_some()
-        || s.origin_map_store.is_some()
+    s.origins.is_some() || s.origin_map_store.is_some()
 }

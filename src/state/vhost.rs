@@ -2,8 +2,9 @@
 //! its validation. The same type is built from `server.xml` and from a
 //! `POST /v1/vhosts` item, so both origins behave alike.
 //!
-//! signedPolicy, admissionWebhooks, origins and originMapStore are validated,
-//! stored, returned and persisted; kiln does not enforce them yet.
+//! signedPolicy and admissionWebhooks are enforced by [`crate::admission`];
+//! origins and originMapStore are validated, stored, returned and persisted
+//! but not enforced yet.
 
 use super::SpecError;
 use serde::{Deserialize, Serialize};

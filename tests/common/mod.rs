@@ -81,6 +81,9 @@ pub struct ServerOptions {
     /// A shell command line kiln is started through: `exec "$@"` at its
     /// end runs kiln (e.g. in a mount namespace of the test's own).
     pub wrap: Option<String>,
+    /// Inside the default virtual host after `<Host>` (e.g.
+    /// `<SignedPolicy>`, `<AdmissionWebhooks>`).
+    pub vhost_access: String,
 }
 
 impl Default for ServerOptions {
@@ -99,6 +102,7 @@ impl Default for ServerOptions {
             hls: None,
             file: None,
             wrap: None,
+            vhost_access: String::new(),
         }
     }
 }
@@ -257,6 +261,7 @@ pub fn write_config_with_media(
     <VirtualHost>
       <Name>default</Name>
       <Host><Names><Name>*</Name></Names>{vhost_tls}</Host>
+      {vhost_access}
       <Applications><Application><Name>app</Name><Type>live</Type>
         <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes>
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
@@ -272,6 +277,7 @@ pub fn write_config_with_media(
         limits = opts.limits,
         bind_ip = opts.bind_ip,
         extra = opts.extra_vhosts,
+        vhost_access = opts.vhost_access,
     );
     let path = dir.join("server.xml");
     std::fs::write(&path, xml).unwrap();
