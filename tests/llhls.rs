@@ -626,6 +626,116 @@ fn hls_js_plays_the_stream_in_headless_chromium() {
     let _ = src.wait();
 }
 
+/// hls.js in headless Chromium plays a stream whose vhost wants signed
+/// URLs (OME's SignedPolicy on `llhls`): the signed master, then every
+/// chunklist, init section and part with the session kiln put in them.
+#[test]
+fn hls_js_plays_a_signed_url() {
+    let Some(browser) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| have_tool_quiet(c))
+    else {
+        have_tool("chromium");
+        return;
+    };
+    if !have_tool("ffmpeg") || !have_tool("python3") {
+        return;
+    }
+    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
+    if !web.join("node_modules/hls.js/dist/hls.min.js").exists() {
+        assert!(
+            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "hls.js is required: npm ci --prefix tests/web"
+        );
+        eprintln!("SKIP: hls.js is not installed (npm ci --prefix tests/web)");
+        return;
+    }
+    let secret = "browser-secret";
+    let s = Server::start_with(
+        "llhls-signed-browser",
+        ServerOptions {
+            media: true,
+            llhls: Some("<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>".into()),
+            vhost_access: format!(
+                "<SignedPolicy><PolicyQueryKeyName>policy</PolicyQueryKeyName>\
+                 <SignatureQueryKeyName>signature</SignatureQueryKeyName>\
+                 <SecretKey>{secret}</SecretKey><Enables><Publishers>llhls</Publishers></Enables></SignedPolicy>"
+            ),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        45,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    let expire = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 600_000;
+    let signed = sign_url_python(
+        secret,
+        &format!("{}/llhls.m3u8", base(&s, "cam")),
+        &serde_json::json!({ "url_expire": expire }),
+    );
+    // Wait for segments (the unsigned master is refused: 401).
+    assert_eq!(curl(&[], &format!("{}/llhls.m3u8", base(&s, "cam"))).0, 401);
+    let ready = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < ready, "no segments: {}", s.log_text());
+        let (code, master, _) = curl(&[], &signed);
+        let video = master
+            .lines()
+            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"));
+        if let (200, Some(video)) = (code, video) {
+            let list = curl(&[], &format!("{}/{video}", base(&s, "cam"))).1;
+            if list.matches("#EXTINF").count() >= 2 {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let encoded: String = signed
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let seconds = 10;
+    let page = format!(
+        "file://{}/llhls.html?src={encoded}&seconds={seconds}",
+        web.display()
+    );
+    let r = play(browser, &page, &s.dir.join("chromium"), seconds);
+    println!("hls.js with a signed URL: {r}");
+    assert_eq!(r["supported"], true);
+    let errors: Vec<&str> = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    assert!(!errors.iter().any(|e| e.contains("fatal")), "{r}");
+    let played = r["end"]["media"].as_f64().unwrap() - r["start"]["media"].as_f64().unwrap_or(0.0);
+    assert!(played >= f64::from(seconds) - 4.0, "played {played} s: {r}");
+    assert!(r["decodedFrames"].as_u64().unwrap() > 0, "{r}");
+    // Every file it fetched carried its session: no 401 in the log.
+    let log = s.log_text();
+    assert!(log.contains("?session="), "{log}");
+    let refused = log
+        .lines()
+        .filter(|l| l.contains("-> 401") && l.contains("session="))
+        .count();
+    assert_eq!(refused, 0, "{log}");
+    let _ = src.kill();
+    let _ = src.wait();
+}
+
 /// Opens the page in headless Chromium for `seconds` and returns what it
 /// logged (`KILN-RESULT {json}`).
 fn play(browser: &str, page: &str, profile: &std::path::Path, seconds: u32) -> serde_json::Value {

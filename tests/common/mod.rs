@@ -686,3 +686,23 @@ pub fn make_cert(dir: &Path, tag: &str) -> (PathBuf, PathBuf) {
     std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
     (cert, key)
 }
+
+/// OME's algorithm written again in Python (not kiln's code): `url` plus
+/// `policy=base64url(policy)`, then `signature=base64url(HMAC-SHA1)`.
+pub fn sign_url_python(secret: &str, url: &str, policy: &serde_json::Value) -> String {
+    let script = r#"
+import base64, hashlib, hmac, sys
+secret, url, policy = sys.argv[1], sys.argv[2], sys.argv[3]
+b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
+sep = "&" if "?" in url else "?"
+signed = url + sep + "policy=" + b64(policy.encode())
+sig = b64(hmac.new(secret.encode(), signed.encode(), hashlib.sha1).digest())
+print(signed + "&signature=" + sig)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, secret, url, &policy.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
