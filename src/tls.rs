@@ -213,10 +213,10 @@ pub fn client_config() -> Arc<rustls::ClientConfig> {
             Ok(certs) => {
                 let (added, _) = roots.add_parsable_certificates(certs);
                 crate::info!(
-                    "push TLS: {added} extra trusted certificate(s) from SSL_CERT_FILE {path}"
+                    "TLS client (pushes, webhooks): {added} extra trusted certificate(s) from SSL_CERT_FILE {path}"
                 );
             }
-            Err(e) => crate::warn!("push TLS: SSL_CERT_FILE not used: {e}"),
+            Err(e) => crate::warn!("TLS client (pushes, webhooks): SSL_CERT_FILE not used: {e}"),
         }
     }
     client_config_with_roots(roots)

@@ -11,7 +11,7 @@ mod media;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -358,6 +358,11 @@ type Answer = dyn Fn(&Value) -> (u64, u16, String) + Send + Sync;
 
 impl ControlServer {
     fn start(answer: Arc<Answer>) -> ControlServer {
+        Self::start_tls(answer, None)
+    }
+
+    /// With `tls` (a rustls config), the control server speaks HTTPS.
+    fn start_tls(answer: Arc<Answer>, tls: Option<Arc<rustls::ServerConfig>>) -> ControlServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits: Arc<Mutex<Vec<Hit>>> = Arc::default();
@@ -365,8 +370,16 @@ impl ControlServer {
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let (h, answer) = (h.clone(), answer.clone());
-                std::thread::spawn(move || serve_hook(conn, &h, &*answer));
+                let (h, answer, tls) = (h.clone(), answer.clone(), tls.clone());
+                std::thread::spawn(move || match tls {
+                    None => serve_hook(conn, &h, &*answer),
+                    Some(cfg) => {
+                        let Ok(session) = rustls::ServerConnection::new(cfg) else {
+                            return;
+                        };
+                        serve_hook(rustls::StreamOwned::new(session, conn), &h, &*answer);
+                    }
+                });
             }
         });
         ControlServer { port, hits }
@@ -398,42 +411,52 @@ impl ControlServer {
     }
 }
 
-fn serve_hook(conn: TcpStream, hits: &Mutex<Vec<Hit>>, answer: &Answer) {
-    let mut r = BufReader::new(conn.try_clone().unwrap());
-    let mut len = 0usize;
-    let mut sig = String::new();
-    let mut first = String::new();
-    if r.read_line(&mut first).is_err() || !first.starts_with("POST ") {
+fn serve_hook<S: Read + Write>(mut conn: S, hits: &Mutex<Vec<Hit>>, answer: &Answer) {
+    // The head, then Content-Length bytes of body.
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let (head_end, len) = loop {
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&data[..i]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (i + 4, len);
+        }
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+        }
+    };
+    while data.len() < head_end + len {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+    if !head.starts_with("POST ") {
         return;
     }
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (k, v) = line.split_once(':').unwrap_or((line, ""));
-        match k.to_ascii_lowercase().as_str() {
-            "content-length" => len = v.trim().parse().unwrap_or(0),
-            "x-ome-signature" => sig = v.trim().to_string(),
-            _ => {}
-        }
-    }
-    let mut body = vec![0u8; len];
-    if r.read_exact(&mut body).is_err() {
-        return;
-    }
+    let sig = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("x-ome-signature")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    let body = &data[head_end..head_end + len];
     let key = ring::hmac::Key::new(
         ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
         HOOK_SECRET.as_bytes(),
     );
     use base64::Engine;
     let expected = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(ring::hmac::sign(&key, &body).as_ref());
-    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        .encode(ring::hmac::sign(&key, body).as_ref());
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     hits.lock().unwrap().push(Hit {
         body: json.clone(),
         signed: sig == expected,
@@ -441,12 +464,12 @@ fn serve_hook(conn: TcpStream, hits: &Mutex<Vec<Hit>>, answer: &Answer) {
     });
     let (delay, status, text) = answer(&json);
     std::thread::sleep(Duration::from_millis(delay));
-    let mut w = conn;
     let _ = write!(
-        w,
+        conn,
         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
         text.len()
     );
+    let _ = conn.flush();
 }
 
 fn hook_server(tag: &str, hook: &ControlServer, timeout_ms: u64, enables: &str) -> Server {
@@ -817,4 +840,75 @@ fn webhooks_admit_srt_and_llhls_sessions() {
     });
     assert!(closed.is_some(), "closings: {:?}", hook.hits());
     assert!(hook.hits().iter().all(|h| h.signed));
+}
+
+#[test]
+fn webhooks_go_to_an_https_control_server() {
+    let dir = temp_dir("hooks-https-cert");
+    let (cert, key) = make_cert(&dir, "control");
+    let certs: Vec<rustls::pki_types::CertificateDer<'static>> =
+        rustls::pki_types::pem::PemObject::pem_file_iter(&cert)
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+    let key: rustls::pki_types::PrivateKeyDer<'static> =
+        rustls::pki_types::pem::PemObject::from_pem_file(&key).unwrap();
+    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let hook = ControlServer::start_tls(
+        Arc::new(|_: &Value| (0, 200, json!({"allowed": true}).to_string())),
+        Some(Arc::new(cfg)),
+    );
+    // "localhost": resolved off the loop (::1 first, where nobody listens,
+    // then 127.0.0.1); the certificate is trusted through SSL_CERT_FILE.
+    let url = format!("https://localhost:{}/admission", hook.port);
+    let s = Server::start_with(
+        "hooks-https",
+        ServerOptions {
+            media: true,
+            vhost_access: format!(
+                "<AdmissionWebhooks><ControlServerUrl>{url}</ControlServerUrl>\
+                 <SecretKey>{HOOK_SECRET}</SecretKey><Timeout>3000</Timeout>\
+                 <Enables><Providers>rtmp</Providers></Enables></AdmissionWebhooks>"
+            ),
+            wrap: Some(format!("SSL_CERT_FILE={} exec \"$@\"", cert.display())),
+            ..Default::default()
+        },
+    );
+    rtmp_publish(s.media.rtmp, "secured").unwrap_or_else(|e| panic!("{e}\n{}", s.log_text()));
+    assert!(
+        wait_until(Duration::from_secs(10), || (hook.count("/secured")
+            == (1, 1))
+            .then_some(()))
+        .is_some(),
+        "{:?}\n{}",
+        hook.hits(),
+        s.log_text()
+    );
+    assert!(hook.hits().iter().all(|h| h.signed));
+    // Without the certificate trusted, the opening fails: refused.
+    let s2 = Server::start_with(
+        "hooks-https-untrusted",
+        ServerOptions {
+            media: true,
+            vhost_access: format!(
+                "<AdmissionWebhooks><ControlServerUrl>{url}</ControlServerUrl>\
+                 <SecretKey>{HOOK_SECRET}</SecretKey><Timeout>3000</Timeout>\
+                 <Enables><Providers>rtmp</Providers></Enables></AdmissionWebhooks>"
+            ),
+            ..Default::default()
+        },
+    );
+    assert!(rtmp_publish(s2.media.rtmp, "untrusted").is_err());
+    assert!(
+        s2.log_text().contains("could not be asked"),
+        "{}",
+        s2.log_text()
+    );
 }

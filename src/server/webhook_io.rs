@@ -149,19 +149,12 @@ impl WebhookIo {
         if !self.connected || self.done.is_some() {
             return;
         }
+        if !self.write() {
+            return;
+        }
         let Some(transport) = self.transport.as_mut() else {
             return;
         };
-        while self.written < self.request.len() || transport.has_pending_tls() {
-            match transport.write(&self.request[self.written..]) {
-                Ok(0) => break,
-                Ok(n) => self.written += n,
-                Err(e) => {
-                    self.done = Some(Err(format!("write: {e}")));
-                    return;
-                }
-            }
-        }
         let response = &mut self.response;
         let mut too_long = None;
         let read = transport.read(true, |data| match response.feed(data) {
@@ -173,6 +166,11 @@ impl WebhookIo {
         });
         if let Some(e) = too_long {
             self.done = Some(Err(e));
+            return;
+        }
+        // What TLS wants to send after reading (its handshake's next
+        // flight, then the request it held).
+        if !self.write() {
             return;
         }
         let eof = match read {
@@ -187,6 +185,25 @@ impl WebhookIo {
             Ok(None) => {}
             Err(e) => self.done = Some(Err(e)),
         }
+    }
+
+    /// Writes what is left of the request (and TLS's own records); false
+    /// when the connection failed.
+    fn write(&mut self) -> bool {
+        let Some(transport) = self.transport.as_mut() else {
+            return false;
+        };
+        while self.written < self.request.len() || transport.has_pending_tls() {
+            match transport.write(&self.request[self.written..]) {
+                Ok(0) => break,
+                Ok(n) => self.written += n,
+                Err(e) => {
+                    self.done = Some(Err(format!("write: {e}")));
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Hands the outcome to the manager, once.
