@@ -31,6 +31,7 @@ const TEST_ONLY_FILES: &[&str] = &[
     "ts/test_util.rs",
     "config/tests.rs",
     "record/manager/tests.rs",
+    "admission/manager/tests.rs",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
