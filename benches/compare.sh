@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +21,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission startup"}
 RECORD_NS=${BENCH_RECORD_N:-"1 10 50"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
@@ -50,7 +50,7 @@ need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc; then need srt-live-transmit srt-tools; fi
-if want rtmp || want udp || want srt || want srtenc || want llhls || want record; then
+if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -151,6 +151,8 @@ read -r API_P TLS_P RTMP_IN NGX_P NGX_TLS NGX_RTMP SINK_P LLHLS_P <<<"$(free_por
 # With KILN_LLHLS=<ChunkDuration> set, kiln_config adds the viewer port and
 # LL-HLS to the application (the other benches run without the packager).
 KILN_LLHLS=
+# With KILN_VHOST_EXTRA set, it goes into the virtual host (access control).
+KILN_VHOST_EXTRA=
 
 kiln_config() { # dir statefile
     cat >"$1/server.xml" <<EOF
@@ -170,6 +172,7 @@ kiln_config() { # dir statefile
     <API><AccessToken>$TOKEN</AccessToken></API>
   </Managers>
   <VirtualHosts><VirtualHost><Name>default</Name><Host><Names><Name>*</Name></Names></Host>
+    $KILN_VHOST_EXTRA
     <Applications><Application><Name>app</Name><Type>live</Type>
       <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes>
         <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
@@ -787,6 +790,66 @@ by in the window (proves both wrote the stream).
 | N | kiln CPU s | nginx-rtmp CPU s | CPU ratio | Mb/s per file kiln / nginx |
 |---|---|---|---|---|
 $rows"
+fi
+
+# --- admission webhooks ---------------------------------------------------------------
+if want admission; then
+    log "building the admission probe (cargo bench --bench admission)"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench admission --no-run 2>"$WORK/admission-build.err") ||
+        { cat "$WORK/admission-build.err" >&2; exit 1; }
+    ADMIT=$(ls -t "$TARGET"/release/deps/admission-* | grep -v '\.d$' | head -1)
+    N=${BENCH_ADMISSION_N:-500}
+    k_best=; n_best=
+    for rep in $(seq "$REPEAT"); do # alternate; keep each side's best rate
+        read -r CTL_P <<<"$(free_ports 1)"
+        KILN_VHOST_EXTRA="<AdmissionWebhooks><ControlServerUrl>http://127.0.0.1:$CTL_P/admission</ControlServerUrl><SecretKey>s</SecretKey><Timeout>3000</Timeout><Enables><Providers>rtmp</Providers></Enables></AdmissionWebhooks>"
+        start_kiln
+        KILN_VHOST_EXTRA=
+        c0=$(cpu_ticks "$KILN_PID")
+        k=$("$ADMIT" --control-port "$CTL_P" --publish "rtmp://127.0.0.1:$RTMP_IN/app" --count "$N")
+        c1=$(cpu_ticks "$KILN_PID")
+        k_cpu=$(calc "($c1-$c0)/$TCK*1e6/($N+20)")
+        stop_kiln
+        log "admission run $rep kiln: $k (rate p50 p99 openings closings), ${k_cpu} us CPU per publish"
+        if [[ -z $k_best ]] || (($(calc "int(${k%% *} > ${k_best%% *})"))); then k_best=$k; k_best_cpu=$k_cpu; fi
+
+        read -r CTL_P <<<"$(free_ports 1)"
+        start_nginx admission "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
+            application app { live on; record off;
+                on_publish http://127.0.0.1:$CTL_P/admission;
+                on_publish_done http://127.0.0.1:$CTL_P/admission; } } }"
+        ADM_PID=$NGX_PID
+        wait_tcp "$NGX_RTMP"
+        np=$(nginx_pids "$ADM_PID")
+        c0=$(cpu_ticks $np)
+        n=$("$ADMIT" --control-port "$CTL_P" --publish "rtmp://127.0.0.1:$NGX_RTMP/app" --count "$N")
+        c1=$(cpu_ticks $np)
+        n_cpu=$(calc "($c1-$c0)/$TCK*1e6/($N+20)")
+        stop "$ADM_PID"
+        log "admission run $rep nginx-rtmp: $n (rate p50 p99 openings closings), ${n_cpu} us CPU per publish"
+        if [[ -z $n_best ]] || (($(calc "int(${n%% *} > ${n_best%% *})"))); then n_best=$n; n_best_cpu=$n_cpu; fi
+    done
+    read -r kr kp50 kp99 ko kc <<<"$k_best"
+    read -r nr np50 np99 no nc <<<"$n_best"
+    RATIOS+=("admission p99: kiln $(calc "'%.2f' % ($kp99/$np99)")x nginx-rtmp")
+    add "### Admission with an HTTP callback (N = $N publishes in a row)
+
+A control server in the probe (\`benches/admission.rs\`, one thread per
+request) answers every POST with \`{\"allowed\":true}\`. kiln:
+AdmissionWebhooks on RTMP (OME's signed JSON opening and closing per
+session). nginx-rtmp (1 worker): \`on_publish\` and \`on_publish_done\` to the
+same server. Each publish is kiln's bare RTMP client: connect, handshake,
+\`publish\`, wait for \`NetStream.Publish.Start\`, close; one after another.
+Time = connect to Publish.Start. CPU per publish = the server's
+utime+stime over the run / publishes. Alternated ${REPEAT} times, best rate
+kept per side.
+
+| | publishes/s | p50 ms | p99 ms | CPU us per publish | openings / closings seen |
+|---|---|---|---|---|---|
+| kiln | $kr | $kp50 | $kp99 | $(fmt "$k_best_cpu" 0) | $ko / $kc |
+| nginx-rtmp | $nr | $np50 | $np99 | $(fmt "$n_best_cpu" 0) | $no / $nc |
+| ratio kiln/nginx | **$(calc "'%.2f' % ($kr/$nr)")** | $(calc "'%.2f' % ($kp50/$np50)") | **$(calc "'%.2f' % ($kp99/$np99)")** | $(calc "'%.2f' % ($k_best_cpu/max($n_best_cpu,1))") | |
+"
 fi
 
 # --- start-up and memory --------------------------------------------------------
