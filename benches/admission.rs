@@ -104,9 +104,13 @@ fn publish(host: &str, tc_url: &str, key: &str) -> Result<Duration, String> {
 fn main() {
     let all: Vec<String> = std::env::args().collect();
     let usage = "usage: admission --control-port P --publish rtmp://host:port/app --count N";
-    let port: u16 = arg(&all, "--control-port").and_then(|p| p.parse().ok()).expect(usage);
+    let port: u16 = arg(&all, "--control-port")
+        .and_then(|p| p.parse().ok())
+        .expect(usage);
     let tc_url = arg(&all, "--publish").expect(usage);
-    let count: usize = arg(&all, "--count").and_then(|c| c.parse().ok()).unwrap_or(500);
+    let count: usize = arg(&all, "--count")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(500);
     let host = tc_url
         .strip_prefix("rtmp://")
         .and_then(|r| r.split('/').next())

@@ -14,16 +14,15 @@
 
 use std::collections::VecDeque;
 
-use crate::media::{Codec, Frame, MediaKind, Ticks, Track, TrackId, TICKS_PER_MS};
+use crate::media::{Frame, Track};
 
-use super::amf0::{self, Amf0Value};
-use super::chunk::{
-    csid, message_type, ChunkStreamId, MessageStreamId, RtmpConnection, RtmpMessage,
-};
+use super::amf0::Amf0Value;
+use super::chunk::{message_type, MessageStreamId, RtmpConnection, RtmpMessage};
 use super::command::{parse_command, Command};
-use super::flv;
 use super::handshake::ClientHandshake;
 use super::RtmpError;
+
+pub use super::media_out::{tag_header, write_frame_message, FrameMessage, MediaClock, MediaOut};
 
 /// The chunk size kiln's pushes announce: every RTMP destination of a
 /// stream shares one cut of each frame (`push::feed`).
@@ -106,12 +105,6 @@ const TXN_FCPUBLISH: f64 = 3.0;
 const TXN_CREATE_STREAM: f64 = 4.0;
 const TXN_PUBLISH: f64 = 5.0;
 
-#[derive(Debug, Clone, Copy)]
-struct OutTrack {
-    id: TrackId,
-    last_ms: i64,
-}
-
 /// The publishing side of one RTMP connection (see the module docs).
 #[derive(Debug)]
 pub struct ClientSession {
@@ -122,50 +115,8 @@ pub struct ClientSession {
     events: VecDeque<ClientEvent>,
     stream_id: MessageStreamId,
     next_txn: f64,
-    video: Option<(OutTrack, Track)>,
-    audio: Option<(OutTrack, Track)>,
-    clock: MediaClock,
+    media: MediaOut,
     scratch: Vec<u8>,
-}
-
-/// A frame as a message of one connection: everything but the payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrameMessage {
-    pub chunk_stream: ChunkStreamId,
-    pub type_id: u8,
-    pub timestamp: u32,
-    pub stream_id: MessageStreamId,
-}
-
-/// The frame timing of a session: the first frame's decode time and each
-/// track's last timestamp.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MediaClock {
-    base_dts: Option<Ticks>,
-    video_ms: i64,
-    audio_ms: i64,
-}
-
-/// The FLV tag header of a frame of `track`: the message payload is this
-/// and the frame's data. The same for every connection (the composition
-/// offset is the frame's own, pts - dts).
-pub fn tag_header(track: &Track, frame: &Frame) -> Result<([u8; 8], usize), RtmpError> {
-    Ok(match track.kind() {
-        MediaKind::Video => {
-            let cts = frame
-                .pts
-                .saturating_sub(frame.dts)
-                .div_euclid(TICKS_PER_MS)
-                .clamp(0, 0x7F_FFFF) as i32;
-            flv::video_frame_header(track.codec, frame.keyframe, cts)?
-        }
-        _ => {
-            let (h, n) = flv::audio_frame_header(track)?;
-            let mut out = [0u8; 8];
-            out[..2].copy_from_slice(&h);
-            (out, n)
-        }
-    })
 }
 
 impl ClientSession {
@@ -181,9 +132,7 @@ impl ClientSession {
             events: VecDeque::new(),
             stream_id: 0,
             next_txn: TXN_PUBLISH + 1.0,
-            video: None,
-            audio: None,
-            clock: MediaClock::default(),
+            media: MediaOut::default(),
             scratch: Vec::new(),
         }
     }
@@ -369,63 +318,8 @@ impl ClientSession {
     /// a track's configuration changes.
     pub fn send_tracks(&mut self, tracks: &[Track]) -> Result<(), RtmpError> {
         self.require_publishing()?;
-        let video = tracks
-            .iter()
-            .find(|t| matches!(t.codec, Codec::H264 | Codec::H265));
-        let audio = tracks
-            .iter()
-            .find(|t| matches!(t.codec, Codec::Aac | Codec::Mp3));
-        let keep = |old: &Option<(OutTrack, Track)>, t: &Track| OutTrack {
-            id: t.id,
-            last_ms: old.as_ref().map_or(0, |(o, _)| o.last_ms),
-        };
-        self.video = video.map(|t| (keep(&self.video, t), t.clone()));
-        self.audio = audio.map(|t| (keep(&self.audio, t), t.clone()));
-
-        self.scratch.clear();
-        amf0::encode_all(
-            &[
-                "@setDataFrame".into(),
-                "onMetaData".into(),
-                Amf0Value::EcmaArray(metadata(video, audio)),
-            ],
-            &mut self.scratch,
-        );
-        self.conn.write_message(
-            csid::STREAM,
-            0,
-            message_type::DATA_AMF0,
-            self.stream_id,
-            &[&self.scratch],
-        );
-        self.conn.encoder.forget(csid::VIDEO);
-        self.conn.encoder.forget(csid::AUDIO);
-        if let Some((o, t)) = &self.video {
-            self.scratch.clear();
-            flv::write_video_sequence_header(t, &mut self.scratch)?;
-            let ts = o.last_ms as u32;
-            self.conn.write_message(
-                csid::VIDEO,
-                ts,
-                message_type::VIDEO,
-                self.stream_id,
-                &[&self.scratch],
-            );
-        }
-        if let Some((o, t)) = &self.audio {
-            self.scratch.clear();
-            if flv::write_audio_sequence_header(t, &mut self.scratch)? {
-                let ts = o.last_ms as u32;
-                self.conn.write_message(
-                    csid::AUDIO,
-                    ts,
-                    message_type::AUDIO,
-                    self.stream_id,
-                    &[&self.scratch],
-                );
-            }
-        }
-        Ok(())
+        self.media
+            .announce(&mut self.conn, &mut self.scratch, self.stream_id, tracks)
     }
 
     /// Times a frame for this connection: its message's chunk stream, type
@@ -436,44 +330,17 @@ impl ClientSession {
         if self.state != ClientState::Publishing {
             return None;
         }
-        let (out, chunk_stream, type_id) = match (&mut self.video, &mut self.audio) {
-            (Some((o, _)), _) if o.id == frame.track => (o, csid::VIDEO, message_type::VIDEO),
-            (_, Some((o, _))) if o.id == frame.track => (o, csid::AUDIO, message_type::AUDIO),
-            _ => return None,
-        };
-        let base = *self.clock.base_dts.get_or_insert(frame.dts);
-        let dts_ms = frame
-            .dts
-            .saturating_sub(base)
-            .div_euclid(TICKS_PER_MS)
-            .max(out.last_ms);
-        out.last_ms = dts_ms;
-        Some(FrameMessage {
-            chunk_stream,
-            type_id,
-            timestamp: dts_ms as u32, // wraps after 49 days, as RTMP does
-            stream_id: self.stream_id,
-        })
+        self.media.time_frame(frame, self.stream_id)
     }
 
     /// Where the frame timing stands (see [`time_frame`](Self::time_frame)),
     /// to undo the timing of frames that were not sent after all.
     pub fn media_clock(&self) -> MediaClock {
-        MediaClock {
-            base_dts: self.clock.base_dts,
-            video_ms: self.video.as_ref().map_or(0, |(o, _)| o.last_ms),
-            audio_ms: self.audio.as_ref().map_or(0, |(o, _)| o.last_ms),
-        }
+        self.media.clock()
     }
 
     pub fn set_media_clock(&mut self, clock: MediaClock) {
-        self.clock.base_dts = clock.base_dts;
-        if let Some((o, _)) = self.video.as_mut() {
-            o.last_ms = clock.video_ms;
-        }
-        if let Some((o, _)) = self.audio.as_mut() {
-            o.last_ms = clock.audio_ms;
-        }
+        self.media.set_clock(clock);
     }
 
     /// The chunk size this session announced.
@@ -484,33 +351,13 @@ impl ClientSession {
     /// Writes one frame of an announced track (others are ignored).
     pub fn send_frame(&mut self, frame: &Frame) -> Result<(), RtmpError> {
         self.require_publishing()?;
-        let Some(msg) = self.time_frame(frame) else {
-            return Ok(());
-        };
-        let track = match msg.type_id {
-            message_type::VIDEO => self.video.as_ref(),
-            _ => self.audio.as_ref(),
-        }
-        .map(|(_, t)| t)
-        .ok_or(RtmpError::Closed)?;
-        let (h, n) = tag_header(track, frame)?;
-        self.write_frame_message(&msg, &[&h[..n], &frame.data]);
-        Ok(())
+        self.media.send_frame(&mut self.conn, frame, self.stream_id)
     }
 
     /// Writes a timed frame message through this connection's own chunk
     /// encoder (the path for messages a shared body cannot carry).
     pub fn write_frame_message(&mut self, msg: &FrameMessage, parts: &[&[u8]]) {
-        // Shared bodies are sent with type 0 headers outside the encoder:
-        // its memory of the media chunk streams is stale.
-        self.conn.encoder.forget(msg.chunk_stream);
-        self.conn.write_message(
-            msg.chunk_stream,
-            msg.timestamp,
-            msg.type_id,
-            msg.stream_id,
-            parts,
-        );
+        write_frame_message(&mut self.conn, msg, parts);
     }
 
     /// Ends the publishing: FCUnpublish and deleteStream. The state becomes
@@ -544,50 +391,6 @@ fn reason(cmd: &Command, fallback: &str) -> String {
         .or(cmd.status_code())
         .unwrap_or(fallback)
         .to_owned()
-}
-
-/// The onMetaData properties for the announced tracks.
-fn metadata(video: Option<&Track>, audio: Option<&Track>) -> Vec<(String, Amf0Value)> {
-    let mut m: Vec<(String, Amf0Value)> = vec![("duration".into(), 0.0.into())];
-    if let Some(v) = video {
-        let p = v.video.unwrap_or_default();
-        if p.width > 0 && p.height > 0 {
-            m.push(("width".into(), f64::from(p.width).into()));
-            m.push(("height".into(), f64::from(p.height).into()));
-        }
-        if p.framerate > 0.0 {
-            m.push(("framerate".into(), p.framerate.into()));
-        }
-        let id = match v.codec {
-            Codec::H265 => f64::from(u32::from_be_bytes(*b"hvc1")),
-            _ => 7.0,
-        };
-        m.push(("videocodecid".into(), id.into()));
-        if v.bitrate > 0 {
-            m.push((
-                "videodatarate".into(),
-                (f64::from(v.bitrate) / 1000.0).into(),
-            ));
-        }
-    }
-    if let Some(a) = audio {
-        let id = if a.codec == Codec::Mp3 { 2.0 } else { 10.0 };
-        m.push(("audiocodecid".into(), id.into()));
-        if let Some(p) = a.audio {
-            m.push(("audiosamplerate".into(), f64::from(p.sample_rate).into()));
-            m.push(("audiosamplesize".into(), 16.0.into()));
-            m.push(("stereo".into(), (p.channels > 1).into()));
-            m.push(("audiochannels".into(), f64::from(p.channels).into()));
-        }
-        if a.bitrate > 0 {
-            m.push((
-                "audiodatarate".into(),
-                (f64::from(a.bitrate) / 1000.0).into(),
-            ));
-        }
-    }
-    m.push(("encoder".into(), "kiln".into()));
-    m
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod client;
 pub mod command;
 pub mod flv;
 pub mod handshake;
+pub mod media_out;
 pub mod server;
 
 pub use client::{ClientConfig, ClientEvent, ClientSession, ClientState};
