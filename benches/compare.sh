@@ -89,6 +89,19 @@ for _ in range(int(sys.argv[1])):
 print(" ".join(str(s.getsockname()[1]) for s in ss))
 EOF
 }
+low_port() { # a free port below the ephemeral range (no outgoing connection takes it meanwhile)
+    python3 -c '
+import random, socket
+for _ in range(1000):
+    p = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()'
+}
 wait_tcp() { # port [tries]
     for _ in $(seq "${2:-100}"); do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
@@ -801,7 +814,7 @@ if want admission; then
     N=${BENCH_ADMISSION_N:-500}
     k_best=; n_best=
     for rep in $(seq "$REPEAT"); do # alternate; keep each side's best rate
-        read -r CTL_P <<<"$(free_ports 1)"
+        CTL_P=$(low_port)
         KILN_VHOST_EXTRA="<AdmissionWebhooks><ControlServerUrl>http://127.0.0.1:$CTL_P/admission</ControlServerUrl><SecretKey>s</SecretKey><Timeout>3000</Timeout><Enables><Providers>rtmp</Providers></Enables></AdmissionWebhooks>"
         start_kiln
         KILN_VHOST_EXTRA=
@@ -813,7 +826,7 @@ if want admission; then
         log "admission run $rep kiln: $k (rate p50 p99 openings closings), ${k_cpu} us CPU per publish"
         if [[ -z $k_best ]] || (($(calc "int(${k%% *} > ${k_best%% *})"))); then k_best=$k; k_best_cpu=$k_cpu; fi
 
-        read -r CTL_P <<<"$(free_ports 1)"
+        CTL_P=$(low_port)
         start_nginx admission "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
             application app { live on; record off;
                 on_publish http://127.0.0.1:$CTL_P/admission;

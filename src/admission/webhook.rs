@@ -16,13 +16,15 @@ pub enum Protocol {
     Srt,
     Llhls,
     Hls,
+    /// An RTMP player (`rtmp` in `enables.publishers`).
+    RtmpPlay,
 }
 
 impl Protocol {
     /// The name in `enables.providers` / `enables.publishers`.
     pub fn enables_name(self) -> &'static str {
         match self {
-            Protocol::Rtmp => "rtmp",
+            Protocol::Rtmp | Protocol::RtmpPlay => "rtmp",
             Protocol::Srt => "srt",
             Protocol::Llhls => "llhls",
             Protocol::Hls => "hls",
@@ -32,7 +34,7 @@ impl Protocol {
     /// The name in a webhook request.
     pub fn wire_name(self) -> &'static str {
         match self {
-            Protocol::Rtmp => "RTMP",
+            Protocol::Rtmp | Protocol::RtmpPlay => "RTMP",
             Protocol::Srt => "SRT",
             Protocol::Llhls => "LLHLS",
             Protocol::Hls => "HLS",

@@ -15,8 +15,13 @@
 //! Track ids: video is [`VIDEO_TRACK_ID`] (1), audio [`AUDIO_TRACK_ID`] (2),
 //! stable for the session.
 //!
-//! Not here: playback (`play` is answered with an error status), sockets,
-//! time (none is needed), TLS.
+//! Playback: `play` is reported as [`ServerEvent::Play`]; kiln answers
+//! with [`ServerSession::accept_play`] / [`ServerSession::reject_play`],
+//! then writes the stream's tracks and frames ([`ServerSession::send_tracks`],
+//! [`ServerSession::send_frame`]) as the push client does (shared
+//! [`MediaOut`]).
+//!
+//! Not here: sockets, time (none is needed), TLS.
 
 use std::collections::VecDeque;
 
@@ -32,6 +37,7 @@ use super::chunk::{
 use super::command::{amf0_body, parse_command, status, Command};
 use super::flv::{TagIngest, TagOutcome};
 use super::handshake::ServerHandshake;
+use super::media_out::MediaOut;
 use super::RtmpError;
 
 pub use super::flv::{AUDIO_TRACK_ID, VIDEO_TRACK_ID};
@@ -93,11 +99,14 @@ pub enum ServerEvent {
     Frame(Frame),
     /// FCUnpublish, deleteStream or closeStream ended the publishing.
     Unpublish,
-    /// The client asked to `play` a stream; refused with
-    /// NetStream.Play.Failed (kiln does not serve RTMP playback yet).
-    PlayRefused {
+    /// The client asked to `play` a stream. Answer with `accept_play` or
+    /// `reject_play`.
+    Play {
+        /// The stream name as sent (may carry `?query`).
         stream_name: String,
     },
+    /// deleteStream or closeStream ended the playing.
+    PlayStopped,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -113,6 +122,13 @@ enum State {
         name: String,
     },
     Publishing {
+        stream_id: MessageStreamId,
+    },
+    PlayPending {
+        stream_id: MessageStreamId,
+        name: String,
+    },
+    Playing {
         stream_id: MessageStreamId,
     },
     Closed,
@@ -136,6 +152,8 @@ pub struct ServerSession {
     /// An error met while handling deferred messages, reported by the next
     /// `handle_input`.
     failure: Option<RtmpError>,
+    /// What a player is sent.
+    media: MediaOut,
 }
 
 /// Most messages held while a decision is pending.
@@ -161,6 +179,7 @@ impl ServerSession {
             deferred: VecDeque::new(),
             deferred_bytes: 0,
             failure: None,
+            media: MediaOut::default(),
         }
     }
 
@@ -186,7 +205,7 @@ impl ServerSession {
     fn decision_pending(&self) -> bool {
         matches!(
             self.state,
-            State::ConnectPending { .. } | State::PublishPending { .. }
+            State::ConnectPending { .. } | State::PublishPending { .. } | State::PlayPending { .. }
         )
     }
 
@@ -366,6 +385,96 @@ impl ServerSession {
         self.resume();
     }
 
+    /// Accepts the pending `play`: Stream Begin, onStatus
+    /// NetStream.Play.Reset and NetStream.Play.Start, `|RtmpSampleAccess`.
+    /// Then send the tracks and frames.
+    pub fn accept_play(&mut self) {
+        let State::PlayPending { stream_id, name } = &self.state else {
+            return;
+        };
+        let (stream_id, name) = (*stream_id, name.clone());
+        self.conn
+            .write_user_control(user_control::STREAM_BEGIN, stream_id);
+        for (code, text) in [
+            (
+                "NetStream.Play.Reset",
+                format!("Playing and resetting {name}."),
+            ),
+            ("NetStream.Play.Start", format!("Started playing {name}.")),
+        ] {
+            let mut info = status("status", code, &text);
+            if let Amf0Value::Object(p) = &mut info {
+                p.push(("details".into(), name.clone().into()));
+            }
+            self.send_command(stream_id, "onStatus", 0.0, &[Amf0Value::Null, info]);
+        }
+        self.scratch.clear();
+        super::amf0::encode_all(
+            &["|RtmpSampleAccess".into(), true.into(), true.into()],
+            &mut self.scratch,
+        );
+        let body = std::mem::take(&mut self.scratch);
+        self.conn.write_message(
+            super::chunk::csid::STREAM,
+            0,
+            message_type::DATA_AMF0,
+            stream_id,
+            &[&body],
+        );
+        self.scratch = body;
+        self.media = MediaOut::default();
+        self.state = State::Playing { stream_id };
+        self.resume();
+    }
+
+    /// Rejects the pending `play` with onStatus level "error" and `code`
+    /// (NetStream.Play.StreamNotFound, ...); ffmpeg prints the description.
+    pub fn reject_play(&mut self, code: &str, description: &str) {
+        let State::PlayPending { stream_id, .. } = self.state else {
+            return;
+        };
+        let info = status("error", code, description);
+        self.send_command(stream_id, "onStatus", 0.0, &[Amf0Value::Null, info]);
+        self.state = State::Connected;
+        self.resume();
+    }
+
+    /// True while a `play` is accepted and not stopped.
+    pub fn is_playing(&self) -> bool {
+        matches!(self.state, State::Playing { .. })
+    }
+
+    /// Announces the tracks to the player (again when they change).
+    pub fn send_tracks(&mut self, tracks: &[Track]) -> Result<(), RtmpError> {
+        let State::Playing { stream_id } = self.state else {
+            return Err(RtmpError::Closed);
+        };
+        self.media
+            .announce(&mut self.conn, &mut self.scratch, stream_id, tracks)
+    }
+
+    /// Sends a frame to the player (frames of tracks not announced are
+    /// ignored).
+    pub fn send_frame(&mut self, frame: &Frame) -> Result<(), RtmpError> {
+        let State::Playing { stream_id } = self.state else {
+            return Err(RtmpError::Closed);
+        };
+        self.media.send_frame(&mut self.conn, frame, stream_id)
+    }
+
+    /// Tells the player the stream ended: onStatus NetStream.Play.Stop and
+    /// Stream EOF. The session is over; flush and close.
+    pub fn stop_play(&mut self, description: &str) {
+        let State::Playing { stream_id } = self.state else {
+            return;
+        };
+        let info = status("status", "NetStream.Play.Stop", description);
+        self.send_command(stream_id, "onStatus", 0.0, &[Amf0Value::Null, info]);
+        self.conn
+            .write_user_control(user_control::STREAM_EOF, stream_id);
+        self.close();
+    }
+
     fn send_command(
         &mut self,
         stream_id: MessageStreamId,
@@ -456,6 +565,9 @@ impl ServerSession {
                 ) {
                     self.state = State::Connected;
                     self.events.push_back(ServerEvent::Unpublish);
+                } else if matches!(self.state, State::Playing { .. }) && cmd.name != "FCUnpublish" {
+                    self.state = State::Connected;
+                    self.events.push_back(ServerEvent::PlayStopped);
                 }
             }
             "releaseStream" | "FCPublish" | "_checkbw" | "getStreamLength" => {
@@ -463,15 +575,15 @@ impl ServerSession {
                 self.reply_empty(txn);
             }
             "play" | "play2" => {
+                if self.state != State::Connected {
+                    return Err(RtmpError::Protocol("play before connect or while busy"));
+                }
                 let stream_name = cmd.arg_str(0).unwrap_or("").to_string();
-                self.events
-                    .push_back(ServerEvent::PlayRefused { stream_name });
-                let info = status(
-                    "error",
-                    "NetStream.Play.Failed",
-                    "playback is not supported here",
-                );
-                self.send_command(msg.stream_id, "onStatus", 0.0, &[Amf0Value::Null, info]);
+                self.state = State::PlayPending {
+                    stream_id: msg.stream_id,
+                    name: stream_name.clone(),
+                };
+                self.events.push_back(ServerEvent::Play { stream_name });
             }
             _ => {}
         }

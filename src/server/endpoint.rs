@@ -5,6 +5,7 @@
 //! and reads every result from the same [`Output`]. A new kind of endpoint
 //! is one more impl, not one more arm in the loop.
 
+use super::players::Players;
 use super::resolver::Resolver;
 use super::Service;
 use crate::admission::manager::{AccessManager, CheckId, Verdict};
@@ -28,6 +29,7 @@ pub(crate) struct Cx<'a> {
     pub pushes: &'a mut PushManager,
     pub hls: &'a mut HlsManager,
     pub access: &'a mut AccessManager,
+    pub players: &'a mut Players,
     pub resolver: &'a Resolver,
     pub tls_client: &'a Arc<rustls::ClientConfig>,
     pub out: &'a mut Output,
@@ -87,6 +89,9 @@ pub(crate) trait Endpoint {
             }
         }
     }
+
+    /// What a stream this endpoint plays did (frames, new tracks, its end).
+    fn on_media(&mut self, _out: &IngestOutput, _cx: &mut Cx<'_>) {}
 
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}

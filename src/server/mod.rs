@@ -21,6 +21,7 @@ pub(crate) mod budget;
 pub(crate) mod endpoint;
 pub(crate) mod file_writer;
 pub(crate) mod listener;
+pub(crate) mod players;
 pub(crate) mod push_io;
 pub(crate) mod resolver;
 pub(crate) mod rtmp_ingest;
@@ -47,6 +48,7 @@ use file_writer::FileWriter;
 use listener::Listener;
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Poll, Token, Waker};
+use players::Players;
 use push_io::PushIo;
 use resolver::Resolver;
 use rtmp_ingest::RtmpIngest;
@@ -129,6 +131,7 @@ pub struct Server {
     hls: HlsManager,
     records: RecordManager,
     access: AccessManager,
+    players: Players,
     /// Inside `drive_access` (its calls must not start another).
     driving_access: bool,
     access_armed: Option<Instant>,
@@ -213,6 +216,7 @@ impl Server {
             hls: HlsManager::new(utc_offset),
             records: RecordManager::new(utc_offset),
             access: AccessManager::default(),
+            players: Players::default(),
             driving_access: false,
             access_armed: None,
             files: FileWriter::start(waker.clone())?,
@@ -344,6 +348,7 @@ impl Server {
             pushes,
             hls,
             access,
+            players,
             resolver,
             tls_client,
             ..
@@ -359,6 +364,7 @@ impl Server {
             pushes,
             hls,
             access,
+            players,
             resolver,
             tls_client,
             out,
@@ -382,6 +388,13 @@ impl Server {
                 self.pushes.on_ingest(o, &mut self.api.registry, wall);
                 self.hls.on_ingest(o, &mut self.api.registry, wall);
                 self.records.on_ingest(o, &mut self.api.registry, wall);
+                let stream = o.stream.or(o.ended);
+                if let Some(id) = stream {
+                    for token in self.players.of(id) {
+                        // Players produce nothing for the rest of the server.
+                        let _ = self.guarded(Token(token), now, |ep, cx| ep.on_media(o, cx));
+                    }
+                }
             }
             self.wake_viewers(now);
         }
@@ -416,6 +429,7 @@ impl Server {
                         pushes: &mut self.pushes,
                         hls: &mut self.hls,
                         access: &mut self.access,
+                        players: &mut self.players,
                         resolver: &self.resolver,
                         tls_client: &self.tls_client,
                         out: &mut out,
@@ -514,6 +528,7 @@ impl Server {
                         pushes: &mut self.pushes,
                         hls: &mut self.hls,
                         access: &mut self.access,
+                        players: &mut self.players,
                         resolver: &self.resolver,
                         tls_client: &self.tls_client,
                         out: &mut out,

@@ -12,6 +12,13 @@
 //! and a refusal is `NetStream.Publish.Rejected` with the reason. The
 //! session ends at the policy's `stream_expire` or the webhook's
 //! `lifetime`, and its closing is sent whatever ends it.
+//!
+//! The same connection may `play` a live stream instead (RTMP play, for
+//! players and other servers): it gets the stream's tracks and last GOP,
+//! then every frame as it comes. A player more than
+//! [`PLAY_BACKLOG`] bytes behind skips to the next keyframe; when the
+//! stream ends it gets NetStream.Play.Stop and the connection closes.
+//! Players are admitted like publishers (`rtmp` in `enables.publishers`).
 
 use super::budget::BudgetShare;
 use super::endpoint::{Cx, Endpoint};
@@ -30,6 +37,9 @@ use std::time::{Duration, Instant};
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The handshake and `publish` must be done within this.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// A player with this much unsent output skips frames until the next
+/// keyframe (its connection costs at most about this much memory).
+pub(crate) const PLAY_BACKLOG: usize = 4 * 1024 * 1024;
 
 pub(crate) struct RtmpIngest {
     transport: Transport,
@@ -40,8 +50,13 @@ pub(crate) struct RtmpIngest {
     owner: u64,
     /// Resolved at `connect`: (vhost, app name as asked, tcUrl).
     target: Option<(Option<String>, String, String)>,
-    /// A `publish` waiting for its admission: (the check, the stream name).
-    pending: Option<(CheckId, String)>,
+    /// A `publish` or `play` waiting for its admission: (the check, the
+    /// stream name, whether it plays).
+    pending: Option<(CheckId, String, bool)>,
+    /// The stream this connection plays.
+    playing: Option<StreamId>,
+    /// A player skips frames until the next video keyframe.
+    skipping: bool,
     /// The admitted session's closing is owed.
     admission: Option<AdmissionId>,
     /// When the admitted session must end (policy or webhook).
@@ -88,6 +103,8 @@ impl RtmpIngest {
             owner,
             target: None,
             pending: None,
+            playing: None,
+            skipping: false,
             admission: None,
             expire: None,
             stream: None,
@@ -194,8 +211,11 @@ impl RtmpIngest {
     }
 
     fn end(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
-        if let Some((check, _)) = self.pending.take() {
+        if let Some((check, _, _)) = self.pending.take() {
             cx.access.cancel(check);
+        }
+        if let Some(id) = self.playing.take() {
+            cx.players.remove(id, cx.token.0);
         }
         if let Some(a) = self.admission.take() {
             cx.access.close(a, Now::read(cx.now));
@@ -249,6 +269,15 @@ impl RtmpIngest {
                     self.target = Some((vhost, app, tc_url));
                     self.session.accept_connect();
                 }
+                ServerEvent::Play { stream_name } => {
+                    self.play(cx, &stream_name);
+                }
+                ServerEvent::PlayStopped => {
+                    if let Some(id) = self.playing.take() {
+                        cx.players.remove(id, cx.token.0);
+                    }
+                    self.close_admission(cx);
+                }
                 ServerEvent::Publish { stream_name, .. } => {
                     self.publish(cx, &stream_name, out);
                     // The stream started, the publish was refused, or it
@@ -271,13 +300,6 @@ impl RtmpIngest {
                 }
                 ServerEvent::Metadata(_) => {}
                 ServerEvent::Unpublish => self.end(cx, out),
-                ServerEvent::PlayRefused { stream_name } => {
-                    let app = self.target.as_ref().map_or("", |(_, a, _)| a.as_str());
-                    crate::warn!(
-                        "rtmp {}: play [{app}/{stream_name}] refused: playback over RTMP is not served yet",
-                        self.peer
-                    );
-                }
             }
         }
     }
@@ -364,9 +386,99 @@ impl RtmpIngest {
                     "rtmp {}: publish waits for the admission webhook",
                     self.peer
                 );
-                self.pending = Some((check, name));
+                self.pending = Some((check, name, false));
             }
         }
+    }
+
+    /// A `play`: the vhost, then the signed policy and the webhook (as
+    /// `rtmp` publishers), then the live stream.
+    fn play(&mut self, cx: &mut Cx<'_>, raw_name: &str) {
+        let Some((Some(vhost), _, tc_url)) = self.target.clone() else {
+            self.session.reject_play(
+                "NetStream.Play.StreamNotFound",
+                "No virtual host serves this tcUrl host",
+            );
+            return;
+        };
+        let name = raw_name.split('?').next().unwrap_or("").to_string();
+        let Some(spec) = cx.api.registry.vhost(&vhost).map(|v| &v.spec) else {
+            return self
+                .session
+                .reject_play("NetStream.Play.StreamNotFound", "The virtual host is gone");
+        };
+        let subject = Subject {
+            protocol: Protocol::RtmpPlay,
+            client: self.peer,
+            user_agent: None,
+            url: self.request_url(&tc_url, raw_name),
+            new_url: None,
+        };
+        match cx
+            .access
+            .check(spec, subject, cx.token.0, Now::read(cx.now))
+        {
+            Verdict::Allowed(admit) => self.start_play(cx, &vhost, name, admit),
+            Verdict::Refused(why) => {
+                crate::warn!("rtmp {}: play refused: {why}", self.peer);
+                self.session.reject_play("NetStream.Play.Failed", &why);
+            }
+            Verdict::Pending(check) => self.pending = Some((check, name, true)),
+        }
+    }
+
+    /// Starts playing the admitted stream: its tracks and last GOP first.
+    fn start_play(
+        &mut self,
+        cx: &mut Cx<'_>,
+        vhost: &str,
+        name: String,
+        admit: crate::admission::manager::Admit,
+    ) {
+        let now = cx.now;
+        let wall = Now::read(now);
+        self.admission = admit.admission;
+        self.expire = admit
+            .expire_at
+            .map(|at| now + Duration::from_millis(at.saturating_sub(wall.unix_ms.max(0) as u64)));
+        let app = self.target.as_ref().map_or("", |(_, a, _)| a).to_string();
+        let (vhost, app, name) = match &admit.new_url {
+            None => (vhost.to_string(), app, name),
+            Some(url) => match crate::admission::redirect(&cx.api.registry, url) {
+                Ok(t) => t,
+                Err(why) => {
+                    self.session
+                        .reject_play("NetStream.Play.StreamNotFound", &why);
+                    return self.close_admission(cx);
+                }
+            },
+        };
+        let Some(stream) = cx.api.registry.streams.find(&vhost, &app, &name) else {
+            let why = format!("No such stream: [{vhost}/{app}/{name}]");
+            crate::info!("rtmp {}: play refused: {why}", self.peer);
+            self.session
+                .reject_play("NetStream.Play.StreamNotFound", &why);
+            return self.close_admission(cx);
+        };
+        let id = stream.id;
+        self.session.accept_play();
+        let sent = self.session.send_tracks(stream.tracks()).and_then(|()| {
+            stream
+                .gop()
+                .iter()
+                .try_for_each(|f| self.session.send_frame(f))
+        });
+        if let Err(e) = sent {
+            crate::info!("rtmp {}: play: {e}; closing", self.peer);
+            self.closed = true;
+            return;
+        }
+        crate::info!("rtmp {}: playing [{vhost}/{app}/{name}]", self.peer);
+        self.playing = Some(id);
+        self.skipping = false;
+        self.setup_deadline = None;
+        self.last_input = now;
+        cx.players.add(id, cx.token.0);
     }
 
     /// Starts the admitted stream (where a webhook's `new_url` sends it).
@@ -466,8 +578,8 @@ impl Endpoint for RtmpIngest {
     }
 
     fn admitted(&mut self, check: CheckId, verdict: Verdict, cx: &mut Cx<'_>) {
-        let name = match self.pending.take() {
-            Some((c, name)) if c == check && !self.closed => name,
+        let (name, play) = match self.pending.take() {
+            Some((c, name, play)) if c == check && !self.closed => (name, play),
             other => {
                 self.pending = other;
                 // Not (or no longer) waited for: close what was allowed.
@@ -485,6 +597,16 @@ impl Endpoint for RtmpIngest {
             .as_ref()
             .and_then(|(v, _, _)| v.clone())
             .unwrap_or_default();
+        if play {
+            match verdict {
+                Verdict::Allowed(admit) => self.start_play(cx, &vhost, name, admit),
+                Verdict::Refused(why) => self.session.reject_play("NetStream.Play.Failed", &why),
+                Verdict::Pending(_) => {}
+            }
+            self.finish_turn(cx, &mut out);
+            cx.out.ingest.push(out);
+            return;
+        }
         match verdict {
             Verdict::Allowed(admit) => self.start(cx, &vhost, name, admit, &mut out),
             Verdict::Refused(why) => self.reject("NetStream.Publish.Rejected", &why),
@@ -514,6 +636,59 @@ impl Endpoint for RtmpIngest {
         let mut out = IngestOutput::default();
         self.close(cx, &mut out);
         cx.out.ingest.push(out);
+    }
+
+    fn on_media(&mut self, o: &IngestOutput, cx: &mut Cx<'_>) {
+        let Some(id) = self.playing.filter(|_| !self.closed) else {
+            return;
+        };
+        if o.stream == Some(id) {
+            let mut sent = Ok(());
+            if o.tracks_changed {
+                if let Some(s) = cx.api.registry.streams.get(id) {
+                    sent = self.session.send_tracks(s.tracks());
+                }
+            }
+            for f in &o.frames {
+                if sent.is_err() {
+                    break;
+                }
+                let backlog = self.session.pending_output().len();
+                if backlog > PLAY_BACKLOG && !self.skipping {
+                    crate::debug!(
+                        "rtmp {}: player {backlog} bytes behind; skipping to the next keyframe",
+                        self.peer
+                    );
+                    self.skipping = true;
+                }
+                if self.skipping {
+                    let video_key = f.keyframe
+                        && cx
+                            .api
+                            .registry
+                            .streams
+                            .get(id)
+                            .and_then(|s| s.track(f.track))
+                            .is_some_and(|t| t.kind() == crate::media::MediaKind::Video);
+                    if !(video_key && backlog <= PLAY_BACKLOG / 2) {
+                        continue;
+                    }
+                    self.skipping = false;
+                }
+                sent = self.session.send_frame(f);
+                // A player that takes what it is sent is not idle.
+                self.last_input = cx.now;
+            }
+            if let Err(e) = sent {
+                crate::info!("rtmp {}: play: {e}; closing", self.peer);
+                self.closed = true;
+            }
+        }
+        if o.ended == Some(id) {
+            self.session.stop_play("The stream ended");
+        }
+        let mut out = IngestOutput::default();
+        self.finish_turn(cx, &mut out);
     }
 
     fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {

@@ -1,0 +1,201 @@
+//! Serving streams out over RTMP play (issue 15, item 1): ffmpeg and
+//! rtmpdump play what ffmpeg publishes, starting with the last GOP; the
+//! received media is checked with ffprobe (codecs, frame counts,
+//! timestamps); nginx-rtmp pulls from kiln as another server would.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+
+use common::*;
+use media::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn wait_live(s: &Server, name: &str) {
+    let ok = wait_until(Duration::from_secs(15), || {
+        s.live_stream(name).filter(|v| {
+            v["input"]["tracks"]
+                .as_array()
+                .is_some_and(|t| t.len() == 2)
+        })
+    });
+    assert!(ok.is_some(), "{}", s.log_text());
+}
+
+#[test]
+fn ffmpeg_plays_a_live_stream_over_rtmp() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let s = Server::start_media("play-ffmpeg");
+    let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
+    let mut src = ffmpeg_source(40, &[], "flv", &url);
+    wait_live(&s, "cam");
+    std::thread::sleep(Duration::from_secs(3));
+    // 8 s of what a player gets, copied as it comes.
+    let out = s.dir.join("played.flv");
+    let t0 = Instant::now();
+    let st = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-i", &url])
+        .args(["-t", "8", "-c", "copy", "-f", "flv"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{}", s.log_text());
+    println!("8 s played in {:?}", t0.elapsed());
+    let counts = frame_counts(&out);
+    println!("frames: {counts:?}");
+    let video = frames_of(&counts, "h264");
+    let audio = frames_of(&counts, "aac");
+    // 8 s at 25 fps and 48 kHz AAC (46.875 frames/s), within 2%; the
+    // player starts on the last GOP, so a few frames more may come.
+    assert!(video >= 196 && video <= 8 * 25 + 60, "video {video}");
+    assert!(audio >= 367 && audio <= 375 + 120, "audio {audio}");
+    assert!(monotonic_dts(&out), "timestamps go back");
+    // The first video frame is a keyframe (the GOP start).
+    let first = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-select_streams",
+            "v",
+            "-show_entries",
+            "frame=key_frame",
+            "-read_intervals",
+            "%+#1",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&first.stdout).trim(), "1");
+    let _ = src.kill();
+    let _ = src.wait();
+}
+
+#[test]
+fn players_end_with_the_stream_and_slow_ones_do_not_hold_it_up() {
+    if !have_tool("ffmpeg") || !have_tool("rtmpdump") {
+        return;
+    }
+    let s = Server::start_media("play-end");
+    let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
+    let mut src = ffmpeg_source(8, &[], "flv", &url);
+    wait_live(&s, "cam");
+    // rtmpdump plays until the stream ends (Play.Stop), then exits.
+    let dump = s.dir.join("dump.flv");
+    let mut player = Command::new("rtmpdump")
+        .args(["-q", "--live", "-r", &url, "-o"])
+        .arg(&dump)
+        .spawn()
+        .unwrap();
+    // A player that never reads: its connection must not stop the others.
+    let stalled = {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s.media.rtmp)).unwrap();
+        // C0+C1 only: it never completes the handshake, never reads.
+        let mut c1 = vec![3u8];
+        c1.extend(std::iter::repeat_n(0u8, 1536));
+        c.write_all(&c1).unwrap();
+        c
+    };
+    let _ = src.wait();
+    let ended = wait_until(Duration::from_secs(15), || player.try_wait().ok().flatten());
+    assert!(
+        ended.is_some(),
+        "rtmpdump did not end with the stream\n{}",
+        s.log_text()
+    );
+    let counts = frame_counts(&dump);
+    println!("rtmpdump got {counts:?}");
+    assert!(frames_of(&counts, "h264") >= 100, "{counts:?}");
+    drop(stalled);
+}
+
+#[test]
+fn nginx_rtmp_pulls_a_stream_from_kiln() {
+    if !have_tool("ffmpeg") || !have_tool("nginx") {
+        return;
+    }
+    let module = "/usr/lib/nginx/modules/ngx_rtmp_module.so";
+    if !std::path::Path::new(module).exists() {
+        assert!(
+            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "nginx-rtmp is required"
+        );
+        eprintln!("SKIP: nginx-rtmp is not installed");
+        return;
+    }
+    let s = Server::start_media("play-nginx");
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    wait_live(&s, "cam");
+    let port = free_port();
+    let dir = s.dir.join("nginx");
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = format!(
+        "load_module {module};\n{}worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\nevents {{ worker_connections 64; }}\n\
+         rtmp {{ server {{ listen 127.0.0.1:{port}; application edge {{ live on; pull rtmp://127.0.0.1:{k}/app name=cam static; }} }} }}\n",
+        if is_root() { "user root;\n" } else { "" },
+        d = dir.display(),
+        k = s.media.rtmp
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut nginx = Command::new("nginx")
+        .args(["-p"])
+        .arg(&dir)
+        .args(["-e"])
+        .arg(dir.join("error.log"))
+        .args(["-c"])
+        .arg(dir.join("nginx.conf"))
+        .spawn()
+        .unwrap();
+    wait_for_listen(port, Duration::from_secs(10));
+    let out = s.dir.join("edge.flv");
+    let st = Command::new("timeout")
+        .args([
+            "30",
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-i",
+        ])
+        .arg(format!("rtmp://127.0.0.1:{port}/edge/cam"))
+        .args(["-t", "5", "-c", "copy", "-f", "flv"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    // SIGTERM: the master stops its worker too (SIGKILL would orphan it).
+    let _ = Command::new("kill")
+        .args(["-TERM", &nginx.id().to_string()])
+        .status();
+    let _ = nginx.wait();
+    assert!(
+        st.success(),
+        "{}\n{}",
+        s.log_text(),
+        std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+    );
+    let counts = frame_counts(&out);
+    println!("through nginx-rtmp's pull: {counts:?}");
+    assert!(frames_of(&counts, "h264") >= 100, "{counts:?}");
+    assert!(frames_of(&counts, "aac") >= 200, "{counts:?}");
+    let _ = src.kill();
+    let _ = src.wait();
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
