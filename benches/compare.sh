@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,8 +21,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play startup"}
 RECORD_NS=${BENCH_RECORD_N:-"1 10 50"}
+PLAY_NS=${BENCH_PLAY_N:-"10 100"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
 UDP_NS=${BENCH_UDP_N:-"100 500 1000"}
 LAT_NS=${BENCH_LAT_N:-"1 100"}
@@ -50,7 +51,7 @@ need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc; then need srt-live-transmit srt-tools; fi
-if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission; then
+if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -132,6 +133,9 @@ rchar() { local t=0 p; for p in "$@"; do
 sink_bytes() { # bytes received so far on every connection of the sink port
     ss -tinH state established "( sport = :$1 )" 2>/dev/null |
         grep -o 'bytes_received:[0-9]*' | awk -F: '{t+=$2} END{print t+0}'; }
+served_bytes() { # bytes the server on port $1 has had acknowledged, all its connections
+    ss -tinH state established "( sport = :$1 )" 2>/dev/null |
+        grep -o 'bytes_acked:[0-9]*' | awk -F: '{t+=$2} END{print t+0}'; }
 cpu_ns() { local t=0 p; for p in "$@"; do # CPU time in ns (schedstat), finer than ticks
     [[ -r /proc/$p/schedstat ]] && t=$((t + $(cut -d' ' -f1 "/proc/$p/schedstat"))); done; echo $t; }
 udp_out() { awk '/^Udp:/ && $2 ~ /^[0-9]+$/ {print $5}' /proc/net/snmp; } # OutDatagrams, machine-wide
@@ -341,7 +345,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -802,6 +806,74 @@ by in the window (proves both wrote the stream).
 
 | N | kiln CPU s | nginx-rtmp CPU s | CPU ratio | Mb/s per file kiln / nginx |
 |---|---|---|---|---|
+$rows"
+fi
+
+# --- RTMP play -------------------------------------------------------------------------
+if want play; then
+    command -v rtmpdump >/dev/null || { log "rtmpdump is missing (apt-get install rtmpdump)"; exit 1; }
+    start_players() { # url N -> PLAYER_PIDS
+        PLAYER_PIDS=()
+        for _ in $(seq "$2"); do
+            rtmpdump -q --live -r "$1" -o /dev/null >/dev/null 2>&1 &
+            PLAYER_PIDS+=("$!"); PIDS+=("$!")
+        done
+    }
+    stop_players() { kill "${PLAYER_PIDS[@]}" 2>/dev/null; wait "${PLAYER_PIDS[@]}" 2>/dev/null || true; PLAYER_PIDS=(); }
+    alive() { local n=0 p; for p in "${PLAYER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
+    rows=""
+    for N in $PLAY_NS; do
+        k_cpu=; n_cpu=
+        for rep in $(seq "$REPEAT"); do
+            kiln_with_source
+            start_players "rtmp://127.0.0.1:$RTMP_IN/app/src" "$N"
+            sleep "$WARM"
+            c0=$(cpu_ticks "$KILN_PID"); r0=$(served_bytes "$RTMP_IN")
+            window "$KILN_PID" "kiln-play-$N"
+            c1=$(cpu_ticks "$KILN_PID"); r1=$(served_bytes "$RTMP_IN")
+            k_alive=$(alive)
+            c=$(calc "($c1-$c0)/$TCK")
+            if [[ -z $k_cpu ]] || (($(calc "int($c < $k_cpu)"))); then k_cpu=$c; fi
+            k_rate=$(calc "($r1-$r0)*8/$SECS/1e6/$N")
+            stop_players; stop "$SRC_PID"; stop_kiln
+            log "play N=$N run $rep kiln: cpu ${k_cpu}s, ${k_rate} Mb/s per player, $k_alive/$N playing"
+
+            start_nginx play "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
+                application app { live on; record off; } } }"
+            PLAY_NGX=$NGX_PID
+            wait_tcp "$NGX_RTMP"
+            start_source "rtmp://127.0.0.1:$NGX_RTMP/app/src"
+            sleep 1
+            start_players "rtmp://127.0.0.1:$NGX_RTMP/app/src" "$N"
+            sleep "$WARM"
+            np=$(nginx_pids "$PLAY_NGX")
+            c0=$(cpu_ticks $np); r0=$(served_bytes "$NGX_RTMP")
+            window "$(pgrep -P "$PLAY_NGX" | head -1)" "nginx-play-$N"
+            c1=$(cpu_ticks $np); r1=$(served_bytes "$NGX_RTMP")
+            n_alive=$(alive)
+            c=$(calc "($c1-$c0)/$TCK")
+            if [[ -z $n_cpu ]] || (($(calc "int($c < $n_cpu)"))); then n_cpu=$c; fi
+            n_rate=$(calc "($r1-$r0)*8/$SECS/1e6/$N")
+            stop_players; stop "$SRC_PID"; stop "$PLAY_NGX"
+            log "play N=$N run $rep nginx-rtmp: cpu ${n_cpu}s, ${n_rate} Mb/s per player, $n_alive/$N playing"
+        done
+        cr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($n_cpu,1/$TCK))")
+        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$n_cpu") | **$cr** | $(fmt "$k_rate" 2) / $(fmt "$n_rate" 2) | $k_alive / $n_alive |
+"
+    done
+    add "### RTMP play (1 source -> N players)
+
+Source as above (720p30 H.264 2.5 Mb/s + AAC, over RTMP). Players: N
+\`rtmpdump --live\` to /dev/null against kiln (RTMP play: last GOP first,
+then every frame) and against nginx-rtmp (1 worker, \`live on\`). CPU =
+utime+stime of the server over ${SECS} s after ${WARM} s, alternated
+${REPEAT} times, least kept. Mb/s per player = bytes the server's RTMP
+connections had acknowledged in the window (\`ss\` bytes_acked, all
+connections; the source's own connection sends, it barely receives) / N
+(proves every player got the stream).
+
+| N | kiln CPU s | nginx-rtmp CPU s | CPU ratio | Mb/s per player kiln / nginx | players at the end kiln / nginx |
+|---|---|---|---|---|---|
 $rows"
 fi
 

@@ -16,8 +16,10 @@
 //! The same connection may `play` a live stream instead (RTMP play, for
 //! players and other servers): it gets the stream's tracks and last GOP,
 //! then every frame as it comes. A player more than
-//! [`PLAY_BACKLOG`] bytes behind skips to the next keyframe; when the
-//! stream ends it gets NetStream.Play.Stop and the connection closes.
+//! [`PLAY_BACKLOG`] bytes behind (or when every connection's unsent and
+//! unparsed bytes together reach the server-wide budget) skips to the next
+//! keyframe; when the stream ends it gets NetStream.Play.Stop and the
+//! connection closes.
 //! Players are admitted like publishers (`rtmp` in `enables.publishers`).
 
 use super::budget::BudgetShare;
@@ -161,7 +163,7 @@ impl RtmpIngest {
             crate::info!("rtmp {}: protocol error: {e}; closing", self.peer);
             self.closed = true;
         }
-        if self.budget.update(self.session.buffered()).is_err() {
+        if self.budget.update(self.held()).is_err() {
             crate::warn!(
                 "rtmp {}: the server-wide ingest buffer budget ({} MiB) is used up; closing",
                 self.peer,
@@ -171,6 +173,17 @@ impl RtmpIngest {
         }
         self.handle_events(cx, out);
         self.finish_turn(cx, out);
+    }
+
+    /// Bytes this connection holds against the server-wide budget: partial
+    /// and held messages, and a player's unsent output.
+    fn held(&self) -> usize {
+        let unsent = if self.playing.is_some() {
+            self.session.pending_output().len()
+        } else {
+            0
+        };
+        self.session.buffered() + unsent
     }
 
     /// Writes what the session has, and closes a refused or finished
@@ -654,7 +667,10 @@ impl Endpoint for RtmpIngest {
                     break;
                 }
                 let backlog = self.session.pending_output().len();
-                if backlog > PLAY_BACKLOG && !self.skipping {
+                // Behind by its own bound, or the server-wide budget is
+                // used up: skip to the next keyframe.
+                let over = backlog > PLAY_BACKLOG || self.budget.update(self.held()).is_err();
+                if over && !self.skipping {
                     crate::debug!(
                         "rtmp {}: player {backlog} bytes behind; skipping to the next keyframe",
                         self.peer
@@ -670,7 +686,7 @@ impl Endpoint for RtmpIngest {
                             .get(id)
                             .and_then(|s| s.track(f.track))
                             .is_some_and(|t| t.kind() == crate::media::MediaKind::Video);
-                    if !(video_key && backlog <= PLAY_BACKLOG / 2) {
+                    if !(video_key && !over && backlog <= PLAY_BACKLOG / 2) {
                         continue;
                     }
                     self.skipping = false;
