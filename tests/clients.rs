@@ -127,7 +127,8 @@ fn gstreamer_srtsink_and_udpsink_publish() {
 
 /// Issue 10 item 18: players are refused with a reason the log names.
 /// rtmpdump asks to play a stream that does not exist over RTMP; ffmpeg
-/// asks to play over SRT (m=request) and libsrt gets reject code 1405.
+/// asks to play a stream that does not exist over SRT (m=request) and
+/// libsrt gets reject code 1404.
 #[test]
 fn players_are_refused_and_the_log_says_why() {
     let s = Server::start_media("players");
@@ -158,7 +159,7 @@ fn players_are_refused_and_the_log_says_why() {
         assert!(!out.status.success());
         let log = s.log_text();
         assert!(
-            log.contains("playback over SRT is not served") && log.contains("reject code 1405"),
+            log.contains("No such stream: [default/app/cam]") && log.contains("reject code 1404"),
             "{log}"
         );
     }

@@ -1,7 +1,7 @@
-//! Serving streams out over RTMP play (issue 15, item 1): ffmpeg and
-//! rtmpdump play what ffmpeg publishes, starting with the last GOP; the
-//! received media is checked with ffprobe (codecs, frame counts,
-//! timestamps); nginx-rtmp pulls from kiln as another server would.
+//! Serving streams out (issue 15, item 1): RTMP play (ffmpeg, rtmpdump,
+//! nginx-rtmp's pull) and SRT request mode (ffmpeg, srt-live-transmit) of
+//! what ffmpeg publishes, starting with the last GOP; the received media is
+//! checked with ffprobe (codecs, frame counts, timestamps).
 
 mod common;
 #[path = "common/media.rs"]
@@ -198,4 +198,70 @@ fn is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[test]
+fn srt_callers_in_request_mode_play_a_live_stream() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") || !have_tool("srt-live-transmit") {
+        return;
+    }
+    let s = Server::start_media("play-srt");
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    wait_live(&s, "cam");
+    std::thread::sleep(Duration::from_secs(2));
+    // ffmpeg, SRT's access-control form (percent-encoded in the URL).
+    let out = s.dir.join("srt-played.ts");
+    let st = Command::new("timeout")
+        .args([
+            "30",
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-i",
+        ])
+        .arg(format!(
+            "srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request",
+            s.media.srt
+        ))
+        .args(["-t", "8", "-c", "copy", "-f", "mpegts"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{}", s.log_text());
+    let counts = frame_counts(&out);
+    println!("ffmpeg over SRT request mode: {counts:?}");
+    let video = frames_of(&counts, "h264");
+    let audio = frames_of(&counts, "aac");
+    assert!((196..=8 * 25 + 60).contains(&video), "video {video}");
+    assert!((367..=375 + 120).contains(&audio), "audio {audio}");
+    assert!(monotonic_dts(&out), "timestamps go back");
+    // srt-live-transmit, OME's URL form with mode=request.
+    let out2 = s.dir.join("slt.ts");
+    let slt = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "timeout 6 srt-live-transmit -q 'srt://127.0.0.1:{}?streamid=srt://127.0.0.1/app/cam?mode=request' file://con > {}",
+            s.media.srt,
+            out2.display()
+        ))
+        .status()
+        .unwrap();
+    let _ = slt;
+    let counts = frame_counts(&out2);
+    println!("srt-live-transmit over SRT request mode: {counts:?}");
+    assert!(
+        frames_of(&counts, "h264") >= 100,
+        "{counts:?}\n{}",
+        s.log_text()
+    );
+    let _ = src.kill();
+    let _ = src.wait();
 }

@@ -18,6 +18,8 @@ pub enum Protocol {
     Hls,
     /// An RTMP player (`rtmp` in `enables.publishers`).
     RtmpPlay,
+    /// An SRT caller in request mode (`srt` in `enables.publishers`).
+    SrtPlay,
 }
 
 impl Protocol {
@@ -25,7 +27,7 @@ impl Protocol {
     pub fn enables_name(self) -> &'static str {
         match self {
             Protocol::Rtmp | Protocol::RtmpPlay => "rtmp",
-            Protocol::Srt => "srt",
+            Protocol::Srt | Protocol::SrtPlay => "srt",
             Protocol::Llhls => "llhls",
             Protocol::Hls => "hls",
         }
@@ -35,7 +37,7 @@ impl Protocol {
     pub fn wire_name(self) -> &'static str {
         match self {
             Protocol::Rtmp | Protocol::RtmpPlay => "RTMP",
-            Protocol::Srt => "SRT",
+            Protocol::Srt | Protocol::SrtPlay => "SRT",
             Protocol::Llhls => "LLHLS",
             Protocol::Hls => "HLS",
         }

@@ -15,15 +15,23 @@
 //! port when it names none). A refusal is reject code 1401; a webhook
 //! answer is waited for with the handshake held (the caller repeats its
 //! conclusion meanwhile).
+//!
+//! A caller in request mode (`m=request`, `mode=request`) plays a live
+//! stream: it gets the stream's last GOP, then every frame, as MPEG-TS in
+//! 1316-byte payloads through the listener's sender. One more than
+//! [`PLAY_BACKLOG`] payloads behind skips to the next keyframe; when the
+//! stream ends the connection is closed. Players are admitted with `srt`
+//! in `enables.publishers`.
 
 use super::endpoint::{Cx, Endpoint};
 use crate::admission::manager::{AdmissionId, Admit, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
+use crate::media::MediaKind;
 use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
 use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
 use crate::state::Registry;
-use crate::ts::{DemuxEvent, Demuxer};
+use crate::ts::{DemuxEvent, Demuxer, Muxer};
 use mio::net::UdpSocket;
 use std::collections::HashMap;
 use std::io;
@@ -31,6 +39,21 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 const MAX_DATAGRAM: usize = 65_536;
+/// Payloads (1316 bytes each) a player may have unacknowledged before it
+/// skips to the next keyframe: about 10 MB.
+pub(crate) const PLAY_BACKLOG: usize = 8192;
+/// 7 TS packets: what one SRT payload carries.
+const PAYLOAD: usize = 7 * 188;
+
+/// A caller playing a stream (request mode).
+struct Player {
+    stream: StreamId,
+    muxer: Option<Muxer>,
+    ts: Vec<u8>,
+    skipping: bool,
+    admission: Option<AdmissionId>,
+    expire: Option<Instant>,
+}
 
 struct Connection {
     stream: StreamId,
@@ -41,11 +64,15 @@ struct Connection {
     expire: Option<Instant>,
 }
 
+/// (vhost, app, stream).
+type StreamPath = (String, String, String);
+
 /// A connection request waiting for its admission webhook.
 struct Waiting {
     conn: ConnectionId,
     peer: SocketAddr,
-    target: (String, String, String),
+    target: StreamPath,
+    play: bool,
 }
 
 pub struct SrtIngest {
@@ -53,6 +80,7 @@ pub struct SrtIngest {
     listener: Listener,
     conns: HashMap<ConnectionId, Connection>,
     waiting: HashMap<CheckId, Waiting>,
+    players: HashMap<ConnectionId, Player>,
     buf: Vec<u8>,
     out: Vec<u8>,
     /// A datagram the socket would not take yet (sent first next time).
@@ -105,7 +133,7 @@ pub fn parse_stream_id(id: &str) -> Option<(Option<String>, String, String)> {
                 _ => {}
             }
         }
-        if mode.is_some_and(|m| m != "publish") {
+        if mode.is_some_and(|m| m != "publish" && m != "request") {
             return None;
         }
         let (app, stream) = resource?
@@ -169,6 +197,7 @@ impl SrtIngest {
             listener: Listener::new(config, now),
             conns: HashMap::new(),
             waiting: HashMap::new(),
+            players: HashMap::new(),
             buf: vec![0u8; MAX_DATAGRAM],
             out: Vec::with_capacity(1500),
             blocked: None,
@@ -177,7 +206,12 @@ impl SrtIngest {
     }
 
     pub fn deadline(&self) -> Option<Instant> {
-        let expire = self.conns.values().filter_map(|c| c.expire).min();
+        let expire = self
+            .conns
+            .values()
+            .filter_map(|c| c.expire)
+            .chain(self.players.values().filter_map(|p| p.expire))
+            .min();
         match (self.listener.poll_timeout(), expire) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -208,7 +242,7 @@ impl SrtIngest {
                 }
             }
         }
-        self.flush();
+        self.flush(now);
     }
 
     pub(crate) fn on_timeout(&mut self, cx: &mut Cx<'_>) {
@@ -216,7 +250,9 @@ impl SrtIngest {
         let expired: Vec<ConnectionId> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.expire.is_some_and(|e| now >= e))
+            .map(|(id, c)| (id, c.expire))
+            .chain(self.players.iter().map(|(id, p)| (id, p.expire)))
+            .filter(|(_, e)| e.is_some_and(|e| now >= e))
             .map(|(id, _)| *id)
             .collect();
         for conn in expired {
@@ -228,7 +264,7 @@ impl SrtIngest {
         }
         self.listener.handle_timeout(now);
         self.drain_events(cx);
-        self.flush();
+        self.flush(now);
     }
 
     /// Closes a connection from our side (its app restarted).
@@ -236,11 +272,14 @@ impl SrtIngest {
         if let Some(conn) = self.connection_of(stream) {
             let _ = self.listener.close(conn, cx.now);
             self.end(conn, cx);
-            self.flush();
+            self.flush(cx.now);
         }
     }
 
     fn end(&mut self, conn: ConnectionId, cx: &mut Cx<'_>) {
+        if self.players.contains_key(&conn) {
+            return self.end_player(conn, cx);
+        }
         let (registry, outs) = (&mut cx.api.registry, &mut cx.out.ingest);
         if let Some(mut c) = self.conns.remove(&conn) {
             if let Some(a) = c.admission.take() {
@@ -315,7 +354,7 @@ impl SrtIngest {
         peer: SocketAddr,
         stream_id: Option<&str>,
     ) {
-        let target = match self.admit(&cx.api.registry, stream_id) {
+        let (target, play) = match self.admit(&cx.api.registry, stream_id) {
             Ok(t) => t,
             Err((code, why)) => return self.refuse(conn, peer, code, &why, cx.now),
         };
@@ -324,7 +363,11 @@ impl SrtIngest {
         };
         let port = self.socket.local_addr().map_or(0, |a| a.port());
         let subject = Subject {
-            protocol: Protocol::Srt,
+            protocol: if play {
+                Protocol::SrtPlay
+            } else {
+                Protocol::Srt
+            },
             client: peer,
             user_agent: None,
             url: request_url(stream_id.unwrap_or(""), &target, port),
@@ -334,11 +377,18 @@ impl SrtIngest {
             .access
             .check(spec, subject, cx.token.0, Now::read(cx.now))
         {
+            Verdict::Allowed(admit) if play => self.start_play(cx, conn, peer, target, admit),
             Verdict::Allowed(admit) => self.start(cx, conn, peer, target, admit),
             Verdict::Refused(why) => self.refuse(conn, peer, 401, &why, cx.now),
             Verdict::Pending(check) => {
                 crate::debug!("srt {peer}: waits for the admission webhook");
-                self.waiting.insert(check, Waiting { conn, peer, target });
+                let w = Waiting {
+                    conn,
+                    peer,
+                    target,
+                    play,
+                };
+                self.waiting.insert(check, w);
             }
         }
     }
@@ -433,31 +483,108 @@ impl SrtIngest {
         }
     }
 
+    /// Starts an admitted player: accepted as a sender, then the stream's
+    /// tracks and last GOP as MPEG-TS.
+    fn start_play(
+        &mut self,
+        cx: &mut Cx<'_>,
+        conn: ConnectionId,
+        peer: SocketAddr,
+        (vhost, app, name): (String, String, String),
+        admit: Admit,
+    ) {
+        let now = cx.now;
+        let wall = Now::read(now);
+        let refuse = |this: &mut Self, cx: &mut Cx<'_>, code: u16, why: &str| {
+            this.refuse(conn, peer, code, why, now);
+            if let Some(a) = admit.admission {
+                cx.access.close(a, wall);
+            }
+        };
+        let (vhost, app, name) = match &admit.new_url {
+            None => (vhost, app, name),
+            Some(url) => match crate::admission::redirect(&cx.api.registry, url) {
+                Ok(t) => t,
+                Err(why) => return refuse(self, cx, 404, &why),
+            },
+        };
+        let Some(stream) = cx.api.registry.streams.find(&vhost, &app, &name) else {
+            let why = format!("No such stream: [{vhost}/{app}/{name}]");
+            return refuse(self, cx, 404, &why);
+        };
+        let id = stream.id;
+        if let Err(e) = self.listener.accept_sender(conn, now) {
+            return refuse(self, cx, 403, &e.to_string());
+        }
+        crate::info!("srt {peer}: playing [{vhost}/{app}/{name}] (SRT {conn})");
+        let mut player = Player {
+            stream: id,
+            muxer: Muxer::new(stream.tracks()).ok(),
+            ts: Vec::with_capacity(4 * PAYLOAD),
+            skipping: false,
+            admission: admit.admission,
+            expire: admit.expire_at.map(|at| {
+                now + std::time::Duration::from_millis(
+                    at.saturating_sub(wall.unix_ms.max(0) as u64),
+                )
+            }),
+        };
+        for f in stream.gop() {
+            if let Some(m) = player.muxer.as_mut() {
+                let _ = m.write_frame(f, &mut player.ts);
+            }
+        }
+        self.players.insert(conn, player);
+        self.send_ts(conn, now);
+        cx.players.add(id, cx.token.0);
+    }
+
+    /// Sends a player's whole 1316-byte payloads.
+    fn send_ts(&mut self, conn: ConnectionId, now: Instant) {
+        let Some(p) = self.players.get_mut(&conn) else {
+            return;
+        };
+        let whole = p.ts.len() / PAYLOAD * PAYLOAD;
+        for chunk in p.ts[..whole].chunks(PAYLOAD) {
+            self.listener.send(conn, chunk, now);
+        }
+        p.ts.drain(..whole);
+    }
+
+    /// Ends a player: its admission's closing, and the subscription when
+    /// it was the stream's last player here.
+    fn end_player(&mut self, conn: ConnectionId, cx: &mut Cx<'_>) {
+        let Some(p) = self.players.remove(&conn) else {
+            return;
+        };
+        if let Some(a) = p.admission {
+            cx.access.close(a, Now::read(cx.now));
+        }
+        if !self.players.values().any(|o| o.stream == p.stream) {
+            cx.players.remove(p.stream, cx.token.0);
+        }
+    }
+
     /// Which stream a streamid may publish to, or the reject code and why.
     fn admit(
         &self,
         registry: &Registry,
         stream_id: Option<&str>,
-    ) -> Result<(String, String, String), (u16, String)> {
+    ) -> Result<(StreamPath, bool), (u16, String)> {
         let Some(id) = stream_id else {
             return Err((400, "no streamid; use {host}/{app}/{stream}".into()));
         };
-        match stream_id_mode(id).as_deref() {
-            None | Some("publish") => {}
-            Some("request") => {
+        let play = match stream_id_mode(id).as_deref() {
+            None | Some("publish") => false,
+            Some("request") => true,
+            Some(other) => {
                 // SRT_REJX_BAD_MODE: libsrt callers print the code.
                 return Err((
                     405,
-                    format!("streamid [{id}] asks to play (m=request): playback over SRT is not served yet"),
+                    format!("streamid [{id}]: unknown mode [{other}]; kiln takes m=publish or m=request"),
                 ));
             }
-            Some(other) => {
-                return Err((
-                    405,
-                    format!("streamid [{id}]: unknown mode [{other}]; kiln takes m=publish"),
-                ))
-            }
-        }
+        };
         let Some((host, app, stream)) = parse_stream_id(id) else {
             return Err((
                 400,
@@ -473,16 +600,16 @@ impl SrtIngest {
             404,
             format!("Could not find the application: [{vname}/{app}]"),
         ))?;
-        if spec.providers.srt.is_none() {
+        if spec.providers.srt.is_none() && !play {
             return Err((
                 403,
                 format!("SRT is not enabled for the application: [{vname}/{app}]"),
             ));
         }
-        Ok((vname, app, stream))
+        Ok(((vname, app, stream), play))
     }
 
-    fn flush(&mut self) {
+    fn flush(&mut self, now: Instant) {
         if let Some((to, data)) = self.blocked.take() {
             match self.socket.send_to(&data, to) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -492,7 +619,7 @@ impl SrtIngest {
                 _ => {}
             }
         }
-        while let Some(to) = self.listener.poll_transmit(&mut self.out) {
+        while let Some(to) = self.listener.poll_transmit_at(now, &mut self.out) {
             match self.socket.send_to(&self.out, to) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -557,11 +684,14 @@ impl Endpoint for SrtIngest {
             return;
         };
         match verdict {
+            Verdict::Allowed(admit) if w.play => {
+                self.start_play(cx, w.conn, w.peer, w.target, admit)
+            }
             Verdict::Allowed(admit) => self.start(cx, w.conn, w.peer, w.target, admit),
             Verdict::Refused(why) => self.refuse(w.conn, w.peer, 401, &why, cx.now),
             Verdict::Pending(_) => {}
         }
-        self.flush();
+        self.flush(cx.now);
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -582,6 +712,58 @@ impl Endpoint for SrtIngest {
 
     fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
         self.close(stream, cx);
+    }
+
+    fn on_media(&mut self, o: &IngestOutput, cx: &mut Cx<'_>) {
+        let now = cx.now;
+        let conns: Vec<ConnectionId> = self
+            .players
+            .iter()
+            .filter(|(_, p)| o.stream == Some(p.stream) || o.ended == Some(p.stream))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in conns {
+            let backlog = self.listener.send_backlog(conn);
+            let Some(p) = self.players.get_mut(&conn) else {
+                continue;
+            };
+            if o.stream == Some(p.stream) {
+                let tracks = cx.api.registry.streams.get(p.stream).map(|s| s.tracks());
+                if o.tracks_changed {
+                    p.muxer = tracks.and_then(|t| Muxer::new(t).ok());
+                }
+                for f in &o.frames {
+                    if backlog > PLAY_BACKLOG && !p.skipping {
+                        crate::debug!("srt {conn}: player {backlog} payloads behind; skipping to the next keyframe");
+                        p.skipping = true;
+                    }
+                    if p.skipping {
+                        let video_key = f.keyframe
+                            && tracks
+                                .and_then(|t| t.iter().find(|t| t.id == f.track))
+                                .is_some_and(|t| t.kind() == MediaKind::Video);
+                        if !(video_key && backlog <= PLAY_BACKLOG / 2) {
+                            continue;
+                        }
+                        p.skipping = false;
+                    }
+                    if let Some(m) = p.muxer.as_mut() {
+                        let _ = m.write_frame(f, &mut p.ts);
+                    }
+                }
+                self.send_ts(conn, now);
+            }
+            let ended = self
+                .players
+                .get(&conn)
+                .is_some_and(|p| o.ended == Some(p.stream));
+            if ended {
+                crate::info!("srt {conn}: the stream it played ended; closing");
+                let _ = self.listener.close(conn, now);
+                self.end_player(conn, cx);
+            }
+        }
+        self.flush(now);
     }
 }
 
@@ -611,7 +793,11 @@ mod tests {
             parse_stream_id("#!::h=live.example.com,r=app/cam,m=publish"),
             t(Some("live.example.com"), "app", "cam")
         );
-        assert_eq!(parse_stream_id("#!::r=app/cam,m=request"), None);
+        assert_eq!(
+            parse_stream_id("#!::r=app/cam,m=request"),
+            t(None, "app", "cam")
+        );
+        assert_eq!(parse_stream_id("#!::r=app/cam,m=bidirectional"), None);
         let mode = |id: &str| stream_id_mode(id);
         assert_eq!(mode("#!::r=app/cam,m=request").as_deref(), Some("request"));
         assert_eq!(

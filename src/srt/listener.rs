@@ -39,6 +39,7 @@ use super::packet::{
     DEFAULT_MTU, HS_EXT_HSREQ, HS_EXT_KMREQ, SRT_MAGIC_CODE, SRT_VERSION,
 };
 use super::receiver::{CloseReason, Link, Receiver, ReceiverParams, ReceiverStats};
+use super::sender::Sender;
 
 /// Identifies one connection of a [`Listener`] (our SRT socket id).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -137,6 +138,8 @@ pub enum ListenerError {
     UnknownConnection,
     /// The connection was already accepted.
     AlreadyAccepted,
+    /// The caller encrypts; kiln cannot send to an encrypted caller yet.
+    Encrypted,
 }
 
 impl fmt::Display for ListenerError {
@@ -144,6 +147,9 @@ impl fmt::Display for ListenerError {
         match self {
             ListenerError::UnknownConnection => f.write_str("unknown SRT connection"),
             ListenerError::AlreadyAccepted => f.write_str("SRT connection already accepted"),
+            ListenerError::Encrypted => {
+                f.write_str("an encrypted caller cannot be sent to (request mode) yet")
+            }
         }
     }
 }
@@ -189,6 +195,11 @@ enum State {
         /// The caller's keys, when it encrypts.
         crypto: Option<Box<RxCrypto>>,
     },
+    /// Accepted to receive what kiln sends (the caller asked to play).
+    Sending {
+        tx: Box<Sender>,
+        response: Vec<u8>,
+    },
 }
 
 #[derive(Debug)]
@@ -218,6 +229,8 @@ pub struct Listener {
     /// A payload being decrypted.
     scratch: Vec<u8>,
     rejected: HashMap<(SocketAddr, u32), (RejectReason, Instant)>,
+    /// Connections in the Sending state.
+    senders: usize,
     out: OutQueue,
     events: VecDeque<ListenerEvent>,
     next_id: u64,
@@ -239,6 +252,7 @@ impl Listener {
             per_address: HashMap::new(),
             scratch: Vec::with_capacity(1500),
             rejected: HashMap::new(),
+            senders: 0,
             out: OutQueue::default(),
             events: VecDeque::new(),
             next_id: 0,
@@ -305,6 +319,22 @@ impl Listener {
             return;
         }
         let id = ConnectionId(dest);
+        if let State::Sending { tx, response } = &mut conn.state {
+            tx.touch(now);
+            if let Packet::Control(c) = packet {
+                match c.body {
+                    ControlBody::Ack(ack) => tx.on_ack(&ack, now, &mut self.out),
+                    ControlBody::Nak(list) => tx.on_nak(list, now, &mut self.out),
+                    ControlBody::Shutdown => self.close_with(dest, CloseReason::PeerShutdown),
+                    ControlBody::Handshake(hs) if hs.hs_type == HandshakeType::Conclusion => {
+                        let r = response.clone();
+                        self.out.push_with(from, |b| b.extend_from_slice(&r));
+                    }
+                    _ => {}
+                }
+            }
+            return;
+        }
         let State::Connected {
             rx,
             response,
@@ -371,6 +401,9 @@ impl Listener {
     /// Removes a connection from every table.
     fn remove_conn(&mut self, id: u32) -> Option<Conn> {
         let c = self.conns.remove(&id)?;
+        if let State::Sending { .. } = c.state {
+            self.senders -= 1;
+        }
         self.by_peer.remove(&(c.peer, c.peer_socket));
         let ip = c.peer.ip();
         if let Some(n) = self.per_address.get_mut(&ip) {
@@ -458,7 +491,7 @@ impl Listener {
         let key = (from, hs.socket_id);
         if let Some(id) = self.by_peer.get(&key) {
             if let Some(Conn {
-                state: State::Connected { response, .. },
+                state: State::Connected { response, .. } | State::Sending { response, .. },
                 ..
             }) = self.conns.get(id)
             {
@@ -559,6 +592,23 @@ impl Listener {
 
     /// Accepts a pending connection: sends the conclusion response (HSRSP).
     pub fn accept(&mut self, conn: ConnectionId, now: Instant) -> Result<(), ListenerError> {
+        self.accept_as(conn, false, now)
+    }
+
+    /// Accepts a pending connection to send to it (SRT's request mode:
+    /// the caller plays): [`send`](Self::send) queues its payloads. An
+    /// encrypted caller cannot be served this way yet
+    /// ([`ListenerError::Encrypted`]).
+    pub fn accept_sender(&mut self, conn: ConnectionId, now: Instant) -> Result<(), ListenerError> {
+        self.accept_as(conn, true, now)
+    }
+
+    fn accept_as(
+        &mut self,
+        conn: ConnectionId,
+        sending: bool,
+        now: Instant,
+    ) -> Result<(), ListenerError> {
         let latency = self.config.latency;
         let capacity = self.config.receive_buffer_packets.clamp(32, 1 << 16);
         let idle_timeout = self.config.peer_idle_timeout;
@@ -569,6 +619,9 @@ impl Listener {
         let State::Pending(p) = &mut c.state else {
             return Err(ListenerError::AlreadyAccepted);
         };
+        if sending && p.crypto.is_some() {
+            return Err(ListenerError::Encrypted);
+        }
         let crypto = p.crypto.take();
         let rcv_latency_ms =
             (latency.as_millis().min(65535) as u16).max(p.hsreq.send_tsbpd_delay_ms);
@@ -616,15 +669,53 @@ impl Listener {
             peer_socket: c.peer_socket,
             start: c.start,
         };
-        let rx = Box::new(Receiver::new(link, params, now));
         self.out
             .push_with(c.peer, |b| b.extend_from_slice(&response));
+        if sending {
+            let tx = Sender::new(
+                link,
+                p.initial_seq,
+                Duration::from_millis(u64::from(snd_latency_ms)),
+                capacity,
+                idle_timeout,
+                None,
+                now,
+            );
+            c.state = State::Sending {
+                tx: Box::new(tx),
+                response,
+            };
+            self.senders += 1;
+            return Ok(());
+        }
+        let rx = Box::new(Receiver::new(link, params, now));
         c.state = State::Connected {
             rx,
             response,
             crypto: crypto.map(|(rx, _)| rx),
         };
         Ok(())
+    }
+
+    /// Queues `payload` (at most 1316 bytes: 7 TS packets) for a
+    /// connection accepted with [`accept_sender`](Self::accept_sender).
+    /// False when it is not one (gone, or receiving).
+    pub fn send(&mut self, conn: ConnectionId, payload: &[u8], now: Instant) -> bool {
+        match self.conns.get_mut(&conn.0).map(|c| &mut c.state) {
+            Some(State::Sending { tx, .. }) => {
+                tx.push(payload, now, &mut self.out);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Payloads queued for a sending connection and not yet acknowledged.
+    pub fn send_backlog(&self, conn: ConnectionId) -> usize {
+        match self.conns.get(&conn.0).map(|c| &c.state) {
+            Some(State::Sending { tx, .. }) => tx.queued(),
+            _ => 0,
+        }
     }
 
     /// Rejects a pending connection with `reason` (sent as `1000 + code`).
@@ -656,7 +747,7 @@ impl Listener {
         let c = self
             .remove_conn(conn.0)
             .ok_or(ListenerError::UnknownConnection)?;
-        if let State::Connected { .. } = c.state {
+        if let State::Connected { .. } | State::Sending { .. } = c.state {
             let ts = timestamp_us(c.start, now);
             self.out.push_with(c.peer, |b| {
                 super::packet::write_simple_control(
@@ -691,6 +782,11 @@ impl Listener {
                         closed.push((id, Some(reason)));
                     }
                 }
+                State::Sending { tx, .. } => {
+                    if let Some(reason) = tx.on_timeout(now, &mut self.out) {
+                        closed.push((id, Some(reason)));
+                    }
+                }
             }
         }
         for (id, reason) in closed {
@@ -705,8 +801,30 @@ impl Listener {
     }
 
     /// Moves the next datagram to send into `buf`; returns its destination.
+    /// Control packets first, then the data of sending connections.
     pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<SocketAddr> {
         self.out.pop_into(buf)
+    }
+
+    /// As [`poll_transmit`](Self::poll_transmit), then the next data packet
+    /// of a sending connection (each in turn).
+    pub fn poll_transmit_at(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<SocketAddr> {
+        if let Some(to) = self.out.pop_into(buf) {
+            return Some(to);
+        }
+        if self.senders == 0 {
+            return None;
+        }
+        for c in self.conns.values_mut() {
+            if let State::Sending { tx, .. } = &mut c.state {
+                if tx.has_pending() {
+                    if let Some(to) = tx.poll_transmit(now, buf, &mut self.out) {
+                        return Some(to);
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Next event, if any.
@@ -723,6 +841,7 @@ impl Listener {
                 match &c.state {
                     State::Pending(p) => Some(add_or_same(p.created, PENDING_TIMEOUT)),
                     State::Connected { rx, .. } => rx.poll_timeout(),
+                    State::Sending { tx, .. } => Some(tx.poll_timeout()),
                 },
             );
         }
@@ -736,7 +855,7 @@ impl Listener {
     pub fn connection_stats(&self, conn: ConnectionId) -> Option<ReceiverStats> {
         match &self.conns.get(&conn.0)?.state {
             State::Connected { rx, .. } => Some(rx.stats()),
-            State::Pending(_) => Some(ReceiverStats::default()),
+            State::Pending(_) | State::Sending { .. } => Some(ReceiverStats::default()),
         }
     }
 
@@ -744,7 +863,7 @@ impl Listener {
     pub fn connection_latency(&self, conn: ConnectionId) -> Option<Duration> {
         match &self.conns.get(&conn.0)?.state {
             State::Connected { rx, .. } => Some(rx.latency()),
-            State::Pending(_) => None,
+            State::Pending(_) | State::Sending { .. } => None,
         }
     }
 

@@ -366,6 +366,11 @@ impl Sender {
         t
     }
 
+    /// Payloads queued and not yet acknowledged (or dropped).
+    pub(crate) fn queued(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// True when `poll_transmit` has data to send right now.
     pub(crate) fn has_pending(&self) -> bool {
         self.unsent < self.buffer.len() || !self.rexmit.is_empty()
