@@ -999,6 +999,65 @@ mod tests {
     }
 
     #[test]
+    fn a_request_mode_caller_is_sent_to_and_acknowledges() {
+        let now = Instant::now();
+        let mut l = Listener::new(ListenerConfig::default(), now);
+        let Some(ListenerEvent::ConnectionRequest { conn, .. }) = connect(&mut l, now, |hs| {
+            hs.stream_id = Some("#!::r=live/s,m=request".into())
+        }) else {
+            panic!("no connection request");
+        };
+        l.accept_sender(conn, now).unwrap();
+        // The conclusion response, then nothing until data is queued.
+        let (_, rsp) = next_packet(&mut l).unwrap();
+        assert!(handshake_of(&rsp).hsrsp.is_some());
+        assert!(l.poll_transmit_at(now, &mut Vec::new()).is_none());
+        for i in 0..3u8 {
+            assert!(l.send(conn, &[i; 1316], now));
+        }
+        assert_eq!(l.send_backlog(conn), 3);
+        let mut seqs = Vec::new();
+        let mut b = Vec::new();
+        while let Some(to) = l.poll_transmit_at(now, &mut b) {
+            assert_eq!(to, caller_addr());
+            match Packet::parse(&b).unwrap() {
+                Packet::Data(d) => {
+                    assert_eq!(d.header.dest_socket, 0x1111);
+                    assert_eq!(d.payload.len(), 1316);
+                    seqs.push(d.header.seq);
+                }
+                other => panic!("{other:?}"),
+            }
+            b.clear();
+        }
+        // The handshake's initial sequence number, as libsrt expects.
+        assert_eq!(
+            seqs,
+            vec![
+                SeqNumber::new(1000),
+                SeqNumber::new(1001),
+                SeqNumber::new(1002)
+            ]
+        );
+        // The caller acknowledges all three: they leave the buffer.
+        let ack = crate::srt::packet::Ack {
+            number: 1,
+            seq: SeqNumber::new(1003),
+            stats: None,
+        };
+        let mut a = Vec::new();
+        ack.write_packet(&mut a, 10, conn.0);
+        l.handle_datagram(caller_addr(), &a, now);
+        assert_eq!(l.send_backlog(conn), 0);
+        // Only senders take `send`; a receiving connection does not.
+        assert!(!l.send(ConnectionId(12345), b"x", now));
+        // Closing sends SHUTDOWN.
+        l.close(conn, now).unwrap();
+        assert!(next_packet(&mut l).is_some());
+        assert_eq!(l.connection_count(), 0);
+    }
+
+    #[test]
     fn one_address_cannot_take_every_slot() {
         let now = Instant::now();
         let mut l = Listener::new(ListenerConfig::default(), now);

@@ -66,14 +66,23 @@ pub mod fuzz {
         );
         let mut buf = Vec::new();
         let mut t = now;
+        let mut senders = Vec::new();
         for chunk in split(data) {
             l.handle_datagram(from, chunk, t);
             while let Some(ev) = l.poll_event() {
                 if let ListenerEvent::ConnectionRequest { conn, .. } = ev {
-                    let _ = l.accept(conn, t);
+                    // Odd socket ids play (request mode): kiln sends to them.
+                    if conn.0 & 1 == 1 && l.accept_sender(conn, t).is_ok() {
+                        senders.push(conn);
+                    } else {
+                        let _ = l.accept(conn, t);
+                    }
                 }
             }
-            while l.poll_transmit(&mut buf).is_some() {}
+            for conn in &senders {
+                l.send(*conn, &[0x47; 1316], t);
+            }
+            while l.poll_transmit_at(t, &mut buf).is_some() {}
             t += Duration::from_millis(7);
             l.handle_timeout(t);
         }
