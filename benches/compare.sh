@@ -50,7 +50,7 @@ need openssl openssl
 need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
-if want srt || want srtenc; then need srt-live-transmit srt-tools; fi
+if want srt || want srtenc || want play; then need srt-live-transmit srt-tools; fi
 if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play; then
     need ffmpeg ffmpeg
     need ss iproute2
@@ -164,12 +164,14 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -subj /CN=localhost \
     -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null
 
-read -r API_P TLS_P RTMP_IN NGX_P NGX_TLS NGX_RTMP SINK_P LLHLS_P <<<"$(free_ports 8)"
+read -r API_P TLS_P RTMP_IN NGX_P NGX_TLS NGX_RTMP SINK_P LLHLS_P SRT_IN <<<"$(free_ports 9)"
 # With KILN_LLHLS=<ChunkDuration> set, kiln_config adds the viewer port and
 # LL-HLS to the application (the other benches run without the packager).
 KILN_LLHLS=
 # With KILN_VHOST_EXTRA set, it goes into the virtual host (access control).
 KILN_VHOST_EXTRA=
+# With KILN_SRT_IN set, kiln also listens for SRT on $SRT_IN (players in request mode).
+KILN_SRT_IN=
 
 kiln_config() { # dir statefile
     cat >"$1/server.xml" <<EOF
@@ -180,7 +182,7 @@ kiln_config() { # dir statefile
   <StateFile>$2</StateFile>
   <Bind>
     <Managers><API><Port>$API_P</Port><TLSPort>$TLS_P</TLSPort></API></Managers>
-    <Providers><RTMP><Port>$RTMP_IN</Port></RTMP></Providers>
+    <Providers><RTMP><Port>$RTMP_IN</Port></RTMP>$( [[ -n $KILN_SRT_IN ]] && echo "<SRT><Port>$SRT_IN</Port></SRT>" )</Providers>
     $( [[ -n $KILN_LLHLS ]] && echo "<Publishers><LLHLS><Port>$LLHLS_P</Port></LLHLS></Publishers>" )
   </Bind>
   <Managers>
@@ -819,11 +821,18 @@ if want play; then
             PLAYER_PIDS+=("$!"); PIDS+=("$!")
         done
     }
+    start_srt_players() { # N: srt-live-transmit callers in request mode, TS to /dev/null
+        PLAYER_PIDS=()
+        for _ in $(seq "$1"); do
+            srt-live-transmit -q "srt://127.0.0.1:$SRT_IN?streamid=%23!::r=app/src,m=request" file://con >/dev/null 2>&1 &
+            PLAYER_PIDS+=("$!"); PIDS+=("$!")
+        done
+    }
     stop_players() { kill "${PLAYER_PIDS[@]}" 2>/dev/null; wait "${PLAYER_PIDS[@]}" 2>/dev/null || true; PLAYER_PIDS=(); }
     alive() { local n=0 p; for p in "${PLAYER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
     rows=""
     for N in $PLAY_NS; do
-        k_cpu=; n_cpu=
+        k_cpu=; n_cpu=; s_cpu=
         for rep in $(seq "$REPEAT"); do
             kiln_with_source
             start_players "rtmp://127.0.0.1:$RTMP_IN/app/src" "$N"
@@ -837,6 +846,22 @@ if want play; then
             k_rate=$(calc "($r1-$r0)*8/$SECS/1e6/$N")
             stop_players; stop "$SRC_PID"; stop_kiln
             log "play N=$N run $rep kiln: cpu ${k_cpu}s, ${k_rate} Mb/s per player, $k_alive/$N playing"
+
+            # kiln, SRT request mode (what srt-live-transmit wrote out)
+            KILN_SRT_IN=1
+            kiln_with_source
+            KILN_SRT_IN=
+            start_srt_players "$N"
+            sleep "$WARM"
+            c0=$(cpu_ticks "$KILN_PID"); w0=$(wchar "${PLAYER_PIDS[@]}")
+            window "$KILN_PID" "kiln-srtplay-$N"
+            c1=$(cpu_ticks "$KILN_PID"); w1=$(wchar "${PLAYER_PIDS[@]}")
+            s_alive=$(alive)
+            c=$(calc "($c1-$c0)/$TCK")
+            if [[ -z $s_cpu ]] || (($(calc "int($c < $s_cpu)"))); then s_cpu=$c; fi
+            s_rate=$(calc "($w1-$w0)*8/$SECS/1e6/$N")
+            stop_players; stop "$SRC_PID"; stop_kiln
+            log "play N=$N run $rep kiln SRT: cpu ${s_cpu}s, ${s_rate} Mb/s per player, $s_alive/$N playing"
 
             start_nginx play "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
                 application app { live on; record off; } } }"
@@ -858,22 +883,26 @@ if want play; then
             log "play N=$N run $rep nginx-rtmp: cpu ${n_cpu}s, ${n_rate} Mb/s per player, $n_alive/$N playing"
         done
         cr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($n_cpu,1/$TCK))")
-        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$n_cpu") | **$cr** | $(fmt "$k_rate" 2) / $(fmt "$n_rate" 2) | $k_alive / $n_alive |
+        sr=$(calc "'n/a (< 5 ticks)' if max($s_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($s_cpu/max($n_cpu,1/$TCK))")
+        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$s_cpu") | $(fmt "$n_cpu") | **$cr** | **$sr** | $(fmt "$k_rate" 2) / $(fmt "$s_rate" 2) / $(fmt "$n_rate" 2) | $k_alive / $s_alive / $n_alive |
 "
     done
     add "### RTMP play (1 source -> N players)
 
 Source as above (720p30 H.264 2.5 Mb/s + AAC, over RTMP). Players: N
 \`rtmpdump --live\` to /dev/null against kiln (RTMP play: last GOP first,
-then every frame) and against nginx-rtmp (1 worker, \`live on\`). CPU =
+then every frame) and against nginx-rtmp (1 worker, \`live on\`); and N
+\`srt-live-transmit\` callers in request mode against kiln (MPEG-TS over
+SRT; nginx-rtmp has no SRT, so its RTMP play is the peer). CPU =
 utime+stime of the server over ${SECS} s after ${WARM} s, alternated
 ${REPEAT} times, least kept. Mb/s per player = bytes the server's RTMP
 connections had acknowledged in the window (\`ss\` bytes_acked, all
-connections; the source's own connection sends, it barely receives) / N
-(proves every player got the stream).
+connections; the source's own connection sends, it barely receives) / N;
+for SRT, the TS bytes the callers wrote out / N (proves every player got the
+stream).
 
-| N | kiln CPU s | nginx-rtmp CPU s | CPU ratio | Mb/s per player kiln / nginx | players at the end kiln / nginx |
-|---|---|---|---|---|---|
+| N | kiln RTMP CPU s | kiln SRT CPU s | nginx-rtmp CPU s | RTMP ratio | SRT ratio | Mb/s per player kiln RTMP / SRT / nginx | players at the end kiln RTMP / SRT / nginx |
+|---|---|---|---|---|---|---|---|
 $rows"
 fi
 
