@@ -406,6 +406,39 @@ impl Server {
         self.drive_access(now);
     }
 
+    /// Makes a new endpoint (push or webhook I/O) with the context every
+    /// call gets, and keeps it unless it finished at once; its token.
+    /// Such endpoints produce nothing for the rest of the server.
+    fn add_endpoint(
+        &mut self,
+        now: Instant,
+        make: impl FnOnce(&mut Cx<'_>) -> Box<dyn Endpoint>,
+    ) -> Option<Token> {
+        let mut out = Output::default();
+        let endpoint = make(&mut Cx {
+            now,
+            token: self.endpoints.vacant_token(),
+            poll: self.poll.registry(),
+            api: &mut self.api,
+            pushes: &mut self.pushes,
+            hls: &mut self.hls,
+            access: &mut self.access,
+            players: &mut self.players,
+            resolver: &self.resolver,
+            tls_client: &self.tls_client,
+            out: &mut out,
+        });
+        if endpoint.is_closed() {
+            return None;
+        }
+        let deadline = endpoint.deadline();
+        let token = self.endpoints.insert(Entry::new(endpoint));
+        if let Some(d) = deadline {
+            self.arm(token, d);
+        }
+        Some(token)
+    }
+
     /// Sends the webhook requests admissions made, hands each decision to
     /// the endpoint waiting for it (one that is gone has what was allowed
     /// closed), and arms the viewer-session timer.
@@ -418,34 +451,7 @@ impl Server {
             let mut busy = false;
             while let Some(call) = self.access.poll_call() {
                 busy = true;
-                let token = self.endpoints.vacant_token();
-                let mut out = Output::default();
-                let io = {
-                    let mut cx = Cx {
-                        now,
-                        token,
-                        poll: self.poll.registry(),
-                        api: &mut self.api,
-                        pushes: &mut self.pushes,
-                        hls: &mut self.hls,
-                        access: &mut self.access,
-                        players: &mut self.players,
-                        resolver: &self.resolver,
-                        tls_client: &self.tls_client,
-                        out: &mut out,
-                    };
-                    WebhookIo::start(call, &mut cx)
-                };
-                if !io.is_closed() {
-                    let token = self.endpoints.insert(Entry::new(Box::new(io)));
-                    if let Some(d) = self
-                        .endpoints
-                        .get(token)
-                        .and_then(|e| e.endpoint.deadline())
-                    {
-                        self.arm(token, d);
-                    }
-                }
+                self.add_endpoint(now, |cx| Box::new(WebhookIo::start(call, cx)));
             }
             while let Some((waiter, check, verdict)) = self.access.poll_decision() {
                 busy = true;
@@ -517,26 +523,9 @@ impl Server {
         loop {
             while let Some(new) = self.pushes.poll_new() {
                 let id = new.id;
-                let token = self.endpoints.vacant_token();
-                let mut out = Output::default();
-                let io = {
-                    let mut cx = Cx {
-                        now,
-                        token,
-                        poll: self.poll.registry(),
-                        api: &mut self.api,
-                        pushes: &mut self.pushes,
-                        hls: &mut self.hls,
-                        access: &mut self.access,
-                        players: &mut self.players,
-                        resolver: &self.resolver,
-                        tls_client: &self.tls_client,
-                        out: &mut out,
-                    };
-                    PushIo::start(new, &mut cx)
-                };
-                self.endpoints.insert(Entry::new(Box::new(io)));
-                self.pushes.attach(id, token.0);
+                if let Some(token) = self.add_endpoint(now, |cx| Box::new(PushIo::start(new, cx))) {
+                    self.pushes.attach(id, token.0);
+                }
             }
             let woken = self.pushes.take_woken();
             if woken.is_empty() {

@@ -355,6 +355,17 @@ impl RtmpIngest {
         url
     }
 
+    /// What the signed policy and the webhook are asked about.
+    fn subject(&mut self, protocol: Protocol, tc_url: &str, raw_name: &str) -> Subject {
+        Subject {
+            protocol,
+            client: self.peer,
+            user_agent: None,
+            url: self.request_url(tc_url, raw_name),
+            new_url: None,
+        }
+    }
+
     fn reject(&mut self, code: &str, why: &str) {
         crate::warn!("rtmp {}: publish refused: {why}", self.peer);
         self.session.reject_publish_with_code(code, why);
@@ -381,13 +392,7 @@ impl RtmpIngest {
             self.reject("NetStream.Publish.BadName", "The virtual host is gone");
             return;
         };
-        let subject = Subject {
-            protocol: Protocol::Rtmp,
-            client: self.peer,
-            user_agent: None,
-            url: self.request_url(&tc_url, raw_name),
-            new_url: None,
-        };
+        let subject = self.subject(Protocol::Rtmp, &tc_url, raw_name);
         match cx
             .access
             .check(spec, subject, cx.token.0, Now::read(cx.now))
@@ -420,13 +425,7 @@ impl RtmpIngest {
                 .session
                 .reject_play("NetStream.Play.StreamNotFound", "The virtual host is gone");
         };
-        let subject = Subject {
-            protocol: Protocol::RtmpPlay,
-            client: self.peer,
-            user_agent: None,
-            url: self.request_url(&tc_url, raw_name),
-            new_url: None,
-        };
+        let subject = self.subject(Protocol::RtmpPlay, &tc_url, raw_name);
         match cx
             .access
             .check(spec, subject, cx.token.0, Now::read(cx.now))
