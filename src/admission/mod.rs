@@ -10,6 +10,15 @@ pub mod manager;
 pub mod policy;
 pub mod webhook;
 
+/// Does a URL authority (`host`, `host:port`, `[v6]:port`) name a port?
+/// The signed URL always has one; kiln adds the listener's when not.
+pub fn has_port(authority: &str) -> bool {
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.contains("]:"),
+        None => authority.contains(':'),
+    }
+}
+
 /// (vhost, app, stream) a webhook's `new_url` names on this server.
 pub fn redirect(
     registry: &crate::state::Registry,

@@ -325,12 +325,8 @@ impl RtmpIngest {
         let base = base.trim_end_matches('/');
         let (scheme, rest) = base.split_once("://").unwrap_or(("rtmp", base));
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let has_port = match authority.strip_prefix('[') {
-            Some(v6) => v6.contains("]:"),
-            None => authority.contains(':'),
-        };
         let mut url = format!("{scheme}://{authority}");
-        if !has_port {
+        if !crate::admission::has_port(authority) {
             if let Ok(local) = self.transport.stream_mut().local_addr() {
                 url.push_str(&format!(":{}", local.port()));
             }

@@ -643,11 +643,7 @@ fn request_url(
     let decoded = crate::http::percent_decode(&id).unwrap_or_else(|| id.to_string());
     if let Some((scheme, rest)) = decoded.split_once("://") {
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let has_port = match authority.strip_prefix('[') {
-            Some(v6) => v6.contains("]:"),
-            None => authority.contains(':'),
-        };
-        return if has_port {
+        return if crate::admission::has_port(authority) {
             decoded.clone()
         } else {
             format!("{scheme}://{authority}:{port}/{path}")

@@ -190,11 +190,7 @@ impl ViewerConn {
     fn request_url(&mut self, req: &Request) -> String {
         let tls = self.transport.is_tls();
         let host = req.header_str("host").unwrap_or("");
-        let has_port = match host.strip_prefix('[') {
-            Some(v6) => v6.contains("]:"),
-            None => host.contains(':'),
-        };
-        let port = if has_port {
+        let port = if crate::admission::has_port(host) {
             String::new()
         } else {
             let p = self
