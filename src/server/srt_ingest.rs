@@ -82,9 +82,11 @@ pub struct SrtIngest {
     waiting: HashMap<CheckId, Waiting>,
     players: HashMap<ConnectionId, Player>,
     buf: Vec<u8>,
-    out: Vec<u8>,
-    /// A datagram the socket would not take yet (sent first next time).
-    blocked: Option<(SocketAddr, Vec<u8>)>,
+    /// Datagrams made and not yet taken by the socket, in order (sent
+    /// with `sendmmsg`, up to 64 a call); the buffers are reused.
+    batch: Vec<(SocketAddr, Vec<u8>)>,
+    /// How many of `batch` are filled.
+    batched: usize,
     owner: u64,
 }
 
@@ -199,8 +201,8 @@ impl SrtIngest {
             waiting: HashMap::new(),
             players: HashMap::new(),
             buf: vec![0u8; MAX_DATAGRAM],
-            out: Vec::with_capacity(1500),
-            blocked: None,
+            batch: Vec::new(),
+            batched: 0,
             owner,
         }
     }
@@ -610,23 +612,49 @@ impl SrtIngest {
     }
 
     fn flush(&mut self, now: Instant) {
-        if let Some((to, data)) = self.blocked.take() {
-            match self.socket.send_to(&data, to) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.blocked = Some((to, data));
-                    return;
+        use std::os::fd::AsRawFd;
+        const BATCH: usize = 64;
+        loop {
+            // Fill the batch behind what is still waiting in it.
+            while self.batched < BATCH {
+                if self.batch.len() == self.batched {
+                    self.batch.push((
+                        SocketAddr::from(([0, 0, 0, 0], 0)),
+                        Vec::with_capacity(1500),
+                    ));
                 }
-                _ => {}
+                let (to, buf) = &mut self.batch[self.batched];
+                buf.clear();
+                match self.listener.poll_transmit_at(now, buf) {
+                    Some(addr) => *to = addr,
+                    None => break,
+                }
+                self.batched += 1;
             }
-        }
-        while let Some(to) = self.listener.poll_transmit_at(now, &mut self.out) {
-            match self.socket.send_to(&self.out, to) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.blocked = Some((to, self.out.clone()));
-                    return;
+            if self.batched == 0 {
+                return;
+            }
+            let views: Vec<(SocketAddr, &[u8])> = self.batch[..self.batched]
+                .iter()
+                .map(|(to, b)| (*to, b.as_slice()))
+                .collect();
+            let sent = match crate::sys::send_datagrams_to(self.socket.as_raw_fd(), &views) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // This datagram cannot go (e.g. an unreachable
+                    // address): drop it, as a lost packet.
+                    crate::debug!("srt: send to {}: {e}", views[0].0);
+                    1
                 }
-                Err(e) => crate::debug!("srt: send to {to}: {e}"),
+            };
+            drop(views);
+            // Keep the unsent ones in front, their buffers reused later.
+            self.batch[..self.batched].rotate_left(sent);
+            self.batched -= sent;
+            if self.batched > 0 && sent == 0 {
+                return;
             }
         }
     }
