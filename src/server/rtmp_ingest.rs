@@ -39,6 +39,9 @@ use std::time::{Duration, Instant};
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The handshake and `publish` must be done within this.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// After a refusal that came from a webhook, the connection stays this
+/// long for the client to read it.
+const REFUSAL_GRACE: Duration = Duration::from_secs(1);
 /// A player with this much unsent output skips frames until the next
 /// keyframe (its connection costs at most about this much memory).
 pub(crate) const PLAY_BACKLOG: usize = 4 * 1024 * 1024;
@@ -611,6 +614,9 @@ impl Endpoint for RtmpIngest {
                 Verdict::Refused(why) => self.session.reject_play("NetStream.Play.Failed", &why),
                 Verdict::Pending(_) => {}
             }
+            if self.playing.is_none() {
+                self.setup_deadline = Some(cx.now + REFUSAL_GRACE);
+            }
             self.finish_turn(cx, &mut out);
             cx.out.ingest.push(out);
             return;
@@ -622,7 +628,9 @@ impl Endpoint for RtmpIngest {
         }
         self.refused = self.stream.is_none();
         if self.refused {
-            self.setup_deadline = Some(cx.now);
+            // The set-up time may have passed while the webhook was asked:
+            // a moment to send the refusal, then the connection closes.
+            self.setup_deadline = Some(cx.now + REFUSAL_GRACE);
         }
         self.finish_turn(cx, &mut out);
         cx.out.ingest.push(out);
