@@ -912,3 +912,54 @@ fn webhooks_go_to_an_https_control_server() {
         s2.log_text()
     );
 }
+
+#[test]
+fn signed_policy_admits_rtmp_players() {
+    if !have_tool("ffmpeg") || !have_tool("python3") {
+        return;
+    }
+    // Players must sign (rtmp in publishers); publishers need not.
+    let s = policy_server("policy-play", "<Publishers>rtmp</Publishers>");
+    let base = format!("rtmp://127.0.0.1:{}/app", s.media.rtmp);
+    let mut src = ffmpeg_publish(30, &format!("{base}/cam"));
+    assert!(wait_live(&s, "cam"), "{}", s.log_text());
+    let play = |url: &str| {
+        Command::new("timeout")
+            .args([
+                "20",
+                "ffmpeg",
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-i",
+                url,
+            ])
+            .args(["-t", "2", "-c", "copy", "-f", "null", "-"])
+            .output()
+            .unwrap()
+    };
+    let refused = play(&format!("{base}/cam"));
+    assert!(!refused.status.success());
+    println!(
+        "ffmpeg playing unsigned: {}",
+        String::from_utf8_lossy(&refused.stderr).trim()
+    );
+    assert!(
+        s.log_text().contains("play refused: SignedPolicy"),
+        "{}",
+        s.log_text()
+    );
+    let signed = sign(
+        &format!("{base}/cam"),
+        &json!({"url_expire": now_ms() + 600_000}),
+    );
+    let ok = play(&signed);
+    assert!(
+        ok.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&ok.stderr),
+        s.log_text()
+    );
+    let _ = src.kill();
+    let _ = src.wait();
+}
