@@ -51,43 +51,7 @@ pub fn local_utc_offset_seconds(unix_seconds: i64) -> i32 {
 /// (`sendmmsg`). Returns how many were sent (a prefix of `datagrams`), or
 /// the error of the first one (e.g. `WouldBlock`).
 pub fn send_datagrams(fd: std::os::fd::RawFd, datagrams: &[&[u8]]) -> io::Result<usize> {
-    const MAX: usize = 64;
-    let n = datagrams.len().min(MAX);
-    if n == 0 {
-        return Ok(0);
-    }
-    let mut iovecs: [libc::iovec; MAX] = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX];
-    // SAFETY: an all-zero mmsghdr (null name, null control, zero lengths) is
-    // a valid value of this plain C struct.
-    let mut headers: [libc::mmsghdr; MAX] = unsafe { std::mem::zeroed() };
-    for i in 0..n {
-        iovecs[i] = libc::iovec {
-            iov_base: datagrams[i].as_ptr() as *mut libc::c_void,
-            iov_len: datagrams[i].len(),
-        };
-        headers[i].msg_hdr.msg_iov = &mut iovecs[i];
-        headers[i].msg_hdr.msg_iovlen = 1;
-    }
-    // SAFETY: `headers[..n]` point at `iovecs[..n]`, which point into the
-    // caller's slices; all of them outlive the call, and the kernel only
-    // reads the buffers (it writes `msg_len` into our headers). The socket
-    // is connected, so no address is needed.
-    let sent = unsafe {
-        libc::sendmmsg(
-            fd,
-            headers.as_mut_ptr(),
-            n as libc::c_uint,
-            libc::MSG_DONTWAIT,
-        )
-    };
-    if sent < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(sent as usize)
-    }
+    send_batch(fd, datagrams, None)
 }
 
 /// Sends datagrams to their own addresses on an unconnected UDP socket in
@@ -97,36 +61,52 @@ pub fn send_datagrams_to(
     fd: std::os::fd::RawFd,
     datagrams: &[(std::net::SocketAddr, &[u8])],
 ) -> io::Result<usize> {
-    const MAX: usize = 64;
-    let n = datagrams.len().min(MAX);
-    if n == 0 {
-        return Ok(0);
-    }
+    let n = datagrams.len().min(MAX_BATCH);
     let names: Vec<socket2::SockAddr> = datagrams[..n]
         .iter()
         .map(|(to, _)| socket2::SockAddr::from(*to))
         .collect();
-    let mut iovecs: [libc::iovec; MAX] = [libc::iovec {
+    let bufs: Vec<&[u8]> = datagrams[..n].iter().map(|(_, b)| *b).collect();
+    send_batch(fd, &bufs, Some(&names))
+}
+
+/// Most datagrams one `sendmmsg` takes here.
+const MAX_BATCH: usize = 64;
+
+/// `sendmmsg` of `bufs` (at most [`MAX_BATCH`]), each to `names[i]` when
+/// given (else the connected peer).
+fn send_batch(
+    fd: std::os::fd::RawFd,
+    bufs: &[&[u8]],
+    names: Option<&[socket2::SockAddr]>,
+) -> io::Result<usize> {
+    let n = bufs.len().min(MAX_BATCH);
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut iovecs: [libc::iovec; MAX_BATCH] = [libc::iovec {
         iov_base: std::ptr::null_mut(),
         iov_len: 0,
-    }; MAX];
+    }; MAX_BATCH];
     // SAFETY: an all-zero mmsghdr (null name, null control, zero lengths) is
     // a valid value of this plain C struct.
-    let mut headers: [libc::mmsghdr; MAX] = unsafe { std::mem::zeroed() };
+    let mut headers: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
     for i in 0..n {
         iovecs[i] = libc::iovec {
-            iov_base: datagrams[i].1.as_ptr() as *mut libc::c_void,
-            iov_len: datagrams[i].1.len(),
+            iov_base: bufs[i].as_ptr() as *mut libc::c_void,
+            iov_len: bufs[i].len(),
         };
         headers[i].msg_hdr.msg_iov = &mut iovecs[i];
         headers[i].msg_hdr.msg_iovlen = 1;
-        headers[i].msg_hdr.msg_name = names[i].as_ptr() as *mut libc::c_void;
-        headers[i].msg_hdr.msg_namelen = names[i].len();
+        if let Some(name) = names.and_then(|names| names.get(i)) {
+            headers[i].msg_hdr.msg_name = name.as_ptr() as *mut libc::c_void;
+            headers[i].msg_hdr.msg_namelen = name.len();
+        }
     }
-    // SAFETY: `headers[..n]` point at `iovecs[..n]` and `names[..n]`, which
-    // point into the caller's slices and this function's addresses; all of
-    // them outlive the call, and the kernel only reads them (it writes
-    // `msg_len` into our headers).
+    // SAFETY: `headers[..n]` point at `iovecs[..n]` (and at `names`), which
+    // point into the caller's slices; all of them outlive the call, and the
+    // kernel only reads them (it writes `msg_len` into our headers). Without
+    // names the socket is connected, so no address is needed.
     let sent = unsafe {
         libc::sendmmsg(
             fd,
