@@ -472,6 +472,15 @@ fn serve_hook<S: Read + Write>(mut conn: S, hits: &Mutex<Vec<Hit>>, answer: &Ans
     let _ = conn.flush();
 }
 
+/// The vhost's `<AdmissionWebhooks>` pointing at `url`.
+fn hook_xml(url: &str, timeout_ms: u64, enables: &str) -> String {
+    format!(
+        "<AdmissionWebhooks><ControlServerUrl>{url}</ControlServerUrl>\
+         <SecretKey>{HOOK_SECRET}</SecretKey><Timeout>{timeout_ms}</Timeout>\
+         <Enables>{enables}</Enables></AdmissionWebhooks>"
+    )
+}
+
 fn hook_server(tag: &str, hook: &ControlServer, timeout_ms: u64, enables: &str) -> Server {
     Server::start_with(
         tag,
@@ -480,13 +489,7 @@ fn hook_server(tag: &str, hook: &ControlServer, timeout_ms: u64, enables: &str) 
             llhls: Some(
                 "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>".into(),
             ),
-            vhost_access: format!(
-                "<AdmissionWebhooks><ControlServerUrl>{}</ControlServerUrl>\
-                 <SecretKey>{HOOK_SECRET}</SecretKey><Timeout>{timeout_ms}</Timeout>\
-                 <Enables>{enables}</Enables></AdmissionWebhooks>",
-                hook.url()
-            ),
-            extra_vhosts: String::new(),
+            vhost_access: hook_xml(&hook.url(), timeout_ms, enables),
             ..Default::default()
         },
     )
@@ -872,11 +875,7 @@ fn webhooks_go_to_an_https_control_server() {
         "hooks-https",
         ServerOptions {
             media: true,
-            vhost_access: format!(
-                "<AdmissionWebhooks><ControlServerUrl>{url}</ControlServerUrl>\
-                 <SecretKey>{HOOK_SECRET}</SecretKey><Timeout>3000</Timeout>\
-                 <Enables><Providers>rtmp</Providers></Enables></AdmissionWebhooks>"
-            ),
+            vhost_access: hook_xml(&url, 3000, "<Providers>rtmp</Providers>"),
             wrap: Some(format!("SSL_CERT_FILE={} exec \"$@\"", cert.display())),
             ..Default::default()
         },
@@ -897,11 +896,7 @@ fn webhooks_go_to_an_https_control_server() {
         "hooks-https-untrusted",
         ServerOptions {
             media: true,
-            vhost_access: format!(
-                "<AdmissionWebhooks><ControlServerUrl>{url}</ControlServerUrl>\
-                 <SecretKey>{HOOK_SECRET}</SecretKey><Timeout>3000</Timeout>\
-                 <Enables><Providers>rtmp</Providers></Enables></AdmissionWebhooks>"
-            ),
+            vhost_access: hook_xml(&url, 3000, "<Providers>rtmp</Providers>"),
             ..Default::default()
         },
     );

@@ -488,23 +488,10 @@ fn the_tls_port_serves_with_the_vhost_certificate() {
 /// in low-latency mode for 20 s.
 #[test]
 fn hls_js_plays_the_stream_in_headless_chromium() {
-    let Some(browser) = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|c| have_tool_quiet(c))
-    else {
-        have_tool("chromium");
+    let Some((browser, web)) = browser_with_hlsjs() else {
         return;
     };
     if !have_tool("ffmpeg") {
-        return;
-    }
-    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
-    if !web.join("node_modules/hls.js/dist/hls.min.js").exists() {
-        assert!(
-            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
-            "hls.js is required: npm ci --prefix tests/web"
-        );
-        eprintln!("SKIP: hls.js is not installed (npm ci --prefix tests/web)");
         return;
     }
     let chunk = std::env::var("KILN_TEST_CHUNK").unwrap_or_else(|_| "0.2".into());
@@ -631,23 +618,10 @@ fn hls_js_plays_the_stream_in_headless_chromium() {
 /// chunklist, init section and part with the session kiln put in them.
 #[test]
 fn hls_js_plays_a_signed_url() {
-    let Some(browser) = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|c| have_tool_quiet(c))
-    else {
-        have_tool("chromium");
+    let Some((browser, web)) = browser_with_hlsjs() else {
         return;
     };
     if !have_tool("ffmpeg") || !have_tool("python3") {
-        return;
-    }
-    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
-    if !web.join("node_modules/hls.js/dist/hls.min.js").exists() {
-        assert!(
-            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
-            "hls.js is required: npm ci --prefix tests/web"
-        );
-        eprintln!("SKIP: hls.js is not installed (npm ci --prefix tests/web)");
         return;
     }
     let secret = "browser-secret";
@@ -734,6 +708,28 @@ fn hls_js_plays_a_signed_url() {
     assert_eq!(refused, 0, "{log}");
     let _ = src.kill();
     let _ = src.wait();
+}
+
+/// Chromium and the pinned hls.js (`tests/web`), or `None` after saying
+/// why (a failure under `KILN_REQUIRE_INTEROP=1`).
+fn browser_with_hlsjs() -> Option<(&'static str, std::path::PathBuf)> {
+    let Some(browser) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| have_tool_quiet(c))
+    else {
+        have_tool("chromium");
+        return None;
+    };
+    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
+    if !web.join("node_modules/hls.js/dist/hls.min.js").exists() {
+        assert!(
+            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "hls.js is required: npm ci --prefix tests/web"
+        );
+        eprintln!("SKIP: hls.js is not installed (npm ci --prefix tests/web)");
+        return None;
+    }
+    Some((browser, web))
 }
 
 /// Opens the page in headless Chromium for `seconds` and returns what it

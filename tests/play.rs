@@ -12,6 +12,15 @@ use media::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// ffmpeg publishing `secs` of test pattern as `app/cam`, listed with both
+/// tracks.
+fn publish_cam(s: &Server, secs: u32) -> std::process::Child {
+    let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
+    let src = ffmpeg_source(secs, &[], "flv", &url);
+    wait_live(s, "cam");
+    src
+}
+
 fn wait_live(s: &Server, name: &str) {
     let ok = wait_until(Duration::from_secs(15), || {
         s.live_stream(name).filter(|v| {
@@ -30,8 +39,7 @@ fn ffmpeg_plays_a_live_stream_over_rtmp() {
     }
     let s = Server::start_media("play-ffmpeg");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
-    let mut src = ffmpeg_source(40, &[], "flv", &url);
-    wait_live(&s, "cam");
+    let mut src = publish_cam(&s, 40);
     std::thread::sleep(Duration::from_secs(3));
     // 8 s of what a player gets, copied as it comes.
     let out = s.dir.join("played.flv");
@@ -83,8 +91,7 @@ fn players_end_with_the_stream_and_slow_ones_do_not_hold_it_up() {
     }
     let s = Server::start_media("play-end");
     let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
-    let mut src = ffmpeg_source(8, &[], "flv", &url);
-    wait_live(&s, "cam");
+    let mut src = publish_cam(&s, 8);
     // rtmpdump plays until the stream ends (Play.Stop), then exits.
     let dump = s.dir.join("dump.flv");
     let mut player = Command::new("rtmpdump")
@@ -130,13 +137,7 @@ fn nginx_rtmp_pulls_a_stream_from_kiln() {
         return;
     }
     let s = Server::start_media("play-nginx");
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    wait_live(&s, "cam");
+    let mut src = publish_cam(&s, 40);
     let port = free_port();
     let dir = s.dir.join("nginx");
     std::fs::create_dir_all(&dir).unwrap();
@@ -206,13 +207,7 @@ fn srt_callers_in_request_mode_play_a_live_stream() {
         return;
     }
     let s = Server::start_media("play-srt");
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    wait_live(&s, "cam");
+    let mut src = publish_cam(&s, 40);
     std::thread::sleep(Duration::from_secs(2));
     // ffmpeg, SRT's access-control form (percent-encoded in the URL).
     let out = s.dir.join("srt-played.ts");
