@@ -128,13 +128,6 @@ impl std::fmt::Display for SessionError {
     }
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct AccessStats {
-    pub openings: u64,
-    pub closings: u64,
-    pub refused: u64,
-}
-
 #[derive(Default)]
 pub struct AccessManager {
     next_id: u64,
@@ -145,7 +138,6 @@ pub struct AccessManager {
     decisions: VecDeque<(usize, CheckId, Verdict)>,
     viewers: HashMap<u32, ViewerSession>,
     next_viewer: u32,
-    pub stats: AccessStats,
 }
 
 impl AccessManager {
@@ -172,10 +164,7 @@ impl AccessManager {
             };
             match policy::verify(&subject.url, keys, subject.client.ip(), now_ms) {
                 Ok(granted) => policy_expire = granted.stream_expire,
-                Err(e) => {
-                    self.stats.refused += 1;
-                    return Verdict::Refused(format!("SignedPolicy: {e}"));
-                }
+                Err(e) => return Verdict::Refused(format!("SignedPolicy: {e}")),
             }
         }
         let Some(aw) = vhost
@@ -189,7 +178,6 @@ impl AccessManager {
             });
         };
         if self.checks.len() >= MAX_PENDING {
-            self.stats.refused += 1;
             return Verdict::Refused("AdmissionWebhooks: too many admissions in flight".into());
         }
         let hook = Hook {
@@ -220,14 +208,8 @@ impl AccessManager {
         let id = self.next();
         let body = webhook::body(subject, status, now.unix_ms);
         let timeout = match status {
-            Status::Opening => {
-                self.stats.openings += 1;
-                hook.timeout
-            }
-            Status::Closing => {
-                self.stats.closings += 1;
-                CLOSING_TIMEOUT
-            }
+            Status::Opening => hook.timeout,
+            Status::Closing => CLOSING_TIMEOUT,
         };
         self.out.push_back(Call {
             id,
@@ -272,10 +254,7 @@ impl AccessManager {
 
     fn decide(&mut self, id: CheckId, check: Check, decision: Decision, now: Now) {
         let verdict = match decision {
-            Decision::Denied { reason } => {
-                self.stats.refused += 1;
-                Verdict::Refused(format!("AdmissionWebhooks: {reason}"))
-            }
+            Decision::Denied { reason } => Verdict::Refused(format!("AdmissionWebhooks: {reason}")),
             Decision::Allowed {
                 new_url,
                 lifetime_ms,
