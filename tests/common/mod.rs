@@ -15,12 +15,25 @@ use std::time::{Duration, Instant};
 pub const TOKEN: &str = "kiln:test-token";
 pub const AUTH: &str = "Basic a2lsbjp0ZXN0LXRva2Vu"; // base64("kiln:test-token")
 
-/// A free TCP port on 127.0.0.1 (bound and released; good enough on loopback).
+/// A free TCP port on 127.0.0.1 (bound and released). The kernel may hand
+/// the same port to two calls in a row, so ports this test process gave out
+/// are never given out again (one server's RTMP and LL-HLS ports once came
+/// out equal).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free port")
+    unique_port(|| TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()))
+}
+
+fn unique_port(bind: impl Fn() -> std::io::Result<SocketAddr>) -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    for _ in 0..1000 {
+        let port = bind().map(|a| a.port()).expect("no free port");
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no free port not given out before")
 }
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -133,10 +146,7 @@ pub struct MediaPorts {
 
 /// A free UDP port on 127.0.0.1.
 pub fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("no free UDP port")
+    unique_port(|| std::net::UdpSocket::bind("127.0.0.1:0").and_then(|s| s.local_addr()))
 }
 
 pub fn kiln_bin() -> &'static str {
