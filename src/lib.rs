@@ -23,6 +23,7 @@ pub(crate) mod ports;
 pub mod push;
 pub mod record;
 pub mod rtmp;
+pub mod rtsp;
 pub mod server;
 pub mod srt;
 pub mod state;

@@ -237,6 +237,12 @@ fn split_url(url: &str) -> Result<(&str, &str, Option<u16>, &str, &str), String>
     if authority.contains('@') {
         return Err("user information (user@host) is not supported".into());
     }
+    let (host, port) = split_authority(authority)?;
+    Ok((scheme, host, port, path, query))
+}
+
+/// Splits `host[:port]` or `[v6][:port]`; the error says what is wrong.
+pub(crate) fn split_authority(authority: &str) -> Result<(&str, Option<u16>), String> {
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let (h, after) = v6
             .split_once(']')
@@ -260,7 +266,7 @@ fn split_url(url: &str) -> Result<(&str, &str, Option<u16>, &str, &str), String>
         }
         (h, port)
     };
-    Ok((scheme, host, port, path, query))
+    Ok((host, port))
 }
 
 /// A port in a URL: 1-5 digits, 1-65535 (no sign, no spaces).
