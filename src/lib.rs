@@ -20,6 +20,7 @@ pub mod http;
 pub mod media;
 pub(crate) mod metrics;
 pub(crate) mod ports;
+pub mod pull;
 pub mod push;
 pub mod record;
 pub mod rtmp;

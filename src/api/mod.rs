@@ -13,6 +13,7 @@ mod dumps;
 pub mod envelope;
 mod events;
 mod profiles;
+mod pulls;
 mod push;
 mod records;
 mod stats;
@@ -63,6 +64,8 @@ pub struct Api {
     peaks_noted: Option<Instant>,
     /// The time of the request being answered (given to `handle`).
     now: crate::clock::Now,
+    /// The pull the request just answered waits for ([`Api::take_parked`]).
+    parked: Option<crate::pull::PullKey>,
 }
 
 /// Work a handler leaves for the loop.
@@ -104,6 +107,12 @@ pub enum Effect {
     StartHlsDump(crate::push::task::TaskKey),
     /// `:stopHlsDump`: end the dump's playlists; the task goes.
     StopHlsDump(crate::push::task::TaskKey),
+    /// `DELETE .../streams/{stream}`: its publisher or pull ends it.
+    EndStream {
+        stream: crate::state::streams::StreamId,
+    },
+    /// A deleted pull that is not live: close its session.
+    ClosePull { io: usize },
 }
 
 /// Facts about the connection a request came on.
@@ -145,6 +154,7 @@ impl Api {
             peaks: Default::default(),
             peaks_noted: None,
             now: crate::clock::Now::read(Instant::now()),
+            parked: None,
         }
     }
 
@@ -277,8 +287,10 @@ impl Api {
             (Route::AppAction(vh, app, AppAction::Records), _) => {
                 self.list_records(vh, app, &req.body)
             }
-            (Route::Streams(vh, app), _) => self.list_streams(vh, app),
-            (Route::Stream(vh, app, s), _) => self.get_stream(vh, app, s),
+            (Route::Streams(vh, app), "GET") => self.list_streams(vh, app),
+            (Route::Streams(vh, app), _) => self.create_stream(vh, app, &req.body),
+            (Route::Stream(vh, app, s), "GET") => self.get_stream(vh, app, s),
+            (Route::Stream(vh, app, s), _) => self.delete_stream(vh, app, s),
             (Route::StreamAction(vh, app, s, action), _) => match action {
                 StreamAction::SendEvent => self.send_event(vh, app, s, false, &req.body),
                 StreamAction::SendEvents => self.send_event(vh, app, s, true, &req.body),
@@ -502,7 +514,8 @@ impl Route {
             Route::Apps(_) => &["GET", "POST"],
             Route::App(..) => &["GET", "PATCH", "DELETE"],
             Route::AppAction(..) | Route::StreamAction(..) => &["POST"],
-            Route::Streams(..) | Route::Stream(..) => &["GET"],
+            Route::Streams(..) => &["GET", "POST"],
+            Route::Stream(..) => &["GET", "DELETE"],
             Route::Profiles(..) => &["GET", "POST"],
             Route::Profile(..) => &["GET", "PATCH", "DELETE"],
         }

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 /// A request not answered within this fails the pull.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
-/// No RTP for this long while playing fails the pull.
+/// No RTP for this long while playing fails the pull (unless set).
 const MEDIA_TIMEOUT: Duration = Duration::from_secs(10);
 /// Receiver reports (RFC 3550 says about every 5 s).
 const RTCP_INTERVAL: Duration = Duration::from_secs(5);
@@ -164,6 +164,7 @@ pub struct RtspClient {
     tracks_sent: bool,
     scratch: Vec<AccessUnit>,
     our_ssrc: u32,
+    media_timeout: Duration,
 }
 
 impl RtspClient {
@@ -192,9 +193,15 @@ impl RtspClient {
             tracks_sent: false,
             scratch: Vec::new(),
             our_ssrc: 0x6B69_6C6E, // "kiln"
+            media_timeout: MEDIA_TIMEOUT,
         };
         c.send_step(now);
         c
+    }
+
+    /// No RTP for `timeout` while playing fails the pull (default 10 s).
+    pub fn set_media_timeout(&mut self, timeout: Duration) {
+        self.media_timeout = timeout.max(Duration::from_millis(100));
     }
 
     pub fn is_playing(&self) -> bool {
@@ -290,8 +297,11 @@ impl RtspClient {
             }
         }
         if self.step == Step::Playing {
-            if now.saturating_duration_since(self.last_media) >= MEDIA_TIMEOUT {
-                self.fail(format!("no media for {} s", MEDIA_TIMEOUT.as_secs()));
+            if now.saturating_duration_since(self.last_media) >= self.media_timeout {
+                self.fail(format!(
+                    "no media for {} ms",
+                    self.media_timeout.as_millis()
+                ));
                 return;
             }
             if self.next_keepalive.is_some_and(|t| now >= t) && self.awaiting.is_none() {
@@ -312,7 +322,7 @@ impl RtspClient {
         let mut t = self.awaiting.map(|(_, since)| since + RESPONSE_TIMEOUT);
         if self.step == Step::Playing {
             for x in [
-                Some(self.last_media + MEDIA_TIMEOUT),
+                Some(self.last_media + self.media_timeout),
                 self.next_keepalive,
                 self.next_rtcp,
             ]

@@ -27,6 +27,18 @@ use std::time::{Duration, Instant};
 const OUTPUT_HIGH_WATER: usize = 256 * 1024;
 /// How long a closing connection drains what the client still sends.
 const LINGER: Duration = Duration::from_secs(2);
+/// Longest wait for a pull's answer (`POST .../streams`); then 504.
+const PULL_WAIT: Duration = Duration::from_secs(120);
+
+/// A request whose answer waits for a pull.
+struct Parked {
+    key: crate::pull::PullKey,
+    head: bool,
+    close: bool,
+    /// The CORS headers of the request.
+    headers: Vec<(&'static str, String)>,
+    since: Instant,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -57,6 +69,9 @@ pub(crate) struct ApiConn {
     read_paused: bool,
     /// The poller reported the client's FIN (or an error).
     peer_closed: bool,
+    /// This connection's token (what a parked request waits under).
+    token: usize,
+    parked: Option<Parked>,
 }
 
 /// What the loop should do after an event.
@@ -72,6 +87,7 @@ impl ApiConn {
         peer: SocketAddr,
         tls: Option<rustls::ServerConnection>,
         limits: ApiLimits,
+        token: usize,
         now: Instant,
     ) -> Self {
         let is_tls = tls.is_some();
@@ -90,6 +106,8 @@ impl ApiConn {
             head_started: if is_tls { Some(now) } else { None },
             read_paused: false,
             peer_closed: false,
+            token,
+            parked: None,
         }
     }
 
@@ -103,6 +121,9 @@ impl ApiConn {
 
     /// The one deadline of this connection.
     pub(crate) fn deadline(&self) -> Instant {
+        if let Some(p) = &self.parked {
+            return p.since + PULL_WAIT;
+        }
         match self.phase {
             Phase::Lingering { until } => until,
             _ if self.pending_output() => self.last_activity + self.limits.idle_timeout,
@@ -134,6 +155,21 @@ impl ApiConn {
 
     /// The deadline passed (the loop checked it is due).
     pub(crate) fn on_deadline(&mut self, api: &mut Api, now: Instant) -> Status {
+        if let Some(p) = self.parked.take() {
+            api.registry.pulls.forget_waiter(&p.key, self.token);
+            let mut resp = ApiError::http(
+                504,
+                format_args!("Pull [{}] is not live after {} s", p.key, PULL_WAIT.as_secs()),
+            )
+            .to_response();
+            resp.headers.extend(p.headers);
+            write_response(&resp, p.head, p.close, &mut self.out);
+            if p.close {
+                self.phase = Phase::Closing;
+            }
+            self.answer(api, now);
+            return self.drive_output(api, now);
+        }
         match self.phase {
             Phase::Lingering { .. } | Phase::Closed => {
                 self.phase = Phase::Closed;
@@ -200,6 +236,7 @@ impl ApiConn {
     /// Answers every complete request in the buffer, in order.
     fn answer(&mut self, api: &mut Api, now: Instant) {
         while matches!(self.phase, Phase::Open | Phase::Closing)
+            && self.parked.is_none()
             && self.out.len() - self.out_pos < OUTPUT_HIGH_WATER
         {
             match self.reader.next_request() {
@@ -208,8 +245,23 @@ impl ApiConn {
                         tls: self.transport.is_tls(),
                         sni: self.transport.sni(),
                     };
-                    let resp = api.handle(&req, info, crate::clock::Now::read(now));
+                    let mut resp = api.handle(&req, info, crate::clock::Now::read(now));
                     let close = !req.keep_alive() || self.phase == Phase::Closing;
+                    if let Some(key) = api.take_parked() {
+                        if api.registry.pulls.add_waiter(&key, self.token) {
+                            self.parked = Some(Parked {
+                                key,
+                                head: req.method == "HEAD",
+                                close,
+                                headers: resp.headers,
+                                since: now,
+                            });
+                            self.head_started = None;
+                            return;
+                        }
+                        resp = ApiError::http(502, format_args!("Pull [{key}] ended at once"))
+                            .to_response();
+                    }
                     crate::debug!(
                         "api {} {} {} -> {}",
                         self.peer,
@@ -280,6 +332,11 @@ impl ApiConn {
             }
             break;
         }
+        if self.parked.is_some() && self.phase == Phase::Closing {
+            // A client that half-closed after its request still gets the
+            // pull's answer.
+            return Status::Open;
+        }
         match self.phase {
             Phase::Open => Status::Open,
             Phase::Closing => {
@@ -336,5 +393,20 @@ impl Endpoint for ApiConn {
 
     fn service(&self) -> Option<Service> {
         Some(Service::Api)
+    }
+
+    fn pull_answered(&mut self, answer: crate::pull::table::PullAnswer, cx: &mut Cx<'_>) {
+        let Some(p) = self.parked.take_if(|p| p.key == answer.key) else {
+            return;
+        };
+        let mut resp = cx.api.pull_answer(&answer);
+        resp.headers.extend(p.headers);
+        crate::debug!("api {} pull [{}] -> {}", self.peer, p.key, resp.status);
+        write_response(&resp, p.head, p.close, &mut self.out);
+        if p.close {
+            self.phase = Phase::Closing;
+        }
+        self.answer(cx.api, cx.now);
+        self.drive_output(cx.api, cx.now);
     }
 }

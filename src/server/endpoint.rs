@@ -93,6 +93,10 @@ pub(crate) trait Endpoint {
     /// What a stream this endpoint plays did (frames, new tracks, its end).
     fn on_media(&mut self, _out: &IngestOutput, _cx: &mut Cx<'_>) {}
 
+    /// The pull an API request of this connection waits for is live or
+    /// failed.
+    fn pull_answered(&mut self, _answer: crate::pull::table::PullAnswer, _cx: &mut Cx<'_>) {}
+
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
 

@@ -22,6 +22,7 @@ pub(crate) mod endpoint;
 pub(crate) mod file_writer;
 pub(crate) mod listener;
 pub(crate) mod players;
+pub(crate) mod pull_io;
 pub(crate) mod push_io;
 pub(crate) mod resolver;
 pub(crate) mod rtmp_ingest;
@@ -49,6 +50,7 @@ use listener::Listener;
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Poll, Token, Waker};
 use players::Players;
+use pull_io::PullIo;
 use push_io::PushIo;
 use resolver::Resolver;
 use rtmp_ingest::RtmpIngest;
@@ -69,6 +71,8 @@ const WAKER_TOKEN: Token = Token(usize::MAX - 1);
 const RETRY_TOKEN: Token = Token(usize::MAX - 2);
 /// The timer that ends quiet or expired viewer sessions.
 const ACCESS_TOKEN: Token = Token(usize::MAX - 3);
+/// The timer that starts pulls again after their back-off.
+const PULL_TOKEN: Token = Token(usize::MAX - 4);
 /// Most RTMP(S) connections at once; beyond, accept and close at once (a
 /// flood must not take the descriptors the API and pushes need).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
@@ -146,6 +150,7 @@ pub struct Server {
     resolver: Resolver,
     tls_client: Arc<rustls::ClientConfig>,
     retry_armed: Option<Instant>,
+    pull_armed: Option<Instant>,
 }
 
 impl Server {
@@ -229,6 +234,7 @@ impl Server {
             resolver: Resolver::start(waker)?,
             tls_client: crate::tls::client_config(),
             retry_armed: None,
+            pull_armed: None,
         })
     }
 
@@ -404,6 +410,36 @@ impl Server {
         self.drive_pushes(now);
         self.drive_files();
         self.drive_access(now);
+        self.drive_pulls(now);
+    }
+
+    /// Opens the sessions pulls asked for, answers the API requests parked
+    /// on pulls, and arms the back-off timer.
+    fn drive_pulls(&mut self, now: Instant) {
+        loop {
+            let mut busy = false;
+            while let Some(new) = self.api.registry.pulls.poll_new() {
+                busy = true;
+                let session = new.session;
+                if let Some(token) = self.add_endpoint(now, |cx| Box::new(PullIo::start(new, cx))) {
+                    self.api.registry.pulls.attach(session, token.0);
+                }
+            }
+            while let Some(answer) = self.api.registry.pulls.poll_answer() {
+                busy = true;
+                let token = Token(answer.waiter);
+                let _ = self.guarded(token, now, |ep, cx| ep.pull_answered(answer, cx));
+            }
+            if !busy {
+                break;
+            }
+        }
+        if let Some(at) = self.api.registry.pulls.poll_timeout() {
+            if self.pull_armed.is_none_or(|armed| at < armed) {
+                self.pull_armed = Some(at);
+                self.timers.schedule(at, PULL_TOKEN);
+            }
+        }
     }
 
     /// Makes a new endpoint (push or webhook I/O) with the context every
@@ -571,6 +607,12 @@ impl Server {
                 self.drive_access(now);
                 continue;
             }
+            if token == PULL_TOKEN {
+                self.pull_armed = None;
+                self.api.registry.pulls.handle_timeout(now);
+                self.drive_pulls(now);
+                continue;
+            }
             if token == RETRY_TOKEN {
                 self.retry_armed = None;
                 self.pushes
@@ -669,6 +711,12 @@ impl Server {
                     self.hls
                         .stop_dump(&key, &mut self.api.registry, Now::read(now))
                 }
+                Effect::EndStream { stream } => {
+                    if let Some(owner) = self.api.registry.streams.get(stream).map(|s| s.publisher) {
+                        self.call(Token(owner as usize), now, |ep, cx| ep.end_stream(stream, cx));
+                    }
+                }
+                Effect::ClosePull { io } => self.call(Token(io), now, |ep, cx| ep.abort(cx)),
             }
         }
         self.wake_viewers(now);
@@ -712,7 +760,14 @@ impl Server {
         let endpoint: Box<dyn Endpoint> = match service {
             Service::Api => {
                 self.api_conns += 1;
-                Box::new(ApiConn::new(stream, peer, tls, self.limits.clone(), now))
+                Box::new(ApiConn::new(
+                    stream,
+                    peer,
+                    tls,
+                    self.limits.clone(),
+                    token.0,
+                    now,
+                ))
             }
             Service::Rtmp => {
                 crate::debug!("rtmp connection from {peer}");

@@ -71,6 +71,8 @@ pub struct Registry {
     pub records: crate::record::task::RecordTable,
     /// HLS dumps (run-time only).
     pub dumps: crate::hls::dump::DumpTable,
+    /// Pulled streams (`persistent` ones are durable).
+    pub pulls: crate::pull::PullTable,
 }
 
 impl Registry {
@@ -90,6 +92,7 @@ impl Registry {
             streams: Streams::default(),
             pushes: crate::push::task::PushTable::default(),
             records: crate::record::task::RecordTable::default(),
+            pulls: crate::pull::PullTable::default(),
             dumps: crate::hls::dump::DumpTable::default(),
         }
     }
@@ -136,6 +139,25 @@ impl Registry {
             }
             self.records
                 .insert(crate::record::task::RecordTask::new(spec));
+        }
+        for spec in state.pulls {
+            let name = format!("{}/{}/{}", spec.vhost, spec.app, spec.name);
+            if self.app(&spec.vhost, &spec.app).is_none() {
+                skipped.push(format!(
+                    "pull [{name}] in the state file: the application is gone; dropped"
+                ));
+                continue;
+            }
+            let sources: Result<Vec<_>, _> = spec
+                .urls
+                .iter()
+                .map(|u| crate::pull::Source::parse(u))
+                .collect();
+            match sources {
+                Ok(sources) if !sources.is_empty() => self.pulls.insert(spec, sources),
+                Ok(_) => skipped.push(format!("pull [{name}] in the state file has no URL; dropped")),
+                Err(e) => skipped.push(format!("pull [{name}] in the state file: {e}; dropped")),
+            }
         }
         skipped
     }
@@ -245,6 +267,7 @@ impl Registry {
                 .collect(),
             pushes: self.pushes.specs(),
             records: self.records.specs(),
+            pulls: self.pulls.specs(),
             journal_seq: 0,
         }
     }

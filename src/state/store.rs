@@ -19,6 +19,7 @@
 use super::app::AppSpec;
 use super::vhost::VhostSpec;
 use crate::push::request::PushSpec;
+use crate::pull::PullSpec;
 use crate::record::request::RecordSpec;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
@@ -49,6 +50,9 @@ pub struct DurableState {
     /// Record tasks in creation order (as push tasks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<RecordSpec>,
+    /// Persistent pulled streams (as push tasks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pulls: Vec<PullSpec>,
     /// The last journal record folded into this snapshot.
     #[serde(default)]
     pub journal_seq: u64,
@@ -91,6 +95,15 @@ pub enum Change {
         app: String,
         id: String,
     },
+    /// A persistent pull added (others are not durable).
+    AddPull {
+        pull: PullSpec,
+    },
+    DeletePull {
+        vhost: String,
+        app: String,
+        name: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -111,6 +124,7 @@ impl DurableState {
                 self.vhosts.retain(|v| v.name != name);
                 self.pushes.retain(|p| p.vhost != name);
                 self.records.retain(|p| p.vhost != name);
+                self.pulls.retain(|p| p.vhost != name);
             }
             Change::SetApps {
                 vhost,
@@ -123,6 +137,7 @@ impl DurableState {
                 if let Some(app) = removed_app {
                     self.pushes.retain(|p| !(p.vhost == vhost && p.app == app));
                     self.records.retain(|p| !(p.vhost == vhost && p.app == app));
+                    self.pulls.retain(|p| !(p.vhost == vhost && p.app == app));
                 }
             }
             Change::AddPush { push } => self.pushes.push(push),
@@ -133,6 +148,10 @@ impl DurableState {
             Change::DeleteRecord { vhost, app, id } => self
                 .records
                 .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id)),
+            Change::AddPull { pull } => self.pulls.push(pull),
+            Change::DeletePull { vhost, app, name } => self
+                .pulls
+                .retain(|p| !(p.vhost == vhost && p.app == app && p.name == name)),
         }
     }
 }
@@ -421,6 +440,12 @@ impl DurableTask for RecordSpec {
     }
 }
 
+impl DurableTask for PullSpec {
+    fn key(&self) -> (String, String, String) {
+        (self.vhost.clone(), self.app.clone(), self.name.clone())
+    }
+}
+
 /// Tasks of one kind being replayed: (task, sequence number it was added
 /// at); `None` once deleted.
 struct Replayed<T> {
@@ -483,6 +508,7 @@ struct Replayer {
     state: DurableState,
     pushes: Replayed<PushSpec>,
     records: Replayed<RecordSpec>,
+    pulls: Replayed<PullSpec>,
     vhost_deleted: std::collections::HashMap<String, u64>,
     app_deleted: std::collections::HashMap<(String, String), u64>,
 }
@@ -492,6 +518,7 @@ impl Replayer {
         Replayer {
             pushes: Replayed::new(std::mem::take(&mut state.pushes)),
             records: Replayed::new(std::mem::take(&mut state.records)),
+            pulls: Replayed::new(std::mem::take(&mut state.pulls)),
             state,
             vhost_deleted: Default::default(),
             app_deleted: Default::default(),
@@ -526,6 +553,8 @@ impl Replayer {
             Change::DeletePush { vhost, app, id } => self.pushes.delete((vhost, app, id)),
             Change::AddRecord { record } => self.records.add(record, seq),
             Change::DeleteRecord { vhost, app, id } => self.records.delete((vhost, app, id)),
+            Change::AddPull { pull } => self.pulls.add(pull, seq),
+            Change::DeletePull { vhost, app, name } => self.pulls.delete((vhost, app, name)),
         }
     }
 
@@ -533,6 +562,7 @@ impl Replayer {
         let mut state = self.state;
         state.pushes = self.pushes.finish(&self.vhost_deleted, &self.app_deleted);
         state.records = self.records.finish(&self.vhost_deleted, &self.app_deleted);
+        state.pulls = self.pulls.finish(&self.vhost_deleted, &self.app_deleted);
         state
     }
 }

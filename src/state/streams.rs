@@ -24,6 +24,8 @@ pub enum SourceType {
     Rtmps,
     Srt,
     MpegTs,
+    /// Pulled from an RTSP server (`POST .../streams`).
+    RtspPull,
 }
 
 impl SourceType {
@@ -33,6 +35,7 @@ impl SourceType {
             SourceType::Rtmps => "Rtmps",
             SourceType::Srt => "Srt",
             SourceType::MpegTs => "MpegTs",
+            SourceType::RtspPull => "RtspPull",
         }
     }
 }

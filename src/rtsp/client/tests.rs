@@ -183,7 +183,7 @@ fn keepalive_receiver_reports_and_media_timeout() {
     c.handle_timeout(t0 + Duration::from_secs(19));
     let ev = events(&mut c);
     assert!(
-        matches!(&ev[..], [.., ClientEvent::Failed(why)] if why == "no media for 10 s"),
+        matches!(&ev[..], [.., ClientEvent::Failed(why)] if why == "no media for 10000 ms"),
         "{ev:?}"
     );
     assert!(c.is_closed());

@@ -1,0 +1,159 @@
+//! `POST .../apps/{app}/streams` (OME's pull, DECISIONS 12): the body, its
+//! checks, and the durable spec of a pulled stream.
+
+use crate::rtsp::RtspUrl;
+use serde::{Deserialize, Serialize};
+
+/// Most URLs one pull may fail over across.
+pub const MAX_URLS: usize = 8;
+
+/// What a pull is asked to be (kept in the state file when `persistent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullSpec {
+    pub vhost: String,
+    pub app: String,
+    pub name: String,
+    pub urls: Vec<String>,
+    #[serde(default)]
+    pub persistent: bool,
+    /// No media for this long on a live pull: fail over to the next URL.
+    pub no_input_failover_timeout_ms: u64,
+    /// Kept for the API; unused streams are not ended yet.
+    pub unused_stream_deletion_timeout_ms: u64,
+}
+
+/// Where a pull takes its stream from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Rtsp(RtspUrl),
+}
+
+impl Source {
+    /// Parses one of a pull's URLs; the error names the URL's problem.
+    pub fn parse(url: &str) -> Result<Source, String> {
+        let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or("");
+        match scheme.to_ascii_lowercase().as_str() {
+            "rtsp" => RtspUrl::parse(url).map(Source::Rtsp),
+            "" => Err(format!("[{}] is not a URL", redacted(url))),
+            other => Err(format!(
+                "the [{}] scheme cannot be pulled (rtsp:// can)",
+                other.escape_debug()
+            )),
+        }
+    }
+
+    /// The host and port to connect to.
+    pub fn host_port(&self) -> (&str, u16) {
+        match self {
+            Source::Rtsp(u) => (&u.host, u.port),
+        }
+    }
+}
+
+/// A URL for logs and answers: credentials hidden.
+pub fn redacted(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s && !url[s + 3..at].contains('/') => {
+            format!("{}***@{}", &url[..s + 3], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+    .escape_debug()
+    .to_string()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Body {
+    name: String,
+    urls: Vec<String>,
+    #[serde(default)]
+    properties: Properties,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Properties {
+    #[serde(default)]
+    persistent: bool,
+    no_input_failover_timeout_ms: Option<u64>,
+    unused_stream_deletion_timeout_ms: Option<u64>,
+}
+
+/// Checks a request body; the spec and the parsed sources, or why not.
+pub fn parse(
+    value: serde_json::Value,
+    vhost: &str,
+    app: &str,
+) -> Result<(PullSpec, Vec<Source>), String> {
+    let body: Body =
+        serde_json::from_value(value).map_err(|e| format!("Invalid request: {e}"))?;
+    if !crate::state::vhost::valid_name(&body.name) {
+        return Err(format!(
+            "Invalid stream name [{}]: 1-255 letters, digits, '-', '_' or '.'",
+            body.name.escape_debug()
+        ));
+    }
+    if body.urls.is_empty() || body.urls.len() > MAX_URLS {
+        return Err(format!("urls must hold 1 to {MAX_URLS} URLs"));
+    }
+    let sources = body
+        .urls
+        .iter()
+        .map(|u| Source::parse(u))
+        .collect::<Result<Vec<_>, _>>()?;
+    let p = body.properties;
+    Ok((
+        PullSpec {
+            vhost: vhost.into(),
+            app: app.into(),
+            name: body.name,
+            urls: body.urls,
+            persistent: p.persistent,
+            no_input_failover_timeout_ms: p
+                .no_input_failover_timeout_ms
+                .unwrap_or(10_000)
+                .clamp(1000, 600_000),
+            unused_stream_deletion_timeout_ms: p.unused_stream_deletion_timeout_ms.unwrap_or(60_000),
+        },
+        sources,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bodies() {
+        let (spec, sources) = parse(
+            json!({"name": "cam", "urls": ["rtsp://u:p@10.0.0.2/live", "rtsp://10.0.0.3:8554/live"],
+                   "properties": {"persistent": true, "noInputFailoverTimeoutMs": 3000}}),
+            "default",
+            "app",
+        )
+        .unwrap();
+        assert_eq!(spec.name, "cam");
+        assert!(spec.persistent);
+        assert_eq!(spec.no_input_failover_timeout_ms, 3000);
+        assert_eq!(sources.len(), 2);
+        assert_eq!(sources[1].host_port(), ("10.0.0.3", 8554));
+        let err = |v| parse(v, "d", "a").unwrap_err();
+        assert!(err(json!({"name": "cam", "urls": []})).contains("1 to 8"));
+        assert!(err(json!({"name": "c m", "urls": ["rtsp://x/"]})).contains("Invalid stream name"));
+        assert_eq!(
+            err(json!({"name": "cam", "urls": ["http://x/"]})),
+            "the [http] scheme cannot be pulled (rtsp:// can)"
+        );
+        assert!(err(json!({"urls": ["rtsp://x/"]})).contains("missing field `name`"));
+        assert!(err(json!({"name": "cam", "urls": ["rtsp://x:0/"]})).contains("1-65535"));
+    }
+
+    #[test]
+    fn redaction() {
+        assert_eq!(redacted("rtsp://admin:pw@cam/live"), "rtsp://***@cam/live");
+        assert_eq!(redacted("rtsp://cam/a@b"), "rtsp://cam/a@b");
+    }
+}
