@@ -19,6 +19,9 @@ def obj(props, required=None):
 
 schemas = {
     "Status": obj({"statusCode": INT, "message": STR}, ["statusCode", "message"]),
+    "Pull": obj({"name": STR, "urls": S("array", items=STR),
+                 "properties": obj({"persistent": BOOL, "noInputFailoverTimeoutMs": INT, "unusedStreamDeletionTimeoutMs": INT})},
+                ["name", "urls"]),
     "Names": S("array", items=STR),
     "Version": obj({"name": STR, "version": STR, "apiVersion": STR}, ["name", "version", "apiVersion"]),
     "Vhost": obj({
@@ -43,7 +46,7 @@ schemas = {
     }, ["id", "name", "type"]),
     "Stream": obj({
         "name": STR,
-        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
+        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs", "RtspPull"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
         "outputs": S("array", items=obj({"name": STR, "tracks": S("array", items=ref("Track"))}, ["name", "tracks"])),
     }, ["name", "input", "outputs"]),
     "Push": obj({
@@ -168,9 +171,16 @@ paths = {
         "patch": op("Change an output profile (restarts the app)", {"200": json_response("OK", envelope(ref("OutputProfile"))), "403": status("Read-only host"), **errs("400", "401", "404", "500")}, S("object")),
         "delete": op("Delete an output profile (restarts the app)", {"200": status("OK"), "403": status("Read-only host"), **errs("401", "404", "500")})},
     "/v1/vhosts/{vhost}/apps/{app}/streams": {"parameters": P("vhost", "app"),
-        "get": op("Live stream names (once their tracks are known)", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")})},
+        "get": op("Live stream names (once their tracks are known)", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")}),
+        "post": op("Pull a stream in (rtsp:// URLs tried in order); answered once it is live or failed", {
+            "200": json_response("Live", envelope(ref("Stream"))),
+            "409": status("The name is live or pulled already"),
+            "502": status("Every URL failed (the message gives each reason)"),
+            "504": status("Not live after 120 s"),
+            **errs("400", "401", "404", "500")}, ref("Pull"))},
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}": {"parameters": P("vhost", "app", "stream"),
-        "get": op("A live stream, by input or output name", {"200": json_response("OK", envelope(ref("Stream"))), **errs("401", "404")})},
+        "get": op("A live stream, by input or output name", {"200": json_response("OK", envelope(ref("Stream"))), **errs("401", "404")}),
+        "delete": op("End a pulled stream (and its pull) or disconnect a publisher", {"200": status("OK"), **errs("401", "404", "500")})},
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvent": {"parameters": P("vhost", "app", "stream"),
         "post": op("Timed metadata into the stream's LL-HLS parts (ID3v2.4 in emsg) or an ad-break cue", {"200": status("OK"), **errs("400", "401", "404")}, ref("Event"))},
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvents": {"parameters": P("vhost", "app", "stream"),

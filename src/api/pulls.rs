@@ -74,8 +74,9 @@ impl Api {
                     ApiError::http(502, format_args!("Stream [{k}] ended as it went live"))
                         .to_response()
                 }),
-            Err(why) => ApiError::http(502, format_args!("Could not pull [{k}]: {why}"))
-                .to_response(),
+            Err(why) => {
+                ApiError::http(502, format_args!("Could not pull [{k}]: {why}")).to_response()
+            }
         }
     }
 

@@ -87,8 +87,7 @@ pub fn parse(
     vhost: &str,
     app: &str,
 ) -> Result<(PullSpec, Vec<Source>), String> {
-    let body: Body =
-        serde_json::from_value(value).map_err(|e| format!("Invalid request: {e}"))?;
+    let body: Body = serde_json::from_value(value).map_err(|e| format!("Invalid request: {e}"))?;
     if !crate::state::vhost::valid_name(&body.name) {
         return Err(format!(
             "Invalid stream name [{}]: 1-255 letters, digits, '-', '_' or '.'",
@@ -115,7 +114,9 @@ pub fn parse(
                 .no_input_failover_timeout_ms
                 .unwrap_or(10_000)
                 .clamp(1000, 600_000),
-            unused_stream_deletion_timeout_ms: p.unused_stream_deletion_timeout_ms.unwrap_or(60_000),
+            unused_stream_deletion_timeout_ms: p
+                .unused_stream_deletion_timeout_ms
+                .unwrap_or(60_000),
         },
         sources,
     ))

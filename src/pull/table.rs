@@ -296,10 +296,16 @@ impl PullTable {
         }
         if t.been_live || t.spec.persistent {
             t.failures += 1;
-            let wait = backoff(t.failures, (session as u32).wrapping_mul(2_654_435_761) >> 22);
+            let wait = backoff(
+                t.failures,
+                (session as u32).wrapping_mul(2_654_435_761) >> 22,
+            );
             t.state = PullState::Waiting;
             t.retry_at = Some(now + wait);
-            crate::info!("pull [{key}]: every URL failed; trying again in {} ms", wait.as_millis());
+            crate::info!(
+                "pull [{key}]: every URL failed; trying again in {} ms",
+                wait.as_millis()
+            );
         } else {
             crate::warn!("pull [{key}] failed on every URL; removed");
             self.tasks.remove(&key);
@@ -440,7 +446,10 @@ mod tests {
         t.attach(n.session, 55);
         assert_eq!(t.remove_of("v", Some("a")), vec![55]);
         let a = t.poll_answer().unwrap();
-        assert_eq!((a.waiter, a.result), (3, Err("the application was deleted".into())));
+        assert_eq!(
+            (a.waiter, a.result),
+            (3, Err("the application was deleted".into()))
+        );
         assert!(t.poll_answer().is_none());
     }
 }

@@ -224,7 +224,7 @@ impl RtspClient {
         }
         self.reader.feed(data);
         loop {
-            match self.reader.next() {
+            match self.reader.next_item() {
                 Ok(Some(Incoming::Response(r))) => self.on_response(r, now),
                 Ok(Some(Incoming::Interleaved { channel, data })) => {
                     self.on_interleaved(channel, &data, now)

@@ -187,7 +187,7 @@ impl Reader {
     }
 
     /// The next complete item, if any.
-    pub fn next(&mut self) -> Result<Option<Incoming>, MessageError> {
+    pub fn next_item(&mut self) -> Result<Option<Incoming>, MessageError> {
         let data = &self.buf[self.pos..];
         let Some(&first) = data.first() else {
             return Ok(None);
@@ -439,7 +439,7 @@ mod tests {
         let mut r = Reader::default();
         r.feed(b"RTSP/1.0 200 OK\r\nCSeq: 2\r\nContent-Length: 4\r\n\r\nv=0\n$\x01\x00\x02ab");
         r.feed(b"GET_PARAMETER rtsp://x/ RTSP/1.0\r\nCSeq: 9\r\n\r\nRTSP/1.0 401 Unauthorized\r\n");
-        match r.next().unwrap().unwrap() {
+        match r.next_item().unwrap().unwrap() {
             Incoming::Response(resp) => {
                 assert_eq!(resp.status, 200);
                 assert_eq!(resp.header("cseq"), Some("2"));
@@ -448,35 +448,35 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            r.next().unwrap(),
+            r.next_item().unwrap(),
             Some(Incoming::Interleaved {
                 channel: 1,
                 data: b"ab".to_vec()
             })
         );
         assert_eq!(
-            r.next().unwrap(),
+            r.next_item().unwrap(),
             Some(Incoming::Request {
                 method: "GET_PARAMETER".into(),
                 cseq: "9".into()
             })
         );
-        assert_eq!(r.next().unwrap(), None);
+        assert_eq!(r.next_item().unwrap(), None);
         r.feed(b"\r\n");
-        assert!(matches!(r.next().unwrap(), Some(Incoming::Response(x)) if x.status == 401));
+        assert!(matches!(r.next_item().unwrap(), Some(Incoming::Response(x)) if x.status == 401));
     }
 
     #[test]
     fn bounds_and_garbage() {
         let mut r = Reader::default();
         r.feed(&vec![b'a'; MAX_HEAD + 1]);
-        assert_eq!(r.next(), Err(MessageError::HeadTooLarge));
+        assert_eq!(r.next_item(), Err(MessageError::HeadTooLarge));
         let mut r = Reader::default();
         r.feed(b"RTSP/1.0 200 OK\r\nContent-Length: 999999\r\n\r\n");
-        assert_eq!(r.next(), Err(MessageError::BodyTooLarge));
+        assert_eq!(r.next_item(), Err(MessageError::BodyTooLarge));
         let mut r = Reader::default();
         r.feed(b"HTTP/1.1 200 OK\r\n\r\n");
-        assert!(matches!(r.next(), Err(MessageError::Malformed(_))));
+        assert!(matches!(r.next_item(), Err(MessageError::Malformed(_))));
     }
 
     #[test]

@@ -159,7 +159,11 @@ impl ApiConn {
             api.registry.pulls.forget_waiter(&p.key, self.token);
             let mut resp = ApiError::http(
                 504,
-                format_args!("Pull [{}] is not live after {} s", p.key, PULL_WAIT.as_secs()),
+                format_args!(
+                    "Pull [{}] is not live after {} s",
+                    p.key,
+                    PULL_WAIT.as_secs()
+                ),
             )
             .to_response();
             resp.headers.extend(p.headers);

@@ -712,8 +712,11 @@ impl Server {
                         .stop_dump(&key, &mut self.api.registry, Now::read(now))
                 }
                 Effect::EndStream { stream } => {
-                    if let Some(owner) = self.api.registry.streams.get(stream).map(|s| s.publisher) {
-                        self.call(Token(owner as usize), now, |ep, cx| ep.end_stream(stream, cx));
+                    if let Some(owner) = self.api.registry.streams.get(stream).map(|s| s.publisher)
+                    {
+                        self.call(Token(owner as usize), now, |ep, cx| {
+                            ep.end_stream(stream, cx)
+                        });
                     }
                 }
                 Effect::ClosePull { io } => self.call(Token(io), now, |ep, cx| ep.abort(cx)),

@@ -155,7 +155,9 @@ impl Registry {
                 .collect();
             match sources {
                 Ok(sources) if !sources.is_empty() => self.pulls.insert(spec, sources),
-                Ok(_) => skipped.push(format!("pull [{name}] in the state file has no URL; dropped")),
+                Ok(_) => skipped.push(format!(
+                    "pull [{name}] in the state file has no URL; dropped"
+                )),
                 Err(e) => skipped.push(format!("pull [{name}] in the state file: {e}; dropped")),
             }
         }

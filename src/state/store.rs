@@ -18,8 +18,8 @@
 
 use super::app::AppSpec;
 use super::vhost::VhostSpec;
-use crate::push::request::PushSpec;
 use crate::pull::PullSpec;
+use crate::push::request::PushSpec;
 use crate::record::request::RecordSpec;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};

@@ -14,7 +14,8 @@ import gi
 
 gi.require_version("Gst", "1.0")
 gi.require_version("GstRtspServer", "1.0")
-from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+gi.require_version("GstRtsp", "1.0")
+from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
 
 Gst.init(None)
 port, codec = sys.argv[1], sys.argv[2]
@@ -38,7 +39,7 @@ factory.set_launch(launch)
 factory.set_shared(True)
 if len(sys.argv) > 4:
     auth = GstRtspServer.RTSPAuth()
-    auth.set_supported_methods(GstRtspServer.RTSPAuthMethod.DIGEST)
+    auth.set_supported_methods(GstRtsp.RTSPAuthMethod.DIGEST)
     token = GstRtspServer.RTSPToken()
     token.set_string("media.factory.role", "viewer")
     auth.add_digest(sys.argv[3], sys.argv[4], token)

@@ -1,0 +1,454 @@
+//! Pulling streams through the API (issue 15, DECISIONS 12) from an
+//! IP-camera-like RTSP server no one here wrote: GStreamer's
+//! gst-rtsp-server (`tests/tools/rtsp_camera.py`, live H.264 or H.265 and
+//! AAC, optionally behind Digest authorization). The pulled stream is read
+//! back over LL-HLS by ffprobe and pushed to an ffmpeg RTMP listener, with
+//! codecs, frame counts and timestamps checked.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+use common::*;
+use media::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Debian's Python, where `python3-gi` and `gir1.2-gst-rtsp-server-1.0`
+/// install (a Python of one's own may lack them).
+const PYTHON: &str = "/usr/bin/python3";
+/// The camera's frame rate (`rtsp_camera.py`).
+const FPS: u64 = 25;
+
+/// Is gst-rtsp-server usable from Python? Skip (with the reason) when not,
+/// unless KILN_REQUIRE_INTEROP=1.
+fn have_rtsp_server() -> bool {
+    let ok = Command::new(PYTHON)
+        .args([
+            "-c",
+            "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("gst-rtsp-server for Python (python3-gi, gir1.2-gst-rtsp-server-1.0) is required (KILN_REQUIRE_INTEROP=1)");
+        }
+        eprintln!("SKIP: gst-rtsp-server for Python (python3-gi, gir1.2-gst-rtsp-server-1.0) is not installed");
+    }
+    ok && have_tool("ffmpeg") && have_tool("ffprobe")
+}
+
+struct Camera {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Camera {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the camera on `port` and waits until it says it listens.
+fn camera_on(port: u16, codec: &str, auth: Option<(&str, &str)>) -> Camera {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tools/rtsp_camera.py");
+    let mut cmd = Command::new(PYTHON);
+    cmd.arg(script).arg(port.to_string()).arg(codec);
+    if let Some((u, p)) = auth {
+        cmd.args([u, p]);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the camera starts");
+    let mut line = String::new();
+    let stdout = child.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the camera did not start");
+    Camera { child, port }
+}
+
+fn camera(codec: &str, auth: Option<(&str, &str)>) -> Camera {
+    camera_on(free_port(), codec, auth)
+}
+
+fn llhls_server(tag: &str) -> Server {
+    Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            llhls: Some(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>".into(),
+            ),
+            ..Default::default()
+        },
+    )
+}
+
+const STREAMS: &str = "/v1/vhosts/default/apps/app/streams";
+
+fn pull(s: &Server, body: Value) -> HttpResponse {
+    s.request("POST", STREAMS, Some(&body.to_string()))
+}
+
+/// Waits until `name` is live (or, with `false`, gone).
+fn wait_live(s: &Server, name: &str, live: bool, limit: Duration) {
+    let got = wait_until(limit, || {
+        (s.live_stream(name).is_some() == live).then_some(())
+    });
+    assert!(
+        got.is_some(),
+        "stream {name} {} within {limit:?}\n{}",
+        if live { "not live" } else { "still live" },
+        s.log_text()
+    );
+}
+
+/// Records 4 s of a live LL-HLS `url` with ffmpeg (stream copy) into
+/// `out`; (codec, frames) of what it got, per ffprobe. Matroska, not TS:
+/// ffmpeg's TS muxer adds a packet at each keyframe that carries its
+/// parameter sets in band (as the camera's do).
+fn llhls_frames(url: &str, out: &Path) -> Vec<(String, u64)> {
+    let mut ff = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-i", url])
+        .args(["-t", "4", "-c", "copy"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg runs");
+    let done = wait_until(Duration::from_secs(30), || ff.try_wait().ok().flatten());
+    if done.is_none() {
+        let _ = ff.kill();
+        let _ = ff.wait();
+        panic!("ffmpeg did not read 4 s of {url} within 30 s");
+    }
+    frame_counts(out)
+}
+
+/// The duration of a media file's first video stream, in seconds.
+fn video_duration(file: &Path) -> f64 {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries"])
+        .args(["packet=pts_time", "-of", "csv=p=0"])
+        .arg(file)
+        .output()
+        .expect("ffprobe runs");
+    let times: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().trim_end_matches(',').parse().ok())
+        .collect();
+    let min = times.iter().cloned().fold(f64::MAX, f64::min);
+    let max = times.iter().cloned().fold(f64::MIN, f64::max);
+    max - min + 1.0 / FPS as f64
+}
+
+/// The camera's 25 fps over `secs` of video: within 2% (nothing lost,
+/// nothing doubled).
+fn every_frame(counts: &[(String, u64)], codec: &str, secs: f64) -> bool {
+    within_2pct(frames_of(counts, codec), (secs * FPS as f64).round() as u64)
+}
+
+/// Waits until the stream's LL-HLS video chunklist holds `n` segments.
+fn wait_for_segments(s: &Server, stream: &str, n: usize) {
+    let base = format!("http://127.0.0.1:{}/app/{stream}", s.media.llhls);
+    let got = wait_until(Duration::from_secs(30), || {
+        let (code, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
+        if code != 200 {
+            return None;
+        }
+        let video = master
+            .lines()
+            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))?
+            .to_string();
+        let (_, list, _) = curl(&[], &format!("{base}/{video}"));
+        (list.matches("#EXTINF:").count() >= n).then_some(())
+    });
+    assert!(got.is_some(), "no {n} LL-HLS segments\n{}", s.log_text());
+}
+
+#[test]
+fn an_rtsp_camera_pulled_through_the_api_plays_on_llhls_and_pushes_to_rtmp() {
+    if !have_rtsp_server() {
+        return;
+    }
+    let cam = camera("h264", Some(("admin", "s3cret")));
+    let s = llhls_server("pull-rtsp");
+    let dead = free_port();
+    // The first URL is down: the pull fails over to the camera, which
+    // wants Digest authorization.
+    let t0 = Instant::now();
+    let r = pull(
+        &s,
+        json!({"name": "cam", "urls": [
+            format!("rtsp://127.0.0.1:{dead}/cam"),
+            format!("rtsp://admin:s3cret@127.0.0.1:{}/cam", cam.port),
+        ]}),
+    );
+    println!(
+        "POST .../streams answered {} in {:?}",
+        r.status,
+        t0.elapsed()
+    );
+    assert_eq!(r.status, 200, "{}\n{}", r.body, s.log_text());
+    let stream = &r.json()["response"];
+    assert_eq!(stream["name"], "cam");
+    assert_eq!(stream["input"]["sourceType"], "RtspPull");
+    let tracks = &stream["input"]["tracks"];
+    assert_eq!(tracks[0]["video"]["codec"], "H264", "{stream}");
+    assert_eq!(tracks[0]["video"]["width"], 640);
+    assert_eq!(tracks[0]["video"]["height"], 360);
+    assert_eq!(tracks[1]["audio"]["codec"], "AAC");
+    assert_eq!(tracks[1]["audio"]["samplerate"], 48000);
+    assert_eq!(tracks[1]["audio"]["channel"], 2);
+    assert!(
+        !s.log_text().contains("s3cret"),
+        "the password is in the log"
+    );
+    let list = s.request("GET", STREAMS, None).json();
+    assert_eq!(list["response"], json!(["cam"]));
+
+    // Pushed out over RTMP to ffmpeg, which records it.
+    let rtmp_port = free_port();
+    let flv = s.dir.join("pushed.flv");
+    let mut listener = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-listen", "1"])
+        .args(["-i", &format!("rtmp://127.0.0.1:{rtmp_port}/live/key")])
+        .args(["-c", "copy"])
+        .arg(&flv)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_listen(rtmp_port, Duration::from_secs(10));
+    let r = s.start_push(
+        json!({"id": "out", "stream": {"name": "cam"}, "protocol": "rtmp",
+        "url": format!("rtmp://127.0.0.1:{rtmp_port}/live"), "streamKey": "key"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Viewers over LL-HLS meanwhile.
+    wait_for_segments(&s, "cam", 3);
+    let url = format!("http://127.0.0.1:{}/app/cam/llhls.m3u8", s.media.llhls);
+    let ts = s.dir.join("llhls.mkv");
+    let counts = llhls_frames(&url, &ts);
+    let secs = video_duration(&ts);
+    println!("{secs:.2} s of LL-HLS read by ffmpeg, decoded by ffprobe: {counts:?}");
+    assert!(secs >= 3.9, "{secs}");
+    assert!(
+        every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    assert!(monotonic_dts(&ts), "LL-HLS timestamps go back");
+
+    std::thread::sleep(Duration::from_secs(4));
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:stopPush",
+        Some(r#"{"id":"out"}"#),
+    );
+    assert_eq!(r.status, 200);
+    let done = wait_until(Duration::from_secs(10), || {
+        listener.try_wait().ok().flatten()
+    });
+    assert!(done.is_some(), "ffmpeg did not finish");
+    let counts = frame_counts(&flv);
+    let secs = video_duration(&flv);
+    let video = frames_of(&counts, "h264");
+    let audio = frames_of(&counts, "aac");
+    println!("RTMP push recorded {secs:.2} s: {counts:?}");
+    assert!(secs > 4.0, "{secs}");
+    assert!(
+        every_frame(&counts, "h264", secs),
+        "{video} video frames in {secs:.2} s"
+    );
+    assert!(
+        within_2pct(audio, (secs * 48_000.0 / 1024.0).round() as u64),
+        "{audio} audio frames in {secs:.2} s"
+    );
+    assert!(monotonic_dts(&flv), "timestamps go back");
+
+    // DELETE ends the pull; the camera sees the TEARDOWN.
+    let r = s.request("DELETE", &format!("{STREAMS}/cam"), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_live(&s, "cam", false, Duration::from_secs(5));
+    assert_eq!(
+        s.request("GET", &format!("{STREAMS}/cam"), None).status,
+        404
+    );
+}
+
+#[test]
+fn an_h265_camera_is_pulled_and_read_back_as_hevc() {
+    if !have_rtsp_server() {
+        return;
+    }
+    let cam = camera("h265", None);
+    let s = llhls_server("pull-h265");
+    let r = pull(
+        &s,
+        json!({"name": "hevc", "urls": [format!("rtsp://127.0.0.1:{}/cam", cam.port)]}),
+    );
+    assert_eq!(r.status, 200, "{}\n{}", r.body, s.log_text());
+    assert_eq!(
+        r.json()["response"]["input"]["tracks"][0]["video"]["codec"],
+        "H265"
+    );
+    wait_for_segments(&s, "hevc", 2);
+    let url = format!("http://127.0.0.1:{}/app/hevc/llhls.m3u8", s.media.llhls);
+    let ts = s.dir.join("hevc.mkv");
+    let counts = llhls_frames(&url, &ts);
+    let secs = video_duration(&ts);
+    println!("{secs:.2} s of H.265 over LL-HLS, decoded by ffprobe: {counts:?}");
+    assert!(
+        every_frame(&counts, "hevc", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    assert!(frames_of(&counts, "aac") > 0, "{counts:?}");
+    assert!(monotonic_dts(&ts), "timestamps go back");
+}
+
+#[test]
+fn failed_pulls_answer_502_with_every_reason_and_bad_requests_are_refused() {
+    if !have_rtsp_server() {
+        return;
+    }
+    let cam = camera("h264", Some(("admin", "s3cret")));
+    let s = Server::start_media("pull-errors");
+    let dead = free_port();
+    let r = pull(
+        &s,
+        json!({"name": "cam", "urls": [
+            format!("rtsp://127.0.0.1:{dead}/cam"),
+            format!("rtsp://admin:wrong@127.0.0.1:{}/cam", cam.port),
+            format!("rtsp://127.0.0.1:{}/cam", cam.port),
+        ]}),
+    );
+    assert_eq!(r.status, 502, "{}", r.body);
+    let m = r.message();
+    println!("{m}");
+    assert!(m.contains("Could not pull [default/app/cam]"), "{m}");
+    assert!(
+        m.contains(&format!("rtsp://127.0.0.1:{dead}/cam: cannot connect")),
+        "{m}"
+    );
+    assert!(m.contains("rtsp://***@127.0.0.1"), "{m}");
+    assert!(
+        m.contains("DESCRIBE: 401 Unauthorized (wrong user or password)"),
+        "{m}"
+    );
+    assert!(m.contains("the server wants a user and password"), "{m}");
+    assert!(!m.contains("wrong@"), "{m}");
+    // Gone: not a stream, not a pull.
+    assert_eq!(
+        s.request("GET", &format!("{STREAMS}/cam"), None).status,
+        404
+    );
+    assert_eq!(
+        s.request("DELETE", &format!("{STREAMS}/cam"), None).status,
+        404
+    );
+    let r = pull(
+        &s,
+        json!({"name": "nothing", "urls": [format!("rtsp://admin:s3cret@127.0.0.1:{}/nothing", cam.port)]}),
+    );
+    assert_eq!(r.status, 502);
+    assert!(
+        r.message().contains("DESCRIBE: 404 Not Found"),
+        "{}",
+        r.message()
+    );
+
+    for (body, want) in [
+        (
+            json!({"name": "x", "urls": ["http://h/x"]}),
+            "the [http] scheme cannot be pulled",
+        ),
+        (
+            json!({"name": "x", "urls": []}),
+            "urls must hold 1 to 8 URLs",
+        ),
+        (
+            json!({"name": "a/b", "urls": ["rtsp://h/x"]}),
+            "Invalid stream name",
+        ),
+        (json!({"urls": ["rtsp://h/x"]}), "missing field `name`"),
+    ] {
+        let r = pull(&s, body);
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert!(r.message().contains(want), "{}", r.message());
+    }
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/nope/streams",
+        Some(r#"{"name":"x","urls":["rtsp://h/x"]}"#),
+    );
+    assert_eq!(r.status, 404);
+
+    // A name a publisher holds is taken (409); DELETE disconnects the
+    // publisher, on this config-file host too.
+    let mut src = ffmpeg_source(
+        30,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/taken", s.media.rtmp),
+    );
+    wait_live(&s, "taken", true, Duration::from_secs(10));
+    let r = pull(
+        &s,
+        json!({"name": "taken", "urls": ["rtsp://127.0.0.1:1/x"]}),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    let r = s.request("DELETE", &format!("{STREAMS}/taken"), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ended = wait_until(Duration::from_secs(10), || src.try_wait().ok().flatten());
+    assert!(ended.is_some(), "the publisher was not disconnected");
+}
+
+#[test]
+fn a_persistent_pull_reconnects_and_survives_a_restart() {
+    if !have_rtsp_server() {
+        return;
+    }
+    let port = free_port();
+    let cam = camera_on(port, "h264", None);
+    let mut s = Server::start_media("pull-persistent");
+    let r = pull(
+        &s,
+        json!({"name": "door", "urls": [format!("rtsp://127.0.0.1:{port}/cam")],
+               "properties": {"persistent": true, "noInputFailoverTimeoutMs": 2000}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The camera goes away: the stream ends; it comes back: so does the
+    // stream (back-off 1-2 s).
+    drop(cam);
+    wait_live(&s, "door", false, Duration::from_secs(10));
+    let cam = camera_on(port, "h264", None);
+    let t0 = Instant::now();
+    wait_live(&s, "door", true, Duration::from_secs(15));
+    println!("stream back {:?} after the camera returned", t0.elapsed());
+    // kiln restarts: the persistent pull comes back from the state file.
+    s.terminate();
+    s.spawn();
+    wait_live(&s, "door", true, Duration::from_secs(15));
+    assert_eq!(
+        s.live_stream("door").unwrap()["input"]["sourceType"],
+        "RtspPull"
+    );
+    // Deleted: gone, and not back after another restart.
+    assert_eq!(
+        s.request("DELETE", &format!("{STREAMS}/door"), None).status,
+        200
+    );
+    wait_live(&s, "door", false, Duration::from_secs(5));
+    s.terminate();
+    s.spawn();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(s.live_stream("door").is_none());
+    drop(cam);
+}
