@@ -452,3 +452,93 @@ fn a_persistent_pull_reconnects_and_survives_a_restart() {
     assert!(s.live_stream("door").is_none());
     drop(cam);
 }
+
+/// Records `secs` of `url` (any input ffmpeg reads) into `out`.
+fn record(url: &str, secs: u32, out: &Path) -> Vec<(String, u64)> {
+    let mut ff = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-i", url])
+        .args(["-t", &secs.to_string(), "-c", "copy"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg runs");
+    let done = wait_until(Duration::from_secs(30), || ff.try_wait().ok().flatten());
+    if done.is_none() {
+        let _ = ff.kill();
+        let _ = ff.wait();
+        panic!("ffmpeg did not read {secs} s of {url} within 30 s");
+    }
+    frame_counts(out)
+}
+
+#[test]
+fn srt_pulls_from_another_kiln_and_from_libsrt_in_request_mode() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") || !have_tool("srt-live-transmit") {
+        return;
+    }
+    // kiln A holds a stream published over RTMP; kiln B pulls it from A's
+    // SRT listener in request mode and serves it over RTMP play.
+    let a = Server::start_media("pull-srt-origin");
+    let b = Server::start_media("pull-srt-edge");
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", a.media.rtmp),
+    );
+    wait_live(&a, "cam", true, Duration::from_secs(10));
+    let r = pull(
+        &b,
+        json!({"name": "edge", "urls": [format!("srt://127.0.0.1:{}/app/cam", a.media.srt)]}),
+    );
+    assert_eq!(r.status, 200, "{}\n{}", r.body, b.log_text());
+    let input = &r.json()["response"]["input"];
+    assert_eq!(input["sourceType"], "SrtPull");
+    assert_eq!(input["tracks"].as_array().unwrap().len(), 2, "{input}");
+    let flv = b.dir.join("edge.flv");
+    let counts = record(
+        &format!("rtmp://127.0.0.1:{}/app/edge", b.media.rtmp),
+        4,
+        &flv,
+    );
+    let secs = video_duration(&flv);
+    println!("{secs:.2} s pulled over SRT from kiln, played over RTMP: {counts:?}");
+    assert!(
+        secs >= 3.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    assert!(frames_of(&counts, "aac") > 0, "{counts:?}");
+    assert!(monotonic_dts(&flv));
+    // The origin's stream ends: so does the pull's (then it retries).
+    let _ = src.kill();
+    let _ = src.wait();
+    wait_live(&b, "edge", false, Duration::from_secs(15));
+
+    // libsrt's srt-live-transmit as a listener that sends.
+    let port = free_udp_port();
+    let (mut ff, mut slt) =
+        srt_live_transmit_source(40, &format!("srt://127.0.0.1:{port}?mode=listener"));
+    std::thread::sleep(Duration::from_millis(500));
+    let r = pull(
+        &b,
+        json!({"name": "slt", "urls": [format!("srt://127.0.0.1:{port}?streamid=anything")]}),
+    );
+    assert_eq!(r.status, 200, "{}\n{}", r.body, b.log_text());
+    let flv = b.dir.join("slt.flv");
+    let counts = record(
+        &format!("rtmp://127.0.0.1:{}/app/slt", b.media.rtmp),
+        4,
+        &flv,
+    );
+    let secs = video_duration(&flv);
+    println!("{secs:.2} s pulled from srt-live-transmit: {counts:?}");
+    assert!(
+        secs >= 3.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    for c in [&mut ff, &mut slt] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}

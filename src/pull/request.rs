@@ -27,6 +27,16 @@ pub struct PullSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     Rtsp(RtspUrl),
+    /// An SRT listener in request mode (it sends, kiln receives MPEG-TS).
+    Srt {
+        host: String,
+        port: u16,
+        /// `?streamid=` as given, else `#!::r={path},m=request` (kiln's
+        /// and OME's request form).
+        stream_id: String,
+        /// `?latency=` in ms (default 120).
+        latency_ms: u64,
+    },
 }
 
 impl Source {
@@ -35,9 +45,10 @@ impl Source {
         let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or("");
         match scheme.to_ascii_lowercase().as_str() {
             "rtsp" => RtspUrl::parse(url).map(Source::Rtsp),
+            "srt" => parse_srt(url),
             "" => Err(format!("[{}] is not a URL", redacted(url))),
             other => Err(format!(
-                "the [{}] scheme cannot be pulled (rtsp:// can)",
+                "the [{}] scheme cannot be pulled (rtsp:// and srt:// can)",
                 other.escape_debug()
             )),
         }
@@ -47,8 +58,59 @@ impl Source {
     pub fn host_port(&self) -> (&str, u16) {
         match self {
             Source::Rtsp(u) => (&u.host, u.port),
+            Source::Srt { host, port, .. } => (host, *port),
         }
     }
+}
+
+/// `srt://host:port[/app/stream][?streamid=...&latency=ms]`.
+fn parse_srt(url: &str) -> Result<Source, String> {
+    let rest = &url["srt://".len()..];
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (host, port) = crate::push::request::split_authority(authority)
+        .map_err(|e| format!("The srt url is not valid: {e}"))?;
+    let port = port.ok_or_else(|| {
+        format!(
+            "The srt url needs a port: srt://host:port ([{}])",
+            redacted(url)
+        )
+    })?;
+    let mut stream_id = None;
+    let mut latency_ms = 120;
+    for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+        match kv.split_once('=') {
+            Some(("streamid", v)) => {
+                stream_id = Some(crate::http::percent_decode(v).unwrap_or_else(|| v.to_string()))
+            }
+            Some(("latency", v)) => {
+                latency_ms = v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|l| *l <= 60_000)
+                    .ok_or_else(|| format!("latency [{}] is not 0-60000 ms", v.escape_debug()))?
+            }
+            _ => {}
+        }
+    }
+    let path = path.trim_matches('/');
+    let stream_id = match stream_id {
+        Some(id) if !id.is_empty() && id.len() <= 512 => id,
+        Some(_) => return Err("the streamid is empty or over 512 bytes".into()),
+        None if !path.is_empty() => format!("#!::r={path},m=request"),
+        None => {
+            return Err(format!(
+                "The srt url names no stream: srt://host:port/app/stream or ?streamid= ([{}])",
+                redacted(url)
+            ))
+        }
+    };
+    Ok(Source::Srt {
+        host: host.to_string(),
+        port,
+        stream_id,
+        latency_ms,
+    })
 }
 
 /// A URL for logs and answers: credentials hidden.
@@ -146,8 +208,31 @@ mod tests {
         assert!(err(json!({"name": "c m", "urls": ["rtsp://x/"]})).contains("Invalid stream name"));
         assert_eq!(
             err(json!({"name": "cam", "urls": ["http://x/"]})),
-            "the [http] scheme cannot be pulled (rtsp:// can)"
+            "the [http] scheme cannot be pulled (rtsp:// and srt:// can)"
         );
+        assert_eq!(
+            Source::parse("srt://10.0.0.9:9999/app/cam").unwrap(),
+            Source::Srt {
+                host: "10.0.0.9".into(),
+                port: 9999,
+                stream_id: "#!::r=app/cam,m=request".into(),
+                latency_ms: 120
+            }
+        );
+        let Source::Srt {
+            stream_id,
+            latency_ms,
+            ..
+        } = Source::parse("srt://h:1?streamid=%23!::r=a/b,m=request&latency=300").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (stream_id.as_str(), latency_ms),
+            ("#!::r=a/b,m=request", 300)
+        );
+        assert!(err(json!({"name": "c", "urls": ["srt://h:1"]})).contains("names no stream"));
+        assert!(err(json!({"name": "c", "urls": ["srt://h/a/b"]})).contains("needs a port"));
         assert!(err(json!({"urls": ["rtsp://x/"]})).contains("missing field `name`"));
         assert!(err(json!({"name": "cam", "urls": ["rtsp://x:0/"]})).contains("1-65535"));
     }

@@ -1,18 +1,22 @@
 //! The I/O of one pull session (one attempt at one URL; the pull's course
 //! is [`PullTable`](crate::pull::PullTable) in the registry): name
-//! resolution, connecting to each address in turn, and the RTSP client
-//! core on the connection. What the client delivers becomes a live stream
+//! resolution, connecting to each address in turn, and the protocol core
+//! on the socket: the RTSP client on TCP, or an SRT caller in request
+//! mode on UDP with the MPEG-TS demuxer behind it. What the client delivers becomes a live stream
 //! (started on its first tracks, when the pull is `live`); whatever ends
 //! the session ends the stream and is reported to the table, which picks
 //! the next URL or a back-off.
 
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
+use crate::media::{Frame, Track};
 use crate::pull::table::{NewPull, SessionId};
 use crate::pull::{PullKey, Source};
 use crate::rtsp::{ClientEvent, RtspClient};
+use crate::srt::{Caller, CallerConfig, CallerEvent};
 use crate::state::streams::{IngestOutput, SourceType, StreamId};
-use mio::net::TcpStream;
+use crate::ts::{DemuxEvent, Demuxer};
+use mio::net::{TcpStream, UdpSocket};
 use mio::Interest;
 use std::io;
 use std::net::SocketAddr;
@@ -25,17 +29,31 @@ const READ_TURN: usize = 256 * 1024;
 /// Output held for a server that does not read (requests and RTCP only).
 const MAX_OUTPUT: usize = 64 * 1024;
 
+/// The socket and the core on it.
+enum Link {
+    /// Resolving the host.
+    None,
+    Rtsp {
+        transport: Transport,
+        connected: bool,
+        client: Option<RtspClient>,
+        out: Vec<u8>,
+    },
+    Srt {
+        socket: UdpSocket,
+        caller: Box<Caller>,
+        demuxer: Box<Demuxer>,
+    },
+}
+
 pub(crate) struct PullIo {
     key: PullKey,
     session: SessionId,
     source: Source,
     no_input: Duration,
     addrs: Vec<SocketAddr>,
-    transport: Option<Transport>,
-    connected: bool,
+    link: Link,
     connect_deadline: Option<Instant>,
-    client: Option<RtspClient>,
-    out: Vec<u8>,
     stream: Option<StreamId>,
     closed: bool,
 }
@@ -50,11 +68,8 @@ impl PullIo {
             source: new.source,
             no_input: new.no_input,
             addrs: Vec::new(),
-            transport: None,
-            connected: false,
-            connect_deadline: None,
-            client: None,
-            out: Vec::new(),
+            link: Link::None,
+            connect_deadline: Some(cx.now + CONNECT_TIMEOUT),
             stream: None,
             closed: false,
         };
@@ -62,8 +77,6 @@ impl PullIo {
         let (host, port) = (host.to_string(), port);
         if let Some(addrs) = cx.resolver.resolve(cx.token, &host, port) {
             io.resolved(Ok(addrs), cx);
-        } else {
-            io.connect_deadline = Some(cx.now + CONNECT_TIMEOUT);
         }
         io
     }
@@ -72,16 +85,13 @@ impl PullIo {
         let mut last = String::from("no address to connect to");
         while !self.addrs.is_empty() {
             let addr = self.addrs.remove(0);
-            let opened = TcpStream::connect(addr).and_then(|mut s| {
-                cx.poll
-                    .register(&mut s, cx.token, Interest::READABLE | Interest::WRITABLE)?;
-                Ok(s)
-            });
-            match opened {
-                Ok(s) => {
-                    self.transport = Some(Transport::client(s, None));
-                    self.connected = false;
-                    self.connect_deadline = Some(cx.now + CONNECT_TIMEOUT);
+            match self.open(addr, cx) {
+                Ok(link) => {
+                    self.link = link;
+                    self.connect_deadline = match self.link {
+                        Link::Rtsp { .. } => Some(cx.now + CONNECT_TIMEOUT),
+                        _ => None, // the SRT handshake has its own
+                    };
                     return;
                 }
                 Err(e) => last = format!("cannot connect to {addr}: {e}"),
@@ -90,12 +100,64 @@ impl PullIo {
         self.fail(last, cx);
     }
 
-    /// A connect in progress: done, failed (next address), or not yet.
+    fn open(&self, addr: SocketAddr, cx: &mut Cx<'_>) -> io::Result<Link> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        match &self.source {
+            Source::Rtsp(_) => {
+                let mut s = TcpStream::connect(addr)?;
+                cx.poll.register(&mut s, cx.token, interest)?;
+                Ok(Link::Rtsp {
+                    transport: Transport::client(s, None),
+                    connected: false,
+                    client: None,
+                    out: Vec::new(),
+                })
+            }
+            Source::Srt {
+                stream_id,
+                latency_ms,
+                ..
+            } => {
+                let local: SocketAddr = if addr.is_ipv4() {
+                    ([0, 0, 0, 0], 0).into()
+                } else {
+                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+                };
+                let mut socket = UdpSocket::bind(local)?;
+                socket.connect(addr)?;
+                cx.poll
+                    .register(&mut socket, cx.token, Interest::READABLE)?;
+                let caller = Caller::new(
+                    CallerConfig {
+                        stream_id: Some(stream_id.clone()),
+                        latency: Duration::from_millis(*latency_ms),
+                        peer_idle_timeout: self.no_input,
+                        receive: true,
+                        ..CallerConfig::new(addr)
+                    },
+                    cx.now,
+                );
+                Ok(Link::Srt {
+                    socket,
+                    caller: Box::new(caller),
+                    demuxer: Box::new(Demuxer::new()),
+                })
+            }
+        }
+    }
+
+    /// A TCP connect in progress: done, failed (next address), or not yet.
     fn check_connected(&mut self, cx: &mut Cx<'_>) {
-        let Some(t) = self.transport.as_mut() else {
+        let Link::Rtsp {
+            transport,
+            connected: connected @ false,
+            client,
+            ..
+        } = &mut self.link
+        else {
             return;
         };
-        let stream = t.stream_mut();
+        let stream = transport.stream_mut();
         if let Ok(Some(e)) | Err(e) = stream.take_error() {
             self.drop_socket(cx);
             let why = format!("cannot connect: {e}");
@@ -112,109 +174,141 @@ impl PullIo {
             Err(e) => return self.fail(format!("cannot connect: {e}"), cx),
         }
         let _ = stream.set_nodelay(true);
-        self.connected = true;
+        *connected = true;
         self.connect_deadline = None;
-        let Source::Rtsp(url) = &self.source;
-        let mut client = RtspClient::new(url.clone(), cx.now);
-        client.set_media_timeout(self.no_input);
-        self.client = Some(client);
+        if let Source::Rtsp(url) = &self.source {
+            let mut c = RtspClient::new(url.clone(), cx.now);
+            c.set_media_timeout(self.no_input);
+            *client = Some(c);
+        }
     }
 
     fn drop_socket(&mut self, cx: &mut Cx<'_>) {
-        if let Some(mut t) = self.transport.take() {
-            let _ = cx.poll.deregister(t.stream_mut());
+        match std::mem::replace(&mut self.link, Link::None) {
+            Link::Rtsp { mut transport, .. } => {
+                let _ = cx.poll.deregister(transport.stream_mut());
+            }
+            Link::Srt { mut socket, .. } => {
+                let _ = cx.poll.deregister(&mut socket);
+            }
+            Link::None => {}
         }
     }
 
-    /// Reads what the server sent and hands it to the client, a turn at a
-    /// time, handling its events after each.
+    /// Reads what the peer sent into the core, a turn at a time, and
+    /// handles what it produced after each turn.
     fn read(&mut self, cx: &mut Cx<'_>, drain: bool) {
         loop {
-            let (Some(t), Some(client)) = (self.transport.as_mut(), self.client.as_mut()) else {
-                return;
-            };
-            let now = cx.now;
-            let mut fed = 0usize;
-            let result = t.read(drain, |data| {
-                client.handle_input(data, now);
-                fed += data.len();
-                fed < READ_TURN && !client.is_closed()
-            });
-            let end = match result {
-                Ok((_, end)) => end,
-                Err(e) => {
-                    client.handle_eof();
-                    self.events(cx);
-                    if !self.closed {
-                        self.fail(format!("read: {e}"), cx);
+            let more = match &mut self.link {
+                Link::None => return,
+                Link::Rtsp {
+                    transport,
+                    client: Some(client),
+                    ..
+                } => {
+                    let now = cx.now;
+                    let mut fed = 0usize;
+                    let result = transport.read(drain, |data| {
+                        client.handle_input(data, now);
+                        fed += data.len();
+                        fed < READ_TURN && !client.is_closed()
+                    });
+                    match result {
+                        Ok((_, ReadEnd::Paused)) => true,
+                        Ok((_, ReadEnd::WouldBlock)) => false,
+                        Ok((_, ReadEnd::Closed)) | Err(_) => {
+                            client.handle_eof();
+                            false
+                        }
                     }
-                    return;
+                }
+                Link::Rtsp { .. } => return,
+                Link::Srt { socket, caller, .. } => {
+                    let mut buf = [0u8; 1500];
+                    let mut n = 0;
+                    let peer = caller_peer(socket);
+                    loop {
+                        match socket.recv(&mut buf) {
+                            Ok(len) => {
+                                if let Some(peer) = peer {
+                                    caller.handle_datagram(peer, &buf[..len], cx.now);
+                                }
+                                n += 1;
+                                if n >= 256 {
+                                    break true;
+                                }
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            // WouldBlock, or ICMP refused (the handshake
+                            // times out and says so).
+                            Err(_) => break false,
+                        }
+                    }
                 }
             };
-            if end == ReadEnd::Closed {
-                client.handle_eof();
-            }
             self.events(cx);
-            if end != ReadEnd::Paused || self.closed {
+            if !more || self.closed {
                 return;
             }
         }
     }
 
-    /// What the client produced: tracks, frames, its end.
+    /// What the core produced: tracks, frames, its end.
     fn events(&mut self, cx: &mut Cx<'_>) {
-        let Some(client) = self.client.as_mut() else {
-            return;
-        };
         let mut out = IngestOutput::default();
         let mut failed = None;
-        while let Some(ev) = client.poll_event() {
-            match ev {
-                ClientEvent::Tracks(tracks) => {
-                    let id = match self.stream {
-                        Some(id) => id,
-                        None => {
-                            let registry = &mut cx.api.registry;
-                            let k = &self.key;
-                            match registry.streams.start(
-                                &k.vhost,
-                                &k.app,
-                                &k.name,
-                                SourceType::RtspPull,
-                                cx.token.0 as u64,
-                                crate::clock::unix_millis_now(),
-                            ) {
-                                Ok(id) => {
-                                    crate::info!("stream [{k}] started by a pull");
-                                    self.stream = Some(id);
-                                    out.started = Some(id);
-                                    registry.pulls.on_live(self.session);
-                                    id
-                                }
-                                Err(_) => {
-                                    failed = Some(
-                                        "the stream is published by another source".to_string(),
-                                    );
-                                    break;
-                                }
-                            }
+        let mut tracks = Vec::new();
+        let mut frames = Vec::new();
+        match &mut self.link {
+            Link::None => return,
+            Link::Rtsp { client: None, .. } => return,
+            Link::Rtsp {
+                client: Some(client),
+                ..
+            } => {
+                while let Some(ev) = client.poll_event() {
+                    match ev {
+                        ClientEvent::Tracks(t) => tracks.push((frames.len(), t)),
+                        ClientEvent::Frame(f) => frames.push(f),
+                        ClientEvent::Failed(why) => {
+                            failed = Some(why);
+                            break;
                         }
-                    };
-                    cx.api.registry.streams.set_tracks(id, tracks);
-                    out.stream = Some(id);
-                    out.tracks_changed = true;
-                }
-                ClientEvent::Frame(frame) => {
-                    if let Some(id) = self.stream {
-                        cx.api.registry.streams.on_frame(id, &frame);
-                        out.stream = Some(id);
-                        out.frames.push(frame);
                     }
                 }
-                ClientEvent::Failed(why) => {
-                    failed = Some(why);
-                    break;
+            }
+            Link::Srt {
+                caller, demuxer, ..
+            } => {
+                while let Some(ev) = caller.poll_event() {
+                    if let CallerEvent::Closed(reason) = ev {
+                        failed = Some(format!("SRT: {reason}"));
+                    }
                 }
+                while let Some(payload) = caller.poll_data() {
+                    demuxer.push(&payload);
+                }
+                while let Some(ev) = demuxer.poll_event() {
+                    match ev {
+                        DemuxEvent::TracksChanged(t) => tracks.push((frames.len(), t)),
+                        DemuxEvent::Frame(f) => frames.push(f),
+                    }
+                }
+            }
+        }
+        // Tracks apply from the frame they came before.
+        let mut tracks = tracks.into_iter().peekable();
+        for (i, frame) in frames.into_iter().enumerate() {
+            while let Some((_, t)) = tracks.next_if(|(at, _)| *at <= i) {
+                if let Err(why) = self.on_tracks(t, cx, &mut out) {
+                    failed = Some(why);
+                }
+            }
+            self.on_frame(frame, cx, &mut out);
+        }
+        for (_, t) in tracks {
+            if let Err(why) = self.on_tracks(t, cx, &mut out) {
+                failed = Some(why);
             }
         }
         cx.out.ingest.push(out);
@@ -225,25 +319,91 @@ impl PullIo {
         }
     }
 
-    fn write(&mut self, cx: &mut Cx<'_>) {
-        if let Some(client) = self.client.as_mut() {
-            client.poll_transmit(&mut self.out);
-        }
-        let Some(t) = self.transport.as_mut().filter(|_| self.connected) else {
-            return;
-        };
-        while !self.out.is_empty() {
-            match t.write(&self.out) {
-                Ok(0) => break,
-                Ok(n) => {
-                    self.out.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return self.fail(format!("write: {e}"), cx),
+    /// New tracks: the stream starts on the first (the pull is live).
+    fn on_tracks(
+        &mut self,
+        tracks: Vec<Track>,
+        cx: &mut Cx<'_>,
+        out: &mut IngestOutput,
+    ) -> Result<(), String> {
+        let registry = &mut cx.api.registry;
+        let id = match self.stream {
+            Some(id) => id,
+            None => {
+                let k = &self.key;
+                let source = match self.source {
+                    Source::Rtsp(_) => SourceType::RtspPull,
+                    Source::Srt { .. } => SourceType::SrtPull,
+                };
+                let id = registry
+                    .streams
+                    .start(
+                        &k.vhost,
+                        &k.app,
+                        &k.name,
+                        source,
+                        cx.token.0 as u64,
+                        crate::clock::unix_millis_now(),
+                    )
+                    .map_err(|_| "the stream is published by another source".to_string())?;
+                crate::info!("stream [{k}] started by a pull");
+                self.stream = Some(id);
+                out.started = Some(id);
+                registry.pulls.on_live(self.session);
+                id
             }
+        };
+        registry.streams.set_tracks(id, tracks);
+        out.stream = Some(id);
+        out.tracks_changed = true;
+        Ok(())
+    }
+
+    fn on_frame(&mut self, frame: Frame, cx: &mut Cx<'_>, out: &mut IngestOutput) {
+        if let Some(id) = self.stream {
+            cx.api.registry.streams.on_frame(id, &frame);
+            out.stream = Some(id);
+            out.frames.push(frame);
         }
-        if self.out.len() > MAX_OUTPUT {
-            self.fail("the server does not read what is sent to it".into(), cx);
+    }
+
+    fn write(&mut self, cx: &mut Cx<'_>) {
+        match &mut self.link {
+            Link::None => {}
+            Link::Rtsp {
+                transport,
+                connected,
+                client,
+                out,
+            } => {
+                if let Some(c) = client.as_mut() {
+                    c.poll_transmit(out);
+                }
+                if !*connected {
+                    return;
+                }
+                while !out.is_empty() {
+                    match transport.write(out) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            out.drain(..n);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => return self.fail(format!("write: {e}"), cx),
+                    }
+                }
+                if out.len() > MAX_OUTPUT {
+                    self.fail("the server does not read what is sent to it".into(), cx);
+                }
+            }
+            Link::Srt { socket, caller, .. } => {
+                let mut buf = Vec::with_capacity(1500);
+                while caller.poll_transmit(cx.now, &mut buf).is_some() {
+                    // A full socket buffer drops the datagram; SRT resends.
+                    let _ = socket.send(&buf);
+                    buf.clear();
+                }
+            }
         }
     }
 
@@ -271,14 +431,23 @@ impl PullIo {
         cx.api.registry.pulls.on_failed(self.session, &why, cx.now);
     }
 
-    /// Closes politely (TEARDOWN) and ends the session.
+    /// Closes politely (RTSP TEARDOWN, SRT shutdown) and ends the session.
     fn close(&mut self, why: &str, cx: &mut Cx<'_>) {
-        if let Some(c) = self.client.as_mut() {
-            c.close();
+        match &mut self.link {
+            Link::Rtsp {
+                client: Some(c), ..
+            } => c.close(),
+            Link::Srt { caller, .. } => caller.shutdown(cx.now),
+            _ => {}
         }
         self.write(cx);
         self.fail(why.into(), cx);
     }
+}
+
+/// The address a connected UDP socket talks to.
+fn caller_peer(socket: &UdpSocket) -> Option<SocketAddr> {
+    socket.peer_addr().ok()
 }
 
 impl Endpoint for PullIo {
@@ -286,9 +455,20 @@ impl Endpoint for PullIo {
         if self.closed {
             return;
         }
-        if !self.connected {
+        if let Link::Rtsp {
+            connected: false, ..
+        } = self.link
+        {
             self.check_connected(cx);
-            if !self.connected || self.closed {
+            if self.closed
+                || matches!(
+                    self.link,
+                    Link::Rtsp {
+                        connected: false,
+                        ..
+                    }
+                )
+            {
                 return;
             }
         }
@@ -311,18 +491,28 @@ impl Endpoint for PullIo {
             }
             return;
         }
-        if let Some(c) = self.client.as_mut() {
-            c.handle_timeout(cx.now);
-            self.events(cx);
+        match &mut self.link {
+            Link::Rtsp {
+                client: Some(c), ..
+            } => c.handle_timeout(cx.now),
+            Link::Srt { caller, .. } => caller.handle_timeout(cx.now),
+            _ => return,
         }
+        self.events(cx);
     }
 
     fn deadline(&self) -> Option<Instant> {
         if self.closed {
             return None;
         }
-        let client = self.client.as_ref().and_then(RtspClient::poll_timeout);
-        match (self.connect_deadline, client) {
+        let core = match &self.link {
+            Link::Rtsp {
+                client: Some(c), ..
+            } => c.poll_timeout(),
+            Link::Srt { caller, .. } => caller.poll_timeout(),
+            _ => None,
+        };
+        match (self.connect_deadline, core) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -333,8 +523,14 @@ impl Endpoint for PullIo {
     }
 
     fn deregister(&mut self, poll: &mio::Registry) {
-        if let Some(t) = self.transport.as_mut() {
-            let _ = poll.deregister(t.stream_mut());
+        match &mut self.link {
+            Link::Rtsp { transport, .. } => {
+                let _ = poll.deregister(transport.stream_mut());
+            }
+            Link::Srt { socket, .. } => {
+                let _ = poll.deregister(socket);
+            }
+            Link::None => {}
         }
     }
 
@@ -343,7 +539,7 @@ impl Endpoint for PullIo {
     }
 
     fn resolved(&mut self, result: Result<Vec<SocketAddr>, String>, cx: &mut Cx<'_>) {
-        if self.transport.is_some() || self.closed {
+        if !matches!(self.link, Link::None) || self.closed {
             return;
         }
         match result {

@@ -14,9 +14,14 @@
 //! refusal: `CloseReason::KeyMaterial`). Payloads are encrypted once, when
 //! queued, and keys are refreshed on libsrt's schedule (`crypto.rs`).
 //!
+//! Request mode (`CallerConfig::receive`): the caller plays what the
+//! listener sends (a pull from another server) with the same receiver as
+//! the listener's publishers (ACK/NAK, TSBPD, drop); payloads come out of
+//! [`Caller::poll_data`]. Not encrypted.
+//!
 //! Time is `std::time::Instant`, passed in. Not included: rendezvous,
-//! receiving data, congestion control/pacing (live mode sends at the rate
-//! `send` is called).
+//! congestion control/pacing (live mode sends at the rate `send` is
+//! called).
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
@@ -29,11 +34,13 @@ use super::common::{add_or_same, timestamp_us, OutQueue};
 use super::crypto::{CryptoConfig, TxCrypto, KM_STATE_UNSECURED};
 use super::packet::{
     encode_peer_ip, write_simple_control, ControlBody, ControlType, Handshake, HandshakeType,
-    Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW, DEFAULT_MTU,
-    HS_EXT_CONFIG, HS_EXT_HSREQ, HS_EXT_KMREQ, MAX_PAYLOAD_LEN, SRT_MAGIC_CODE, SRT_VERSION,
+    KeyFlags, Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW,
+    DEFAULT_MTU, HS_EXT_CONFIG, HS_EXT_HSREQ, HS_EXT_KMREQ, MAX_PAYLOAD_LEN, SRT_MAGIC_CODE,
+    SRT_VERSION,
 };
-use super::receiver::{CloseReason, Link};
+use super::receiver::{CloseReason, Link, Receiver, ReceiverParams};
 use super::sender::{Sender, SenderStats};
+use bytes::Bytes;
 
 /// Handshake retransmission period (libsrt: 250 ms).
 const HANDSHAKE_INTERVAL: Duration = Duration::from_millis(250);
@@ -61,6 +68,8 @@ pub struct CallerConfig {
     pub initial_seq: Option<u32>,
     /// Encrypt with this passphrase and key length.
     pub crypto: Option<CryptoConfig>,
+    /// Receive instead of send (request mode).
+    pub receive: bool,
 }
 
 impl CallerConfig {
@@ -77,6 +86,7 @@ impl CallerConfig {
             socket_id: None,
             initial_seq: None,
             crypto: None,
+            receive: false,
         }
     }
 }
@@ -132,6 +142,9 @@ pub struct Caller {
     hs_next: Instant,
     connect_deadline: Instant,
     sender: Option<Box<Sender>>,
+    receiver: Option<Box<Receiver>>,
+    /// Payloads received (request mode), until polled.
+    received: VecDeque<Bytes>,
     peer_latency: Duration,
     out: OutQueue,
     events: VecDeque<CallerEvent>,
@@ -160,6 +173,8 @@ impl Caller {
             hs_next: now,
             connect_deadline: add_or_same(now, config.connect_timeout),
             sender: None,
+            receiver: None,
+            received: VecDeque::new(),
             peer_latency: config.latency,
             out: OutQueue::default(),
             events: VecDeque::new(),
@@ -264,8 +279,20 @@ impl Caller {
         if from != self.config.peer || self.state == CallerState::Closed {
             return;
         }
-        let Ok(Packet::Control(c)) = Packet::parse(datagram) else {
-            return; // malformed, or data (this side is send-only)
+        let c = match Packet::parse(datagram) {
+            Ok(Packet::Control(c)) => c,
+            Ok(Packet::Data(d)) => {
+                if let (CallerState::Connected, Some(rx)) = (self.state, self.receiver.as_mut()) {
+                    if d.header.dest_socket == self.socket_id && d.header.key == KeyFlags::None {
+                        rx.touch(now);
+                        rx.on_data(&d.header, d.payload, now, &mut self.out);
+                        let received = &mut self.received;
+                        rx.deliver(now, |p| received.push_back(p));
+                    }
+                }
+                return;
+            }
+            Err(_) => return,
         };
         if c.dest_socket != self.socket_id {
             return;
@@ -275,7 +302,24 @@ impl Caller {
                 let ControlBody::Handshake(hs) = c.body else {
                     return;
                 };
-                self.on_handshake(&hs, now);
+                self.on_handshake(&hs, c.timestamp, now);
+            }
+            CallerState::Connected if self.receiver.is_some() => {
+                let Some(rx) = self.receiver.as_mut() else {
+                    return;
+                };
+                rx.touch(now);
+                match c.body {
+                    ControlBody::AckAck(n) => rx.on_ackack(n, c.timestamp, now),
+                    ControlBody::DropReq { first, last, .. } => rx.on_dropreq(first, last),
+                    ControlBody::Shutdown => {
+                        let received = &mut self.received;
+                        rx.flush(|p| received.push_back(p));
+                        self.close(CloseReason::PeerShutdown);
+                    }
+                    ControlBody::PeerError(code) => self.close(CloseReason::PeerError(code)),
+                    _ => {}
+                }
             }
             CallerState::Connected => {
                 let Some(sender) = self.sender.as_mut() else {
@@ -295,7 +339,7 @@ impl Caller {
         }
     }
 
-    fn on_handshake(&mut self, hs: &Handshake, now: Instant) {
+    fn on_handshake(&mut self, hs: &Handshake, ts: u32, now: Instant) {
         match (self.state, hs.hs_type) {
             (_, HandshakeType::Rejection(reason)) => {
                 self.close(CloseReason::Rejected(reason));
@@ -335,6 +379,23 @@ impl Caller {
                     peer_socket: hs.socket_id,
                     start: self.start,
                 };
+                if self.config.receive {
+                    let latency = Duration::from_millis(u64::from(rsp.send_tsbpd_delay_ms))
+                        .max(self.config.latency);
+                    let params = ReceiverParams {
+                        initial_seq: self.initial_seq,
+                        base: now,
+                        base_ts: ts,
+                        latency,
+                        tsbpd: rsp.flags.has(SrtFlags::TSBPDSND),
+                        capacity: self.config.send_buffer_packets,
+                        idle_timeout: self.config.peer_idle_timeout,
+                    };
+                    self.receiver = Some(Box::new(Receiver::new(link, params, now)));
+                    self.state = CallerState::Connected;
+                    self.events.push_back(CallerEvent::Connected);
+                    return;
+                }
                 self.sender = Some(Box::new(Sender::new(
                     link,
                     self.initial_seq,
@@ -381,7 +442,16 @@ impl Caller {
     }
 
     fn peer_socket(&self) -> u32 {
-        self.sender.as_ref().map(|s| s.peer_socket()).unwrap_or(0)
+        match (&self.sender, &self.receiver) {
+            (Some(s), _) => s.peer_socket(),
+            (None, Some(r)) => r.peer_socket(),
+            (None, None) => 0,
+        }
+    }
+
+    /// The next payload received (request mode), in order.
+    pub fn poll_data(&mut self) -> Option<Bytes> {
+        self.received.pop_front()
     }
 
     /// Runs timers: handshake retransmission, connect timeout, too-late
@@ -398,6 +468,13 @@ impl Caller {
             CallerState::Connected => {
                 if let Some(s) = self.sender.as_mut() {
                     if let Some(reason) = s.on_timeout(now, &mut self.out) {
+                        self.close(reason);
+                    }
+                }
+                if let Some(rx) = self.receiver.as_mut() {
+                    let received = &mut self.received;
+                    rx.deliver(now, |p| received.push_back(p));
+                    if let Some(reason) = rx.on_timeout(now, &mut self.out) {
                         self.close(reason);
                     }
                 }
@@ -425,7 +502,11 @@ impl Caller {
             CallerState::Inducing | CallerState::Concluding => {
                 Some(self.hs_next.min(self.connect_deadline))
             }
-            CallerState::Connected => self.sender.as_ref().map(|s| s.poll_timeout()),
+            CallerState::Connected => match (&self.sender, &self.receiver) {
+                (Some(s), _) => Some(s.poll_timeout()),
+                (None, Some(r)) => r.poll_timeout(),
+                (None, None) => None,
+            },
             CallerState::Closed => None,
         }
     }

@@ -226,6 +226,10 @@ impl Receiver {
         }
     }
 
+    pub(crate) fn peer_socket(&self) -> u32 {
+        self.link.peer_socket
+    }
+
     pub(crate) fn latency(&self) -> Duration {
         self.p.latency
     }

@@ -862,3 +862,87 @@ proptest::proptest! {
         }
     }
 }
+
+/// Request mode: the caller plays what the listener sends (a pull), over a
+/// clean and a lossy network; every payload arrives once, in order.
+#[test]
+fn a_caller_in_request_mode_receives_everything_the_listener_sends() {
+    for (seed, loss) in [(3, 0), (4, 5)] {
+        let t0 = Instant::now();
+        let mut now = t0;
+        let mut net = Net::new(seed, loss, Duration::from_millis(10), Duration::ZERO);
+        let mut l = Listener::new(
+            ListenerConfig {
+                secret: Some(seed),
+                ..ListenerConfig::default()
+            },
+            now,
+        );
+        let mut c = Caller::new(
+            CallerConfig {
+                stream_id: Some("#!::r=live/cam1,m=request".into()),
+                receive: true,
+                initial_seq: Some(SeqNumber::MAX - 50),
+                ..CallerConfig::new(l_addr())
+            },
+            now,
+        );
+        let mut conn = None;
+        let (mut sent, mut got) = (0u32, Vec::new());
+        let mut buf = Vec::new();
+        let mut next_send = now;
+        while now - t0 < Duration::from_secs(6) {
+            for p in net.due(now) {
+                if p.to == l_addr() {
+                    l.handle_datagram(p.from, &p.bytes, now);
+                } else {
+                    c.handle_datagram(p.from, &p.bytes, now);
+                }
+            }
+            if l.poll_timeout().is_some_and(|t| t <= now) {
+                l.handle_timeout(now);
+            }
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+            while let Some(ev) = l.poll_event() {
+                if let ListenerEvent::ConnectionRequest { conn: id, .. } = ev {
+                    l.accept_sender(id, now).unwrap();
+                    conn = Some(id);
+                }
+            }
+            while c.poll_event().is_some() {}
+            if let Some(id) = conn {
+                if next_send <= now && sent < 2000 {
+                    let mut payload = vec![0x47u8; 1316];
+                    payload[..4].copy_from_slice(&sent.to_be_bytes());
+                    assert!(l.send(id, &payload, now));
+                    sent += 1;
+                    next_send = now + Duration::from_millis(1);
+                }
+            }
+            while let Some(p) = c.poll_data() {
+                got.push(u32::from_be_bytes([p[0], p[1], p[2], p[3]]));
+            }
+            while let Some(to) = c.poll_transmit(now, &mut buf) {
+                net.send(now, c_addr(), to, &buf);
+            }
+            while let Some(to) = l.poll_transmit_at(now, &mut buf) {
+                net.send(now, l_addr(), to, &buf);
+            }
+            let mut next = net.earliest();
+            next = common::earliest(next, l.poll_timeout());
+            next = common::earliest(next, c.poll_timeout());
+            if conn.is_some() && sent < 2000 {
+                next = common::earliest(next, Some(next_send));
+            }
+            match next {
+                Some(t) if t > now => now = t,
+                Some(_) => {}
+                None => break,
+            }
+        }
+        assert!(c.is_connected());
+        assert_eq!(got, (0..2000).collect::<Vec<_>>(), "loss {loss}%");
+    }
+}

@@ -26,6 +26,8 @@ pub enum SourceType {
     MpegTs,
     /// Pulled from an RTSP server (`POST .../streams`).
     RtspPull,
+    /// Pulled from an SRT listener in request mode.
+    SrtPull,
 }
 
 impl SourceType {
@@ -36,6 +38,7 @@ impl SourceType {
             SourceType::Srt => "Srt",
             SourceType::MpegTs => "MpegTs",
             SourceType::RtspPull => "RtspPull",
+            SourceType::SrtPull => "SrtPull",
         }
     }
 }
