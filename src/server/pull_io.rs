@@ -36,7 +36,7 @@ enum Link {
     Rtsp {
         transport: Transport,
         connected: bool,
-        client: Option<RtspClient>,
+        client: Option<Box<RtspClient>>,
         out: Vec<u8>,
     },
     Srt {
@@ -179,7 +179,7 @@ impl PullIo {
         if let Source::Rtsp(url) = &self.source {
             let mut c = RtspClient::new(url.clone(), cx.now);
             c.set_media_timeout(self.no_input);
-            *client = Some(c);
+            *client = Some(Box::new(c));
         }
     }
 
