@@ -177,9 +177,9 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
     let mut registry = config.registry();
     for v in &config.vhosts {
         let s = &v.spec;
-        if s.origins.is_some() || s.origin_map_store.is_some() {
+        if s.origin_map_store.is_some() {
             info!(
-                "virtual host [{}]: origins and originMapStore are stored but not yet enforced",
+                "virtual host [{}]: originMapStore is stored but not yet enforced",
                 s.name
             );
         }

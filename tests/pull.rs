@@ -542,3 +542,68 @@ fn srt_pulls_from_another_kiln_and_from_libsrt_in_request_mode() {
         let _ = c.wait();
     }
 }
+
+#[test]
+fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let origin = Server::start_media("origins-origin");
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp),
+    );
+    wait_live(&origin, "cam", true, Duration::from_secs(10));
+    let edge = Server::start_with(
+        "origins-edge",
+        ServerOptions {
+            media: true,
+            llhls: Some(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>".into(),
+            ),
+            vhost_access: format!(
+                "<Origins><Origin><Location>/app</Location><Pass><Scheme>srt</Scheme>\
+                 <Urls><Url>127.0.0.1:{}/app</Url></Urls></Pass></Origin></Origins>",
+                origin.media.srt
+            ),
+            ..Default::default()
+        },
+    );
+    assert!(edge.live_stream("cam").is_none());
+    // A viewer asks the edge: it pulls from the origin and answers once
+    // the stream is there.
+    let url = format!("http://127.0.0.1:{}/app/cam/llhls.m3u8", edge.media.llhls);
+    let t0 = Instant::now();
+    let (code, master, _) = curl(&[], &url);
+    println!("first viewer request answered {code} in {:?}", t0.elapsed());
+    assert_eq!(code, 200, "{master}\n{}", edge.log_text());
+    assert!(master.contains("#EXT-X-STREAM-INF"), "{master}");
+    assert_eq!(
+        edge.live_stream("cam").unwrap()["input"]["sourceType"],
+        "SrtPull"
+    );
+    wait_for_segments(&edge, "cam", 2);
+    let mkv = edge.dir.join("viewer.mkv");
+    let counts = llhls_frames(&url, &mkv);
+    let secs = video_duration(&mkv);
+    println!("{secs:.2} s through the edge: {counts:?}");
+    assert!(
+        secs >= 3.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    // A stream no origin has is still 404, at once.
+    let (code, _, _) = curl(
+        &[],
+        &format!("http://127.0.0.1:{}/other/cam/llhls.m3u8", edge.media.llhls),
+    );
+    assert_eq!(code, 404);
+    // The origin's stream ends: so does the edge's; the next viewer
+    // request finds nothing to pull (404).
+    let _ = src.kill();
+    let _ = src.wait();
+    wait_live(&edge, "cam", false, Duration::from_secs(15));
+    let (code, body, _) = curl(&[], &url);
+    assert!(code == 404 || code == 200, "{code} {body}");
+}

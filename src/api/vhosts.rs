@@ -113,13 +113,18 @@ impl Api {
                     if !certs.is_empty() {
                         self.vhost_certs.install(certs);
                     }
-                    if extras_set(&v.spec) {
-                        info!("virtual host [{name}]: origins and originMapStore are stored but not yet enforced");
+                    if v.spec.origin_map_store.is_some() {
+                        info!(
+                            "virtual host [{name}]: originMapStore is stored but not yet enforced"
+                        );
                     }
                     self.registry.add_api_vhost(v.spec);
                     info!("virtual host [{name}] created");
                     let stored = self.registry.vhost(&name).ok_or_else(ApiError::internal)?;
-                    Ok(raw_json(&VhostView::of(stored, self.registry.server_name.as_deref())))
+                    Ok(raw_json(&VhostView::of(
+                        stored,
+                        self.registry.server_name.as_deref(),
+                    )))
                 }
                 ItemOutcome::Failed(e) => Err(e),
             });
@@ -303,8 +308,4 @@ pub(super) fn raw_json<T: Serialize>(view: &T) -> Box<RawValue> {
         .ok()
         .and_then(|s| RawValue::from_string(s).ok())
         .unwrap_or_else(|| RawValue::from_string("null".into()).unwrap_or_default())
-}
-
-fn extras_set(s: &VhostSpec) -> bool {
-    s.origins.is_some() || s.origin_map_store.is_some()
 }

@@ -139,6 +139,13 @@ pub enum Answer {
         app: String,
         stream: String,
     },
+    /// An entry playlist of a stream that is not live, on a host with
+    /// origins or an origin map: pull it, then answer again.
+    Pull {
+        vhost: String,
+        app: String,
+        stream: String,
+    },
 }
 
 /// What access control needs from a viewer request.
@@ -276,6 +283,21 @@ pub fn answer(
             cache,
         },
     };
+    let entry = file == "llhls.m3u8" || file == "playlist.m3u8";
+    if entry
+        && reg
+            .output_stream(target.vhost, target.app, target.stream)
+            .is_none()
+        && reg
+            .vhost(target.vhost)
+            .is_some_and(|v| v.spec.origins.is_some() || v.spec.origin_map_store.is_some())
+    {
+        return Answer::Pull {
+            vhost: target.vhost.to_string(),
+            app: target.app.to_string(),
+            stream: target.stream.to_string(),
+        };
+    }
     match answer_file(req, &target, hls, reg, now, parked, utc_offset) {
         Answer::Reply(r) => match session {
             Some(s) if r.status == 200 && r.content_type == PLAYLIST => {

@@ -8,6 +8,11 @@
 //! - a pull that has been live, or is `persistent`, tries again from the
 //!   first URL after a back-off (1 s doubling to 30 s, with jitter);
 //! - any other pull is removed (it never worked).
+//!
+//! A pull made on demand (a viewer asked for a stream an origin or the
+//! origin map knows) is removed whenever it fails: the next request looks
+//! the stream up again (it may have moved to another origin). It ends when
+//! nobody used it for its `unused_stream_deletion_timeout_ms`.
 
 use super::request::{redacted, PullSpec, Source};
 use crate::push::task::backoff;
@@ -66,9 +71,18 @@ pub struct PullTask {
     session: Option<SessionId>,
     /// The session's endpoint in the loop.
     pub io: Option<usize>,
+    on_demand: bool,
+    last_used: Instant,
 }
 
 impl PullTask {
+    /// When an on-demand pull ends for want of use.
+    fn unused_at(&self) -> Option<Instant> {
+        (self.on_demand && self.state == PullState::Live).then(|| {
+            self.last_used + Duration::from_millis(self.spec.unused_stream_deletion_timeout_ms)
+        })
+    }
+
     pub fn url(&self) -> &str {
         self.spec
             .urls
@@ -131,6 +145,22 @@ impl PullTable {
 
     /// Adds a pull and starts its first URL.
     pub fn insert(&mut self, spec: PullSpec, sources: Vec<Source>) {
+        self.insert_task(spec, sources, false, Instant::now());
+    }
+
+    /// Adds a pull a viewer asked for (see the module docs).
+    pub fn insert_on_demand(&mut self, spec: PullSpec, sources: Vec<Source>, now: Instant) {
+        self.insert_task(spec, sources, true, now);
+    }
+
+    /// Someone uses the stream `key` names (a viewer request).
+    pub fn touch(&mut self, key: &PullKey, now: Instant) {
+        if let Some(t) = self.tasks.get_mut(key) {
+            t.last_used = now;
+        }
+    }
+
+    fn insert_task(&mut self, spec: PullSpec, sources: Vec<Source>, on_demand: bool, now: Instant) {
         let key = PullKey::of(&spec);
         let task = PullTask {
             spec,
@@ -145,6 +175,8 @@ impl PullTable {
             waiters: Vec::new(),
             session: None,
             io: None,
+            on_demand,
+            last_used: now,
         };
         self.tasks.insert(key.clone(), task);
         self.start(&key);
@@ -294,7 +326,10 @@ impl PullTable {
                 result: Err(why_all.clone()),
             });
         }
-        if t.been_live || t.spec.persistent {
+        if t.on_demand {
+            crate::info!("pull [{key}] (on demand) ended");
+            self.tasks.remove(&key);
+        } else if t.been_live || t.spec.persistent {
             t.failures += 1;
             let wait = backoff(
                 t.failures,
@@ -312,8 +347,20 @@ impl PullTable {
         }
     }
 
-    /// Starts the rounds whose back-off is over.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    /// Starts the rounds whose back-off is over; ends the on-demand pulls
+    /// nobody used for their unused timeout (their I/O tokens, to close).
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<usize> {
+        let unused: Vec<PullKey> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.unused_at().is_some_and(|at| at <= now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut close = Vec::new();
+        for key in unused {
+            crate::info!("pull [{key}] (on demand) unused; ended");
+            close.extend(self.remove(&key, "unused"));
+        }
         let due: Vec<PullKey> = self
             .tasks
             .iter()
@@ -323,10 +370,15 @@ impl PullTable {
         for key in due {
             self.start(&key);
         }
+        close
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.tasks.values().filter_map(|t| t.retry_at).min()
+        self.tasks
+            .values()
+            .flat_map(|t| [t.retry_at, t.unused_at()])
+            .flatten()
+            .min()
     }
 }
 
@@ -432,6 +484,27 @@ mod tests {
         assert_eq!(t.specs().len(), 1);
         assert_eq!(t.remove(&key(), "deleted"), None);
         assert!(t.poll_timeout().is_none());
+    }
+
+    #[test]
+    fn on_demand_pulls_end_on_failure_and_when_unused() {
+        let now = Instant::now();
+        let mut t = PullTable::default();
+        let (s, src) = spec(&["srt://a:1/x/y"], false);
+        t.insert_on_demand(s.clone(), src.clone(), now);
+        let a = t.poll_new().unwrap();
+        t.on_live(a.session);
+        t.on_failed(a.session, "peer shut down", now);
+        assert!(t.is_empty(), "a failed on-demand pull is not retried");
+        t.insert_on_demand(s, src, now);
+        let b = t.poll_new().unwrap();
+        t.attach(b.session, 9);
+        t.on_live(b.session);
+        assert_eq!(t.poll_timeout(), Some(now + Duration::from_secs(60)));
+        t.touch(&key(), now + Duration::from_secs(30));
+        assert!(t.handle_timeout(now + Duration::from_secs(60)).is_empty());
+        assert_eq!(t.handle_timeout(now + Duration::from_secs(90)), vec![9]);
+        assert!(t.is_empty());
     }
 
     #[test]

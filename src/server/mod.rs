@@ -609,7 +609,9 @@ impl Server {
             }
             if token == PULL_TOKEN {
                 self.pull_armed = None;
-                self.api.registry.pulls.handle_timeout(now);
+                for io in self.api.registry.pulls.handle_timeout(now) {
+                    self.call(Token(io), now, |ep, cx| ep.abort(cx));
+                }
                 self.drive_pulls(now);
                 continue;
             }

@@ -17,6 +17,9 @@ use crate::hls::memory::Shared;
 use crate::hls::serve::{self, Answer, Gate, Reply};
 use crate::http::response::reason;
 use crate::http::{ReaderLimits, Request, RequestReader};
+use crate::pull::origins::origin_urls;
+use crate::pull::table::PullAnswer;
+use crate::pull::{PullKey, PullSpec, Source};
 use bytes::Bytes;
 use mio::net::TcpStream;
 use std::collections::VecDeque;
@@ -43,7 +46,13 @@ struct Parked {
     /// Waiting for the admission webhook (not for a part): the check and
     /// the stream asked for.
     admission: Option<(CheckId, (String, String, String))>,
+    /// Waiting for the stream to be pulled from its origin, with the
+    /// admission it already has (session, stream).
+    pull: Option<(PullKey, Option<(String, (String, String, String))>)>,
 }
+
+/// A request for a stream pulled on demand waits at most this long.
+const PULL_WAIT: Duration = Duration::from_secs(15);
 
 /// A parked admission waits at most this long beyond the webhook's own
 /// time-out (which always answers first).
@@ -113,7 +122,17 @@ impl ViewerConn {
     /// request in order, until one must wait.
     fn answer(&mut self, cx: &mut Cx<'_>) {
         if let Some(p) = self.parked.take() {
-            if p.admission.is_some() {
+            if p.pull.is_some() {
+                if cx.now >= p.until {
+                    self.queue(
+                        &p.req,
+                        &Reply::error(503, "The stream did not come from its origin in time"),
+                    );
+                } else {
+                    self.parked = Some(p);
+                    return;
+                }
+            } else if p.admission.is_some() {
                 // Only `admitted` moves it on (or its time-out).
                 if cx.now >= p.until {
                     self.queue(&p.req, &Reply::error(503, "No admission decision came"));
@@ -161,6 +180,12 @@ impl ViewerConn {
             admitted,
         };
         let offset = cx.api.utc_offset;
+        let session = admitted.map(|(s, t)| (s.to_string(), t.clone()));
+        if !cx.api.registry.pulls.is_empty() {
+            if let Some(key) = stream_key(&req, &cx.api.registry) {
+                cx.api.registry.pulls.touch(&key, cx.now);
+            }
+        }
         match serve::answer(&req, cx.hls, &cx.api.registry, cx.now, since, offset, gate) {
             Answer::Reply(r) => {
                 self.queue(&req, &r);
@@ -173,6 +198,7 @@ impl ViewerConn {
                     since: since.unwrap_or(cx.now),
                     until,
                     admission: None,
+                    pull: None,
                 });
                 false
             }
@@ -182,7 +208,59 @@ impl ViewerConn {
                 app,
                 stream,
             } => self.admit(req, protocol, (vhost, app, stream), cx),
+            Answer::Pull { vhost, app, stream } => {
+                let key = PullKey {
+                    vhost,
+                    app,
+                    name: stream,
+                };
+                self.pull(req, key, session, cx)
+            }
         }
+    }
+
+    /// A stream that is not live but has an origin: pull it (unless that
+    /// is under way) and park the request until it is live or failed.
+    fn pull(
+        &mut self,
+        req: Request,
+        key: PullKey,
+        session: Option<(String, (String, String, String))>,
+        cx: &mut Cx<'_>,
+    ) -> bool {
+        let reg = &mut cx.api.registry;
+        if reg.pulls.get(&key).is_none() {
+            let urls = reg
+                .vhost(&key.vhost)
+                .and_then(|v| origin_urls(&v.spec, &key.app, &key.name));
+            let Some(urls) = urls else {
+                self.queue(&req, &Reply::error(404, "No such stream"));
+                return true;
+            };
+            let sources: Result<Vec<Source>, String> =
+                urls.iter().map(|u| Source::parse(u)).collect();
+            match sources {
+                Ok(sources) => {
+                    crate::info!("pull [{key}] on demand from {}", urls.join(", "));
+                    reg.pulls
+                        .insert_on_demand(on_demand_spec(&key, urls), sources, cx.now);
+                }
+                Err(why) => {
+                    crate::warn!("origin of [{key}]: {why}");
+                    self.queue(&req, &Reply::error(502, &format!("Bad origin URL: {why}")));
+                    return true;
+                }
+            }
+        }
+        reg.pulls.add_waiter(&key, cx.token.0);
+        self.parked = Some(Parked {
+            req,
+            since: cx.now,
+            until: cx.now + PULL_WAIT,
+            admission: None,
+            pull: Some((key, session)),
+        });
+        false
     }
 
     /// The URL a signed policy and a webhook see: scheme, `Host` with its
@@ -239,6 +317,7 @@ impl ViewerConn {
                     since: cx.now,
                     until: cx.now + ADMISSION_WAIT,
                     admission: Some((check, target)),
+                    pull: None,
                 });
                 false
             }
@@ -504,5 +583,64 @@ impl Endpoint for ViewerConn {
 
     fn service(&self) -> Option<Service> {
         Some(Service::Viewer)
+    }
+
+    fn pull_answered(&mut self, answer: PullAnswer, cx: &mut Cx<'_>) {
+        let waiting =
+            matches!(&self.parked, Some(Parked { pull: Some((k, _)), .. }) if *k == answer.key);
+        if !waiting || self.closed {
+            return;
+        }
+        let Some(Parked {
+            req,
+            pull: Some((_, session)),
+            ..
+        }) = self.parked.take()
+        else {
+            return;
+        };
+        let answered = match answer.result {
+            Ok(()) => {
+                let admitted = session.as_ref().map(|(s, t)| (s.as_str(), t));
+                self.respond(req, None, admitted, cx)
+            }
+            Err(why) => {
+                self.queue(
+                    &req,
+                    &Reply::error(404, &format!("No such stream (pull: {why})")),
+                );
+                true
+            }
+        };
+        if answered {
+            self.answer(cx);
+        }
+        self.write(cx.now);
+    }
+}
+
+/// The stream a viewer request names (`/{app}/{stream}/...` on the host
+/// its `Host` header names).
+fn stream_key(req: &Request, reg: &crate::state::Registry) -> Option<PullKey> {
+    let host = crate::api::access::host_without_port(req.header_str("host").unwrap_or(""));
+    let vhost = reg.vhost_serving(host)?;
+    let mut parts = req.path().trim_start_matches('/').splitn(3, '/');
+    Some(PullKey {
+        vhost: vhost.spec.name.clone(),
+        app: parts.next()?.to_string(),
+        name: parts.next()?.to_string(),
+    })
+}
+
+/// What an on-demand pull is: not durable, ended after 60 s unused.
+fn on_demand_spec(key: &PullKey, urls: Vec<String>) -> PullSpec {
+    PullSpec {
+        vhost: key.vhost.clone(),
+        app: key.app.clone(),
+        name: key.name.clone(),
+        urls,
+        persistent: false,
+        no_input_failover_timeout_ms: 5000,
+        unused_stream_deletion_timeout_ms: 60_000,
     }
 }
