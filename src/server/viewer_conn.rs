@@ -48,8 +48,11 @@ struct Parked {
     admission: Option<(CheckId, (String, String, String))>,
     /// Waiting for the stream to be pulled from its origin, with the
     /// admission it already has (session, stream).
-    pull: Option<(PullKey, Option<(String, (String, String, String))>)>,
+    pull: Option<(PullKey, Option<Admitted>)>,
 }
+
+/// A viewer's admission: its session token and the stream it names.
+type Admitted = (String, (String, String, String));
 
 /// A request for a stream pulled on demand waits at most this long.
 const PULL_WAIT: Duration = Duration::from_secs(15);
@@ -225,7 +228,7 @@ impl ViewerConn {
         &mut self,
         req: Request,
         key: PullKey,
-        session: Option<(String, (String, String, String))>,
+        session: Option<Admitted>,
         cx: &mut Cx<'_>,
     ) -> bool {
         let reg = &mut cx.api.registry;
