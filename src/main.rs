@@ -175,15 +175,6 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
     }
 
     let mut registry = config.registry();
-    for v in &config.vhosts {
-        let s = &v.spec;
-        if s.origin_map_store.is_some() {
-            info!(
-                "virtual host [{}]: originMapStore is stored but not yet enforced",
-                s.name
-            );
-        }
-    }
     let vhost_certs = Arc::new(VhostCertResolver::default());
     vhost_certs.install(certs.vhosts);
     if let Some(saved) = saved {

@@ -4,8 +4,10 @@
 //! API body and the durable spec, `table` every pull's course (sans-IO);
 //! the protocol cores are `crate::rtsp`, the I/O `server/pull_io.rs`.
 
+pub mod origin_map;
 pub mod origins;
 pub mod request;
+pub mod resp;
 pub mod table;
 
 pub use request::{PullSpec, Source};

@@ -153,6 +153,11 @@ impl PullTable {
         self.insert_task(spec, sources, true, now);
     }
 
+    /// Was `key` pulled on demand (an edge's copy, not an origin's)?
+    pub fn is_on_demand(&self, key: &PullKey) -> bool {
+        self.tasks.get(key).is_some_and(|t| t.on_demand)
+    }
+
     /// Someone uses the stream `key` names (a viewer request).
     pub fn touch(&mut self, key: &PullKey, now: Instant) {
         if let Some(t) = self.tasks.get_mut(key) {

@@ -24,6 +24,7 @@ pub(crate) mod listener;
 pub(crate) mod players;
 pub(crate) mod pull_io;
 pub(crate) mod push_io;
+pub(crate) mod redis_io;
 pub(crate) mod resolver;
 pub(crate) mod rtmp_ingest;
 pub mod srt_ingest;
@@ -40,9 +41,13 @@ use crate::clock::Now;
 use crate::config::ApiLimits;
 use crate::files::{FileEvent, FileOp, DUMP_FILE};
 use crate::hls::manager::HlsManager;
+use crate::pull::origin_map::{MapConfig, OriginMap};
+use crate::pull::table::PullAnswer;
+use crate::pull::{self, PullKey, Source};
 use crate::push::manager::{After, PushManager};
 use crate::push::task::TaskKey;
 use crate::record::manager::RecordManager;
+use crate::state::streams::IngestOutput;
 use api_conn::ApiConn;
 use endpoint::{Accepted, Cx, Endpoint, Output};
 use file_writer::FileWriter;
@@ -52,6 +57,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use players::Players;
 use pull_io::PullIo;
 use push_io::PushIo;
+use redis_io::RedisIo;
 use resolver::Resolver;
 use rtmp_ingest::RtmpIngest;
 use srt_ingest::SrtIngest;
@@ -73,6 +79,8 @@ const RETRY_TOKEN: Token = Token(usize::MAX - 2);
 const ACCESS_TOKEN: Token = Token(usize::MAX - 3);
 /// The timer that starts pulls again after their back-off.
 const PULL_TOKEN: Token = Token(usize::MAX - 4);
+/// The timer of the origin maps (refreshes, reconnects).
+const MAP_TOKEN: Token = Token(usize::MAX - 5);
 /// Most RTMP(S) connections at once; beyond, accept and close at once (a
 /// flood must not take the descriptors the API and pushes need).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
@@ -151,6 +159,10 @@ pub struct Server {
     tls_client: Arc<rustls::ClientConfig>,
     retry_armed: Option<Instant>,
     pull_armed: Option<Instant>,
+    map_armed: Option<Instant>,
+    driving_maps: bool,
+    /// This server's SRT port (what origin maps point edges at).
+    srt_port: Option<u16>,
 }
 
 impl Server {
@@ -235,6 +247,9 @@ impl Server {
             tls_client: crate::tls::client_config(),
             retry_armed: None,
             pull_armed: None,
+            map_armed: None,
+            driving_maps: false,
+            srt_port: listen.srt.map(|a| a.port()),
         })
     }
 
@@ -252,6 +267,8 @@ impl Server {
         self.pushes
             .reconcile(&mut self.api.registry, Now::read(now));
         self.drive_pushes(now);
+        self.start_origin_maps(now);
+        self.drive_pulls(now);
         let mut events = Events::with_capacity(1024);
         while !self.shutdown {
             let timeout = self.timers.timeout(Instant::now());
@@ -394,6 +411,7 @@ impl Server {
                 self.pushes.on_ingest(o, &mut self.api.registry, wall);
                 self.hls.on_ingest(o, &mut self.api.registry, wall);
                 self.records.on_ingest(o, &mut self.api.registry, wall);
+                self.map_streams(o, now);
                 let stream = o.stream.or(o.ended);
                 if let Some(id) = stream {
                     for token in self.players.of(id) {
@@ -410,7 +428,168 @@ impl Server {
         self.drive_pushes(now);
         self.drive_files();
         self.drive_access(now);
+        self.drive_origin_maps(now);
         self.drive_pulls(now);
+    }
+
+    /// One origin map (and its Redis connection) per Redis the hosts'
+    /// `originMapStore` name.
+    fn start_origin_maps(&mut self, now: Instant) {
+        let mut maps: Vec<OriginMap> = Vec::new();
+        for v in self.api.registry.vhosts() {
+            let Some(store) = &v.spec.origin_map_store else {
+                continue;
+            };
+            let Some((host, port)) =
+                crate::push::request::split_authority(&store.redis_server.host)
+                    .ok()
+                    .map(|(h, p)| (h.to_string(), p.unwrap_or(6379)))
+            else {
+                crate::warn!(
+                    "virtual host [{}]: originMapStore Redis host [{}] is not host:port; ignored",
+                    v.spec.name,
+                    store.redis_server.host.escape_debug()
+                );
+                continue;
+            };
+            let config = MapConfig {
+                host,
+                port,
+                auth: store.redis_server.auth.clone().filter(|a| !a.is_empty()),
+                origin_host_name: store.origin_host_name.clone(),
+            };
+            match maps.iter_mut().find(|m| m.config == config) {
+                Some(m) => m.vhosts.push(v.spec.name.clone()),
+                None => maps.push(OriginMap::new(config, vec![v.spec.name.clone()], now)),
+            }
+        }
+        if maps.is_empty() {
+            return;
+        }
+        if self.srt_port.is_none() {
+            crate::warn!("originMapStore: no SRT port (Bind/Providers/SRT); this server registers no stream, edges pull over SRT");
+        }
+        let n = maps.len();
+        self.api.registry.origin_maps = maps;
+        for i in 0..n {
+            let m = &self.api.registry.origin_maps[i];
+            crate::info!(
+                "origin map on Redis {}:{} for [{}]",
+                m.config.host,
+                m.config.port,
+                m.vhosts.join(", ")
+            );
+            if let Some(token) = self.add_endpoint(now, |_| Box::new(RedisIo::new(i))) {
+                self.api.registry.origin_maps[i].io = Some(token.0);
+            }
+        }
+    }
+
+    /// Registers started streams and unregisters ended ones in the origin
+    /// maps, turns lookups into on-demand pulls, lets each map's
+    /// connection send and run its timers, and arms the maps' timer.
+    fn drive_origin_maps(&mut self, now: Instant) {
+        if self.api.registry.origin_maps.is_empty() || self.driving_maps {
+            return;
+        }
+        self.driving_maps = true;
+        for i in 0..self.api.registry.origin_maps.len() {
+            while let Some(l) = self.api.registry.origin_maps[i].poll_lookup() {
+                let url = l.url.and_then(|u| {
+                    if u.starts_with("ovt://") {
+                        Err(format!(
+                            "the origin map holds [{}]: OME's OVT, which kiln does not pull",
+                            u.escape_debug()
+                        ))
+                    } else {
+                        Source::parse(&u).map(|s| (u, s))
+                    }
+                });
+                let reg = &mut self.api.registry;
+                match url {
+                    Ok((u, source)) => {
+                        if reg.pulls.get(&l.key).is_none() {
+                            crate::info!(
+                                "pull [{}] on demand from {} (origin map)",
+                                l.key,
+                                pull::request::redacted(&u)
+                            );
+                            reg.pulls.insert_on_demand(
+                                crate::server::viewer_conn::on_demand_spec(&l.key, vec![u]),
+                                vec![source],
+                                now,
+                            );
+                        }
+                        reg.pulls.add_waiter(&l.key, l.waiter);
+                    }
+                    Err(why) => {
+                        let answer = PullAnswer {
+                            waiter: l.waiter,
+                            key: l.key,
+                            result: Err(why),
+                        };
+                        let _ = self.guarded(Token(answer.waiter), now, |ep, cx| {
+                            ep.pull_answered(answer, cx)
+                        });
+                    }
+                }
+            }
+            let m = &self.api.registry.origin_maps[i];
+            let due = m.has_output() || m.poll_timeout().is_some_and(|t| t <= now);
+            if let (true, Some(io)) = (due, m.io) {
+                let _ = self.guarded(Token(io), now, |ep, cx| ep.flush(cx));
+            }
+        }
+        self.driving_maps = false;
+        let next = self
+            .api
+            .registry
+            .origin_maps
+            .iter()
+            .filter_map(|m| m.poll_timeout())
+            .min();
+        if let Some(at) = next {
+            if self.map_armed.is_none_or(|armed| at < armed) {
+                self.map_armed = Some(at);
+                self.timers.schedule(at, MAP_TOKEN);
+            }
+        }
+    }
+
+    /// A stream started or ended: the origin maps of its host hear it.
+    fn map_streams(&mut self, o: &IngestOutput, now: Instant) {
+        let reg = &mut self.api.registry;
+        if reg.origin_maps.is_empty() {
+            return;
+        }
+        if let Some(id) = o.ended {
+            for m in reg.origin_maps.iter_mut() {
+                m.unregister(id, now);
+            }
+        }
+        let (Some(id), Some(port)) = (o.started, self.srt_port) else {
+            return;
+        };
+        let Some(s) = reg.streams.get(id) else { return };
+        let key = PullKey {
+            vhost: s.vhost.clone(),
+            app: s.app.clone(),
+            name: s.name.clone(),
+        };
+        if reg.pulls.is_on_demand(&key) {
+            return; // an edge's copy: the origin holds the key
+        }
+        for m in reg
+            .origin_maps
+            .iter_mut()
+            .filter(|m| m.vhosts.contains(&key.vhost))
+        {
+            let value = format!(
+                "srt://{}:{port}/{}/{}",
+                m.config.origin_host_name, key.app, key.name
+            );
+            m.register(id, &key.app, &key.name, value, now);
+        }
     }
 
     /// Opens the sessions pulls asked for, answers the API requests parked
@@ -605,6 +784,11 @@ impl Server {
                 self.access_armed = None;
                 self.access.handle_timeout(Now::read(now));
                 self.drive_access(now);
+                continue;
+            }
+            if token == MAP_TOKEN {
+                self.map_armed = None;
+                self.drive_origin_maps(now);
                 continue;
             }
             if token == PULL_TOKEN {

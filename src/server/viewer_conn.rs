@@ -237,8 +237,24 @@ impl ViewerConn {
                 .vhost(&key.vhost)
                 .and_then(|v| origin_urls(&v.spec, &key.app, &key.name));
             let Some(urls) = urls else {
-                self.queue(&req, &Reply::error(404, "No such stream"));
-                return true;
+                // Not under an origin: ask the host's origin map, if any.
+                let map = reg
+                    .origin_maps
+                    .iter_mut()
+                    .find(|m| m.vhosts.contains(&key.vhost));
+                let Some(map) = map else {
+                    self.queue(&req, &Reply::error(404, "No such stream"));
+                    return true;
+                };
+                map.lookup(cx.token.0, key.clone(), cx.now);
+                self.parked = Some(Parked {
+                    req,
+                    since: cx.now,
+                    until: cx.now + PULL_WAIT,
+                    admission: None,
+                    pull: Some((key, session)),
+                });
+                return false;
             };
             let sources: Result<Vec<Source>, String> =
                 urls.iter().map(|u| Source::parse(u)).collect();
@@ -636,7 +652,7 @@ fn stream_key(req: &Request, reg: &crate::state::Registry) -> Option<PullKey> {
 }
 
 /// What an on-demand pull is: not durable, ended after 60 s unused.
-fn on_demand_spec(key: &PullKey, urls: Vec<String>) -> PullSpec {
+pub(crate) fn on_demand_spec(key: &PullKey, urls: Vec<String>) -> PullSpec {
     PullSpec {
         vhost: key.vhost.clone(),
         app: key.app.clone(),

@@ -73,6 +73,8 @@ pub struct Registry {
     pub dumps: crate::hls::dump::DumpTable,
     /// Pulled streams (`persistent` ones are durable).
     pub pulls: crate::pull::PullTable,
+    /// The origin maps (`originMapStore`), one per Redis (run-time only).
+    pub origin_maps: Vec<crate::pull::origin_map::OriginMap>,
 }
 
 impl Registry {
@@ -93,6 +95,7 @@ impl Registry {
             pushes: crate::push::task::PushTable::default(),
             records: crate::record::task::RecordTable::default(),
             pulls: crate::pull::PullTable::default(),
+            origin_maps: Vec::new(),
             dumps: crate::hls::dump::DumpTable::default(),
         }
     }
