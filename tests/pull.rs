@@ -607,3 +607,112 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
     let (code, body, _) = curl(&[], &url);
     assert!(code == 404 || code == 200, "{code} {body}");
 }
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[test]
+fn rtmp_pulls_from_nginx_rtmp_and_from_another_kiln() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") || !have_tool("nginx") {
+        return;
+    }
+    let module = "/usr/lib/nginx/modules/ngx_rtmp_module.so";
+    if !Path::new(module).exists() {
+        assert!(
+            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "nginx-rtmp is required"
+        );
+        eprintln!("SKIP: nginx-rtmp is not installed");
+        return;
+    }
+    // nginx-rtmp holds a stream ffmpeg publishes; kiln plays it from there.
+    let s = Server::start_media("pull-rtmp");
+    let port = free_port();
+    let dir = s.dir.join("nginx");
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = format!(
+        "load_module {module};\n{}worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\nevents {{ worker_connections 64; }}\n\
+         rtmp {{ server {{ listen 127.0.0.1:{port}; application live {{ live on; }} }} }}\n",
+        if is_root() { "user root;\n" } else { "" },
+        d = dir.display(),
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut nginx = Command::new("nginx")
+        .arg("-p")
+        .arg(&dir)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .spawn()
+        .unwrap();
+    wait_for_listen(port, Duration::from_secs(10));
+    let mut src = ffmpeg_source(40, &[], "flv", &format!("rtmp://127.0.0.1:{port}/live/cam"));
+    std::thread::sleep(Duration::from_secs(1));
+    let r = pull(
+        &s,
+        json!({"name": "fromnginx", "urls": [format!("rtmp://127.0.0.1:{port}/live/cam")]}),
+    );
+    let pulled = (r.status == 200).then(|| {
+        let flv = s.dir.join("fromnginx.flv");
+        let counts = record(
+            &format!("rtmp://127.0.0.1:{}/app/fromnginx", s.media.rtmp),
+            4,
+            &flv,
+        );
+        (counts, video_duration(&flv))
+    });
+    // SIGTERM: the master stops its worker too (SIGKILL would orphan it).
+    let _ = Command::new("kill")
+        .args(["-TERM", &nginx.id().to_string()])
+        .status();
+    let _ = nginx.wait();
+    let Some((counts, secs)) = pulled else {
+        panic!("{}\n{}", r.body, s.log_text());
+    };
+    assert_eq!(r.json()["response"]["input"]["sourceType"], "RtmpPull");
+    println!("{secs:.2} s pulled over RTMP from nginx-rtmp: {counts:?}");
+    // nginx-rtmp starts a player at the next keyframe: up to 1 s less video.
+    assert!(
+        secs >= 2.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    // nginx went away: the pull's stream ends (and retries with back-off).
+    wait_live(&s, "fromnginx", false, Duration::from_secs(15));
+    let _ = src.kill();
+    let _ = src.wait();
+
+    // Another kiln as the origin: every frame through RTMP play both ways.
+    let origin = Server::start_media("pull-rtmp-origin");
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp),
+    );
+    wait_live(&origin, "cam", true, Duration::from_secs(10));
+    let r = pull(
+        &s,
+        json!({"name": "fromkiln", "urls": [format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp)]}),
+    );
+    assert_eq!(r.status, 200, "{}\n{}", r.body, s.log_text());
+    let flv = s.dir.join("fromkiln.flv");
+    let counts = record(
+        &format!("rtmp://127.0.0.1:{}/app/fromkiln", s.media.rtmp),
+        4,
+        &flv,
+    );
+    let secs = video_duration(&flv);
+    println!("{secs:.2} s pulled over RTMP from kiln: {counts:?}");
+    assert!(
+        secs >= 3.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    assert!(monotonic_dts(&flv));
+    let _ = src.kill();
+    let _ = src.wait();
+}

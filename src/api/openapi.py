@@ -46,7 +46,7 @@ schemas = {
     }, ["id", "name", "type"]),
     "Stream": obj({
         "name": STR,
-        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs", "RtspPull", "SrtPull"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
+        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs", "RtspPull", "SrtPull", "RtmpPull"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
         "outputs": S("array", items=obj({"name": STR, "tracks": S("array", items=ref("Track"))}, ["name", "tracks"])),
     }, ["name", "input", "outputs"]),
     "Push": obj({
@@ -172,7 +172,7 @@ paths = {
         "delete": op("Delete an output profile (restarts the app)", {"200": status("OK"), "403": status("Read-only host"), **errs("401", "404", "500")})},
     "/v1/vhosts/{vhost}/apps/{app}/streams": {"parameters": P("vhost", "app"),
         "get": op("Live stream names (once their tracks are known)", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")}),
-        "post": op("Pull a stream in (rtsp:// or srt:// URLs tried in order); answered once it is live or failed", {
+        "post": op("Pull a stream in (rtsp://, srt://, rtmp[s]:// URLs tried in order); answered once it is live or failed", {
             "200": json_response("Live", envelope(ref("Stream"))),
             "409": status("The name is live or pulled already"),
             "502": status("Every URL failed (the message gives each reason)"),

@@ -37,6 +37,13 @@ pub enum Source {
         /// `?latency=` in ms (default 120).
         latency_ms: u64,
     },
+    /// An RTMP(S) server that plays the stream to kiln.
+    Rtmp {
+        host: String,
+        port: u16,
+        tls: bool,
+        config: crate::rtmp::client::ClientConfig,
+    },
 }
 
 impl Source {
@@ -46,9 +53,10 @@ impl Source {
         match scheme.to_ascii_lowercase().as_str() {
             "rtsp" => RtspUrl::parse(url).map(Source::Rtsp),
             "srt" => parse_srt(url),
+            "rtmp" | "rtmps" => parse_rtmp(url),
             "" => Err(format!("[{}] is not a URL", redacted(url))),
             other => Err(format!(
-                "the [{}] scheme cannot be pulled (rtsp:// and srt:// can)",
+                "the [{}] scheme cannot be pulled (rtsp://, srt://, rtmp:// and rtmps:// can)",
                 other.escape_debug()
             )),
         }
@@ -58,9 +66,34 @@ impl Source {
     pub fn host_port(&self) -> (&str, u16) {
         match self {
             Source::Rtsp(u) => (&u.host, u.port),
-            Source::Srt { host, port, .. } => (host, *port),
+            Source::Srt { host, port, .. } | Source::Rtmp { host, port, .. } => (host, *port),
         }
     }
+}
+
+/// `rtmp[s]://host[:port]/app[/instance]/stream`, played.
+fn parse_rtmp(url: &str) -> Result<Source, String> {
+    let tls = url
+        .get(..6)
+        .is_some_and(|s| s.eq_ignore_ascii_case("rtmps:"));
+    let rest = url.split_once("://").map_or("", |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let (host, port) = crate::push::request::split_authority(authority)
+        .map_err(|e| format!("The rtmp url is not valid: {e}"))?;
+    let mut config = crate::rtmp::client::ClientConfig::from_url(url).ok_or_else(|| {
+        format!(
+            "The rtmp url must name the application and stream: rtmp://host[:port]/app/stream ([{}])",
+            redacted(url)
+        )
+    })?;
+    config.play = true;
+    config.flash_ver = "LNX 9,0,124,2".into();
+    Ok(Source::Rtmp {
+        host: host.to_string(),
+        port: port.unwrap_or(if tls { 443 } else { 1935 }),
+        tls,
+        config,
+    })
 }
 
 /// `srt://host:port[/app/stream][?streamid=...&latency=ms]`.
@@ -208,7 +241,7 @@ mod tests {
         assert!(err(json!({"name": "c m", "urls": ["rtsp://x/"]})).contains("Invalid stream name"));
         assert_eq!(
             err(json!({"name": "cam", "urls": ["http://x/"]})),
-            "the [http] scheme cannot be pulled (rtsp:// and srt:// can)"
+            "the [http] scheme cannot be pulled (rtsp://, srt://, rtmp:// and rtmps:// can)"
         );
         assert_eq!(
             Source::parse("srt://10.0.0.9:9999/app/cam").unwrap(),

@@ -522,6 +522,8 @@ impl PushSession {
                 ClientEvent::Error(why) => {
                     failure.get_or_insert(format!("the destination refused: {why}"));
                 }
+                // Play-mode events; a push session publishes.
+                ClientEvent::Playing | ClientEvent::Tracks(_) | ClientEvent::Frame(_) => {}
             }
         }
         if let Some(why) = failure {

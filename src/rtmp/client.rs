@@ -9,8 +9,12 @@
 //! most widely accepted. Frame times are rebased so the first frame sent is
 //! at 0 ms, and kept monotonic per track.
 //!
-//! Not here: sockets, TLS, reconnecting (the push task makes a new session),
-//! playing.
+//! Play mode ([`ClientConfig::play`], a pull from another server):
+//! connect, createStream, `play` (with a 3 s buffer, as ffmpeg), then the
+//! server's audio, video and metadata come out as tracks and frames (the
+//! same tag parser as kiln's RTMP ingest).
+//!
+//! Not here: sockets, TLS, reconnecting (the push task makes a new session).
 
 use std::collections::VecDeque;
 
@@ -19,6 +23,7 @@ use crate::media::{Frame, Track};
 use super::amf0::Amf0Value;
 use super::chunk::{message_type, MessageStreamId, RtmpConnection, RtmpMessage};
 use super::command::{parse_command, Command};
+use super::flv::TagIngest;
 use super::handshake::ClientHandshake;
 use super::RtmpError;
 
@@ -41,6 +46,8 @@ pub struct ClientConfig {
     pub flash_ver: String,
     /// Outgoing chunk size (announced right after the handshake).
     pub chunk_size: u32,
+    /// Play the stream instead of publishing it.
+    pub play: bool,
 }
 
 impl ClientConfig {
@@ -52,6 +59,7 @@ impl ClientConfig {
             stream_key: stream_key.to_owned(),
             flash_ver: "FMLE/3.0 (compatible; kiln)".to_owned(),
             chunk_size: SHARED_CHUNK_SIZE,
+            play: false,
         }
     }
 
@@ -81,6 +89,9 @@ pub enum ClientState {
     /// publish sent, waiting for NetStream.Publish.Start.
     PublishPending,
     Publishing,
+    /// play sent, waiting for NetStream.Play.Start.
+    PlayPending,
+    Playing,
     /// close() was called.
     Closed,
     /// The server refused or the stream broke.
@@ -88,12 +99,18 @@ pub enum ClientState {
 }
 
 /// What happened on a client session.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ClientEvent {
     /// connect succeeded.
     Connected,
     /// NetStream.Publish.Start: send tracks and frames now.
     Publishing,
+    /// Play mode: NetStream.Play.Start.
+    Playing,
+    /// Play mode: the stream's tracks (again when they change).
+    Tracks(Vec<Track>),
+    /// Play mode: one frame.
+    Frame(Frame),
     /// The server said no (its description, or its code), or the stream
     /// broke. The session is Failed.
     Error(String),
@@ -104,6 +121,9 @@ const TXN_RELEASE: f64 = 2.0;
 const TXN_FCPUBLISH: f64 = 3.0;
 const TXN_CREATE_STREAM: f64 = 4.0;
 const TXN_PUBLISH: f64 = 5.0;
+const TXN_PLAY: f64 = 6.0;
+/// User control event SetBufferLength.
+const SET_BUFFER_LENGTH: u16 = 3;
 
 /// The publishing side of one RTMP connection (see the module docs).
 #[derive(Debug)]
@@ -117,6 +137,8 @@ pub struct ClientSession {
     next_txn: f64,
     media: MediaOut,
     scratch: Vec<u8>,
+    /// Play mode: the server's tags into tracks and frames.
+    ingest: TagIngest,
 }
 
 impl ClientSession {
@@ -131,9 +153,10 @@ impl ClientSession {
             state: ClientState::Handshaking,
             events: VecDeque::new(),
             stream_id: 0,
-            next_txn: TXN_PUBLISH + 1.0,
+            next_txn: TXN_PLAY + 1.0,
             media: MediaOut::default(),
             scratch: Vec::new(),
+            ingest: TagIngest::default(),
         }
     }
 
@@ -230,6 +253,14 @@ impl ClientSession {
     }
 
     fn on_message(&mut self, msg: &RtmpMessage) -> Result<(), RtmpError> {
+        if self.config.play
+            && matches!(
+                msg.type_id,
+                message_type::AUDIO | message_type::VIDEO | message_type::DATA_AMF0
+            )
+        {
+            return self.on_play_media(msg);
+        }
         if !matches!(
             msg.type_id,
             message_type::COMMAND_AMF0 | message_type::COMMAND_AMF3
@@ -256,6 +287,18 @@ impl ClientSession {
                 {
                     self.state = ClientState::Publishing;
                     self.events.push_back(ClientEvent::Publishing);
+                } else if cmd.status_code() == Some("NetStream.Play.Start")
+                    && self.state == ClientState::PlayPending
+                {
+                    self.state = ClientState::Playing;
+                    self.events.push_back(ClientEvent::Playing);
+                } else if self.config.play
+                    && matches!(
+                        cmd.status_code(),
+                        Some("NetStream.Play.UnpublishNotify" | "NetStream.Play.Stop")
+                    )
+                {
+                    self.fail("the stream ended at its source".into());
                 }
             }
             _ => {}
@@ -271,6 +314,11 @@ impl ClientSession {
                 return;
             }
             self.events.push_back(ClientEvent::Connected);
+            if self.config.play {
+                self.send_command(0, "createStream", TXN_CREATE_STREAM, &[Amf0Value::Null]);
+                self.state = ClientState::CreatingStream;
+                return;
+            }
             let key: Amf0Value = self.config.stream_key.clone().into();
             self.send_command(
                 0,
@@ -294,6 +342,21 @@ impl ClientSession {
             };
             self.stream_id = id;
             let key: Amf0Value = self.config.stream_key.clone().into();
+            if self.config.play {
+                self.send_command(
+                    id,
+                    "play",
+                    TXN_PLAY,
+                    &[Amf0Value::Null, key, (-2000.0).into()],
+                );
+                let mut p = [0u8; 10];
+                p[..2].copy_from_slice(&SET_BUFFER_LENGTH.to_be_bytes());
+                p[2..6].copy_from_slice(&id.to_be_bytes());
+                p[6..].copy_from_slice(&3000u32.to_be_bytes());
+                self.conn.write_control(message_type::USER_CONTROL, &p);
+                self.state = ClientState::PlayPending;
+                return;
+            }
             self.send_command(
                 id,
                 "publish",
@@ -302,6 +365,43 @@ impl ClientSession {
             );
             self.state = ClientState::PublishPending;
         }
+    }
+
+    /// Play mode: a media or metadata message from the server.
+    fn on_play_media(&mut self, msg: &RtmpMessage) -> Result<(), RtmpError> {
+        if !matches!(self.state, ClientState::PlayPending | ClientState::Playing)
+            || msg.payload.is_empty()
+        {
+            return Ok(());
+        }
+        let outcome = match msg.type_id {
+            message_type::VIDEO => self.ingest.video(msg.timestamp, &msg.payload)?,
+            message_type::AUDIO => self.ingest.audio(msg.timestamp, &msg.payload)?,
+            _ => {
+                let values = super::amf0::decode_all(&msg.payload).unwrap_or_default();
+                let meta = match values.as_slice() {
+                    [Amf0Value::String(a), m, ..] if a == "onMetaData" => Some(m),
+                    [Amf0Value::String(a), Amf0Value::String(b), m, ..]
+                        if a == "@setDataFrame" && b == "onMetaData" =>
+                    {
+                        Some(m)
+                    }
+                    _ => None,
+                };
+                if let Some(m) = meta.filter(|m| m.properties().is_some()) {
+                    self.ingest.set_metadata(m);
+                }
+                return Ok(());
+            }
+        };
+        if outcome.tracks_changed {
+            self.events
+                .push_back(ClientEvent::Tracks(self.ingest.tracks()));
+        }
+        if let Some(f) = outcome.frame {
+            self.events.push_back(ClientEvent::Frame(f));
+        }
+        Ok(())
     }
 
     fn require_publishing(&self) -> Result<(), RtmpError> {
@@ -363,7 +463,12 @@ impl ClientSession {
     /// Ends the publishing: FCUnpublish and deleteStream. The state becomes
     /// Closed; flush the output, then close the socket.
     pub fn close(&mut self) {
-        if matches!(
+        if self.config.play && matches!(self.state, ClientState::Playing | ClientState::PlayPending)
+        {
+            let t = self.txn();
+            let id = f64::from(self.stream_id);
+            self.send_command(0, "deleteStream", t, &[Amf0Value::Null, id.into()]);
+        } else if matches!(
             self.state,
             ClientState::Publishing | ClientState::PublishPending
         ) {
@@ -486,6 +591,68 @@ mod tests {
             });
         }
         v
+    }
+
+    #[test]
+    fn client_plays_from_a_server_in_memory() {
+        let mut cfg = ClientConfig::from_url("rtmp://origin:1935/app/cam").unwrap();
+        cfg.play = true;
+        let mut c = ClientSession::new(cfg);
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut k = 0;
+        let mut played = None;
+        for _ in 0..4 {
+            for e in pump(&mut c, &mut s, &[1000], &mut k, true) {
+                if let ServerEvent::Play { stream_name } = e {
+                    played = Some(stream_name);
+                    s.accept_play();
+                }
+            }
+        }
+        assert_eq!(played.as_deref(), Some("cam"));
+        let tracks = vec![h264_track(), aac_track()];
+        s.send_tracks(&tracks).unwrap();
+        let sent = frames();
+        for f in &sent {
+            s.send_frame(f).unwrap();
+        }
+        pump(&mut c, &mut s, &[777], &mut k, true);
+        let events: Vec<ClientEvent> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(events.contains(&ClientEvent::Playing), "{events:?}");
+        let got_tracks: Vec<&Vec<Track>> = events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Tracks(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert!(got_tracks
+            .last()
+            .unwrap()
+            .iter()
+            .any(|t| t.codec == crate::media::Codec::H264));
+        let got: Vec<&Frame> = events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Frame(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got.len(), sent.len(), "every frame");
+        let video: Vec<&&Frame> = got
+            .iter()
+            .filter(|f| f.keyframe && f.data.len() == 7)
+            .collect();
+        assert_eq!(video.len(), 3, "three keyframes");
+        // The server's stream ends: the play fails with the reason.
+        s.stop_play("the publisher left");
+        pump(&mut c, &mut s, &[777], &mut k, true);
+        let rest: Vec<ClientEvent> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            rest.iter()
+                .any(|e| matches!(e, ClientEvent::Error(w) if w.contains("ended"))),
+            "{rest:?}"
+        );
     }
 
     fn publish_through(splits: &[usize], n_bytes: usize) {

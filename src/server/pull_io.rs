@@ -1,17 +1,19 @@
 //! The I/O of one pull session (one attempt at one URL; the pull's course
 //! is [`PullTable`](crate::pull::PullTable) in the registry): name
 //! resolution, connecting to each address in turn, and the protocol core
-//! on the socket: the RTSP client on TCP, or an SRT caller in request
-//! mode on UDP with the MPEG-TS demuxer behind it. What the client delivers becomes a live stream
-//! (started on its first tracks, when the pull is `live`); whatever ends
-//! the session ends the stream and is reported to the table, which picks
-//! the next URL or a back-off.
+//! on the socket: the RTSP client or an RTMP client in play mode on TCP
+//! (RTMPS through rustls), or an SRT caller in request mode on UDP with
+//! the MPEG-TS demuxer behind it. What the core delivers becomes a live
+//! stream (started on its first tracks, when the pull is `live`);
+//! whatever ends the session ends the stream and is reported to the
+//! table, which picks the next URL or a back-off.
 
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
 use crate::media::{Frame, Track};
 use crate::pull::table::{NewPull, SessionId};
 use crate::pull::{PullKey, Source};
+use crate::rtmp::client::{ClientEvent as RtmpEvent, ClientSession};
 use crate::rtsp::{ClientEvent, RtspClient};
 use crate::srt::{Caller, CallerConfig, CallerEvent};
 use crate::state::streams::{IngestOutput, SourceType, StreamId};
@@ -24,19 +26,27 @@ use std::time::{Duration, Instant};
 
 /// Giving up on connecting to one address.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Bytes fed to the client per read turn before its events are handled.
+/// Bytes fed to the core per read turn before its events are handled.
 const READ_TURN: usize = 256 * 1024;
-/// Output held for a server that does not read (requests and RTCP only).
+/// Output held for a server that does not read (requests, RTCP, acks).
 const MAX_OUTPUT: usize = 64 * 1024;
+
+/// The protocol on a TCP connection (none until it is connected).
+enum TcpCore {
+    None,
+    Rtsp(Box<RtspClient>),
+    Rtmp(Box<ClientSession>),
+}
 
 /// The socket and the core on it.
 enum Link {
     /// Resolving the host.
     None,
-    Rtsp {
+    Tcp {
         transport: Transport,
         connected: bool,
-        client: Option<Box<RtspClient>>,
+        core: TcpCore,
+        /// RTSP output not written yet (RTMP keeps its own).
         out: Vec<u8>,
     },
     Srt {
@@ -54,6 +64,11 @@ pub(crate) struct PullIo {
     addrs: Vec<SocketAddr>,
     link: Link,
     connect_deadline: Option<Instant>,
+    /// RTMP: no media until then fails the session (RTSP and SRT watch
+    /// their own).
+    media_deadline: Option<Instant>,
+    /// The peer closed the connection.
+    eof: bool,
     stream: Option<StreamId>,
     closed: bool,
 }
@@ -70,6 +85,8 @@ impl PullIo {
             addrs: Vec::new(),
             link: Link::None,
             connect_deadline: Some(cx.now + CONNECT_TIMEOUT),
+            media_deadline: None,
+            eof: false,
             stream: None,
             closed: false,
         };
@@ -89,7 +106,7 @@ impl PullIo {
                 Ok(link) => {
                     self.link = link;
                     self.connect_deadline = match self.link {
-                        Link::Rtsp { .. } => Some(cx.now + CONNECT_TIMEOUT),
+                        Link::Tcp { .. } => Some(cx.now + CONNECT_TIMEOUT),
                         _ => None, // the SRT handshake has its own
                     };
                     return;
@@ -101,15 +118,15 @@ impl PullIo {
     }
 
     fn open(&self, addr: SocketAddr, cx: &mut Cx<'_>) -> io::Result<Link> {
-        let interest = Interest::READABLE | Interest::WRITABLE;
         match &self.source {
-            Source::Rtsp(_) => {
+            Source::Rtsp(_) | Source::Rtmp { .. } => {
                 let mut s = TcpStream::connect(addr)?;
-                cx.poll.register(&mut s, cx.token, interest)?;
-                Ok(Link::Rtsp {
+                cx.poll
+                    .register(&mut s, cx.token, Interest::READABLE | Interest::WRITABLE)?;
+                Ok(Link::Tcp {
                     transport: Transport::client(s, None),
                     connected: false,
-                    client: None,
+                    core: TcpCore::None,
                     out: Vec::new(),
                 })
             }
@@ -146,12 +163,12 @@ impl PullIo {
         }
     }
 
-    /// A TCP connect in progress: done, failed (next address), or not yet.
+    /// A TCP connect in progress: done (the core starts), failed (next
+    /// address), or not yet.
     fn check_connected(&mut self, cx: &mut Cx<'_>) {
-        let Link::Rtsp {
+        let Link::Tcp {
             transport,
-            connected: connected @ false,
-            client,
+            connected: false,
             ..
         } = &mut self.link
         else {
@@ -174,18 +191,57 @@ impl PullIo {
             Err(e) => return self.fail(format!("cannot connect: {e}"), cx),
         }
         let _ = stream.set_nodelay(true);
-        *connected = true;
         self.connect_deadline = None;
-        if let Source::Rtsp(url) = &self.source {
-            let mut c = RtspClient::new(url.clone(), cx.now);
-            c.set_media_timeout(self.no_input);
-            *client = Some(Box::new(c));
+        let core = match &self.source {
+            Source::Rtsp(url) => {
+                let mut c = RtspClient::new(url.clone(), cx.now);
+                c.set_media_timeout(self.no_input);
+                TcpCore::Rtsp(Box::new(c))
+            }
+            Source::Rtmp {
+                config, tls, host, ..
+            } => {
+                if *tls {
+                    let started = rustls::pki_types::ServerName::try_from(host.clone())
+                        .map_err(|e| format!("invalid TLS server name [{host}]: {e}"))
+                        .and_then(|n| {
+                            rustls::ClientConnection::new(cx.tls_client.clone(), n)
+                                .map_err(|e| format!("TLS: {e}"))
+                        });
+                    let tls = match started {
+                        Ok(c) => c,
+                        Err(why) => return self.fail(why, cx),
+                    };
+                    if let Link::Tcp { transport, .. } =
+                        std::mem::replace(&mut self.link, Link::None)
+                    {
+                        self.link = Link::Tcp {
+                            transport: transport.with_client_tls(tls),
+                            connected: false,
+                            core: TcpCore::None,
+                            out: Vec::new(),
+                        };
+                    }
+                }
+                self.media_deadline = Some(cx.now + self.no_input.max(CONNECT_TIMEOUT));
+                TcpCore::Rtmp(Box::new(ClientSession::new(config.clone())))
+            }
+            Source::Srt { .. } => TcpCore::None,
+        };
+        if let Link::Tcp {
+            connected,
+            core: slot,
+            ..
+        } = &mut self.link
+        {
+            *connected = true;
+            *slot = core;
         }
     }
 
     fn drop_socket(&mut self, cx: &mut Cx<'_>) {
         match std::mem::replace(&mut self.link, Link::None) {
-            Link::Rtsp { mut transport, .. } => {
+            Link::Tcp { mut transport, .. } => {
                 let _ = cx.poll.deregister(transport.stream_mut());
             }
             Link::Srt { mut socket, .. } => {
@@ -199,39 +255,48 @@ impl PullIo {
     /// handles what it produced after each turn.
     fn read(&mut self, cx: &mut Cx<'_>, drain: bool) {
         loop {
+            let now = cx.now;
             let more = match &mut self.link {
                 Link::None => return,
-                Link::Rtsp {
-                    transport,
-                    client: Some(client),
-                    ..
+                Link::Tcp {
+                    transport, core, ..
                 } => {
-                    let now = cx.now;
                     let mut fed = 0usize;
-                    let result = transport.read(drain, |data| {
-                        client.handle_input(data, now);
-                        fed += data.len();
-                        fed < READ_TURN && !client.is_closed()
-                    });
+                    let result = match core {
+                        TcpCore::None => return,
+                        TcpCore::Rtsp(client) => transport.read(drain, |data| {
+                            client.handle_input(data, now);
+                            fed += data.len();
+                            fed < READ_TURN && !client.is_closed()
+                        }),
+                        // An error shows as the session's Error event.
+                        TcpCore::Rtmp(session) => transport.read(drain, |data| {
+                            let ok = session.handle_input(data).is_ok();
+                            fed += data.len();
+                            fed < READ_TURN && ok
+                        }),
+                    };
                     match result {
                         Ok((_, ReadEnd::Paused)) => true,
                         Ok((_, ReadEnd::WouldBlock)) => false,
                         Ok((_, ReadEnd::Closed)) | Err(_) => {
-                            client.handle_eof();
+                            self.eof = true;
+                            if let TcpCore::Rtsp(client) = core {
+                                client.handle_eof();
+                            }
                             false
                         }
                     }
                 }
-                Link::Rtsp { .. } => return,
                 Link::Srt { socket, caller, .. } => {
                     let mut buf = [0u8; 1500];
                     let mut n = 0;
-                    let peer = caller_peer(socket);
+                    let peer = socket.peer_addr().ok();
                     loop {
                         match socket.recv(&mut buf) {
                             Ok(len) => {
                                 if let Some(peer) = peer {
-                                    caller.handle_datagram(peer, &buf[..len], cx.now);
+                                    caller.handle_datagram(peer, &buf[..len], now);
                                 }
                                 n += 1;
                                 if n >= 256 {
@@ -255,28 +320,45 @@ impl PullIo {
 
     /// What the core produced: tracks, frames, its end.
     fn events(&mut self, cx: &mut Cx<'_>) {
-        let mut out = IngestOutput::default();
         let mut failed = None;
         let mut tracks = Vec::new();
         let mut frames = Vec::new();
         match &mut self.link {
             Link::None => return,
-            Link::Rtsp { client: None, .. } => return,
-            Link::Rtsp {
-                client: Some(client),
-                ..
-            } => {
-                while let Some(ev) = client.poll_event() {
-                    match ev {
-                        ClientEvent::Tracks(t) => tracks.push((frames.len(), t)),
-                        ClientEvent::Frame(f) => frames.push(f),
-                        ClientEvent::Failed(why) => {
-                            failed = Some(why);
-                            break;
+            Link::Tcp { core, .. } => match core {
+                TcpCore::None => return,
+                TcpCore::Rtsp(client) => {
+                    while let Some(ev) = client.poll_event() {
+                        match ev {
+                            ClientEvent::Tracks(t) => tracks.push((frames.len(), t)),
+                            ClientEvent::Frame(f) => frames.push(f),
+                            ClientEvent::Failed(why) => {
+                                failed = Some(why);
+                                break;
+                            }
                         }
                     }
                 }
-            }
+                TcpCore::Rtmp(session) => {
+                    while let Some(ev) = session.poll_event() {
+                        match ev {
+                            RtmpEvent::Tracks(t) => tracks.push((frames.len(), t)),
+                            RtmpEvent::Frame(f) => frames.push(f),
+                            RtmpEvent::Error(why) => {
+                                failed = Some(format!("RTMP: {why}"));
+                                break;
+                            }
+                            RtmpEvent::Connected | RtmpEvent::Playing | RtmpEvent::Publishing => {}
+                        }
+                    }
+                    if failed.is_none() && self.eof {
+                        failed = Some("the RTMP server closed the connection".into());
+                    }
+                    if !frames.is_empty() {
+                        self.media_deadline = Some(cx.now + self.no_input);
+                    }
+                }
+            },
             Link::Srt {
                 caller, demuxer, ..
             } => {
@@ -296,6 +378,7 @@ impl PullIo {
                 }
             }
         }
+        let mut out = IngestOutput::default();
         // Tracks apply from the frame they came before.
         let mut tracks = tracks.into_iter().peekable();
         for (i, frame) in frames.into_iter().enumerate() {
@@ -334,6 +417,7 @@ impl PullIo {
                 let source = match self.source {
                     Source::Rtsp(_) => SourceType::RtspPull,
                     Source::Srt { .. } => SourceType::SrtPull,
+                    Source::Rtmp { .. } => SourceType::RtmpPull,
                 };
                 let id = registry
                     .streams
@@ -368,34 +452,38 @@ impl PullIo {
     }
 
     fn write(&mut self, cx: &mut Cx<'_>) {
-        match &mut self.link {
-            Link::None => {}
-            Link::Rtsp {
+        let result = match &mut self.link {
+            Link::None => return,
+            Link::Tcp {
+                connected: false, ..
+            } => return,
+            Link::Tcp {
                 transport,
-                connected,
-                client,
+                core,
                 out,
-            } => {
-                if let Some(c) = client.as_mut() {
-                    c.poll_transmit(out);
+                ..
+            } => match core {
+                TcpCore::None => return,
+                TcpCore::Rtsp(client) => {
+                    client.poll_transmit(out);
+                    write_all(transport, out)
                 }
-                if !*connected {
-                    return;
-                }
-                while !out.is_empty() {
-                    match transport.write(out) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            out.drain(..n);
+                TcpCore::Rtmp(session) => {
+                    let mut result = Ok(());
+                    while !session.pending_output().is_empty() {
+                        match transport.write(session.pending_output()) {
+                            Ok(0) => break,
+                            Ok(n) => session.consume_output(n),
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) => {
+                                result = Err(e);
+                                break;
+                            }
                         }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) => return self.fail(format!("write: {e}"), cx),
                     }
+                    result.map(|()| session.pending_output().len())
                 }
-                if out.len() > MAX_OUTPUT {
-                    self.fail("the server does not read what is sent to it".into(), cx);
-                }
-            }
+            },
             Link::Srt { socket, caller, .. } => {
                 let mut buf = Vec::with_capacity(1500);
                 while caller.poll_transmit(cx.now, &mut buf).is_some() {
@@ -403,7 +491,15 @@ impl PullIo {
                     let _ = socket.send(&buf);
                     buf.clear();
                 }
+                return;
             }
+        };
+        match result {
+            Err(e) => self.fail(format!("write: {e}"), cx),
+            Ok(left) if left > MAX_OUTPUT => {
+                self.fail("the server does not read what is sent to it".into(), cx)
+            }
+            Ok(_) => {}
         }
     }
 
@@ -431,23 +527,36 @@ impl PullIo {
         cx.api.registry.pulls.on_failed(self.session, &why, cx.now);
     }
 
-    /// Closes politely (RTSP TEARDOWN, SRT shutdown) and ends the session.
+    /// Closes politely (RTSP TEARDOWN, RTMP deleteStream, SRT shutdown)
+    /// and ends the session.
     fn close(&mut self, why: &str, cx: &mut Cx<'_>) {
         match &mut self.link {
-            Link::Rtsp {
-                client: Some(c), ..
-            } => c.close(),
+            Link::Tcp { core, .. } => match core {
+                TcpCore::Rtsp(c) => c.close(),
+                TcpCore::Rtmp(s) => s.close(),
+                TcpCore::None => {}
+            },
             Link::Srt { caller, .. } => caller.shutdown(cx.now),
-            _ => {}
+            Link::None => {}
         }
         self.write(cx);
         self.fail(why.into(), cx);
     }
 }
 
-/// The address a connected UDP socket talks to.
-fn caller_peer(socket: &UdpSocket) -> Option<SocketAddr> {
-    socket.peer_addr().ok()
+/// Writes what `out` holds until the socket would block; what is left.
+fn write_all(transport: &mut Transport, out: &mut Vec<u8>) -> io::Result<usize> {
+    while !out.is_empty() {
+        match transport.write(out) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out.len())
 }
 
 impl Endpoint for PullIo {
@@ -455,16 +564,16 @@ impl Endpoint for PullIo {
         if self.closed {
             return;
         }
-        if let Link::Rtsp {
+        if let Link::Tcp {
             connected: false, ..
         } = self.link
         {
             self.check_connected(cx);
             if self.closed
-                || matches!(
+                || !matches!(
                     self.link,
-                    Link::Rtsp {
-                        connected: false,
+                    Link::Tcp {
+                        connected: true,
                         ..
                     }
                 )
@@ -491,9 +600,14 @@ impl Endpoint for PullIo {
             }
             return;
         }
+        if self.media_deadline.is_some_and(|d| cx.now >= d) {
+            let ms = self.no_input.as_millis();
+            return self.close(&format!("no media for {ms} ms"), cx);
+        }
         match &mut self.link {
-            Link::Rtsp {
-                client: Some(c), ..
+            Link::Tcp {
+                core: TcpCore::Rtsp(c),
+                ..
             } => c.handle_timeout(cx.now),
             Link::Srt { caller, .. } => caller.handle_timeout(cx.now),
             _ => return,
@@ -506,16 +620,17 @@ impl Endpoint for PullIo {
             return None;
         }
         let core = match &self.link {
-            Link::Rtsp {
-                client: Some(c), ..
+            Link::Tcp {
+                core: TcpCore::Rtsp(c),
+                ..
             } => c.poll_timeout(),
             Link::Srt { caller, .. } => caller.poll_timeout(),
             _ => None,
         };
-        match (self.connect_deadline, core) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.connect_deadline, self.media_deadline, core]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn is_closed(&self) -> bool {
@@ -524,7 +639,7 @@ impl Endpoint for PullIo {
 
     fn deregister(&mut self, poll: &mio::Registry) {
         match &mut self.link {
-            Link::Rtsp { transport, .. } => {
+            Link::Tcp { transport, .. } => {
                 let _ = poll.deregister(transport.stream_mut());
             }
             Link::Srt { socket, .. } => {

@@ -28,6 +28,8 @@ pub enum SourceType {
     RtspPull,
     /// Pulled from an SRT listener in request mode.
     SrtPull,
+    /// Pulled from an RTMP server (play).
+    RtmpPull,
 }
 
 impl SourceType {
@@ -39,6 +41,7 @@ impl SourceType {
             SourceType::MpegTs => "MpegTs",
             SourceType::RtspPull => "RtspPull",
             SourceType::SrtPull => "SrtPull",
+            SourceType::RtmpPull => "RtmpPull",
         }
     }
 }
