@@ -284,15 +284,16 @@ fn an_rtsp_camera_pulled_through_the_api_plays_on_llhls_and_pushes_to_rtmp() {
 }
 
 #[test]
-fn an_h265_camera_is_pulled_and_read_back_as_hevc() {
+fn an_h265_camera_is_pulled_over_udp_and_read_back_as_hevc() {
     if !have_rtsp_server() {
         return;
     }
     let cam = camera("h265", None);
     let s = llhls_server("pull-h265");
+    // RTP over UDP this time (`?transport=udp`, kiln's option).
     let r = pull(
         &s,
-        json!({"name": "hevc", "urls": [format!("rtsp://127.0.0.1:{}/cam", cam.port)]}),
+        json!({"name": "hevc", "urls": [format!("rtsp://127.0.0.1:{}/cam?transport=udp", cam.port)]}),
     );
     assert_eq!(r.status, 200, "{}\n{}", r.body, s.log_text());
     assert_eq!(

@@ -49,7 +49,13 @@ fn parse_depth(data: &[u8], depth: usize) -> Result<Option<(Reply, usize)>, Resp
     let Some(&kind) = data.first() else {
         return Ok(None);
     };
-    let Some(end) = data.windows(2).take(MAX_LINE).position(|w| w == b"\r\n") else {
+    // The line after the type byte (which may itself be a stray CR).
+    let Some(end) = data[1..]
+        .windows(2)
+        .take(MAX_LINE)
+        .position(|w| w == b"\r\n")
+        .map(|p| p + 1)
+    else {
         if data.len() > MAX_LINE {
             return Err(RespError("line too long"));
         }
@@ -159,5 +165,8 @@ mod tests {
         assert!(parse(b"$3\r\nabcXY").is_err());
         assert!(parse(b"*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n").is_err());
         assert!(parse(b":x\r\n").is_err());
+        // Found by fuzzing: a reply that starts with its own CRLF.
+        assert!(parse(b"\r\n\r\n").is_err());
+        assert_eq!(parse(b"+\r\n"), Ok(Some((Reply::Simple(String::new()), 3))));
     }
 }

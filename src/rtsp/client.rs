@@ -1,7 +1,9 @@
 //! The RTSP client of a pull, sans-IO: DESCRIBE (with Basic or Digest
 //! authorization when the server asks), SETUP of the first H.264/H.265
 //! video and the first AAC audio with RTP interleaved on the TCP
-//! connection, PLAY, keep-alive `OPTIONS` within the session timeout, an
+//! connection (or, with `?transport=udp`, on the UDP ports the glue bound:
+//! [`RtspClient::set_udp_ports`], datagrams in through
+//! [`RtspClient::handle_rtp`]), PLAY, keep-alive `OPTIONS` within the session timeout, an
 //! RTCP receiver report every 5 s, and media out as kiln tracks and frames.
 //!
 //! Bytes in through [`RtspClient::handle_input`], bytes out through
@@ -165,6 +167,8 @@ pub struct RtspClient {
     scratch: Vec<AccessUnit>,
     our_ssrc: u32,
     media_timeout: Duration,
+    /// RTP over UDP: the (RTP, RTCP) client ports of each track, in order.
+    udp_ports: Option<Vec<(u16, u16)>>,
 }
 
 impl RtspClient {
@@ -194,9 +198,22 @@ impl RtspClient {
             scratch: Vec::new(),
             our_ssrc: 0x6B69_6C6E, // "kiln"
             media_timeout: MEDIA_TIMEOUT,
+            udp_ports: None,
         };
         c.send_step(now);
         c
+    }
+
+    /// RTP over UDP on these (RTP, RTCP) ports, one pair per track set up
+    /// (at most two: video and audio). Call before the DESCRIBE answer.
+    pub fn set_udp_ports(&mut self, ports: Vec<(u16, u16)>) {
+        self.udp_ports = Some(ports);
+    }
+
+    /// The tracks set up so far (RTP datagrams of track `i` go to
+    /// [`handle_rtp`](Self::handle_rtp)).
+    pub fn track_count(&self) -> usize {
+        self.tracks.len()
     }
 
     /// No RTP for `timeout` while playing fails the pull (default 10 s).
@@ -383,11 +400,14 @@ impl RtspClient {
             ),
             Step::Setup(i) => {
                 let Some(t) = self.tracks.get(i) else { return };
-                let transport = format!(
-                    "RTP/AVP/TCP;unicast;interleaved={}-{}",
-                    t.channel,
-                    t.channel + 1
-                );
+                let transport = match self.udp_ports.as_ref().and_then(|p| p.get(i)) {
+                    Some((rtp, rtcp)) => format!("RTP/AVP;unicast;client_port={rtp}-{rtcp}"),
+                    None => format!(
+                        "RTP/AVP/TCP;unicast;interleaved={}-{}",
+                        t.channel,
+                        t.channel + 1
+                    ),
+                };
                 let url = t.url.clone();
                 self.request("SETUP", url, vec![("Transport", transport)], now);
             }
@@ -537,7 +557,14 @@ impl RtspClient {
                 self.session = Some(id);
             }
         }
-        if let Some(transport) = r.header("Transport") {
+        if let (Some(transport), Some(_)) = (r.header("Transport"), &self.udp_ports) {
+            if transport.contains("interleaved") {
+                return self.fail(format!(
+                    "SETUP: the server refuses RTP over UDP (Transport: {})",
+                    transport.escape_debug()
+                ));
+            }
+        } else if let Some(transport) = r.header("Transport") {
             if !transport.contains("TCP") && !transport.contains("interleaved") {
                 return self.fail(format!(
                     "SETUP: the server refuses RTP over the TCP connection (Transport: {})",

@@ -48,6 +48,8 @@ enum Link {
         core: TcpCore,
         /// RTSP output not written yet (RTMP keeps its own).
         out: Vec<u8>,
+        /// RTSP with `?transport=udp`: each track's (RTP, RTCP) sockets.
+        udp: Vec<(UdpSocket, UdpSocket)>,
     },
     Srt {
         socket: UdpSocket,
@@ -128,6 +130,7 @@ impl PullIo {
                     connected: false,
                     core: TcpCore::None,
                     out: Vec::new(),
+                    udp: Vec::new(),
                 })
             }
             Source::Srt {
@@ -191,11 +194,32 @@ impl PullIo {
             Err(e) => return self.fail(format!("cannot connect: {e}"), cx),
         }
         let _ = stream.set_nodelay(true);
+        let peer = stream.peer_addr().ok();
         self.connect_deadline = None;
         let core = match &self.source {
             Source::Rtsp(url) => {
                 let mut c = RtspClient::new(url.clone(), cx.now);
                 c.set_media_timeout(self.no_input);
+                if url.udp {
+                    let pairs = match peer.map(|p| bind_rtp_pairs(p, 2, cx)) {
+                        Some(Ok(pairs)) => pairs,
+                        Some(Err(e)) => {
+                            return self.fail(format!("cannot bind RTP ports: {e}"), cx)
+                        }
+                        None => return self.fail("the connection has no peer".into(), cx),
+                    };
+                    let ports: Vec<(u16, u16)> = pairs
+                        .iter()
+                        .filter_map(|(a, b)| {
+                            Some((a.local_addr().ok()?.port(), b.local_addr().ok()?.port()))
+                        })
+                        .collect();
+                    crate::debug!("pull [{}]: RTP over UDP on ports {ports:?}", self.key);
+                    c.set_udp_ports(ports);
+                    if let Link::Tcp { udp, .. } = &mut self.link {
+                        *udp = pairs;
+                    }
+                }
                 TcpCore::Rtsp(Box::new(c))
             }
             Source::Rtmp {
@@ -220,6 +244,7 @@ impl PullIo {
                             connected: false,
                             core: TcpCore::None,
                             out: Vec::new(),
+                            udp: Vec::new(),
                         };
                     }
                 }
@@ -241,8 +266,16 @@ impl PullIo {
 
     fn drop_socket(&mut self, cx: &mut Cx<'_>) {
         match std::mem::replace(&mut self.link, Link::None) {
-            Link::Tcp { mut transport, .. } => {
+            Link::Tcp {
+                mut transport,
+                mut udp,
+                ..
+            } => {
                 let _ = cx.poll.deregister(transport.stream_mut());
+                for (a, b) in udp.iter_mut() {
+                    let _ = cx.poll.deregister(a);
+                    let _ = cx.poll.deregister(b);
+                }
             }
             Link::Srt { mut socket, .. } => {
                 let _ = cx.poll.deregister(&mut socket);
@@ -259,8 +292,16 @@ impl PullIo {
             let more = match &mut self.link {
                 Link::None => return,
                 Link::Tcp {
-                    transport, core, ..
+                    transport,
+                    core,
+                    udp,
+                    ..
                 } => {
+                    let mut udp_more = false;
+                    if let (TcpCore::Rtsp(client), false) = (&mut *core, udp.is_empty()) {
+                        let server = transport.stream_mut().peer_addr().ok().map(|a| a.ip());
+                        udp_more = read_rtp(udp, server, client, now);
+                    }
                     let mut fed = 0usize;
                     let result = match core {
                         TcpCore::None => return,
@@ -278,7 +319,7 @@ impl PullIo {
                     };
                     match result {
                         Ok((_, ReadEnd::Paused)) => true,
-                        Ok((_, ReadEnd::WouldBlock)) => false,
+                        Ok((_, ReadEnd::WouldBlock)) => udp_more,
                         Ok((_, ReadEnd::Closed)) | Err(_) => {
                             self.eof = true;
                             if let TcpCore::Rtsp(client) = core {
@@ -544,6 +585,79 @@ impl PullIo {
     }
 }
 
+/// Binds `n` pairs of UDP ports (RTP even, RTCP the next one) for RTP
+/// from `server`, registered with the session's token.
+fn bind_rtp_pairs(
+    server: SocketAddr,
+    n: usize,
+    cx: &mut Cx<'_>,
+) -> io::Result<Vec<(UdpSocket, UdpSocket)>> {
+    let unspecified: std::net::IpAddr = if server.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
+    let mut pairs = Vec::with_capacity(n);
+    let mut tries = 0;
+    while pairs.len() < n {
+        tries += 1;
+        if tries > 64 {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "no free port pair",
+            ));
+        }
+        let rtp = UdpSocket::bind(SocketAddr::new(unspecified, 0))?;
+        let port = rtp.local_addr()?.port();
+        if port % 2 == 1 || port == u16::MAX {
+            continue;
+        }
+        let Ok(rtcp) = UdpSocket::bind(SocketAddr::new(unspecified, port + 1)) else {
+            continue;
+        };
+        pairs.push((rtp, rtcp));
+    }
+    for (a, b) in pairs.iter_mut() {
+        cx.poll.register(a, cx.token, Interest::READABLE)?;
+        cx.poll.register(b, cx.token, Interest::READABLE)?;
+    }
+    Ok(pairs)
+}
+
+/// RTP datagrams from the server's address into the client (RTCP is
+/// read and dropped); a bounded number per socket per turn. True when a
+/// socket may hold more (the turn stopped at the bound).
+fn read_rtp(
+    udp: &mut [(UdpSocket, UdpSocket)],
+    server: Option<std::net::IpAddr>,
+    client: &mut RtspClient,
+    now: Instant,
+) -> bool {
+    let mut buf = [0u8; 2048];
+    let mut more = false;
+    for (i, (rtp, rtcp)) in udp.iter_mut().enumerate() {
+        let mut drained = false;
+        for _ in 0..512 {
+            match rtp.recv_from(&mut buf) {
+                Ok((n, from)) if Some(from.ip()) == server => client.handle_rtp(i, &buf[..n], now),
+                Ok(_) => {} // not from the server: dropped
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    drained = true;
+                    break;
+                }
+            }
+        }
+        more |= !drained;
+        for _ in 0..64 {
+            if rtcp.recv_from(&mut buf).is_err() {
+                break;
+            }
+        }
+    }
+    more
+}
+
 /// Writes what `out` holds until the socket would block; what is left.
 fn write_all(transport: &mut Transport, out: &mut Vec<u8>) -> io::Result<usize> {
     while !out.is_empty() {
@@ -639,8 +753,12 @@ impl Endpoint for PullIo {
 
     fn deregister(&mut self, poll: &mio::Registry) {
         match &mut self.link {
-            Link::Tcp { transport, .. } => {
+            Link::Tcp { transport, udp, .. } => {
                 let _ = poll.deregister(transport.stream_mut());
+                for (a, b) in udp.iter_mut() {
+                    let _ = poll.deregister(a);
+                    let _ = poll.deregister(b);
+                }
             }
             Link::Srt { socket, .. } => {
                 let _ = poll.deregister(socket);

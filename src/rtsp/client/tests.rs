@@ -299,3 +299,79 @@ fn teardown_on_close() {
     assert!(s.contains("Session: 12345678"));
     assert!(c.poll_timeout().is_none());
 }
+
+#[test]
+fn rtp_over_udp_when_asked() {
+    let t0 = Instant::now();
+    let url = RtspUrl::parse("rtsp://127.0.0.1:8554/cam?transport=udp").unwrap();
+    assert!(url.udp);
+    let mut c = RtspClient::new(url, t0);
+    c.set_udp_ports(vec![(50000, 50001), (50002, 50003)]);
+    let d = sent(&mut c);
+    assert!(
+        d.starts_with("DESCRIBE rtsp://127.0.0.1:8554/cam RTSP/1.0"),
+        "{d}"
+    );
+    answer(
+        &mut c,
+        1,
+        "200 OK",
+        "Content-Base: rtsp://127.0.0.1:8554/cam/\r\n",
+        SDP,
+        t0,
+    );
+    let s = sent(&mut c);
+    assert!(
+        s.contains("Transport: RTP/AVP;unicast;client_port=50000-50001\r\n"),
+        "{s}"
+    );
+    answer(
+        &mut c,
+        2,
+        "200 OK",
+        "Session: 9\r\nTransport: RTP/AVP;unicast;client_port=50000-50001;server_port=6000-6001\r\n",
+        "",
+        t0,
+    );
+    let s = sent(&mut c);
+    assert!(s.contains("client_port=50002-50003"), "{s}");
+    answer(&mut c, 3, "200 OK", "Session: 9\r\n", "", t0);
+    answer(&mut c, 4, "200 OK", "", "", t0);
+    assert!(c.is_playing());
+    assert_eq!(c.track_count(), 2);
+    events(&mut c);
+    // An RTP datagram of track 0 (no interleaved header).
+    let frame = rtp(0, 1, 9000, true, &[0x65, 1]);
+    c.handle_rtp(0, &frame[4..], t0);
+    let ev = events(&mut c);
+    assert!(
+        matches!(&ev[..], [ClientEvent::Frame(f)] if f.keyframe),
+        "{ev:?}"
+    );
+
+    // A server that answers with interleaved channels instead: refused.
+    let mut c = RtspClient::new(
+        RtspUrl::parse("rtsp://127.0.0.1/cam?transport=udp").unwrap(),
+        t0,
+    );
+    c.set_udp_ports(vec![(50000, 50001)]);
+    answer(
+        &mut c,
+        1,
+        "200 OK",
+        "",
+        "m=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\n",
+        t0,
+    );
+    answer(
+        &mut c,
+        2,
+        "200 OK",
+        "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n",
+        "",
+        t0,
+    );
+    assert!(
+        matches!(&events(&mut c)[..], [ClientEvent::Failed(w)] if w.contains("refuses RTP over UDP"))
+    );
+}
