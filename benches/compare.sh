@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +21,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup"}
 RECORD_NS=${BENCH_RECORD_N:-"1 10 50"}
 PLAY_NS=${BENCH_PLAY_N:-"10 100"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
@@ -51,7 +51,11 @@ need python3 python3
 need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc || want play; then need srt-live-transmit srt-tools; fi
-if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play; then
+if want play || want pull; then need rtmpdump rtmpdump; fi
+if want pull && ! /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0')" 2>/dev/null; then
+    missing+=("gst-rtsp-server for Python (apt-get install python3-gi gir1.2-gst-rtsp-server-1.0)")
+fi
+if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play || want pull; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -347,7 +351,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -904,6 +908,117 @@ stream).
 | N | kiln RTMP CPU s | kiln SRT CPU s | nginx-rtmp CPU s | RTMP ratio | SRT ratio | Mb/s per player kiln RTMP / SRT / nginx | players at the end kiln RTMP / SRT / nginx |
 |---|---|---|---|---|---|---|---|
 $rows"
+fi
+
+# --- pull: an RTSP camera in; an edge serving RTMP players -------------------------------
+if want pull; then
+    CAM_P=$(low_port)
+    CAM_PID=
+    start_camera() { # gst-rtsp-server sends the 20 s source file as is (no encoding), in real time
+        timeout $((WARM + SECS + 30)) /usr/bin/python3 "$ROOT/tests/tools/rtsp_camera.py" "$CAM_P" "file:$SRC" >/dev/null 2>&1 &
+        CAM_PID=$!; PIDS+=("$CAM_PID")
+        wait_tcp "$CAM_P" 200
+    }
+    k_cpu=; f_cpu=
+    for rep in $(seq "$REPEAT"); do
+        start_camera
+        start_kiln
+        api POST /v1/vhosts/default/apps/app/streams "{\"name\":\"cam\",\"urls\":[\"rtsp://127.0.0.1:$CAM_P/cam\"]}" >/dev/null
+        sleep "$WARM"
+        live=$(api GET /v1/vhosts/default/apps/app/streams/cam | grep -c RtspPull || true)
+        c0=$(cpu_ticks "$KILN_PID")
+        window "$KILN_PID" "kiln-pull"
+        c1=$(cpu_ticks "$KILN_PID")
+        c=$(calc "($c1-$c0)/$TCK")
+        if [[ -z $k_cpu ]] || (($(calc "int($c < $k_cpu)"))); then k_cpu=$c; fi
+        stop_kiln; stop "$CAM_PID"
+        log "pull run $rep kiln: cpu ${k_cpu}s (live: $live)"
+        start_camera
+        timeout $((WARM + SECS + 10)) ffmpeg -hide_banner -loglevel quiet -nostdin -rtsp_transport tcp \
+            -i "rtsp://127.0.0.1:$CAM_P/cam" -c copy -f null - &
+        FF_PID=$!; PIDS+=("$FF_PID")
+        sleep "$WARM"
+        c0=$(cpu_ticks "$FF_PID")
+        window "$FF_PID" "ffmpeg-pull"
+        c1=$(cpu_ticks "$FF_PID")
+        c=$(calc "($c1-$c0)/$TCK")
+        if [[ -z $f_cpu ]] || (($(calc "int($c < $f_cpu)"))); then f_cpu=$c; fi
+        stop "$FF_PID"; stop "$CAM_PID"
+        log "pull run $rep ffmpeg: cpu ${f_cpu}s"
+    done
+    pr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$f_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($f_cpu,1/$TCK))")
+
+    # An edge: pulls the stream from an origin (nginx-rtmp holding the
+    # source) over RTMP and serves N rtmpdump players; kiln against
+    # nginx-rtmp as the edge (\`pull ... static\`).
+    EDGE_N=${BENCH_EDGE_N:-100}
+    start_nginx origin "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
+        application app { live on; record off; } } }"
+    ORIGIN_PID=$NGX_PID
+    wait_tcp "$NGX_RTMP"
+    EDGE_P=$(low_port)
+    alive() { local n=0 p; for p in "${PLAYER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
+    start_rtmp_players() { # url N
+        PLAYER_PIDS=()
+        for _ in $(seq "$2"); do
+            rtmpdump -q --live -r "$1" -o /dev/null >/dev/null 2>&1 &
+            PLAYER_PIDS+=("$!"); PIDS+=("$!")
+        done
+    }
+    stop_rtmp_players() { kill "${PLAYER_PIDS[@]}" 2>/dev/null; wait "${PLAYER_PIDS[@]}" 2>/dev/null || true; PLAYER_PIDS=(); }
+    ke_cpu=; ne_cpu=
+    for rep in $(seq "$REPEAT"); do
+        start_source "rtmp://127.0.0.1:$NGX_RTMP/app/src"
+        sleep 1
+        start_kiln
+        api POST /v1/vhosts/default/apps/app/streams "{\"name\":\"src\",\"urls\":[\"rtmp://127.0.0.1:$NGX_RTMP/app/src\"]}" >/dev/null
+        start_rtmp_players "rtmp://127.0.0.1:$RTMP_IN/app/src" "$EDGE_N"
+        sleep "$WARM"
+        c0=$(cpu_ticks "$KILN_PID"); r0=$(served_bytes "$RTMP_IN")
+        window "$KILN_PID" "kiln-edge"
+        c1=$(cpu_ticks "$KILN_PID"); r1=$(served_bytes "$RTMP_IN")
+        ke_alive=$(alive)
+        c=$(calc "($c1-$c0)/$TCK")
+        if [[ -z $ke_cpu ]] || (($(calc "int($c < $ke_cpu)"))); then ke_cpu=$c; fi
+        ke_rate=$(calc "($r1-$r0)*8/$SECS/1e6/$EDGE_N")
+        stop_rtmp_players; stop_kiln
+        log "edge run $rep kiln: cpu ${ke_cpu}s, ${ke_rate} Mb/s per player, $ke_alive/$EDGE_N"
+        start_nginx edge "rtmp { server { listen 127.0.0.1:$EDGE_P; chunk_size 4096;
+            application app { live on; pull rtmp://127.0.0.1:$NGX_RTMP/app name=src static; } } }"
+        EDGE_PID=$NGX_PID
+        wait_tcp "$EDGE_P"
+        start_rtmp_players "rtmp://127.0.0.1:$EDGE_P/app/src" "$EDGE_N"
+        sleep "$WARM"
+        np=$(nginx_pids "$EDGE_PID")
+        c0=$(cpu_ticks $np); r0=$(served_bytes "$EDGE_P")
+        window "$(pgrep -P "$EDGE_PID" | head -1)" "nginx-edge"
+        c1=$(cpu_ticks $np); r1=$(served_bytes "$EDGE_P")
+        ne_alive=$(alive)
+        c=$(calc "($c1-$c0)/$TCK")
+        if [[ -z $ne_cpu ]] || (($(calc "int($c < $ne_cpu)"))); then ne_cpu=$c; fi
+        ne_rate=$(calc "($r1-$r0)*8/$SECS/1e6/$EDGE_N")
+        stop_rtmp_players; stop "$EDGE_PID"; stop "$SRC_PID"
+        log "edge run $rep nginx-rtmp: cpu ${ne_cpu}s, ${ne_rate} Mb/s per player, $ne_alive/$EDGE_N"
+    done
+    stop "$ORIGIN_PID"
+    er=$(calc "'n/a (< 5 ticks)' if max($ke_cpu,$ne_cpu) < 5/$TCK else '%.2f' % ($ke_cpu/max($ne_cpu,1/$TCK))")
+    add "### Pull: an RTSP camera in, and an edge serving players
+
+RTSP: gst-rtsp-server (\`tests/tools/rtsp_camera.py file:\`) sends the source
+file above (720p30 H.264 2.5 Mb/s + AAC) as is, RTP interleaved on TCP;
+kiln pulls it through \`POST .../streams\` (RTSP client, depacketizing,
+the stream's GOP cache; no viewer) against ffmpeg \`-rtsp_transport tcp -i
+... -c copy -f null -\` (its RTSP demuxer, no output). Edge: an nginx-rtmp
+origin holds the source; the edge pulls it over RTMP and serves
+${EDGE_N} \`rtmpdump --live\` players: kiln (\`POST .../streams\` with an
+\`rtmp://\` URL) against nginx-rtmp (\`pull ... static\`, 1 worker). CPU =
+utime+stime over ${SECS} s after ${WARM} s, ${REPEAT} runs, least kept.
+
+| bench | kiln CPU s | peer CPU s | ratio | Mb/s per player kiln / nginx | players at the end kiln / nginx |
+|---|---|---|---|---|---|
+| RTSP pull, 1 stream (peer: ffmpeg) | $(fmt "$k_cpu") | $(fmt "$f_cpu") | **$pr** | | |
+| RTMP edge, ${EDGE_N} players (peer: nginx-rtmp) | $(fmt "$ke_cpu") | $(fmt "$ne_cpu") | **$er** | $(fmt "$ke_rate" 2) / $(fmt "$ne_rate" 2) | $ke_alive / $ne_alive |
+"
 fi
 
 # --- admission webhooks ---------------------------------------------------------------
