@@ -938,9 +938,10 @@ if want pull; then
             -i "rtsp://127.0.0.1:$CAM_P/cam" -c copy -f null - &
         FF_PID=$!; PIDS+=("$FF_PID")
         sleep "$WARM"
-        c0=$(cpu_ticks "$FF_PID")
-        window "$FF_PID" "ffmpeg-pull"
-        c1=$(cpu_ticks "$FF_PID")
+        FF_CHILD=$(pgrep -P "$FF_PID" | head -1) # ffmpeg itself, not timeout
+        c0=$(cpu_ticks "$FF_CHILD")
+        window "$FF_CHILD" "ffmpeg-pull"
+        c1=$(cpu_ticks "$FF_CHILD")
         c=$(calc "($c1-$c0)/$TCK")
         if [[ -z $f_cpu ]] || (($(calc "int($c < $f_cpu)"))); then f_cpu=$c; fi
         stop "$FF_PID"; stop "$CAM_PID"

@@ -19,6 +19,9 @@ use crate::push::task::backoff;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
+/// Most pulls made on demand at once.
+pub const MAX_ON_DEMAND: usize = 256;
+
 /// A pulled stream's name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PullKey {
@@ -148,9 +151,15 @@ impl PullTable {
         self.insert_task(spec, sources, false, Instant::now());
     }
 
-    /// Adds a pull a viewer asked for (see the module docs).
-    pub fn insert_on_demand(&mut self, spec: PullSpec, sources: Vec<Source>, now: Instant) {
+    /// Adds a pull a viewer asked for (see the module docs). False when
+    /// [`MAX_ON_DEMAND`] are under way: viewers (unauthenticated) must not
+    /// make kiln hold many outgoing connections.
+    pub fn insert_on_demand(&mut self, spec: PullSpec, sources: Vec<Source>, now: Instant) -> bool {
+        if self.tasks.values().filter(|t| t.on_demand).count() >= MAX_ON_DEMAND {
+            return false;
+        }
         self.insert_task(spec, sources, true, now);
+        true
     }
 
     /// Was `key` pulled on demand (an edge's copy, not an origin's)?
@@ -496,12 +505,12 @@ mod tests {
         let now = Instant::now();
         let mut t = PullTable::default();
         let (s, src) = spec(&["srt://a:1/x/y"], false);
-        t.insert_on_demand(s.clone(), src.clone(), now);
+        assert!(t.insert_on_demand(s.clone(), src.clone(), now));
         let a = t.poll_new().unwrap();
         t.on_live(a.session);
         t.on_failed(a.session, "peer shut down", now);
         assert!(t.is_empty(), "a failed on-demand pull is not retried");
-        t.insert_on_demand(s, src, now);
+        assert!(t.insert_on_demand(s.clone(), src.clone(), now));
         let b = t.poll_new().unwrap();
         t.attach(b.session, 9);
         t.on_live(b.session);
@@ -510,6 +519,13 @@ mod tests {
         assert!(t.handle_timeout(now + Duration::from_secs(60)).is_empty());
         assert_eq!(t.handle_timeout(now + Duration::from_secs(90)), vec![9]);
         assert!(t.is_empty());
+        // Bounded: viewers cannot make kiln open connections without end.
+        for i in 0..MAX_ON_DEMAND {
+            let mut s = s.clone();
+            s.name = format!("cam{i}");
+            assert!(t.insert_on_demand(s, src.clone(), now));
+        }
+        assert!(!t.insert_on_demand(s, src, now));
     }
 
     #[test]

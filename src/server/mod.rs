@@ -508,19 +508,28 @@ impl Server {
                 let reg = &mut self.api.registry;
                 match url {
                     Ok((u, source)) => {
-                        if reg.pulls.get(&l.key).is_none() {
-                            crate::info!(
-                                "pull [{}] on demand from {} (origin map)",
-                                l.key,
-                                pull::request::redacted(&u)
-                            );
-                            reg.pulls.insert_on_demand(
-                                crate::server::viewer_conn::on_demand_spec(&l.key, vec![u]),
-                                vec![source],
-                                now,
-                            );
+                        let exists = reg.pulls.get(&l.key).is_some();
+                        let spec =
+                            crate::server::viewer_conn::on_demand_spec(&l.key, vec![u.clone()]);
+                        if exists || reg.pulls.insert_on_demand(spec, vec![source], now) {
+                            if !exists {
+                                crate::info!(
+                                    "pull [{}] on demand from {} (origin map)",
+                                    l.key,
+                                    pull::request::redacted(&u)
+                                );
+                            }
+                            reg.pulls.add_waiter(&l.key, l.waiter);
+                        } else {
+                            let answer = PullAnswer {
+                                waiter: l.waiter,
+                                key: l.key,
+                                result: Err("too many streams are being pulled".into()),
+                            };
+                            let _ = self.guarded(Token(answer.waiter), now, |ep, cx| {
+                                ep.pull_answered(answer, cx)
+                            });
                         }
-                        reg.pulls.add_waiter(&l.key, l.waiter);
                     }
                     Err(why) => {
                         let answer = PullAnswer {

@@ -260,9 +260,15 @@ impl ViewerConn {
                 urls.iter().map(|u| Source::parse(u)).collect();
             match sources {
                 Ok(sources) => {
+                    let spec = on_demand_spec(&key, urls.clone());
+                    if !reg.pulls.insert_on_demand(spec, sources, cx.now) {
+                        self.queue(
+                            &req,
+                            &Reply::error(503, "Too many streams are being pulled"),
+                        );
+                        return true;
+                    }
                     crate::info!("pull [{key}] on demand from {}", urls.join(", "));
-                    reg.pulls
-                        .insert_on_demand(on_demand_spec(&key, urls), sources, cx.now);
                 }
                 Err(why) => {
                     crate::warn!("origin of [{key}]: {why}");
