@@ -75,9 +75,9 @@ fn config_apps_are_listed_and_read_only() {
             "POST, OPTIONS",
         ),
         (
-            "POST",
+            "PUT",
             "/v1/vhosts/default/apps/app/streams",
-            "GET, HEAD, OPTIONS",
+            "GET, POST, HEAD, OPTIONS",
         ),
         (
             "PUT",

@@ -32,6 +32,7 @@ const TEST_ONLY_FILES: &[&str] = &[
     "config/tests.rs",
     "record/manager/tests.rs",
     "admission/manager/tests.rs",
+    "rtsp/client/tests.rs",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

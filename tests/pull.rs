@@ -594,6 +594,30 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
         secs >= 3.9 && every_frame(&counts, "h264", secs),
         "{counts:?} in {secs:.2} s"
     );
+    // An RTMP player asking the edge for another stream of the origin:
+    // pulled on demand too, the play waits for it.
+    let mut src2 = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam2", origin.media.rtmp),
+    );
+    wait_live(&origin, "cam2", true, Duration::from_secs(10));
+    let flv = edge.dir.join("player.flv");
+    let counts = record(
+        &format!("rtmp://127.0.0.1:{}/app/cam2", edge.media.rtmp),
+        3,
+        &flv,
+    );
+    let secs = video_duration(&flv);
+    println!("{secs:.2} s played over RTMP from the edge, pulled on demand: {counts:?}");
+    assert!(
+        secs >= 2.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s\n{}",
+        edge.log_text()
+    );
+    let _ = src2.kill();
+    let _ = src2.wait();
     // A stream no origin has is still 404, at once.
     let (code, _, _) = curl(
         &[],

@@ -4,6 +4,7 @@
 //! API body and the durable spec, `table` every pull's course (sans-IO);
 //! the protocol cores are `crate::rtsp`, the I/O `server/pull_io.rs`.
 
+pub mod on_demand;
 pub mod origin_map;
 pub mod origins;
 pub mod request;

@@ -41,9 +41,10 @@ use crate::clock::Now;
 use crate::config::ApiLimits;
 use crate::files::{FileEvent, FileOp, DUMP_FILE};
 use crate::hls::manager::HlsManager;
+use crate::pull::on_demand::{self, OnDemand};
 use crate::pull::origin_map::{MapConfig, OriginMap};
 use crate::pull::table::PullAnswer;
-use crate::pull::{self, PullKey, Source};
+use crate::pull::PullKey;
 use crate::push::manager::{After, PushManager};
 use crate::push::task::TaskKey;
 use crate::record::manager::RecordManager;
@@ -268,6 +269,7 @@ impl Server {
             .reconcile(&mut self.api.registry, Now::read(now));
         self.drive_pushes(now);
         self.start_origin_maps(now);
+        self.drive_origin_maps(now);
         self.drive_pulls(now);
         let mut events = Events::with_capacity(1024);
         while !self.shutdown {
@@ -495,53 +497,24 @@ impl Server {
         self.driving_maps = true;
         for i in 0..self.api.registry.origin_maps.len() {
             while let Some(l) = self.api.registry.origin_maps[i].poll_lookup() {
-                let url = l.url.and_then(|u| {
-                    if u.starts_with("ovt://") {
-                        Err(format!(
-                            "the origin map holds [{}]: OME's OVT, which kiln does not pull",
-                            u.escape_debug()
-                        ))
-                    } else {
-                        Source::parse(&u).map(|s| (u, s))
-                    }
-                });
                 let reg = &mut self.api.registry;
-                match url {
-                    Ok((u, source)) => {
-                        let exists = reg.pulls.get(&l.key).is_some();
-                        let spec =
-                            crate::server::viewer_conn::on_demand_spec(&l.key, vec![u.clone()]);
-                        if exists || reg.pulls.insert_on_demand(spec, vec![source], now) {
-                            if !exists {
-                                crate::info!(
-                                    "pull [{}] on demand from {} (origin map)",
-                                    l.key,
-                                    pull::request::redacted(&u)
-                                );
-                            }
-                            reg.pulls.add_waiter(&l.key, l.waiter);
-                        } else {
-                            let answer = PullAnswer {
-                                waiter: l.waiter,
-                                key: l.key,
-                                result: Err("too many streams are being pulled".into()),
-                            };
-                            let _ = self.guarded(Token(answer.waiter), now, |ep, cx| {
-                                ep.pull_answered(answer, cx)
-                            });
-                        }
-                    }
-                    Err(why) => {
-                        let answer = PullAnswer {
-                            waiter: l.waiter,
-                            key: l.key,
-                            result: Err(why),
-                        };
-                        let _ = self.guarded(Token(answer.waiter), now, |ep, cx| {
-                            ep.pull_answered(answer, cx)
-                        });
-                    }
-                }
+                let outcome = match &l.url {
+                    Ok(url) => on_demand::from_map(reg, &l.key, url, l.waiter, now),
+                    Err(why) => OnDemand::Refused(404, why.clone()),
+                };
+                let why = match outcome {
+                    OnDemand::Waiting => continue,
+                    OnDemand::NotFound => "not found".to_string(),
+                    OnDemand::Refused(_, why) => why,
+                };
+                let answer = PullAnswer {
+                    waiter: l.waiter,
+                    key: l.key,
+                    result: Err(why),
+                };
+                let _ = self.guarded(Token(answer.waiter), now, |ep, cx| {
+                    ep.pull_answered(answer, cx)
+                });
             }
             let m = &self.api.registry.origin_maps[i];
             let due = m.has_output() || m.poll_timeout().is_some_and(|t| t <= now);

@@ -29,6 +29,9 @@ use super::Service;
 use crate::admission::manager::{AdmissionId, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
+use crate::pull::on_demand::{self, OnDemand};
+use crate::pull::table::PullAnswer;
+use crate::pull::PullKey;
 use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
 use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
 use mio::net::TcpStream;
@@ -41,6 +44,8 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a refusal that came from a webhook, the connection stays this
 /// long for the client to read it.
+/// A `play` waits this long for a stream pulled on demand.
+const PULL_WAIT: Duration = Duration::from_secs(15);
 const REFUSAL_GRACE: Duration = Duration::from_secs(1);
 /// A player with this much unsent output skips frames until the next
 /// keyframe (its connection costs at most about this much memory).
@@ -60,6 +65,8 @@ pub(crate) struct RtmpIngest {
     pending: Option<(CheckId, String, bool)>,
     /// The stream this connection plays.
     playing: Option<StreamId>,
+    /// A `play` of a stream being pulled from its origin on demand.
+    waiting_pull: Option<PullKey>,
     /// A player skips frames until the next video keyframe.
     skipping: bool,
     /// The admitted session's closing is owed.
@@ -109,6 +116,7 @@ impl RtmpIngest {
             target: None,
             pending: None,
             playing: None,
+            waiting_pull: None,
             skipping: false,
             admission: None,
             expire: None,
@@ -464,9 +472,36 @@ impl RtmpIngest {
                 }
             },
         };
-        let Some(stream) = cx.api.registry.streams.find(&vhost, &app, &name) else {
-            let why = format!("No such stream: [{vhost}/{app}/{name}]");
+        if cx.api.registry.streams.find(&vhost, &app, &name).is_none() {
+            // Not live: an origin may have it (pulled on demand).
+            let key = PullKey {
+                vhost: vhost.clone(),
+                app: app.clone(),
+                name: name.clone(),
+            };
+            let why = match on_demand::request(&mut cx.api.registry, &key, cx.token.0, now) {
+                OnDemand::Waiting => {
+                    crate::info!("rtmp {}: play waits for [{key}] from its origin", self.peer);
+                    self.waiting_pull = Some(key);
+                    self.setup_deadline = Some(now + PULL_WAIT);
+                    return;
+                }
+                OnDemand::NotFound => format!("No such stream: [{vhost}/{app}/{name}]"),
+                OnDemand::Refused(_, why) => why,
+            };
             crate::info!("rtmp {}: play refused: {why}", self.peer);
+            self.session
+                .reject_play("NetStream.Play.StreamNotFound", &why);
+            return self.close_admission(cx);
+        }
+        self.play_live(cx, &vhost, &app, &name);
+    }
+
+    /// Plays a live stream: its tracks and last GOP, then every frame.
+    fn play_live(&mut self, cx: &mut Cx<'_>, vhost: &str, app: &str, name: &str) {
+        let now = cx.now;
+        let Some(stream) = cx.api.registry.streams.find(vhost, app, name) else {
+            let why = format!("No such stream: [{vhost}/{app}/{name}]");
             self.session
                 .reject_play("NetStream.Play.StreamNotFound", &why);
             return self.close_admission(cx);
@@ -614,7 +649,7 @@ impl Endpoint for RtmpIngest {
                 Verdict::Refused(why) => self.session.reject_play("NetStream.Play.Failed", &why),
                 Verdict::Pending(_) => {}
             }
-            if self.playing.is_none() {
+            if self.playing.is_none() && self.waiting_pull.is_none() {
                 self.setup_deadline = Some(cx.now + REFUSAL_GRACE);
             }
             self.finish_turn(cx, &mut out);
@@ -632,6 +667,29 @@ impl Endpoint for RtmpIngest {
             // a moment to send the refusal, then the connection closes.
             self.setup_deadline = Some(cx.now + REFUSAL_GRACE);
         }
+        self.finish_turn(cx, &mut out);
+        cx.out.ingest.push(out);
+    }
+
+    fn pull_answered(&mut self, answer: PullAnswer, cx: &mut Cx<'_>) {
+        if self.waiting_pull.as_ref() != Some(&answer.key) || self.closed {
+            return;
+        }
+        self.waiting_pull = None;
+        let k = answer.key;
+        match answer.result {
+            Ok(()) => self.play_live(cx, &k.vhost, &k.app, &k.name),
+            Err(why) => {
+                crate::info!("rtmp {}: play refused: {why}", self.peer);
+                self.session
+                    .reject_play("NetStream.Play.StreamNotFound", &why);
+                self.close_admission(cx);
+            }
+        }
+        if self.playing.is_none() {
+            self.setup_deadline = Some(cx.now + REFUSAL_GRACE);
+        }
+        let mut out = IngestOutput::default();
         self.finish_turn(cx, &mut out);
         cx.out.ingest.push(out);
     }

@@ -17,9 +17,9 @@ use crate::hls::memory::Shared;
 use crate::hls::serve::{self, Answer, Gate, Reply};
 use crate::http::response::reason;
 use crate::http::{ReaderLimits, Request, RequestReader};
-use crate::pull::origins::origin_urls;
+use crate::pull::on_demand::{self, OnDemand};
 use crate::pull::table::PullAnswer;
-use crate::pull::{PullKey, PullSpec, Source};
+use crate::pull::PullKey;
 use bytes::Bytes;
 use mio::net::TcpStream;
 use std::collections::VecDeque;
@@ -231,57 +231,32 @@ impl ViewerConn {
         session: Option<Admitted>,
         cx: &mut Cx<'_>,
     ) -> bool {
-        let reg = &mut cx.api.registry;
-        if reg.pulls.get(&key).is_none() {
-            let urls = reg
-                .vhost(&key.vhost)
-                .and_then(|v| origin_urls(&v.spec, &key.app, &key.name));
-            let Some(urls) = urls else {
-                // Not under an origin: ask the host's origin map, if any.
-                let map = reg
-                    .origin_maps
-                    .iter_mut()
-                    .find(|m| m.vhosts.contains(&key.vhost));
-                let Some(map) = map else {
-                    self.queue(&req, &Reply::error(404, "No such stream"));
-                    return true;
-                };
-                map.lookup(cx.token.0, key.clone(), cx.now);
-                self.parked = Some(Parked {
-                    req,
-                    since: cx.now,
-                    until: cx.now + PULL_WAIT,
-                    admission: None,
-                    pull: Some((key, session)),
-                });
-                return false;
-            };
-            let sources: Result<Vec<Source>, String> =
-                urls.iter().map(|u| Source::parse(u)).collect();
-            match sources {
-                Ok(sources) => {
-                    let spec = on_demand_spec(&key, urls.clone());
-                    if !reg.pulls.insert_on_demand(spec, sources, cx.now) {
-                        self.queue(
-                            &req,
-                            &Reply::error(503, "Too many streams are being pulled"),
-                        );
-                        return true;
-                    }
-                    crate::info!("pull [{key}] on demand from {}", urls.join(", "));
-                }
-                Err(why) => {
-                    crate::warn!("origin of [{key}]: {why}");
-                    self.queue(&req, &Reply::error(502, &format!("Bad origin URL: {why}")));
-                    return true;
-                }
+        match on_demand::request(&mut cx.api.registry, &key, cx.token.0, cx.now) {
+            OnDemand::Waiting => self.park_for_pull(req, key, session, cx.now),
+            OnDemand::NotFound => {
+                self.queue(&req, &Reply::error(404, "No such stream"));
+                true
+            }
+            OnDemand::Refused(status, why) => {
+                self.queue(&req, &Reply::error(status, &why));
+                true
             }
         }
-        reg.pulls.add_waiter(&key, cx.token.0);
+    }
+
+    /// Parks `req` until the pull of `key` is live or failed (false: the
+    /// request waits).
+    fn park_for_pull(
+        &mut self,
+        req: Request,
+        key: PullKey,
+        session: Option<Admitted>,
+        now: Instant,
+    ) -> bool {
         self.parked = Some(Parked {
             req,
-            since: cx.now,
-            until: cx.now + PULL_WAIT,
+            since: now,
+            until: now + PULL_WAIT,
             admission: None,
             pull: Some((key, session)),
         });
@@ -655,17 +630,4 @@ fn stream_key(req: &Request, reg: &crate::state::Registry) -> Option<PullKey> {
         app: parts.next()?.to_string(),
         name: parts.next()?.to_string(),
     })
-}
-
-/// What an on-demand pull is: not durable, ended after 60 s unused.
-pub(crate) fn on_demand_spec(key: &PullKey, urls: Vec<String>) -> PullSpec {
-    PullSpec {
-        vhost: key.vhost.clone(),
-        app: key.app.clone(),
-        name: key.name.clone(),
-        urls,
-        persistent: false,
-        no_input_failover_timeout_ms: 5000,
-        unused_stream_deletion_timeout_ms: 60_000,
-    }
 }
