@@ -565,7 +565,8 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
                 "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>".into(),
             ),
             vhost_access: format!(
-                "<Origins><Origin><Location>/app</Location><Pass><Scheme>srt</Scheme>\
+                "<Origins><Properties><UnusedStreamDeletionTimeout>3000</UnusedStreamDeletionTimeout></Properties>\
+                 <Origin><Location>/app</Location><Pass><Scheme>srt</Scheme>\
                  <Urls><Url>127.0.0.1:{}/app</Url></Urls></Pass></Origin></Origins>",
                 origin.media.srt
             ),
@@ -595,7 +596,9 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
         "{counts:?} in {secs:.2} s"
     );
     // An RTMP player asking the edge for another stream of the origin:
-    // pulled on demand too, the play waits for it.
+    // pulled on demand too, the play waits for it. It plays 8 s: past the
+    // 3 s unused timeout, which a player holds off; the LL-HLS pull that
+    // nobody asks for any more ends meanwhile.
     let mut src2 = ffmpeg_source(
         40,
         &[],
@@ -604,31 +607,40 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
     );
     wait_live(&origin, "cam2", true, Duration::from_secs(10));
     let flv = edge.dir.join("player.flv");
-    let counts = record(
-        &format!("rtmp://127.0.0.1:{}/app/cam2", edge.media.rtmp),
-        3,
-        &flv,
+    let player_url = format!("rtmp://127.0.0.1:{}/app/cam2", edge.media.rtmp);
+    let player = std::thread::spawn(move || {
+        let counts = record(&player_url, 8, &flv);
+        (counts, video_duration(&flv))
+    });
+    let t0 = Instant::now();
+    wait_live(&edge, "cam", false, Duration::from_secs(10));
+    println!(
+        "the unwatched pull ended {:?} after the player started",
+        t0.elapsed()
     );
-    let secs = video_duration(&flv);
+    assert!(edge
+        .log_text()
+        .contains("pull [default/app/cam] (on demand) unused; ended"));
+    let (counts, secs) = player.join().unwrap();
     println!("{secs:.2} s played over RTMP from the edge, pulled on demand: {counts:?}");
     assert!(
-        secs >= 2.9 && every_frame(&counts, "h264", secs),
+        secs >= 7.9 && every_frame(&counts, "h264", secs),
         "{counts:?} in {secs:.2} s\n{}",
         edge.log_text()
     );
-    let _ = src2.kill();
-    let _ = src2.wait();
     // A stream no origin has is still 404, at once.
     let (code, _, _) = curl(
         &[],
         &format!("http://127.0.0.1:{}/other/cam/llhls.m3u8", edge.media.llhls),
     );
     assert_eq!(code, 404);
-    // The origin's stream ends: so does the edge's; the next viewer
-    // request finds nothing to pull (404).
+    // The origin's stream ends: so does the edge's copy.
+    let _ = src2.kill();
+    let _ = src2.wait();
     let _ = src.kill();
     let _ = src.wait();
-    wait_live(&edge, "cam", false, Duration::from_secs(15));
+    wait_live(&edge, "cam2", false, Duration::from_secs(15));
+    // With the origin's stream gone, a viewer request finds nothing.
     let (code, body, _) = curl(&[], &url);
     assert!(code == 404 || code == 200, "{code} {body}");
 }

@@ -17,8 +17,8 @@ use crate::state::app::{
     Providers, Publishers, StreamMap, StreamMapItem,
 };
 use crate::state::vhost::{
-    AdmissionWebhooks, Enables, HostSpec, Origin, OriginMapStore, OriginPass, OriginUrls, Origins,
-    RedisServer, SignedPolicy, TlsSpec, VhostSpec,
+    AdmissionWebhooks, Enables, HostSpec, Origin, OriginMapStore, OriginPass, OriginProperties,
+    OriginUrls, Origins, RedisServer, SignedPolicy, TlsSpec, VhostSpec,
 };
 use dom::Element;
 use std::fmt;
@@ -373,7 +373,7 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "MPEGTSPush",
     "SessionLoadBalancingThreadCount",
 ];
-const UNSUPPORTED_ORIGINS: &[&str] = &["Properties"];
+const UNSUPPORTED_ORIGINS: &[&str] = &[];
 const UNSUPPORTED_LLHLS: &[&str] = &[
     "DRM",
     "OriginMode",
@@ -1433,7 +1433,28 @@ impl Walker<'_> {
 
     fn origins(&mut self, el: &Element, path: &str) -> Option<Origins> {
         let mut origin = Vec::new();
+        let mut properties = None;
         self.children(el, path, UNSUPPORTED_ORIGINS, &["Origin"], |w, c, p| {
+            if c.name == "Properties" {
+                let mut props = OriginProperties {
+                    no_input_failover_timeout: None,
+                    unused_stream_deletion_timeout: None,
+                };
+                w.children(c, p, &[], &[], |w, c, p| {
+                    match c.name.as_str() {
+                        "NoInputFailoverTimeout" => {
+                            props.no_input_failover_timeout = w.number(c, p)
+                        }
+                        "UnusedStreamDeletionTimeout" => {
+                            props.unused_stream_deletion_timeout = w.number(c, p)
+                        }
+                        _ => return false,
+                    }
+                    true
+                });
+                properties = Some(props);
+                return true;
+            }
             if c.name != "Origin" {
                 return false;
             }
@@ -1464,7 +1485,7 @@ impl Walker<'_> {
             });
             true
         });
-        Some(Origins { origin })
+        Some(Origins { properties, origin })
     }
 
     fn origin_map_store(&mut self, el: &Element, path: &str) -> Option<OriginMapStore> {

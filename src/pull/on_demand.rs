@@ -7,6 +7,7 @@
 use super::origins::origin_urls;
 use super::table::{PullKey, PullState};
 use super::{PullSpec, Source};
+use crate::state::vhost::OriginProperties;
 use crate::state::Registry;
 use std::time::Instant;
 
@@ -97,7 +98,13 @@ fn start(
     now: Instant,
 ) -> OnDemand {
     let shown: Vec<String> = urls.iter().map(|u| super::request::redacted(u)).collect();
-    if !reg.pulls.insert_on_demand(spec(key, urls), sources, now) {
+    let props = reg
+        .vhost(&key.vhost)
+        .and_then(|v| v.spec.origins.as_ref()?.properties.clone());
+    if !reg
+        .pulls
+        .insert_on_demand(spec(key, urls, props), sources, now)
+    {
         return OnDemand::Refused(503, "Too many streams are being pulled".into());
     }
     crate::info!("pull [{key}] on demand from {}", shown.join(", "));
@@ -105,15 +112,23 @@ fn start(
     OnDemand::Waiting
 }
 
-/// What an on-demand pull is: not durable, ended after 60 s unused.
-fn spec(key: &PullKey, urls: Vec<String>) -> PullSpec {
+/// What an on-demand pull is: not durable, ended after 60 s unused (the
+/// host's `<Origins><Properties>` may say otherwise).
+fn spec(key: &PullKey, urls: Vec<String>, props: Option<OriginProperties>) -> PullSpec {
+    let props = props.as_ref();
     PullSpec {
         vhost: key.vhost.clone(),
         app: key.app.clone(),
         name: key.name.clone(),
         urls,
         persistent: false,
-        no_input_failover_timeout_ms: 5000,
-        unused_stream_deletion_timeout_ms: 60_000,
+        no_input_failover_timeout_ms: props
+            .and_then(|p| p.no_input_failover_timeout)
+            .unwrap_or(5000)
+            .clamp(500, 600_000),
+        unused_stream_deletion_timeout_ms: props
+            .and_then(|p| p.unused_stream_deletion_timeout)
+            .unwrap_or(60_000)
+            .clamp(1000, 86_400_000),
     }
 }

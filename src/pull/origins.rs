@@ -41,6 +41,7 @@ mod tests {
         }))
         .unwrap();
         s.origins = Some(Origins {
+            properties: None,
             origin: origins
                 .iter()
                 .map(|(location, scheme, urls)| Origin {

@@ -167,6 +167,16 @@ impl PullTable {
         self.tasks.get(key).is_some_and(|t| t.on_demand)
     }
 
+    /// The on-demand pulls that are live (to see whether anyone still
+    /// uses their streams).
+    pub fn live_on_demand(&self) -> Vec<PullKey> {
+        self.tasks
+            .iter()
+            .filter(|(_, t)| t.on_demand && t.state == PullState::Live)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Someone uses the stream `key` names (a viewer request).
     pub fn touch(&mut self, key: &PullKey, now: Instant) {
         if let Some(t) = self.tasks.get_mut(key) {

@@ -434,6 +434,36 @@ impl Server {
         self.drive_pulls(now);
     }
 
+    /// An on-demand pull is used while its stream has RTMP or SRT players,
+    /// pushes or records (LL-HLS viewers note their own use with each
+    /// request).
+    fn note_pull_use(&mut self, now: Instant) {
+        let reg = &mut self.api.registry;
+        for key in reg.pulls.live_on_demand() {
+            let Some(id) = reg
+                .streams
+                .find(&key.vhost, &key.app, &key.name)
+                .map(|s| s.id)
+            else {
+                continue;
+            };
+            let used = !self.players.of(id).is_empty()
+                || reg
+                    .pushes
+                    .of_app(&key.vhost, &key.app)
+                    .iter()
+                    .any(|t| t.spec.stream_name == key.name)
+                || reg
+                    .records
+                    .of_app(&key.vhost, &key.app)
+                    .iter()
+                    .any(|t| t.spec.stream_name == key.name);
+            if used {
+                reg.pulls.touch(&key, now);
+            }
+        }
+    }
+
     /// One origin map (and its Redis connection) per Redis the hosts'
     /// `originMapStore` name.
     fn start_origin_maps(&mut self, now: Instant) {
@@ -775,6 +805,7 @@ impl Server {
             }
             if token == PULL_TOKEN {
                 self.pull_armed = None;
+                self.note_pull_use(now);
                 for io in self.api.registry.pulls.handle_timeout(now) {
                     self.call(Token(io), now, |ep, cx| ep.abort(cx));
                 }

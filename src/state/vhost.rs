@@ -81,7 +81,22 @@ pub struct AdmissionWebhooks {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Origins {
+    /// OME's `<Origins><Properties>`: how pulls made on demand behave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<OriginProperties>,
     pub origin: Vec<Origin>,
+}
+
+/// Milliseconds, as OME writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OriginProperties {
+    /// No media for this long fails the pull (default 5000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_input_failover_timeout: Option<u64>,
+    /// A pulled stream nobody uses for this long ends (default 60000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unused_stream_deletion_timeout: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
