@@ -628,6 +628,33 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
         "{counts:?} in {secs:.2} s\n{}",
         edge.log_text()
     );
+    // An SRT player in request mode asking the edge for a third stream:
+    // its handshake waits for the pull.
+    let mut src3 = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam3", origin.media.rtmp),
+    );
+    wait_live(&origin, "cam3", true, Duration::from_secs(10));
+    let ts = edge.dir.join("srt-player.ts");
+    let counts = record(
+        &format!(
+            "srt://127.0.0.1:{}?streamid=%23!::r=app/cam3,m=request",
+            edge.media.srt
+        ),
+        3,
+        &ts,
+    );
+    println!("3 s played over SRT from the edge, pulled on demand: {counts:?}");
+    assert!(
+        frames_of(&counts, "h264") >= 70,
+        "{counts:?}\n{}",
+        edge.log_text()
+    );
+    assert!(monotonic_dts(&ts));
+    let _ = src3.kill();
+    let _ = src3.wait();
     // A stream no origin has is still 404, at once.
     let (code, _, _) = curl(
         &[],

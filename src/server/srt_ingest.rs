@@ -28,6 +28,9 @@ use crate::admission::manager::{AdmissionId, Admit, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
 use crate::media::MediaKind;
+use crate::pull::on_demand::{self, OnDemand};
+use crate::pull::table::PullAnswer;
+use crate::pull::PullKey;
 use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
 use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
 use crate::state::Registry;
@@ -44,6 +47,9 @@ const MAX_DATAGRAM: usize = 65_536;
 pub(crate) const PLAY_BACKLOG: usize = 8192;
 /// 7 TS packets: what one SRT payload carries.
 const PAYLOAD: usize = 7 * 188;
+
+/// Most players waiting for on-demand pulls at once.
+const MAX_PULLING: usize = 1024;
 
 /// A caller playing a stream (request mode).
 struct Player {
@@ -80,6 +86,9 @@ pub struct SrtIngest {
     listener: Listener,
     conns: HashMap<ConnectionId, Connection>,
     waiting: HashMap<CheckId, Waiting>,
+    /// Players waiting for a stream pulled on demand (the listener holds
+    /// their handshake, 5 s at most).
+    pulling: Vec<(PullKey, ConnectionId, SocketAddr, Admit)>,
     players: HashMap<ConnectionId, Player>,
     buf: Vec<u8>,
     /// Datagrams made and not yet taken by the socket, in order (sent
@@ -199,6 +208,7 @@ impl SrtIngest {
             listener: Listener::new(config, now),
             conns: HashMap::new(),
             waiting: HashMap::new(),
+            pulling: Vec::new(),
             players: HashMap::new(),
             buf: vec![0u8; MAX_DATAGRAM],
             batch: Vec::new(),
@@ -510,6 +520,47 @@ impl SrtIngest {
                 Err(why) => return refuse(self, cx, 404, &why),
             },
         };
+        if cx.api.registry.streams.find(&vhost, &app, &name).is_none() {
+            // Not live: an origin may have it (pulled on demand).
+            let key = PullKey {
+                vhost: vhost.clone(),
+                app: app.clone(),
+                name: name.clone(),
+            };
+            let why = match on_demand::request(&mut cx.api.registry, &key, cx.token.0, now) {
+                OnDemand::Waiting => {
+                    crate::info!("srt {peer}: play waits for [{key}] from its origin");
+                    if self.pulling.len() < MAX_PULLING {
+                        self.pulling.push((key, conn, peer, admit));
+                        return;
+                    }
+                    "too many players wait for pulls".to_string()
+                }
+                OnDemand::NotFound => format!("No such stream: [{vhost}/{app}/{name}]"),
+                OnDemand::Refused(_, why) => why,
+            };
+            return refuse(self, cx, 404, &why);
+        }
+        self.play_live(cx, conn, peer, (vhost, app, name), admit);
+    }
+
+    /// Plays a live stream to an admitted player.
+    fn play_live(
+        &mut self,
+        cx: &mut Cx<'_>,
+        conn: ConnectionId,
+        peer: SocketAddr,
+        (vhost, app, name): (String, String, String),
+        admit: Admit,
+    ) {
+        let now = cx.now;
+        let wall = Now::read(now);
+        let refuse = |this: &mut Self, cx: &mut Cx<'_>, code: u16, why: &str| {
+            this.refuse(conn, peer, code, why, now);
+            if let Some(a) = admit.admission {
+                cx.access.close(a, wall);
+            }
+        };
         let Some(stream) = cx.api.registry.streams.find(&vhost, &app, &name) else {
             let why = format!("No such stream: [{vhost}/{app}/{name}]");
             return refuse(self, cx, 404, &why);
@@ -714,6 +765,28 @@ impl Endpoint for SrtIngest {
             Verdict::Allowed(admit) => self.start(cx, w.conn, w.peer, w.target, admit),
             Verdict::Refused(why) => self.refuse(w.conn, w.peer, 401, &why, cx.now),
             Verdict::Pending(_) => {}
+        }
+        self.flush(cx.now);
+    }
+
+    fn pull_answered(&mut self, answer: PullAnswer, cx: &mut Cx<'_>) {
+        let (waiting, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pulling)
+            .into_iter()
+            .partition(|(k, ..)| *k == answer.key);
+        self.pulling = others;
+        for (k, conn, peer, admit) in waiting {
+            match &answer.result {
+                Ok(()) => {
+                    let target = (k.vhost.clone(), k.app.clone(), k.name.clone());
+                    self.play_live(cx, conn, peer, target, admit);
+                }
+                Err(why) => {
+                    self.refuse(conn, peer, 404, why, cx.now);
+                    if let Some(a) = admit.admission {
+                        cx.access.close(a, Now::read(cx.now));
+                    }
+                }
+            }
         }
         self.flush(cx.now);
     }
