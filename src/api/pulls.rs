@@ -53,7 +53,7 @@ impl Api {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        self.registry.pulls.insert(spec, sources);
+        self.registry.pulls.insert(spec, sources, self.now.instant);
         self.parked = Some(key);
         // Placeholder: the connection answers when the pull does.
         Ok(Response::new(202, Vec::new()))

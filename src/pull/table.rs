@@ -147,8 +147,8 @@ impl PullTable {
     }
 
     /// Adds a pull and starts its first URL.
-    pub fn insert(&mut self, spec: PullSpec, sources: Vec<Source>) {
-        self.insert_task(spec, sources, false, Instant::now());
+    pub fn insert(&mut self, spec: PullSpec, sources: Vec<Source>, now: Instant) {
+        self.insert_task(spec, sources, false, now);
     }
 
     /// Adds a pull a viewer asked for (see the module docs). False when
@@ -437,7 +437,7 @@ mod tests {
         let now = Instant::now();
         let mut t = PullTable::default();
         let (s, src) = spec(&["rtsp://a/1", "rtsp://b/2"], false);
-        t.insert(s, src);
+        t.insert(s, src, Instant::now());
         assert!(t.add_waiter(&key(), 7));
         let first = t.poll_new().unwrap();
         assert_eq!(first.source.host_port(), ("a", 554));
@@ -470,7 +470,7 @@ mod tests {
         let now = Instant::now();
         let mut t = PullTable::default();
         let (s, src) = spec(&["rtsp://a/1", "rtsp://b/2"], false);
-        t.insert(s, src);
+        t.insert(s, src, Instant::now());
         t.add_waiter(&key(), 1);
         let a = t.poll_new().unwrap();
         t.on_failed(a.session, "connection refused", now);
@@ -490,7 +490,7 @@ mod tests {
         let now = Instant::now();
         let mut t = PullTable::default();
         let (s, src) = spec(&["rtsp://a/1"], true);
-        t.insert(s, src);
+        t.insert(s, src, Instant::now());
         let a = t.poll_new().unwrap();
         t.on_failed(a.session, "refused", now);
         let task = t.get(&key()).unwrap();
@@ -542,7 +542,7 @@ mod tests {
     fn removal_answers_waiters() {
         let mut t = PullTable::default();
         let (s, src) = spec(&["rtsp://a/1"], false);
-        t.insert(s, src);
+        t.insert(s, src, Instant::now());
         t.add_waiter(&key(), 3);
         t.add_waiter(&key(), 4);
         t.forget_waiter(&key(), 4);

@@ -157,7 +157,9 @@ impl Registry {
                 .map(|u| crate::pull::Source::parse(u))
                 .collect();
             match sources {
-                Ok(sources) if !sources.is_empty() => self.pulls.insert(spec, sources),
+                Ok(sources) if !sources.is_empty() => {
+                    self.pulls.insert(spec, sources, std::time::Instant::now())
+                }
                 Ok(_) => skipped.push(format!(
                     "pull [{name}] in the state file has no URL; dropped"
                 )),
