@@ -454,6 +454,26 @@ fn a_persistent_pull_reconnects_and_survives_a_restart() {
     drop(cam);
 }
 
+/// A kiln with `app/{name}` published on it by ffmpeg over RTMP (40 s),
+/// once it is live.
+fn publishing_kiln(tag: &str, name: &str) -> (Server, Child) {
+    let s = Server::start_media(tag);
+    let src = publish_to(&s, name);
+    (s, src)
+}
+
+/// ffmpeg publishing `app/{name}` to `s` over RTMP (40 s), once live.
+fn publish_to(s: &Server, name: &str) -> Child {
+    let src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/{name}", s.media.rtmp),
+    );
+    wait_live(s, name, true, Duration::from_secs(10));
+    src
+}
+
 /// Records `secs` of `url` (any input ffmpeg reads) into `out`.
 fn record(url: &str, secs: u32, out: &Path) -> Vec<(String, u64)> {
     let mut ff = Command::new("ffmpeg")
@@ -480,15 +500,8 @@ fn srt_pulls_from_another_kiln_and_from_libsrt_in_request_mode() {
     }
     // kiln A holds a stream published over RTMP; kiln B pulls it from A's
     // SRT listener in request mode and serves it over RTMP play.
-    let a = Server::start_media("pull-srt-origin");
+    let (a, mut src) = publishing_kiln("pull-srt-origin", "cam");
     let b = Server::start_media("pull-srt-edge");
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", a.media.rtmp),
-    );
-    wait_live(&a, "cam", true, Duration::from_secs(10));
     let r = pull(
         &b,
         json!({"name": "edge", "urls": [format!("srt://127.0.0.1:{}/app/cam", a.media.srt)]}),
@@ -549,14 +562,7 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
         return;
     }
-    let origin = Server::start_media("origins-origin");
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp),
-    );
-    wait_live(&origin, "cam", true, Duration::from_secs(10));
+    let (origin, mut src) = publishing_kiln("origins-origin", "cam");
     let edge = Server::start_with(
         "origins-edge",
         ServerOptions {
@@ -599,13 +605,7 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
     // pulled on demand too, the play waits for it. It plays 8 s: past the
     // 3 s unused timeout, which a player holds off; the LL-HLS pull that
     // nobody asks for any more ends meanwhile.
-    let mut src2 = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam2", origin.media.rtmp),
-    );
-    wait_live(&origin, "cam2", true, Duration::from_secs(10));
+    let mut src2 = publish_to(&origin, "cam2");
     let flv = edge.dir.join("player.flv");
     let player_url = format!("rtmp://127.0.0.1:{}/app/cam2", edge.media.rtmp);
     let player = std::thread::spawn(move || {
@@ -630,13 +630,7 @@ fn an_edge_pulls_from_its_origin_on_demand_for_a_viewer() {
     );
     // An SRT player in request mode asking the edge for a third stream:
     // its handshake waits for the pull.
-    let mut src3 = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam3", origin.media.rtmp),
-    );
-    wait_live(&origin, "cam3", true, Duration::from_secs(10));
+    let mut src3 = publish_to(&origin, "cam3");
     let ts = edge.dir.join("srt-player.ts");
     let counts = record(
         &format!(
@@ -751,14 +745,7 @@ fn rtmp_pulls_from_nginx_rtmp_and_from_another_kiln() {
     let _ = src.wait();
 
     // Another kiln as the origin: every frame through RTMP play both ways.
-    let origin = Server::start_media("pull-rtmp-origin");
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp),
-    );
-    wait_live(&origin, "cam", true, Duration::from_secs(10));
+    let (origin, mut src) = publishing_kiln("pull-rtmp-origin", "cam");
     let r = pull(
         &s,
         json!({"name": "fromkiln", "urls": [format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp)]}),

@@ -465,7 +465,7 @@ impl SrtIngest {
                     crate::info!("stream [{vhost}/{app}/{name}] started by Srt from {peer}");
                     let expire = admit.expire_at.map(|at| {
                         now + std::time::Duration::from_millis(
-                            at.saturating_sub(wall.unix_ms.max(0) as u64),
+                            at.saturating_sub(Now::read(now).unix_ms.max(0) as u64),
                         )
                     });
                     self.conns.insert(
@@ -506,12 +506,8 @@ impl SrtIngest {
         admit: Admit,
     ) {
         let now = cx.now;
-        let wall = Now::read(now);
         let refuse = |this: &mut Self, cx: &mut Cx<'_>, code: u16, why: &str| {
-            this.refuse(conn, peer, code, why, now);
-            if let Some(a) = admit.admission {
-                cx.access.close(a, wall);
-            }
+            this.refuse_player(cx, conn, peer, code, why, admit.admission);
         };
         let (vhost, app, name) = match &admit.new_url {
             None => (vhost, app, name),
@@ -544,6 +540,23 @@ impl SrtIngest {
         self.play_live(cx, conn, peer, (vhost, app, name), admit);
     }
 
+    /// Refuses a player whose admission was allowed: the refusal, then
+    /// the admission's closing.
+    fn refuse_player(
+        &mut self,
+        cx: &mut Cx<'_>,
+        conn: ConnectionId,
+        peer: SocketAddr,
+        code: u16,
+        why: &str,
+        admission: Option<AdmissionId>,
+    ) {
+        self.refuse(conn, peer, code, why, cx.now);
+        if let Some(a) = admission {
+            cx.access.close(a, Now::read(cx.now));
+        }
+    }
+
     /// Plays a live stream to an admitted player.
     fn play_live(
         &mut self,
@@ -554,12 +567,8 @@ impl SrtIngest {
         admit: Admit,
     ) {
         let now = cx.now;
-        let wall = Now::read(now);
         let refuse = |this: &mut Self, cx: &mut Cx<'_>, code: u16, why: &str| {
-            this.refuse(conn, peer, code, why, now);
-            if let Some(a) = admit.admission {
-                cx.access.close(a, wall);
-            }
+            this.refuse_player(cx, conn, peer, code, why, admit.admission);
         };
         let Some(stream) = cx.api.registry.streams.find(&vhost, &app, &name) else {
             let why = format!("No such stream: [{vhost}/{app}/{name}]");
@@ -578,7 +587,7 @@ impl SrtIngest {
             admission: admit.admission,
             expire: admit.expire_at.map(|at| {
                 now + std::time::Duration::from_millis(
-                    at.saturating_sub(wall.unix_ms.max(0) as u64),
+                    at.saturating_sub(Now::read(now).unix_ms.max(0) as u64),
                 )
             }),
         };
@@ -780,12 +789,7 @@ impl Endpoint for SrtIngest {
                     let target = (k.vhost.clone(), k.app.clone(), k.name.clone());
                     self.play_live(cx, conn, peer, target, admit);
                 }
-                Err(why) => {
-                    self.refuse(conn, peer, 404, why, cx.now);
-                    if let Some(a) = admit.admission {
-                        cx.access.close(a, Now::read(cx.now));
-                    }
-                }
+                Err(why) => self.refuse_player(cx, conn, peer, 404, why, admit.admission),
             }
         }
         self.flush(cx.now);
