@@ -767,3 +767,50 @@ fn rtmp_pulls_from_nginx_rtmp_and_from_another_kiln() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+#[test]
+fn a_push_on_an_edge_pulls_its_stream_from_the_origin() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let (origin, mut src) = publishing_kiln("origins-push-origin", "cam");
+    let edge = Server::start_with(
+        "origins-push-edge",
+        ServerOptions {
+            media: true,
+            vhost_access: format!(
+                "<Origins><Origin><Location>/app</Location><Pass><Scheme>rtmp</Scheme>\
+                 <Urls><Url>127.0.0.1:{}/app</Url></Urls></Pass></Origin></Origins>",
+                origin.media.rtmp
+            ),
+            ..Default::default()
+        },
+    );
+    // A push reserved on the edge for a stream only the origin has: the
+    // edge pulls it (over RTMP this time) and the push starts with it.
+    let port = free_port();
+    let flv = edge.dir.join("pushed.flv");
+    let mut listener = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-listen", "1"])
+        .args(["-i", &format!("rtmp://127.0.0.1:{port}/live/key")])
+        .args(["-t", "4", "-c", "copy"])
+        .arg(&flv)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_listen(port, Duration::from_secs(10));
+    let r = edge.start_push(json!({"id": "out", "stream": {"name": "cam"}, "protocol": "rtmp",
+        "url": format!("rtmp://127.0.0.1:{port}/live"), "streamKey": "key"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_live(&edge, "cam", true, Duration::from_secs(10));
+    assert_eq!(edge.live_stream("cam").unwrap()["input"]["sourceType"], "RtmpPull");
+    let done = wait_until(Duration::from_secs(20), || listener.try_wait().ok().flatten());
+    assert!(done.is_some(), "the push did not deliver 4 s\n{}", edge.log_text());
+    let counts = frame_counts(&flv);
+    let secs = video_duration(&flv);
+    println!("{secs:.2} s pushed from the edge, pulled for the push: {counts:?}");
+    assert!(secs >= 3.9 && every_frame(&counts, "h264", secs), "{counts:?} in {secs:.2} s");
+    let _ = src.kill();
+    let _ = src.wait();
+}

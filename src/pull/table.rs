@@ -19,6 +19,10 @@ use crate::push::task::backoff;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
+/// The waiter of a pull nobody waits for (a push or record asked for
+/// the stream): no answer is sent.
+pub const NO_WAITER: usize = usize::MAX;
+
 /// Most pulls made on demand at once.
 pub const MAX_ON_DEMAND: usize = 256;
 
@@ -231,6 +235,9 @@ impl PullTable {
         let Some(t) = self.tasks.get_mut(key) else {
             return false;
         };
+        if waiter == NO_WAITER {
+            return true;
+        }
         if t.state == PullState::Live {
             self.answers.push_back(PullAnswer {
                 waiter,

@@ -43,7 +43,7 @@ use crate::files::{FileEvent, FileOp, DUMP_FILE};
 use crate::hls::manager::HlsManager;
 use crate::pull::on_demand::{self, OnDemand};
 use crate::pull::origin_map::{MapConfig, OriginMap};
-use crate::pull::table::PullAnswer;
+use crate::pull::table::{PullAnswer, NO_WAITER};
 use crate::pull::PullKey;
 use crate::push::manager::{After, PushManager};
 use crate::push::task::TaskKey;
@@ -270,6 +270,21 @@ impl Server {
         self.drive_pushes(now);
         self.start_origin_maps(now);
         self.drive_origin_maps(now);
+        // Restored pushes and records may want streams an origin has.
+        let wanted: Vec<(String, String, String)> = (self.api.registry.pushes.specs().into_iter())
+            .map(|p| (p.vhost, p.app, p.stream_name))
+            .chain(
+                self.api
+                    .registry
+                    .records
+                    .specs()
+                    .into_iter()
+                    .map(|r| (r.vhost, r.app, r.stream_name)),
+            )
+            .collect();
+        for (vhost, app, name) in wanted {
+            self.want_stream(&vhost, &app, &name, now);
+        }
         self.drive_pulls(now);
         let mut events = Events::with_capacity(1024);
         while !self.shutdown {
@@ -434,6 +449,27 @@ impl Server {
         self.drive_pulls(now);
     }
 
+    /// A push or record wants a stream: when it is not live and an origin
+    /// has it, it is pulled on demand (nobody waits for the answer; the
+    /// push or record starts with the stream, as for any publisher).
+    fn want_stream(&mut self, vhost: &str, app: &str, name: &str, now: Instant) {
+        let reg = &mut self.api.registry;
+        if reg.output_stream(vhost, app, name).is_some() {
+            return;
+        }
+        let key = PullKey {
+            vhost: vhost.into(),
+            app: app.into(),
+            name: name.into(),
+        };
+        let has_origin = reg
+            .vhost(vhost)
+            .is_some_and(|v| v.spec.origins.is_some() || v.spec.origin_map_store.is_some());
+        if has_origin {
+            let _ = on_demand::request(reg, &key, NO_WAITER, now);
+        }
+    }
+
     /// An on-demand pull is used while its stream has RTMP or SRT players,
     /// pushes or records (LL-HLS viewers note their own use with each
     /// request).
@@ -534,6 +570,7 @@ impl Server {
                 };
                 let why = match outcome {
                     OnDemand::Waiting => continue,
+                    _ if l.waiter == NO_WAITER => continue,
                     OnDemand::NotFound => "not found".to_string(),
                     OnDemand::Refused(_, why) => why,
                 };
@@ -871,11 +908,20 @@ impl Server {
                         self.call(Token(owner as usize), now, |ep, cx| ep.end_stream(id, cx));
                     }
                 }
-                Effect::PushAdded { vhost, app, id } => self.pushes.start_if_live(
-                    TaskKey { vhost, app, id },
-                    &mut self.api.registry,
-                    Now::read(now),
-                ),
+                Effect::PushAdded { vhost, app, id } => {
+                    let key = TaskKey { vhost, app, id };
+                    let stream = self
+                        .api
+                        .registry
+                        .pushes
+                        .get(&key.vhost, &key.app, &key.id)
+                        .map(|t| t.spec.stream_name.clone());
+                    self.pushes
+                        .start_if_live(key.clone(), &mut self.api.registry, Now::read(now));
+                    if let Some(name) = stream {
+                        self.want_stream(&key.vhost, &key.app, &name, now);
+                    }
+                }
                 Effect::StopPush { vhost, app, id } => {
                     let key = TaskKey { vhost, app, id };
                     self.pushes.stop(&key, now);
@@ -889,7 +935,16 @@ impl Server {
                 Effect::ConcludeHls { stream } => self.hls.conclude(stream),
                 Effect::RecordAdded(key) => {
                     self.records
-                        .start_if_live(&key, &mut self.api.registry, Now::read(now))
+                        .start_if_live(&key, &mut self.api.registry, Now::read(now));
+                    let stream = self
+                        .api
+                        .registry
+                        .records
+                        .get(&key)
+                        .map(|t| t.spec.stream_name.clone());
+                    if let Some(name) = stream {
+                        self.want_stream(&key.vhost, &key.app, &name, now);
+                    }
                 }
                 Effect::StopRecord(key) => {
                     self.records
