@@ -555,6 +555,47 @@ fn srt_pulls_from_another_kiln_and_from_libsrt_in_request_mode() {
         let _ = c.kill();
         let _ = c.wait();
     }
+
+    // Encrypted: srt-live-transmit with a passphrase; kiln's caller sends
+    // its key and decrypts what comes back. A wrong passphrase is refused
+    // with the reason, and the passphrase is never in the log.
+    let port = free_udp_port();
+    let (mut ff, mut slt) = srt_live_transmit_source(
+        40,
+        &format!("srt://127.0.0.1:{port}?mode=listener&passphrase=pull-passphrase-1&pbkeylen=32"),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let r = pull(
+        &b,
+        json!({"name": "wrongkey", "urls": [format!("srt://127.0.0.1:{port}?streamid=x&passphrase=not-the-passphrase")]}),
+    );
+    assert_eq!(r.status, 502, "{}", r.body);
+    println!("{}", r.message());
+    let r = pull(
+        &b,
+        json!({"name": "secret", "urls": [format!("srt://127.0.0.1:{port}?streamid=x&passphrase=pull-passphrase-1&pbkeylen=32")]}),
+    );
+    assert_eq!(r.status, 200, "{}\n{}", r.body, b.log_text());
+    let flv = b.dir.join("secret.flv");
+    let counts = record(
+        &format!("rtmp://127.0.0.1:{}/app/secret", b.media.rtmp),
+        4,
+        &flv,
+    );
+    let secs = video_duration(&flv);
+    println!("{secs:.2} s pulled from an encrypted srt-live-transmit: {counts:?}");
+    assert!(
+        secs >= 3.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
+    assert!(
+        !b.log_text().contains("pull-passphrase-1"),
+        "the passphrase is in the log"
+    );
+    for c in [&mut ff, &mut slt] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
 
 #[test]
@@ -800,17 +841,31 @@ fn a_push_on_an_edge_pulls_its_stream_from_the_origin() {
         .spawn()
         .unwrap();
     wait_for_listen(port, Duration::from_secs(10));
-    let r = edge.start_push(json!({"id": "out", "stream": {"name": "cam"}, "protocol": "rtmp",
-        "url": format!("rtmp://127.0.0.1:{port}/live"), "streamKey": "key"}));
+    let r = edge.start_push(
+        json!({"id": "out", "stream": {"name": "cam"}, "protocol": "rtmp",
+        "url": format!("rtmp://127.0.0.1:{port}/live"), "streamKey": "key"}),
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     wait_live(&edge, "cam", true, Duration::from_secs(10));
-    assert_eq!(edge.live_stream("cam").unwrap()["input"]["sourceType"], "RtmpPull");
-    let done = wait_until(Duration::from_secs(20), || listener.try_wait().ok().flatten());
-    assert!(done.is_some(), "the push did not deliver 4 s\n{}", edge.log_text());
+    assert_eq!(
+        edge.live_stream("cam").unwrap()["input"]["sourceType"],
+        "RtmpPull"
+    );
+    let done = wait_until(Duration::from_secs(20), || {
+        listener.try_wait().ok().flatten()
+    });
+    assert!(
+        done.is_some(),
+        "the push did not deliver 4 s\n{}",
+        edge.log_text()
+    );
     let counts = frame_counts(&flv);
     let secs = video_duration(&flv);
     println!("{secs:.2} s pushed from the edge, pulled for the push: {counts:?}");
-    assert!(secs >= 3.9 && every_frame(&counts, "h264", secs), "{counts:?} in {secs:.2} s");
+    assert!(
+        secs >= 3.9 && every_frame(&counts, "h264", secs),
+        "{counts:?} in {secs:.2} s"
+    );
     let _ = src.kill();
     let _ = src.wait();
 }

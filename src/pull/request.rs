@@ -36,6 +36,8 @@ pub enum Source {
         stream_id: String,
         /// `?latency=` in ms (default 120).
         latency_ms: u64,
+        /// `?passphrase=` (and `pbkeylen=`, 16 by default): decrypt.
+        crypto: Option<crate::srt::crypto::CryptoConfig>,
     },
     /// An RTMP(S) server that plays the stream to kiln.
     Rtmp {
@@ -111,10 +113,26 @@ fn parse_srt(url: &str) -> Result<Source, String> {
     })?;
     let mut stream_id = None;
     let mut latency_ms = 120;
+    let mut passphrase = None;
+    let mut key_len = 16;
     for kv in query.split('&').filter(|kv| !kv.is_empty()) {
         match kv.split_once('=') {
             Some(("streamid", v)) => {
                 stream_id = Some(crate::http::percent_decode(v).unwrap_or_else(|| v.to_string()))
+            }
+            Some(("passphrase", v)) => {
+                passphrase = Some(crate::http::percent_decode(v).unwrap_or_else(|| v.to_string()))
+            }
+            Some(("pbkeylen", v)) => {
+                key_len = match v {
+                    "16" | "24" | "32" => v.parse().unwrap_or(16),
+                    _ => {
+                        return Err(format!(
+                            "pbkeylen [{}] is not 16, 24 or 32",
+                            v.escape_debug()
+                        ))
+                    }
+                }
             }
             Some(("latency", v)) => {
                 latency_ms = v
@@ -138,16 +156,23 @@ fn parse_srt(url: &str) -> Result<Source, String> {
             ))
         }
     };
+    let crypto = match passphrase {
+        Some(p) => Some(crate::srt::crypto::CryptoConfig::new(&p, key_len)?),
+        None => None,
+    };
     Ok(Source::Srt {
         host: host.to_string(),
         port,
         stream_id,
         latency_ms,
+        crypto,
     })
 }
 
-/// A URL for logs and answers: credentials hidden.
+/// A URL for logs and answers: credentials and passphrases hidden.
 pub fn redacted(url: &str) -> String {
+    let url = crate::push::request::redacted_url(url);
+    let url = url.as_ref();
     match (url.find("://"), url.find('@')) {
         (Some(s), Some(at)) if at > s && !url[s + 3..at].contains('/') => {
             format!("{}***@{}", &url[..s + 3], &url[at + 1..])
@@ -249,7 +274,8 @@ mod tests {
                 host: "10.0.0.9".into(),
                 port: 9999,
                 stream_id: "#!::r=app/cam,m=request".into(),
-                latency_ms: 120
+                latency_ms: 120,
+                crypto: None,
             }
         );
         let Source::Srt {
@@ -274,5 +300,16 @@ mod tests {
     fn redaction() {
         assert_eq!(redacted("rtsp://admin:pw@cam/live"), "rtsp://***@cam/live");
         assert_eq!(redacted("rtsp://cam/a@b"), "rtsp://cam/a@b");
+        assert_eq!(
+            redacted("srt://h:1/a/b?passphrase=secret-words&pbkeylen=32"),
+            "srt://h:1/a/b?passphrase=***&pbkeylen=32"
+        );
+        let Source::Srt { crypto, .. } =
+            Source::parse("srt://h:1/a/b?passphrase=0123456789&pbkeylen=32").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(crypto.unwrap().key_len, 32);
+        assert!(Source::parse("srt://h:1/a/b?passphrase=short").is_err());
     }
 }

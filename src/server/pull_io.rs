@@ -136,6 +136,7 @@ impl PullIo {
             Source::Srt {
                 stream_id,
                 latency_ms,
+                crypto,
                 ..
             } => {
                 let local: SocketAddr = if addr.is_ipv4() {
@@ -153,6 +154,7 @@ impl PullIo {
                         latency: Duration::from_millis(*latency_ms),
                         peer_idle_timeout: self.no_input,
                         receive: true,
+                        crypto: crypto.clone(),
                         ..CallerConfig::new(addr)
                     },
                     cx.now,

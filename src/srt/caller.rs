@@ -17,7 +17,10 @@
 //! Request mode (`CallerConfig::receive`): the caller plays what the
 //! listener sends (a pull from another server) with the same receiver as
 //! the listener's publishers (ACK/NAK, TSBPD, drop); payloads come out of
-//! [`Caller::poll_data`]. Not encrypted.
+//! [`Caller::poll_data`]. With a passphrase the listener encrypts with the
+//! key the caller sent (libsrt's bidirectional security association): it
+//! is decrypted with that key, and the listener's key refreshes are taken
+//! and answered.
 //!
 //! Time is `std::time::Instant`, passed in. Not included: rendezvous,
 //! congestion control/pacing (live mode sends at the rate `send` is
@@ -31,12 +34,15 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::common::{add_or_same, timestamp_us, OutQueue};
-use super::crypto::{CryptoConfig, TxCrypto, KM_STATE_UNSECURED};
+use super::crypto::{
+    km_state_response, CryptoConfig, RxCrypto, TxCrypto, KM_STATE_BADSECRET, KM_STATE_NOSECRET,
+    KM_STATE_UNSECURED,
+};
 use super::packet::{
-    encode_peer_ip, write_simple_control, ControlBody, ControlType, Handshake, HandshakeType,
-    KeyFlags, Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW,
-    DEFAULT_MTU, HS_EXT_CONFIG, HS_EXT_HSREQ, HS_EXT_KMREQ, MAX_PAYLOAD_LEN, SRT_MAGIC_CODE,
-    SRT_VERSION,
+    encode_peer_ip, write_km_packet, write_simple_control, ControlBody, ControlType, Handshake,
+    HandshakeType, KeyFlags, Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt,
+    DEFAULT_FLOW_WINDOW, DEFAULT_MTU, HS_EXT_CONFIG, HS_EXT_HSREQ, HS_EXT_KMREQ, MAX_PAYLOAD_LEN,
+    SRT_MAGIC_CODE, SRT_VERSION,
 };
 use super::receiver::{CloseReason, Link, Receiver, ReceiverParams};
 use super::sender::{Sender, SenderStats};
@@ -145,6 +151,9 @@ pub struct Caller {
     receiver: Option<Box<Receiver>>,
     /// Payloads received (request mode), until polled.
     received: VecDeque<Bytes>,
+    /// Request mode with a passphrase: the keys to decrypt with.
+    rx_crypto: Option<Box<RxCrypto>>,
+    scratch: Vec<u8>,
     peer_latency: Duration,
     out: OutQueue,
     events: VecDeque<CallerEvent>,
@@ -175,6 +184,8 @@ impl Caller {
             sender: None,
             receiver: None,
             received: VecDeque::new(),
+            rx_crypto: None,
+            scratch: Vec::new(),
             peer_latency: config.latency,
             out: OutQueue::default(),
             events: VecDeque::new(),
@@ -282,14 +293,29 @@ impl Caller {
         let c = match Packet::parse(datagram) {
             Ok(Packet::Control(c)) => c,
             Ok(Packet::Data(d)) => {
-                if let (CallerState::Connected, Some(rx)) = (self.state, self.receiver.as_mut()) {
-                    if d.header.dest_socket == self.socket_id && d.header.key == KeyFlags::None {
-                        rx.touch(now);
-                        rx.on_data(&d.header, d.payload, now, &mut self.out);
-                        let received = &mut self.received;
-                        rx.deliver(now, |p| received.push_back(p));
-                    }
+                let (CallerState::Connected, Some(rx)) = (self.state, self.receiver.as_mut())
+                else {
+                    return;
+                };
+                if d.header.dest_socket != self.socket_id {
+                    return;
                 }
+                let payload = match (d.header.key, self.rx_crypto.as_mut()) {
+                    (KeyFlags::None, _) => d.payload,
+                    (flag, Some(keys)) => {
+                        self.scratch.clear();
+                        self.scratch.extend_from_slice(d.payload);
+                        if !keys.decrypt(flag, d.header.seq.value(), &mut self.scratch) {
+                            return; // no key for it (yet): as if lost
+                        }
+                        &self.scratch[..]
+                    }
+                    (_, None) => return, // encrypted, and we have no keys
+                };
+                rx.touch(now);
+                rx.on_data(&d.header, payload, now, &mut self.out);
+                let received = &mut self.received;
+                rx.deliver(now, |p| received.push_back(p));
                 return;
             }
             Err(_) => return,
@@ -318,6 +344,19 @@ impl Caller {
                         self.close(CloseReason::PeerShutdown);
                     }
                     ControlBody::PeerError(code) => self.close(CloseReason::PeerError(code)),
+                    ControlBody::KeyMaterial { request: true, km } => {
+                        // The sender's key refresh: take it, echo it.
+                        let answer = match self.rx_crypto.as_mut().map(|k| k.handle_km(km)) {
+                            Some(Ok(())) => km.to_vec(),
+                            Some(Err(_)) => km_state_response(KM_STATE_BADSECRET),
+                            None => km_state_response(KM_STATE_NOSECRET),
+                        };
+                        let ts = timestamp_us(self.start, now);
+                        let dest = rx.peer_socket();
+                        self.out.push_with(self.config.peer, |b| {
+                            write_km_packet(b, false, &answer, ts, dest)
+                        });
+                    }
                     _ => {}
                 }
             }
@@ -380,6 +419,15 @@ impl Caller {
                     start: self.start,
                 };
                 if self.config.receive {
+                    if let (Some(cfg), Some(tx)) = (&self.config.crypto, &self.crypto) {
+                        match RxCrypto::from_km(&cfg.passphrase, &tx.handshake_km()) {
+                            Ok(keys) => self.rx_crypto = Some(Box::new(keys)),
+                            Err(_) => {
+                                self.close(CloseReason::KeyMaterial(KM_STATE_BADSECRET));
+                                return;
+                            }
+                        }
+                    }
                     let latency = Duration::from_millis(u64::from(rsp.send_tsbpd_delay_ms))
                         .max(self.config.latency);
                     let params = ReceiverParams {
