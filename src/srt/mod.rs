@@ -88,8 +88,15 @@ pub mod fuzz {
         }
     }
 
-    /// Feeds arbitrary datagrams to a caller (connecting, then whatever comes).
+    /// Feeds arbitrary datagrams to a caller (connecting, then whatever
+    /// comes). An odd first byte runs a caller in request mode (a pull)
+    /// connected to a real listener first, so the datagrams reach its
+    /// receiver and key handling.
     pub fn fuzz_caller(data: &[u8]) {
+        if data.first().is_some_and(|b| b & 1 == 1) {
+            fuzz_receiving_caller(&data[1..]);
+            return;
+        }
         let now = Instant::now();
         let peer: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 9000));
         let mut c = Caller::new(
@@ -109,6 +116,68 @@ pub mod fuzz {
             t += Duration::from_millis(7);
             c.handle_timeout(t);
         }
+    }
+
+    /// True when the caller was connected before the input came.
+    pub(crate) fn fuzz_receiving_caller(data: &[u8]) -> bool {
+        let now = Instant::now();
+        let listener_addr: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 9000));
+        let caller_addr: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 9001));
+        let mut l = Listener::new(
+            ListenerConfig {
+                secret: Some(1),
+                ..ListenerConfig::default()
+            },
+            now,
+        );
+        let mut c = Caller::new(
+            CallerConfig {
+                stream_id: Some("#!::r=app/cam,m=request".into()),
+                receive: true,
+                socket_id: Some(7),
+                initial_seq: Some(1000),
+                ..CallerConfig::new(listener_addr)
+            },
+            now,
+        );
+        let mut buf = Vec::new();
+        let mut conn = None;
+        // The handshake, between the two real state machines.
+        for _ in 0..16 {
+            while c.poll_transmit(now, &mut buf).is_some() {
+                l.handle_datagram(caller_addr, &buf, now);
+            }
+            while let Some(ev) = l.poll_event() {
+                if let ListenerEvent::ConnectionRequest { conn: id, .. } = ev {
+                    let _ = l.accept_sender(id, now);
+                    conn = Some(id);
+                }
+            }
+            while l.poll_transmit_at(now, &mut buf).is_some() {
+                c.handle_datagram(listener_addr, &buf, now);
+            }
+            if c.is_connected() {
+                break;
+            }
+        }
+        let connected = c.is_connected();
+        // Then whatever the peer sends, mixed with the listener's own data.
+        let mut t = now;
+        for chunk in split(data) {
+            c.handle_datagram(listener_addr, chunk, t);
+            if let Some(id) = conn {
+                l.send(id, chunk, t);
+                while l.poll_transmit_at(t, &mut buf).is_some() {
+                    c.handle_datagram(listener_addr, &buf, t);
+                }
+            }
+            while c.poll_data().is_some() {}
+            while c.poll_event().is_some() {}
+            while c.poll_transmit(t, &mut buf).is_some() {}
+            t += Duration::from_millis(7);
+            c.handle_timeout(t);
+        }
+        connected
     }
 
     pub(crate) fn split(data: &[u8]) -> impl Iterator<Item = &[u8]> {

@@ -946,3 +946,17 @@ fn a_caller_in_request_mode_receives_everything_the_listener_sends() {
         assert_eq!(got, (0..2000).collect::<Vec<_>>(), "loss {loss}%");
     }
 }
+
+/// The request-mode fuzz driver connects (to a real listener) before the
+/// input arrives: it must, or the fuzzer never reaches the receiver.
+#[test]
+fn the_receiving_caller_fuzz_driver_connects() {
+    let mut data = vec![1u8];
+    for i in 0..40u8 {
+        data.push(20);
+        data.extend(std::iter::repeat_n(i, 20));
+    }
+    assert!(fuzz::fuzz_receiving_caller(&data[1..]));
+    fuzz::fuzz_caller(&data);
+    fuzz::fuzz_caller(&[1]);
+}
