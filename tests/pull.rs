@@ -474,6 +474,26 @@ fn publish_to(s: &Server, name: &str) -> Child {
     src
 }
 
+/// Plays `app/{name}` from `s` over RTMP for `secs` (ffmpeg, into
+/// `{name}.flv`): every frame of `secs` of video came through, with
+/// timestamps that never go back. (codec, frames) of what was played.
+fn assert_plays_over_rtmp(s: &Server, name: &str, secs: u32, what: &str) -> Vec<(String, u64)> {
+    let flv = s.dir.join(format!("{name}.flv"));
+    let counts = record(
+        &format!("rtmp://127.0.0.1:{}/app/{name}", s.media.rtmp),
+        secs,
+        &flv,
+    );
+    let got = video_duration(&flv);
+    println!("{got:.2} s {what}: {counts:?}");
+    assert!(
+        got >= f64::from(secs) - 0.1 && every_frame(&counts, "h264", got),
+        "{counts:?} in {got:.2} s"
+    );
+    assert!(monotonic_dts(&flv), "timestamps go back");
+    counts
+}
+
 /// Records `secs` of `url` (any input ffmpeg reads) into `out`.
 fn record(url: &str, secs: u32, out: &Path) -> Vec<(String, u64)> {
     let mut ff = Command::new("ffmpeg")
@@ -510,20 +530,9 @@ fn srt_pulls_from_another_kiln_and_from_libsrt_in_request_mode() {
     let input = &r.json()["response"]["input"];
     assert_eq!(input["sourceType"], "SrtPull");
     assert_eq!(input["tracks"].as_array().unwrap().len(), 2, "{input}");
-    let flv = b.dir.join("edge.flv");
-    let counts = record(
-        &format!("rtmp://127.0.0.1:{}/app/edge", b.media.rtmp),
-        4,
-        &flv,
-    );
-    let secs = video_duration(&flv);
-    println!("{secs:.2} s pulled over SRT from kiln, played over RTMP: {counts:?}");
-    assert!(
-        secs >= 3.9 && every_frame(&counts, "h264", secs),
-        "{counts:?} in {secs:.2} s"
-    );
+    let counts =
+        assert_plays_over_rtmp(&b, "edge", 4, "pulled over SRT from kiln, played over RTMP");
     assert!(frames_of(&counts, "aac") > 0, "{counts:?}");
-    assert!(monotonic_dts(&flv));
     // The origin's stream ends: so does the pull's (then it retries).
     let _ = src.kill();
     let _ = src.wait();
@@ -539,18 +548,7 @@ fn srt_pulls_from_another_kiln_and_from_libsrt_in_request_mode() {
         json!({"name": "slt", "urls": [format!("srt://127.0.0.1:{port}?streamid=anything")]}),
     );
     assert_eq!(r.status, 200, "{}\n{}", r.body, b.log_text());
-    let flv = b.dir.join("slt.flv");
-    let counts = record(
-        &format!("rtmp://127.0.0.1:{}/app/slt", b.media.rtmp),
-        4,
-        &flv,
-    );
-    let secs = video_duration(&flv);
-    println!("{secs:.2} s pulled from srt-live-transmit: {counts:?}");
-    assert!(
-        secs >= 3.9 && every_frame(&counts, "h264", secs),
-        "{counts:?} in {secs:.2} s"
-    );
+    assert_plays_over_rtmp(&b, "slt", 4, "pulled from srt-live-transmit");
     for c in [&mut ff, &mut slt] {
         let _ = c.kill();
         let _ = c.wait();
@@ -576,17 +574,11 @@ fn srt_pulls_from_another_kiln_and_from_libsrt_in_request_mode() {
         json!({"name": "secret", "urls": [format!("srt://127.0.0.1:{port}?streamid=x&passphrase=pull-passphrase-1&pbkeylen=32")]}),
     );
     assert_eq!(r.status, 200, "{}\n{}", r.body, b.log_text());
-    let flv = b.dir.join("secret.flv");
-    let counts = record(
-        &format!("rtmp://127.0.0.1:{}/app/secret", b.media.rtmp),
+    assert_plays_over_rtmp(
+        &b,
+        "secret",
         4,
-        &flv,
-    );
-    let secs = video_duration(&flv);
-    println!("{secs:.2} s pulled from an encrypted srt-live-transmit: {counts:?}");
-    assert!(
-        secs >= 3.9 && every_frame(&counts, "h264", secs),
-        "{counts:?} in {secs:.2} s"
+        "pulled from an encrypted srt-live-transmit",
     );
     assert!(
         !b.log_text().contains("pull-passphrase-1"),
@@ -792,19 +784,7 @@ fn rtmp_pulls_from_nginx_rtmp_and_from_another_kiln() {
         json!({"name": "fromkiln", "urls": [format!("rtmp://127.0.0.1:{}/app/cam", origin.media.rtmp)]}),
     );
     assert_eq!(r.status, 200, "{}\n{}", r.body, s.log_text());
-    let flv = s.dir.join("fromkiln.flv");
-    let counts = record(
-        &format!("rtmp://127.0.0.1:{}/app/fromkiln", s.media.rtmp),
-        4,
-        &flv,
-    );
-    let secs = video_duration(&flv);
-    println!("{secs:.2} s pulled over RTMP from kiln: {counts:?}");
-    assert!(
-        secs >= 3.9 && every_frame(&counts, "h264", secs),
-        "{counts:?} in {secs:.2} s"
-    );
-    assert!(monotonic_dts(&flv));
+    assert_plays_over_rtmp(&s, "fromkiln", 4, "pulled over RTMP from kiln");
     let _ = src.kill();
     let _ = src.wait();
 }

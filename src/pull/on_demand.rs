@@ -62,6 +62,24 @@ pub fn request(reg: &mut Registry, key: &PullKey, waiter: usize, now: Instant) -
     }
 }
 
+/// A player asks for `key`, which is not live: `Ok` when it waits for a
+/// pull (its answer comes to `waiter`), else why it cannot play.
+pub fn wait_for(
+    reg: &mut Registry,
+    key: &PullKey,
+    waiter: usize,
+    now: Instant,
+) -> Result<(), String> {
+    match request(reg, key, waiter, now) {
+        OnDemand::Waiting => Ok(()),
+        OnDemand::NotFound => Err(format!(
+            "No such stream: [{}/{}/{}]",
+            key.vhost, key.app, key.name
+        )),
+        OnDemand::Refused(_, why) => Err(why),
+    }
+}
+
 /// The origin map said where `key` is: pull it for `waiter`.
 pub fn from_map(
     reg: &mut Registry,

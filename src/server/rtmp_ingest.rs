@@ -29,7 +29,7 @@ use super::Service;
 use crate::admission::manager::{AdmissionId, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
-use crate::pull::on_demand::{self, OnDemand};
+use crate::pull::on_demand;
 use crate::pull::table::PullAnswer;
 use crate::pull::PullKey;
 use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
@@ -479,15 +479,11 @@ impl RtmpIngest {
                 app: app.clone(),
                 name: name.clone(),
             };
-            let why = match on_demand::request(&mut cx.api.registry, &key, cx.token.0, now) {
-                OnDemand::Waiting => {
-                    crate::info!("rtmp {}: play waits for [{key}] from its origin", self.peer);
-                    self.waiting_pull = Some(key);
-                    self.setup_deadline = Some(now + PULL_WAIT);
-                    return;
-                }
-                OnDemand::NotFound => format!("No such stream: [{vhost}/{app}/{name}]"),
-                OnDemand::Refused(_, why) => why,
+            let Err(why) = on_demand::wait_for(&mut cx.api.registry, &key, cx.token.0, now) else {
+                crate::info!("rtmp {}: play waits for [{key}] from its origin", self.peer);
+                self.waiting_pull = Some(key);
+                self.setup_deadline = Some(now + PULL_WAIT);
+                return;
             };
             crate::info!("rtmp {}: play refused: {why}", self.peer);
             self.session

@@ -28,7 +28,7 @@ use crate::admission::manager::{AdmissionId, Admit, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
 use crate::media::MediaKind;
-use crate::pull::on_demand::{self, OnDemand};
+use crate::pull::on_demand;
 use crate::pull::table::PullAnswer;
 use crate::pull::PullKey;
 use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
@@ -523,17 +523,14 @@ impl SrtIngest {
                 app: app.clone(),
                 name: name.clone(),
             };
-            let why = match on_demand::request(&mut cx.api.registry, &key, cx.token.0, now) {
-                OnDemand::Waiting => {
+            let why = match on_demand::wait_for(&mut cx.api.registry, &key, cx.token.0, now) {
+                Ok(()) if self.pulling.len() < MAX_PULLING => {
                     crate::info!("srt {peer}: play waits for [{key}] from its origin");
-                    if self.pulling.len() < MAX_PULLING {
-                        self.pulling.push((key, conn, peer, admit));
-                        return;
-                    }
-                    "too many players wait for pulls".to_string()
+                    self.pulling.push((key, conn, peer, admit));
+                    return;
                 }
-                OnDemand::NotFound => format!("No such stream: [{vhost}/{app}/{name}]"),
-                OnDemand::Refused(_, why) => why,
+                Ok(()) => "too many players wait for pulls".to_string(),
+                Err(why) => why,
             };
             return refuse(self, cx, 404, &why);
         }
