@@ -35,14 +35,14 @@ use std::time::{Duration, Instant};
 
 use super::common::{add_or_same, timestamp_us, OutQueue};
 use super::crypto::{
-    km_state_response, CryptoConfig, RxCrypto, TxCrypto, KM_STATE_BADSECRET, KM_STATE_NOSECRET,
-    KM_STATE_UNSECURED,
+    km_state_response, plain_payload, CryptoConfig, RxCrypto, TxCrypto, KM_STATE_BADSECRET,
+    KM_STATE_NOSECRET, KM_STATE_UNSECURED,
 };
 use super::packet::{
     encode_peer_ip, write_km_packet, write_simple_control, ControlBody, ControlType, Handshake,
-    HandshakeType, KeyFlags, Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt,
-    DEFAULT_FLOW_WINDOW, DEFAULT_MTU, HS_EXT_CONFIG, HS_EXT_HSREQ, HS_EXT_KMREQ, MAX_PAYLOAD_LEN,
-    SRT_MAGIC_CODE, SRT_VERSION,
+    HandshakeType, Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW,
+    DEFAULT_MTU, HS_EXT_CONFIG, HS_EXT_HSREQ, HS_EXT_KMREQ, MAX_PAYLOAD_LEN, SRT_MAGIC_CODE,
+    SRT_VERSION,
 };
 use super::receiver::{CloseReason, Link, Receiver, ReceiverParams};
 use super::sender::{Sender, SenderStats};
@@ -300,17 +300,14 @@ impl Caller {
                 if d.header.dest_socket != self.socket_id {
                     return;
                 }
-                let payload = match (d.header.key, self.rx_crypto.as_mut()) {
-                    (KeyFlags::None, _) => d.payload,
-                    (flag, Some(keys)) => {
-                        self.scratch.clear();
-                        self.scratch.extend_from_slice(d.payload);
-                        if !keys.decrypt(flag, d.header.seq.value(), &mut self.scratch) {
-                            return; // no key for it (yet): as if lost
-                        }
-                        &self.scratch[..]
-                    }
-                    (_, None) => return, // encrypted, and we have no keys
+                let Some(payload) = plain_payload(
+                    d.header.key,
+                    d.header.seq.value(),
+                    d.payload,
+                    self.rx_crypto.as_deref_mut(),
+                    &mut self.scratch,
+                ) else {
+                    return;
                 };
                 rx.touch(now);
                 rx.on_data(&d.header, payload, now, &mut self.out);

@@ -381,6 +381,28 @@ impl RxCrypto {
     }
 }
 
+/// A data packet's payload as the receiver takes it: as is when sent in
+/// the clear, else decrypted into `scratch`. `None` when it cannot be
+/// used: encrypted with no keys here, or with a key not (yet) known (as
+/// if lost).
+pub(crate) fn plain_payload<'a>(
+    flag: KeyFlags,
+    seq: u32,
+    payload: &'a [u8],
+    keys: Option<&mut RxCrypto>,
+    scratch: &'a mut Vec<u8>,
+) -> Option<&'a [u8]> {
+    match (flag, keys) {
+        (KeyFlags::None, _) => Some(payload),
+        (flag, Some(keys)) => {
+            scratch.clear();
+            scratch.extend_from_slice(payload);
+            keys.decrypt(flag, seq, scratch).then_some(&scratch[..])
+        }
+        (_, None) => None,
+    }
+}
+
 /// The sending side: our keys, their schedule and their announcements.
 pub struct TxCrypto {
     config: CryptoConfig,

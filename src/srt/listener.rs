@@ -31,12 +31,13 @@ use bytes::Bytes;
 
 use super::common::{add_or_same, earliest, timestamp_us, OutQueue};
 use super::crypto::{
-    km_state_response, CryptoConfig, KmError, RxCrypto, KM_STATE_BADSECRET, KM_STATE_NOSECRET,
+    km_state_response, plain_payload, CryptoConfig, KmError, RxCrypto, KM_STATE_BADSECRET,
+    KM_STATE_NOSECRET,
 };
 use super::packet::{
-    encode_peer_ip, write_km_packet, ControlBody, ControlPacket, Handshake, HandshakeType,
-    KeyFlags, Packet, RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW,
-    DEFAULT_MTU, HS_EXT_HSREQ, HS_EXT_KMREQ, SRT_MAGIC_CODE, SRT_VERSION,
+    encode_peer_ip, write_km_packet, ControlBody, ControlPacket, Handshake, HandshakeType, Packet,
+    RejectReason, SeqNumber, SrtFlags, SrtHandshakeExt, DEFAULT_FLOW_WINDOW, DEFAULT_MTU,
+    HS_EXT_HSREQ, HS_EXT_KMREQ, SRT_MAGIC_CODE, SRT_VERSION,
 };
 use super::receiver::{CloseReason, Link, Receiver, ReceiverParams, ReceiverStats};
 use super::sender::Sender;
@@ -346,17 +347,14 @@ impl Listener {
         rx.touch(now);
         match packet {
             Packet::Data(d) => {
-                let payload = match (d.header.key, crypto.as_mut()) {
-                    (KeyFlags::None, _) => d.payload,
-                    (flag, Some(keys)) => {
-                        self.scratch.clear();
-                        self.scratch.extend_from_slice(d.payload);
-                        if !keys.decrypt(flag, d.header.seq.value(), &mut self.scratch) {
-                            return; // no key for it (yet): as if lost
-                        }
-                        &self.scratch[..]
-                    }
-                    (_, None) => return, // encrypted but no keys: unusable
+                let Some(payload) = plain_payload(
+                    d.header.key,
+                    d.header.seq.value(),
+                    d.payload,
+                    crypto.as_deref_mut(),
+                    &mut self.scratch,
+                ) else {
+                    return;
                 };
                 rx.on_data(&d.header, payload, now, &mut self.out);
                 let events = &mut self.events;
