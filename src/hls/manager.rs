@@ -8,7 +8,7 @@ use super::StreamHls;
 use crate::clock::Now;
 use crate::files::{FileEvent, FileOp};
 use crate::push::task::TaskKey;
-use crate::state::streams::{IngestOutput, StreamId};
+use crate::state::streams::{IngestOutput, StreamId, StreamMap};
 use crate::state::Registry;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -30,9 +30,9 @@ pub struct Output {
 
 #[derive(Default)]
 pub struct HlsManager {
-    outputs: HashMap<StreamId, Output>,
+    outputs: StreamMap<Output>,
     /// Stream -> viewer connections (loop handles) waiting for a part.
-    waiters: HashMap<StreamId, Vec<usize>>,
+    waiters: StreamMap<Vec<usize>>,
     woken: Vec<usize>,
     /// The running dumps (their tasks are in the registry).
     dumps: Vec<DumpWriter>,

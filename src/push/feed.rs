@@ -188,12 +188,50 @@ pub(crate) struct Mark {
     dropped_frames: u64,
 }
 
+impl Mark {
+    pub(crate) const ZERO: Mark = Mark {
+        next: 0,
+        waiting_for_key: false,
+        dropped_frames: 0,
+    };
+}
+
+/// The tracks a cursor selects: ids below 64 as bits, held in the cursor
+/// itself (this is asked for every frame of every session, and a heap
+/// lookup per call is a cache miss per destination), others in a list.
+#[derive(Debug, Clone, Default)]
+struct TrackSet {
+    low: u64,
+    high: Vec<TrackId>,
+}
+
+impl TrackSet {
+    fn of(ids: &[TrackId]) -> Self {
+        let mut set = TrackSet::default();
+        for &id in ids {
+            match 1u64.checked_shl(id) {
+                Some(bit) => set.low |= bit,
+                None => set.high.push(id),
+            }
+        }
+        set
+    }
+
+    #[inline]
+    fn contains(&self, id: TrackId) -> bool {
+        match 1u64.checked_shl(id) {
+            Some(bit) => self.low & bit != 0,
+            None => self.high.contains(&id),
+        }
+    }
+}
+
 /// One session's place in a feed, with the drop policy.
 #[derive(Debug, Clone)]
 pub(crate) struct Cursor {
     /// The next frame to look at.
     pub next: u64,
-    selected: Vec<TrackId>,
+    selected: TrackSet,
     /// The selected video track (keyframes are awaited on it).
     video: Option<TrackId>,
     waiting_for_key: bool,
@@ -205,7 +243,7 @@ impl Cursor {
     pub(crate) fn new(next: u64, max_bytes: usize) -> Self {
         Cursor {
             next,
-            selected: Vec::new(),
+            selected: TrackSet::default(),
             video: None,
             waiting_for_key: false,
             max_bytes,
@@ -216,7 +254,7 @@ impl Cursor {
     /// The tracks this session sends (the video track among them is the
     /// one whose keyframes end a drop).
     pub(crate) fn select(&mut self, tracks: &[Track], selected: &[TrackId]) {
-        self.selected = selected.to_vec();
+        self.selected = TrackSet::of(selected);
         self.video = tracks
             .iter()
             .find(|t| t.kind() == MediaKind::Video && selected.contains(&t.id))
@@ -224,7 +262,7 @@ impl Cursor {
     }
 
     pub(crate) fn selects(&self, track: TrackId) -> bool {
-        self.selected.contains(&track)
+        self.selected.contains(track)
     }
 
     /// A new bound (the number of sessions changed); applied at the next
@@ -423,5 +461,16 @@ mod tests {
         assert_eq!(c.selected_bytes(&feed, 0), 20);
         assert_eq!(c.pop(&feed).map(|f| f.frame.track), Some(2));
         assert!(c.pop(&feed).is_none());
+    }
+
+    #[test]
+    fn track_sets_hold_ids_past_the_bits() {
+        let set = TrackSet::of(&[0, 63, 64, 70, u32::MAX]);
+        for id in [0, 63, 64, 70, u32::MAX] {
+            assert!(set.contains(id), "{id}");
+        }
+        for id in [1, 62, 65, 71, u32::MAX - 1] {
+            assert!(!set.contains(id), "{id}");
+        }
     }
 }

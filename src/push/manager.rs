@@ -17,7 +17,7 @@ use super::task::{PushState, TaskKey};
 use crate::clock::Now;
 use crate::media::{Track, TrackId};
 use crate::state::app::output_tracks;
-use crate::state::streams::{IngestOutput, StreamId};
+use crate::state::streams::{IngestOutput, StreamId, StreamMap};
 use crate::state::Registry;
 use slab::Slab;
 use std::collections::{HashMap, VecDeque};
@@ -68,8 +68,8 @@ pub(crate) struct PushManager {
     slots: Slab<Slot>,
     by_task: HashMap<TaskKey, SessionId>,
     /// Stream -> the sessions reading it.
-    subscribers: HashMap<StreamId, Vec<SessionId>>,
-    feeds: HashMap<StreamId, Feed>,
+    subscribers: StreamMap<Vec<SessionId>>,
+    feeds: StreamMap<Feed>,
     new: VecDeque<SessionId>,
     woken: Vec<SessionId>,
     retry_at: Option<Instant>,
@@ -338,10 +338,12 @@ impl PushManager {
         }
     }
 
-    /// The sessions woken since the last call whose I/O exists, with it.
-    pub(crate) fn take_woken(&mut self) -> Vec<(SessionId, usize)> {
-        let mut out = Vec::with_capacity(self.woken.len());
-        for id in std::mem::take(&mut self.woken) {
+    /// The sessions woken since the last call whose I/O exists, with it,
+    /// into `out` (cleared first; the caller keeps it, so the loop does not
+    /// allocate per turn).
+    pub(crate) fn take_woken(&mut self, out: &mut Vec<(SessionId, usize)>) {
+        out.clear();
+        for id in self.woken.drain(..) {
             if let Some(slot) = self.slots.get_mut(id) {
                 slot.woken = false;
                 if let Some(io) = slot.io {
@@ -349,7 +351,24 @@ impl PushManager {
                 }
             }
         }
-        out
+    }
+
+    /// Prefetches session `id`'s slot: the first of two steps, two turns
+    /// ahead (then [`prefetch`](Self::prefetch) follows the pointers in it).
+    pub(crate) fn prefetch_slot(&self, id: SessionId) {
+        if let Some(slot) = self.slots.get(id) {
+            crate::sys::prefetch(&slot.woken);
+            crate::sys::prefetch(&slot.synced);
+            slot.session.prefetch_slot();
+        }
+    }
+
+    /// Prefetches what transmitting on session `id` reads (see
+    /// [`PushSession::prefetch`]).
+    pub(crate) fn prefetch(&self, id: SessionId) {
+        if let Some(slot) = self.slots.get(id) {
+            slot.session.prefetch();
+        }
     }
 
     pub(crate) fn session(&self, id: SessionId) -> Option<&PushSession> {

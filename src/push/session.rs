@@ -139,8 +139,6 @@ struct RtmpOut {
     partial: Option<Partial>,
     /// FIN sent (after a clean close drained).
     closed_write: bool,
-    /// Scratch for one batch (kept: no allocation per write).
-    staged: Box<[Staged; RTMP_BATCH]>,
 }
 
 struct TsOut {
@@ -297,14 +295,6 @@ impl PushSession {
                     tracks_sent: false,
                     partial: None,
                     closed_write: false,
-                    staged: Box::new(
-                        [Staged {
-                            head: [0; MAX_FULL_HEADER],
-                            head_len: 0,
-                            clock: MediaClock::default(),
-                            mark: Mark::default(),
-                        }; RTMP_BATCH],
-                    ),
                 })),
             ),
             Destination::Udp { ttl, .. } => (
@@ -714,6 +704,28 @@ impl PushSession {
         self.phase = Phase::Closing { until };
     }
 
+    /// Prefetches the session's own fields (the first step; see
+    /// [`prefetch`](Self::prefetch)).
+    pub(crate) fn prefetch_slot(&self) {
+        crate::sys::prefetch(&self.phase);
+        crate::sys::prefetch(&self.cursor);
+        crate::sys::prefetch(&self.output);
+        crate::sys::prefetch(&self.last_progress);
+        crate::sys::prefetch(&self.sent_bytes);
+    }
+
+    /// Prefetches what [`poll_transmit`](Self::poll_transmit) reads behind
+    /// the session's pointers (its RTMP output).
+    /// The loop writes to many sessions in a row, and each `writev` evicts
+    /// the next session's memory: asked a turn ahead, the misses overlap the
+    /// write before instead of stalling the session's own.
+    pub(crate) fn prefetch(&self) {
+        if let Output::Rtmp(out) = &self.output {
+            crate::sys::prefetch(&out.publishing);
+            out.client.prefetch();
+        }
+    }
+
     /// Writes what the session has for the destination through `wire`:
     /// frames from the feed, protocol output, the tail of a close.
     pub(crate) fn poll_transmit(&mut self, feed: &Feed, now: Instant, wire: &mut dyn Wire) {
@@ -925,6 +937,15 @@ struct Staged {
     mark: Mark,
 }
 
+impl Staged {
+    const EMPTY: Staged = Staged {
+        head: [0; MAX_FULL_HEADER],
+        head_len: 0,
+        clock: MediaClock::ZERO,
+        mark: Mark::ZERO,
+    };
+}
+
 /// RTMP output: first a message the socket took part of, then the
 /// client's own output (commands, acknowledgements, headers, frames cut
 /// here), then frames from the feed in batches, each as its own header +
@@ -980,6 +1001,9 @@ fn rtmp_write(
         }
         // Stage a batch of frames: each one's own header (in `heads`), the
         // shared body (in `bodies`), and the clock and cursor after it.
+        // On the stack, not in the session: the stack is in cache, a
+        // session's own memory is cold on every call (300 destinations).
+        let mut staged = [Staged::EMPTY; RTMP_BATCH];
         let clock = out.client.media_clock();
         let mut bodies: [Option<&Bytes>; RTMP_BATCH] = [None; RTMP_BATCH];
         let mut count = 0;
@@ -994,17 +1018,17 @@ fn rtmp_write(
             };
             match shared_body(f, msg.timestamp).filter(|_| shares) {
                 Some(body) => {
-                    let staged = &mut out.staged[count];
-                    staged.head_len = write_full_header(
-                        &mut staged.head,
+                    let st = &mut staged[count];
+                    st.head_len = write_full_header(
+                        &mut st.head,
                         msg.chunk_stream,
                         msg.timestamp,
                         body_length(f),
                         msg.type_id,
                         msg.stream_id,
                     );
-                    staged.clock = out.client.media_clock();
-                    staged.mark = cursor.mark();
+                    st.clock = out.client.media_clock();
+                    st.mark = cursor.mark();
                     bodies[count] = Some(body);
                     count += 1;
                     cursor.advance();
@@ -1019,7 +1043,7 @@ fn rtmp_write(
                 }
                 None => {
                     // Not timed after all: the next batch starts with it.
-                    out.client.set_media_clock(out.staged[count - 1].clock);
+                    out.client.set_media_clock(staged[count - 1].clock);
                     break;
                 }
             }
@@ -1033,7 +1057,7 @@ fn rtmp_write(
         let empty: &[u8] = &[];
         let mut slices = [IoSlice::new(empty); 2 * RTMP_BATCH];
         for i in 0..count {
-            let st = &out.staged[i];
+            let st = &staged[i];
             slices[2 * i] = IoSlice::new(&st.head[..st.head_len]);
             slices[2 * i + 1] = IoSlice::new(bodies[i].map_or(empty, |b| &b[..]));
         }
@@ -1042,7 +1066,7 @@ fn rtmp_write(
         // Frames wholly written, then the one cut short.
         let mut done = 0;
         while done < count {
-            let len = out.staged[done].head_len + bodies[done].map_or(0, |b| b.len());
+            let len = staged[done].head_len + bodies[done].map_or(0, |b| b.len());
             if n < len {
                 break;
             }
@@ -1057,7 +1081,7 @@ fn rtmp_write(
         }
         // Roll the cursor and clock back to the first frame not wholly
         // written; one cut short is kept whole (a message is never split).
-        let st = &out.staged[done];
+        let st = &staged[done];
         if n > 0 {
             let (head, head_len, clock_after, mark) = (st.head, st.head_len, st.clock, st.mark);
             out.partial = Some(Partial {
@@ -1073,7 +1097,7 @@ fn rtmp_write(
             let restore = if done == 0 {
                 clock
             } else {
-                out.staged[done - 1].clock
+                staged[done - 1].clock
             };
             let mark = st.mark;
             out.client.set_media_clock(restore);

@@ -523,7 +523,9 @@ impl World {
             }
             self.pushes.wake(new.id);
         }
-        for (id, _) in self.pushes.take_woken() {
+        let mut woken = Vec::new();
+        self.pushes.take_woken(&mut woken);
+        for (id, _) in woken {
             self.pushes
                 .transmit(id, now.instant, &mut SimWire::default());
             if let After::Finished(_) = self.pushes.after(id, &mut self.reg, now) {
@@ -616,5 +618,7 @@ fn a_stream_is_fed_once_for_all_its_sessions() {
     };
     let now = w.now(5);
     w.pushes.on_ingest(&out, &mut w.reg, now);
-    assert_eq!(w.pushes.take_woken().len(), 3);
+    let mut woken = Vec::new();
+    w.pushes.take_woken(&mut woken);
+    assert_eq!(woken.len(), 3);
 }

@@ -173,6 +173,17 @@ impl ClientSession {
         self.events.pop_front()
     }
 
+    /// Prefetches what sending a frame reads (the state, the output
+    /// buffer, the frame timing): a relay about to write to this
+    /// connection after writing to many others calls it a turn ahead.
+    pub fn prefetch(&self) {
+        crate::sys::prefetch(&self.state);
+        crate::sys::prefetch(&self.stream_id);
+        crate::sys::prefetch(&self.config.chunk_size);
+        crate::sys::prefetch(&self.conn.output);
+        self.media.prefetch();
+    }
+
     /// Bytes to write to the socket. Its length is the backlog a push task
     /// can watch to drop frames for a slow destination.
     pub fn pending_output(&self) -> &[u8] {

@@ -30,6 +30,15 @@ pub struct MediaClock {
     audio_ms: i64,
 }
 
+impl MediaClock {
+    /// No frame timed yet.
+    pub const ZERO: MediaClock = MediaClock {
+        base_dts: None,
+        video_ms: 0,
+        audio_ms: 0,
+    };
+}
+
 /// The FLV tag header of a frame of `track`: the message payload is this
 /// and the frame's data. The same for every connection (the composition
 /// offset is the frame's own, pts - dts).
@@ -149,6 +158,14 @@ impl MediaOut {
             timestamp: dts_ms as u32, // wraps after 49 days, as RTMP does
             stream_id,
         })
+    }
+
+    /// Prefetches what [`time_frame`](Self::time_frame) reads.
+    /// (Addresses only: reading a field here would be the miss it avoids.)
+    pub fn prefetch(&self) {
+        crate::sys::prefetch(&self.clock);
+        crate::sys::prefetch(&self.video);
+        crate::sys::prefetch(&self.audio);
     }
 
     pub fn clock(&self) -> MediaClock {

@@ -76,6 +76,10 @@ pub(crate) trait Endpoint {
     /// new frames). Most endpoints write in `ready` and have nothing here.
     fn flush(&mut self, _cx: &mut Cx<'_>) {}
 
+    /// Prefetch the memory `flush` reads: the loop calls it for the next of
+    /// many endpoints it flushes in a row (push fan-out).
+    fn prefetch(&self) {}
+
     /// A name this endpoint asked the resolver for is resolved.
     fn resolved(&mut self, _result: Result<Vec<SocketAddr>, String>, _cx: &mut Cx<'_>) {}
 

@@ -45,7 +45,7 @@ use crate::pull::on_demand::{self, OnDemand};
 use crate::pull::origin_map::{MapConfig, OriginMap};
 use crate::pull::table::{PullAnswer, NO_WAITER};
 use crate::pull::PullKey;
-use crate::push::manager::{After, PushManager};
+use crate::push::manager::{After, PushManager, SessionId};
 use crate::push::task::TaskKey;
 use crate::record::manager::RecordManager;
 use crate::state::streams::IngestOutput;
@@ -141,6 +141,9 @@ pub struct Server {
     timers: Timers,
     api: Api,
     pushes: PushManager,
+    /// Scratch for the push sessions woken in a turn (kept: no allocation
+    /// per turn).
+    woken_pushes: Vec<(SessionId, usize)>,
     hls: HlsManager,
     records: RecordManager,
     access: AccessManager,
@@ -247,6 +250,7 @@ impl Server {
             resolver: Resolver::start(waker)?,
             tls_client: crate::tls::client_config(),
             retry_armed: None,
+            woken_pushes: Vec::new(),
             pull_armed: None,
             map_armed: None,
             driving_maps: false,
@@ -791,11 +795,29 @@ impl Server {
                     self.pushes.attach(id, token.0);
                 }
             }
-            let woken = self.pushes.take_woken();
+            let mut woken = std::mem::take(&mut self.woken_pushes);
+            self.pushes.take_woken(&mut woken);
             if woken.is_empty() {
+                self.woken_pushes = woken;
                 break;
             }
-            for (id, io) in woken {
+            for (k, &(id, io)) in woken.iter().enumerate() {
+                // Each flush's `writev` evicts the next sessions' memory:
+                // bring it back ahead, the slots two turns ahead, what
+                // they point at one turn ahead (then the slots are in
+                // cache and reading the pointers costs nothing).
+                if let Some(&(after_next, io)) = woken.get(k + 2) {
+                    if let Some(e) = self.endpoints.get(Token(io)) {
+                        crate::sys::prefetch(e);
+                    }
+                    self.pushes.prefetch_slot(after_next);
+                }
+                if let Some(&(next, io)) = woken.get(k + 1) {
+                    if let Some(e) = self.endpoints.get(Token(io)) {
+                        e.endpoint.prefetch();
+                    }
+                    self.pushes.prefetch(next);
+                }
                 let token = Token(io);
                 // Push I/O produces no output for the rest of the server.
                 let _ = self.guarded(token, now, |ep, cx| ep.flush(cx));
@@ -808,6 +830,7 @@ impl Server {
                     }
                 }
             }
+            self.woken_pushes = woken;
         }
         self.pushes.trim_feeds();
         if self.pushes.take_state_changed() {

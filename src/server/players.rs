@@ -1,12 +1,11 @@
 //! Which connections play which stream (RTMP play): the loop hands each
 //! stream's ingest output to its players.
 
-use crate::state::streams::StreamId;
-use std::collections::HashMap;
+use crate::state::streams::{StreamId, StreamMap};
 
 #[derive(Default)]
 pub(crate) struct Players {
-    by_stream: HashMap<StreamId, Vec<usize>>,
+    by_stream: StreamMap<Vec<usize>>,
 }
 
 impl Players {

@@ -268,6 +268,11 @@ impl Endpoint for PushIo {
         }
     }
 
+    fn prefetch(&self) {
+        crate::sys::prefetch(self);
+        crate::sys::prefetch(&self.socket);
+    }
+
     fn deadline(&self) -> Option<Instant> {
         self.deadline
     }

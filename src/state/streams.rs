@@ -9,6 +9,7 @@
 
 use crate::media::{Frame, MediaKind, Track, TrackId};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Most bytes (and frames) kept for the last GOP; past this the cache is
 /// dropped until the next keyframe.
@@ -16,6 +17,31 @@ const GOP_MAX_BYTES: usize = 32 * 1024 * 1024;
 const GOP_MAX_FRAMES: usize = 4000;
 
 pub type StreamId = u64;
+
+/// A map keyed by stream. Ids are handed out by kiln (a counter), not by
+/// peers, so they need no keyed hash: a multiply spreads them, where SipHash
+/// costs more than the lookup on paths taken per frame.
+pub type StreamMap<V> = HashMap<StreamId, V, BuildHasherDefault<StreamIdHasher>>;
+
+#[derive(Default)]
+pub struct StreamIdHasher(u64);
+
+impl Hasher for StreamIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used for a `StreamId`; this is the fallback.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// How the stream comes in (OME's `sourceType` spelling).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +134,7 @@ pub enum PublishError {
 
 #[derive(Debug, Default)]
 pub struct Streams {
-    streams: HashMap<StreamId, LiveStream>,
+    streams: StreamMap<LiveStream>,
     next_id: StreamId,
 }
 
