@@ -156,6 +156,25 @@ window() { # pid tag: sleep the window; with BENCH_PERF=1 also record a profile 
         sleep "$SECS"
     fi
 }
+# The window of a relay whose user/kernel split is reported: with perf, the
+# split is the share of 4999 Hz cpu-clock samples outside the kernel (the
+# tick-sampled utime of /proc, ~100 samples a second, moves by a third
+# between runs at these loads); SPLIT_SHARE is set to it, or empty.
+SPLIT_SHARE=
+window_split() { # pid tag
+    SPLIT_SHARE=
+    if [[ -z ${BENCH_PERF:-} ]] && command -v perf >/dev/null; then
+        local data=$WORK/split-$2.data
+        if perf record -q -e cpu-clock -F 4999 -p "$1" -o "$data" -- sleep "$SECS" >/dev/null 2>&1; then
+            SPLIT_SHARE=$(perf report -i "$data" --no-children --sort dso --stdio 2>/dev/null |
+                awk '/^#/ {next} /%/ {gsub("%","",$1); if ($2 ~ /kernel/) k+=$1; else u+=$1}
+                     END {if (u+k > 0) printf "%.4f\n", u/(u+k)}')
+            rm -f "$data"
+            return
+        fi
+    fi
+    window "$@"
+}
 calc() { python3 -c "print($*)"; }
 fmt() { python3 -c "import sys; v=float(sys.argv[1]); print(f'{v:.${2:-2}f}')" "$1"; }
 
@@ -407,12 +426,15 @@ if want rtmp; then
             for i in $(seq "$N"); do start_push "p$i" rtmp "rtmp://127.0.0.1:$SINK_P/live" "s$i"; done
             sleep "$WARM"
             read -r u0 y0 <<<"$(cpu_split "$KILN_PID")"; s0=$(sink_bytes "$SINK_P")
-            window "$KILN_PID" "kiln-rtmp-$N"
+            window_split "$KILN_PID" "kiln-rtmp-$N"
             read -r u1 y1 <<<"$(cpu_split "$KILN_PID")"; s1=$(sink_bytes "$SINK_P")
             read -r _ k_push <<<"$(sent_bytes)"
             c=$(calc "($u1-$u0+$y1-$y0)/$TCK")
             if [[ -z $k_cpu ]] || (($(calc "int($c < $k_cpu)"))); then
                 k_cpu=$c; k_user=$(calc "($u1-$u0)/$TCK"); k_sys=$(calc "($y1-$y0)/$TCK")
+                if [[ -n $SPLIT_SHARE ]]; then
+                    k_user=$(calc "$c*$SPLIT_SHARE"); k_sys=$(calc "$c*(1-$SPLIT_SHARE)")
+                fi
             fi
             k_hwm=$(calc "max(${k_hwm:-0}, $(hwm_kb "$KILN_PID"))")
             k_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
@@ -432,11 +454,14 @@ if want rtmp; then
             sleep "$WARM"
             rp=$(nginx_pids "$RELAY_PID")
             read -r u0 y0 <<<"$(cpu_split $rp)"; s0=$(sink_bytes "$SINK_P")
-            window "$(pgrep -P "$RELAY_PID" | head -1)" "nginx-rtmp-$N"
+            window_split "$(pgrep -P "$RELAY_PID" | head -1)" "nginx-rtmp-$N"
             read -r u1 y1 <<<"$(cpu_split $rp)"; s1=$(sink_bytes "$SINK_P")
             c=$(calc "($u1-$u0+$y1-$y0)/$TCK")
             if [[ -z $n_cpu ]] || (($(calc "int($c < $n_cpu)"))); then
                 n_cpu=$c; n_user=$(calc "($u1-$u0)/$TCK"); n_sys=$(calc "($y1-$y0)/$TCK")
+                if [[ -n $SPLIT_SHARE ]]; then
+                    n_user=$(calc "$c*$SPLIT_SHARE"); n_sys=$(calc "$c*(1-$SPLIT_SHARE)")
+                fi
             fi
             n_hwm=$(calc "max(${n_hwm:-0}, $(hwm_kb $rp))")
             n_sink=$(calc "($s1-$s0)*8/$SECS/1e6")
@@ -455,6 +480,13 @@ if want rtmp; then
         rows+="| $N | $(fmt "$k_cpu") ($(fmt "$k_user") / $(fmt "$k_sys")) | $(fmt "$n_cpu") ($(fmt "$n_user") / $(fmt "$n_sys")) | **$cr**$tgt | **$ur**$utgt | $((${k_hwm%.*} / 1024)) | $((${n_hwm%.*} / 1024)) | $mr$mt | $(fmt "$k_sink" 1) / $(fmt "$n_sink" 1) | $k_push/$N |
 "
     done
+    if [[ -n $SPLIT_SHARE ]]; then
+        split_how="the share of \`perf record -e cpu-clock -F 4999\` samples outside the
+kernel, times the CPU (the tick-sampled utime of \`/proc\` has too few samples
+at these loads to tell user space apart)"
+    else
+        split_how="utime and stime (perf not found)"
+    fi
     add "### RTMP fan-out (1 source -> N RTMP destinations)
 
 Source: ffmpeg \`-re -stream_loop -1 -c copy\` of a 20 s file (testsrc2 720p30,
@@ -463,7 +495,8 @@ H.264 2.5 Mb/s, AAC 128 kb/s), published over RTMP. Relay: kiln with N
 nginx-rtmp server (\`live on\`, no record), N stream names, the same for both
 sides. CPU = utime+stime of the relay only (nginx: master + worker) over
 ${SECS} s after ${WARM} s of warm-up, kiln and nginx alternated ${REPEAT} times, the
-least CPU of each side kept (other load on the machine only ever adds); peak RSS = VmHWM. Sink Mb/s = bytes the sink
+least CPU of each side kept (other load on the machine only ever adds). The
+user / kernel split: $split_how. Peak RSS = VmHWM. Sink Mb/s = bytes the sink
 received in the window (\`ss -ti\` bytes_received) (proves both sides delivered the same).
 
 | N | kiln CPU s (user / kernel) | nginx-rtmp CPU s (user / kernel) | CPU ratio (target at 300) | user-space CPU ratio (target at 300) | kiln peak RSS MiB | nginx peak RSS MiB | RSS ratio | sink Mb/s kiln / nginx | kiln pushing |

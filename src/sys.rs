@@ -463,20 +463,30 @@ mod small_file_tests {
     }
 }
 
-/// Asks the CPU to bring the cache line holding `value` closer (a hint:
-/// nothing is read, nothing can fault). The push loop uses it for the next
-/// sessions' memory, which each `writev` before it has evicted.
+/// Asks the CPU to bring the cache lines holding the first and the last
+/// byte of `value` closer (a field can straddle two lines; for a larger
+/// value, its two ends). A hint: nothing is read, nothing can fault. The
+/// fan-out loops use it for the next endpoints' memory, which each write
+/// before them has evicted.
 #[inline(always)]
 pub fn prefetch<T: ?Sized>(value: &T) {
+    let first = (value as *const T).cast::<u8>();
+    let last = first.wrapping_add(std::mem::size_of_val(value).saturating_sub(1));
+    prefetch_line(first);
+    if (first as usize) / 64 != (last as usize) / 64 {
+        prefetch_line(last);
+    }
+}
+
+#[inline(always)]
+fn prefetch_line(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: PREFETCHT0 is in SSE, which every x86_64 CPU has; it takes an
     // address, reads nothing the program can see and never faults (the
-    // address is a live reference's anyway).
+    // address is within a live reference's value anyway).
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (value as *const T).cast::<i8>(),
-        );
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = address;
 }

@@ -77,7 +77,7 @@ pub(crate) trait Endpoint {
     fn flush(&mut self, _cx: &mut Cx<'_>) {}
 
     /// Prefetch the memory `flush` reads: the loop calls it for the next of
-    /// many endpoints it flushes in a row (push fan-out).
+    /// many endpoints it flushes in a row (push and viewer fan-out).
     fn prefetch(&self) {}
 
     /// A name this endpoint asked the resolver for is resolved.

@@ -85,6 +85,9 @@ const MAP_TOKEN: Token = Token(usize::MAX - 5);
 /// Most RTMP(S) connections at once; beyond, accept and close at once (a
 /// flood must not take the descriptors the API and pushes need).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
+/// Fan-out: how many endpoints ahead are prefetched in one go (see
+/// `drive_pushes`).
+const PREFETCH_RUN: usize = 8;
 /// Most viewer connections at once (each pins at most ~16 KiB of request
 /// bytes until it is answered).
 const MAX_VIEWER_CONNECTIONS: usize = 8192;
@@ -803,19 +806,18 @@ impl Server {
             }
             for (k, &(id, io)) in woken.iter().enumerate() {
                 // Each flush's `writev` evicts the next sessions' memory:
-                // bring it back ahead, the slots two turns ahead, what
-                // they point at one turn ahead (then the slots are in
-                // cache and reading the pointers costs nothing).
-                if let Some(&(after_next, io)) = woken.get(k + 2) {
-                    if let Some(e) = self.endpoints.get(Token(io)) {
-                        crate::sys::prefetch(e);
+                // bring it back ahead. The slots are found by reading the
+                // tables (misses), so they are taken eight at a time, their
+                // misses overlapping; what they point at follows one turn
+                // ahead, when reading the pointers costs nothing.
+                if k % PREFETCH_RUN == 0 {
+                    for &(later, io) in woken.iter().skip(k + 2).take(PREFETCH_RUN) {
+                        self.prefetch_entry(Token(io));
+                        self.pushes.prefetch_slot(later);
                     }
-                    self.pushes.prefetch_slot(after_next);
                 }
                 if let Some(&(next, io)) = woken.get(k + 1) {
-                    if let Some(e) = self.endpoints.get(Token(io)) {
-                        e.endpoint.prefetch();
-                    }
+                    self.prefetch_endpoint(Token(io));
                     self.pushes.prefetch(next);
                 }
                 let token = Token(io);
@@ -832,7 +834,7 @@ impl Server {
             }
             self.woken_pushes = woken;
         }
-        self.pushes.trim_feeds();
+        self.pushes.trim_feeds(now);
         if self.pushes.take_state_changed() {
             self.api.note_peaks(wall);
         }
@@ -1005,8 +1007,33 @@ impl Server {
     /// Answers the viewers parked on what now exists (a new part, a part
     /// cut by an urgent event, ended playlists).
     fn wake_viewers(&mut self, now: Instant) {
-        for io in self.hls.take_woken() {
+        let woken = self.hls.take_woken();
+        for (k, &io) in woken.iter().enumerate() {
+            // As for pushes: a thousand viewers answered in a row, each
+            // write evicting the next ones' memory.
+            if let Some(&io) = woken.get(k + 2) {
+                self.prefetch_entry(Token(io));
+            }
+            if let Some(&io) = woken.get(k + 1) {
+                self.prefetch_endpoint(Token(io));
+            }
             self.call(Token(io), now, |ep, cx| ep.flush(cx));
+        }
+    }
+
+    /// The first of two prefetch steps for an endpoint flushed soon in a
+    /// run of flushes (fan-out): its entry, two turns ahead.
+    fn prefetch_entry(&self, token: Token) {
+        if let Some(e) = self.endpoints.get(token) {
+            crate::sys::prefetch(e);
+        }
+    }
+
+    /// The second step, one turn ahead: what the entry (now in cache)
+    /// points at.
+    fn prefetch_endpoint(&self, token: Token) {
+        if let Some(e) = self.endpoints.get(token) {
+            e.endpoint.prefetch();
         }
     }
 

@@ -527,6 +527,14 @@ impl Endpoint for ViewerConn {
         self.write(cx.now);
     }
 
+    fn prefetch(&self) {
+        crate::sys::prefetch(self);
+        crate::sys::prefetch(&self.transport);
+        crate::sys::prefetch(&self.out);
+        crate::sys::prefetch(&self.parked);
+        crate::sys::prefetch(&self.last_activity);
+    }
+
     fn deadline(&self) -> Option<Instant> {
         match &self.parked {
             Some(p) => Some(p.until),
