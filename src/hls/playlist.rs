@@ -50,14 +50,22 @@ pub fn parse_file(name: &str, key: &str) -> Option<File> {
     }
     let (stem, ext) = name.rsplit_once('.')?;
     let stem = stem.strip_suffix("_llhls")?;
-    let mut fields: Vec<&str> = stem.split('_').collect();
-    if fields.len() < 4 || fields.pop()? != key {
+    // kind_track[_msn[_part]]_{video|audio}_{key}: six fields at most,
+    // kept on the stack (this runs for every viewer request).
+    let mut all = [""; 6];
+    let mut count = 0;
+    for field in stem.split('_') {
+        *all.get_mut(count)? = field;
+        count += 1;
+    }
+    if count < 4 || all[count - 1] != key {
         return None;
     }
-    let kind = fields.pop()?;
+    let kind = all[count - 2];
     if kind != "video" && kind != "audio" {
         return None;
     }
+    let fields = &all[..count - 2];
     let num = |s: &str| s.parse::<u64>().ok().filter(|_| s.len() <= 12);
     let track = u32::try_from(num(fields.get(1)?)?).ok()?;
     match (fields[0], fields.len(), ext) {

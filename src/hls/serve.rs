@@ -165,6 +165,36 @@ fn query<'a>(target: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
+/// The delivery directives of a chunklist request (`_HLS_msn`,
+/// `_HLS_part`, `_HLS_skip`), read in one pass over the query; the first
+/// of a repeated name counts, as [`query`] takes it.
+#[derive(Default)]
+struct Reload<'a> {
+    msn: Option<&'a str>,
+    part: Option<&'a str>,
+    skip: Option<&'a str>,
+}
+
+impl<'a> Reload<'a> {
+    fn of(target: &'a str) -> Self {
+        let mut r = Reload::default();
+        let Some((_, q)) = target.split_once('?') else {
+            return r;
+        };
+        for kv in q.split('&') {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let slot = match k {
+                "_HLS_msn" => &mut r.msn,
+                "_HLS_part" => &mut r.part,
+                "_HLS_skip" => &mut r.skip,
+                _ => continue,
+            };
+            slot.get_or_insert(v);
+        }
+        r
+    }
+}
+
 /// The `Access-Control-Allow-Origin` for a request: any origin where the
 /// application sets no `CrossDomains`, else the request's `Origin` when an
 /// entry allows it (the API's patterns, no credentials), else none.
@@ -425,9 +455,10 @@ fn answer_file(
             let Some(t) = track_of(track) else {
                 return reply(Reply::error(404, "No such track"));
             };
-            let skip = matches!(query(&req.target, "_HLS_skip"), Some("YES" | "v2"));
-            let msn = query(&req.target, "_HLS_msn").map(str::parse::<u64>);
-            let part = query(&req.target, "_HLS_part").map(str::parse::<usize>);
+            let reload = Reload::of(&req.target);
+            let skip = matches!(reload.skip, Some("YES" | "v2"));
+            let msn = reload.msn.map(str::parse::<u64>);
+            let part = reload.part.map(str::parse::<usize>);
             let (msn, part) = match (msn, part) {
                 (None, None) => {
                     let text = s.chunklist(t, skip, utc_offset);

@@ -384,7 +384,10 @@ impl ViewerConn {
 
     fn push_head(&mut self, r: &Reply, len: usize, close: bool) {
         use std::fmt::Write;
-        let mut h = format!(
+        // Room for every header below at once: one allocation per answer.
+        let mut h = String::with_capacity(320);
+        let _ = write!(
+            h,
             "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {len}\r\n",
             r.status,
             reason(r.status),

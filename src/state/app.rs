@@ -448,6 +448,21 @@ impl AppSpec {
             .collect()
     }
 
+    /// The profile whose output of `input` is named `output` (`None` in
+    /// the outer option: no output of `input` has that name). The same
+    /// answer as searching [`output_names`](Self::output_names), without
+    /// building the names: this is asked on every viewer request.
+    pub fn output_named(&self, input: &str, output: &str) -> Option<Option<&OutputProfile>> {
+        if self.output_profiles.output_profile.is_empty() {
+            return (input == output).then_some(None);
+        }
+        self.output_profiles
+            .output_profile
+            .iter()
+            .find(|p| names_output(&p.output_stream_name, input, output))
+            .map(Some)
+    }
+
     /// Is `name` the name of some encode in some output profile?
     pub fn has_encode(&self, name: &str) -> bool {
         self.output_profiles.output_profile.iter().any(|p| {
@@ -577,6 +592,33 @@ pub fn output_tracks(tracks: &[Track], profile: Option<&OutputProfile>) -> Vec<(
         .collect()
 }
 
+/// Does `template` with every `${OriginStreamName}` replaced by `input`
+/// read `output`? (What `str::replace` then `==` answer, without the
+/// string.)
+fn names_output(template: &str, input: &str, output: &str) -> bool {
+    const PLACEHOLDER: &[u8] = b"${OriginStreamName}";
+    let (t, o, input) = (template.as_bytes(), output.as_bytes(), input.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    // Left to right, a placeholder taken whole where one starts, as
+    // `replace` finds them.
+    while i < t.len() {
+        if t[i] == b'$' && t[i..].starts_with(PLACEHOLDER) {
+            if !o[j..].starts_with(input) {
+                return false;
+            }
+            i += PLACEHOLDER.len();
+            j += input.len();
+        } else {
+            if o.get(j) != Some(&t[i]) {
+                return false;
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    j == o.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,6 +635,8 @@ mod tests {
         );
         assert!(spec.push_enabled());
         assert_eq!(spec.output_names("cam")[0].0, "cam");
+        assert!(spec.output_named("cam", "cam").is_some());
+        assert!(spec.output_named("cam", "cam2").is_none());
         assert!(spec.has_encode("a"));
         assert!(!spec.has_encode("b"));
     }
@@ -615,5 +659,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("colour"));
+    }
+
+    #[test]
+    fn output_names_are_matched_as_replace_then_compare_would() {
+        let templates = [
+            "${OriginStreamName}",
+            "${OriginStreamName}_bypass",
+            "pre_${OriginStreamName}",
+            "fixed",
+            "",
+            "${OriginStreamName}${OriginStreamName}",
+            "a${OriginStreamName}b${OriginStreamName}c",
+            "${OriginStream",
+        ];
+        let inputs = ["cam", "", "a", "${OriginStreamName}"];
+        let outputs = [
+            "cam",
+            "cam_bypass",
+            "pre_cam",
+            "fixed",
+            "",
+            "camcam",
+            "acambcamc",
+            "a",
+            "ab",
+            "abc",
+            "cam_",
+            "_bypass",
+            "${OriginStream",
+            "aabac",
+            "${OriginStreamName}",
+        ];
+        for t in templates {
+            for i in inputs {
+                for o in outputs {
+                    assert_eq!(
+                        names_output(t, i, o),
+                        t.replace("${OriginStreamName}", i) == o,
+                        "{t:?} {i:?} {o:?}"
+                    );
+                }
+            }
+        }
     }
 }

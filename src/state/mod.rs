@@ -199,12 +199,13 @@ impl Registry {
         output_name: &str,
     ) -> Option<(streams::StreamId, Option<&app::OutputProfile>)> {
         let spec = self.app(vhost, app)?;
-        self.streams.of_app(vhost, app).into_iter().find_map(|s| {
-            spec.output_names(&s.name)
-                .into_iter()
-                .find(|(n, _)| n == output_name)
-                .map(|(_, profile)| (s.id, profile))
-        })
+        // The oldest stream wins a name; no list is built (every viewer
+        // request asks this).
+        self.streams
+            .iter()
+            .filter(|s| s.vhost == vhost && s.app == app)
+            .filter_map(|s| Some((s.id, spec.output_named(&s.name, output_name)?)))
+            .min_by_key(|(id, _)| *id)
     }
 
     /// Every output name of every live stream: vhost -> app -> output name

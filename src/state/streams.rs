@@ -190,6 +190,11 @@ impl Streams {
             .find(|s| s.vhost == vhost && s.app == app && s.name == name)
     }
 
+    /// Every live stream, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = &LiveStream> {
+        self.streams.values()
+    }
+
     /// Every live stream, oldest first.
     pub fn oldest_first(&self) -> Vec<&LiveStream> {
         let mut v: Vec<&LiveStream> = self.streams.values().collect();
