@@ -1022,7 +1022,7 @@ impl Server {
     }
 
     /// The first of two prefetch steps for an endpoint flushed soon in a
-    /// run of flushes (fan-out): its entry, two turns ahead.
+    /// run of flushes (fan-out): its entry, at least two turns ahead.
     fn prefetch_entry(&self, token: Token) {
         if let Some(e) = self.endpoints.get(token) {
             crate::sys::prefetch(e);
