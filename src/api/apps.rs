@@ -268,7 +268,7 @@ impl Api {
             .or_else(|| {
                 streams
                     .iter()
-                    .find(|s| spec.output_names(&s.name).iter().any(|(n, _)| n == stream))
+                    .find(|s| spec.output_named(&s.name, stream).is_some())
             })
             .copied()
             .ok_or_else(|| ApiError::stream_not_found(vhost, app, stream))?;

@@ -215,10 +215,7 @@ impl Api {
             v == vhost
                 && a == app
                 && (name == spec.stream_name
-                    || app_spec
-                        .output_names(name)
-                        .iter()
-                        .any(|(n, _)| *n == spec.stream_name))
+                    || app_spec.output_named(name, &spec.stream_name).is_some())
         };
         let fed = match destination {
             Destination::Udp { .. } if own.mpegts_ports.contains(&port) => {

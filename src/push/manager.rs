@@ -361,7 +361,7 @@ impl PushManager {
         }
     }
 
-    /// Prefetches session `id`'s slot: the first of two steps, two turns
+    /// Prefetches session `id`'s slot: the first of two steps, some turns
     /// ahead (then [`prefetch`](Self::prefetch) follows the pointers in it).
     pub(crate) fn prefetch_slot(&self, id: SessionId) {
         if let Some(slot) = self.slots.get(id) {

@@ -716,6 +716,7 @@ impl PushSession {
 
     /// Prefetches what [`poll_transmit`](Self::poll_transmit) reads behind
     /// the session's pointers (its RTMP output).
+    ///
     /// The loop writes to many sessions in a row, and each `writev` evicts
     /// the next session's memory: asked a turn ahead, the misses overlap the
     /// write before instead of stalling the session's own.
