@@ -509,7 +509,7 @@ impl PullIo {
                 TcpCore::None => return,
                 TcpCore::Rtsp(client) => {
                     client.poll_transmit(out);
-                    write_all(transport, out)
+                    transport.write_from(out)
                 }
                 TcpCore::Rtmp(session) => {
                     let mut result = Ok(());
@@ -658,21 +658,6 @@ fn read_rtp(
         }
     }
     more
-}
-
-/// Writes what `out` holds until the socket would block; what is left.
-fn write_all(transport: &mut Transport, out: &mut Vec<u8>) -> io::Result<usize> {
-    while !out.is_empty() {
-        match transport.write(out) {
-            Ok(0) => break,
-            Ok(n) => {
-                out.drain(..n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(out.len())
 }
 
 impl Endpoint for PullIo {

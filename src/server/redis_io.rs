@@ -157,15 +157,8 @@ impl RedisIo {
         if let Some(map) = cx.api.registry.origin_maps.get_mut(self.index) {
             map.poll_transmit(out);
         }
-        while !out.is_empty() {
-            match transport.write(out) {
-                Ok(0) => break,
-                Ok(n) => {
-                    out.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return self.down(&format!("write: {e}"), cx),
-            }
+        if let Err(e) = transport.write_from(out) {
+            self.down(&format!("write: {e}"), cx);
         }
     }
 }

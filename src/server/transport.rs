@@ -210,6 +210,20 @@ impl Transport {
         }
     }
 
+    /// Writes what `out` holds until the socket would block and drops what
+    /// went from it; returns what is left.
+    pub(crate) fn write_from(&mut self, out: &mut Vec<u8>) -> io::Result<usize> {
+        while !out.is_empty() {
+            match self.write(out)? {
+                0 => break,
+                n => {
+                    out.drain(..n);
+                }
+            }
+        }
+        Ok(out.len())
+    }
+
     /// Writes as much of `bufs`, in order, as the socket takes now: one
     /// `writev` per call on plain TCP (shared payloads go out without being
     /// copied into a per-connection buffer); through rustls with TLS.
