@@ -1180,11 +1180,11 @@ http {
     read -r nu nk <<<"$(cpu_split $np)"; read -r nu0 nk0 <<<"$n0"
     stop "$NGX_PID"
     row() { # name result-file user0 kernel0 user1 kernel1 rss0 rss1
-        read -r _ conn _ req _ parts _ bytes _ miss _ s50 s99 smax _ err <"$2"
+        read -r _ conn _ req _ parts _ bytes _ miss _ s50 s99 smax _ err _ q50 q99 qmax <"$2"
         local cpu=$(( ($5 - $3) + ($6 - $4) ))
         local pct; pct=$(calc "100*$cpu/$TCK/$VSECS")
         local per; per=$(calc "1e6*$cpu/$TCK/$VSECS/max($conn,1)")
-        echo "| $1 | $conn | $req | $parts | $(fmt "$(calc "$bytes/$VSECS/1e6")" 0) | $(fmt "$pct" 1) ($(fmt "$(calc "100*($5-$3)/$TCK/$VSECS")" 1) user) | $(fmt "$per" 1) | $(fmt "$(calc "($8-$7)/max($conn,1)")" 1) | $miss / $err | $(us_ms "$s50") / $(us_ms "$s99") |"
+        echo "| $1 | $conn | $req | $parts | $(fmt "$(calc "$bytes/$VSECS/1e6")" 0) | $(fmt "$pct" 1) ($(fmt "$(calc "100*($5-$3)/$TCK/$VSECS")" 1) user) | $(fmt "$per" 1) | $(fmt "$(calc "($8-$7)/max($conn,1)")" 1) | $miss / $err | $(us_ms "$s50") / $(us_ms "$s99") | $(us_ms "$q50") / $(us_ms "$q99") |"
     }
     krow=$(row kiln "$WORK/viewers-kiln.txt" "$ku0" "$kk0" "$ku" "$kk" "$rss0" "$rss1")
     nrow=$(row nginx "$WORK/viewers-nginx.txt" "$nu0" "$nk0" "$nu" "$nk" "$nrss0" "$nrss1")
@@ -1205,14 +1205,17 @@ all viewers ask for the chunklist and then the next part, the same requests
 and bytes. CPU is the server's utime+stime over the window; memory is the
 server's RSS half-way through less its RSS before the viewers came. Spread,
 kiln: for each part, from the first viewer's first byte of the blocking
-answer that lists it to each other viewer's (timestamps taken when the
-generator's poll returns, so the generator's own work on the other CPU
-widens it); nginx: from the tick to each viewer's first byte of the
-chunklist. Missing: viewers that did not get every part cut while they were
-following (kiln); errors: non-200 answers.
+answer that lists it to each other viewer's; nginx: from the tick to each
+viewer's first byte of the chunklist. A first byte's time is when it
+reached the viewer's socket (the kernel's receive time stamp,
+\`SO_TIMESTAMPNS\`); the poll-return spread takes the time the generator's
+poll returned instead, which its own work on the CPU it shares with the
+server widens (the figure runs before 2026-11-24 reported). Missing: viewers
+that did not get every part cut while they were following (kiln); errors:
+non-200 answers.
 
-| server | viewers | requests | parts | MB/s out | CPU % of a core | CPU µs per viewer-second | RSS KiB per viewer (target < 64) | missing / errors | spread p50 / p99 ms (target p99 < 5) |
-|---|---|---|---|---|---|---|---|---|---|
+| server | viewers | requests | parts | MB/s out | CPU % of a core | CPU µs per viewer-second | RSS KiB per viewer (target < 64) | missing / errors | spread p50 / p99 ms (target p99 < 5) | poll-return spread p50 / p99 ms |
+|---|---|---|---|---|---|---|---|---|---|---|
 $krow
 $nrow
 

@@ -18,13 +18,18 @@
 //!
 //! Prints `viewers <connected> requests <n> parts <n> bytes <n>
 //! missing <viewers that skipped a part> spread_us <p50> <p99> <max>
-//! errors <n>`. `spread_us` against kiln: for each part, the time from the
-//! first viewer's first byte of the blocking answer that lists it to each
-//! other viewer's (the part-available-to-first-byte figure, less the first
-//! viewer's own delay, tens of microseconds on loopback); against a static
-//! server: from the tick to each viewer's first byte of the chunklist.
-//! Time stamps are taken when the poll returns, not when this program gets
-//! to the event, so its own processing does not widen the spread.
+//! errors <n> poll_spread_us <p50> <p99> <max>`. `spread_us` against kiln:
+//! for each part, the time from the first viewer's first byte of the
+//! blocking answer that lists it to each other viewer's (the
+//! part-available-to-first-byte figure, less the first viewer's own delay,
+//! tens of microseconds on loopback); against a static server: from the
+//! tick to each viewer's first byte of the chunklist. A first byte's time
+//! is when it reached the viewer's socket: the kernel's receive time stamp
+//! (`SO_TIMESTAMPNS`) of the segment the first read of the answer took (an
+//! answer head and a playlist are one segment on loopback), so this
+//! program's own work, on a CPU it shares with the server, does not widen
+//! the spread. `poll_spread_us` is the same spread with the time the
+//! poll returned instead (the figure earlier runs reported).
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::collections::{HashMap, HashSet};
@@ -168,7 +173,15 @@ struct Incoming {
     status: u16,
     left: Option<usize>,
     body: Vec<u8>,
-    first_byte: Option<Instant>,
+    first_byte: Option<Stamp>,
+}
+
+/// When a first byte came: the kernel's receive time stamp, and when the
+/// poll that reported it returned (both wall-clock, since the epoch).
+#[derive(Clone, Copy)]
+struct Stamp {
+    arrived: Duration,
+    polled: Duration,
 }
 
 struct Viewer {
@@ -198,8 +211,52 @@ struct Stats {
     /// (request kind, status) -> count, for the non-200 answers.
     refused: std::collections::BTreeMap<(String, u16), u64>,
     /// (msn, part) -> first-byte time per viewer.
-    first_bytes: HashMap<(u64, u64), Vec<Instant>>,
+    first_bytes: HashMap<(u64, u64), Vec<Stamp>>,
     spread: Vec<Duration>,
+    poll_spread: Vec<Duration>,
+}
+
+/// `read(2)` that also returns the receive time stamp of the (last)
+/// segment it took, when the socket has `SO_TIMESTAMPNS` on.
+fn read_stamped(
+    fd: std::os::fd::RawFd,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, Option<Duration>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut control = [0u64; 16];
+    // SAFETY: a zeroed msghdr is valid; it points at live buffers.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: fd is an open socket, msg describes writable buffers.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: walking the control messages the kernel wrote into `control`.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                stamp = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, stamp))
+}
+
+fn wall() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 impl Viewer {
@@ -228,14 +285,15 @@ impl Viewer {
     }
 
     /// Reads; returns true when a whole response is in.
-    fn read(&mut self, now: Instant, buf: &mut [u8], stats: &mut Stats) -> bool {
+    fn read(&mut self, now: Duration, buf: &mut [u8], stats: &mut Stats) -> bool {
+        use std::os::fd::AsRawFd;
         loop {
-            let n = match self.sock.read(buf) {
-                Ok(0) => {
+            let (n, arrived) = match read_stamped(self.sock.as_raw_fd(), buf) {
+                Ok((0, _)) => {
                     self.dead = true;
                     return false;
                 }
-                Ok(n) => n,
+                Ok(got) => got,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => {
@@ -244,7 +302,10 @@ impl Viewer {
                 }
             };
             let inc = &mut self.incoming;
-            inc.first_byte.get_or_insert(now);
+            inc.first_byte.get_or_insert(Stamp {
+                arrived: arrived.unwrap_or(now),
+                polled: now,
+            });
             let mut data = &buf[..n];
             if inc.left.is_none() {
                 inc.head.extend_from_slice(data);
@@ -302,6 +363,24 @@ fn next_request(v: &mut Viewer, base: &str, list_path: &str, stats: &mut Stats) 
     }
 }
 
+/// Asks the kernel to stamp each segment's arrival (read back by
+/// [`read_stamped`]).
+fn stamp_arrivals(sock: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt on an open socket with a c_int option value.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_TIMESTAMPNS: {}", std::io::Error::last_os_error());
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -346,11 +425,13 @@ fn main() {
         refused: Default::default(),
         first_bytes: HashMap::new(),
         spread: Vec::new(),
+        poll_spread: Vec::new(),
     };
     // Connect in bursts of 50 so the listener's backlog never overflows.
     for i in 0..a.viewers {
         let mut sock = TcpStream::connect(a.addr).expect("connect");
         sock.set_nodelay(true).unwrap();
+        stamp_arrivals(&sock);
         poll.registry()
             .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
             .unwrap();
@@ -382,12 +463,12 @@ fn main() {
     let end = start + Duration::from_secs_f64(a.seconds);
     let tick_every = Duration::from_secs_f64(a.part);
     let mut next_tick = start;
-    let mut tick_at = start;
+    let mut tick_at = wall();
     let mut buf = vec![0u8; 256 * 1024];
     while Instant::now() < end {
         if !a.blocking && Instant::now() >= next_tick {
             // Every viewer asks for the chunklist, then the next part.
-            tick_at = Instant::now();
+            tick_at = wall();
             next_tick += tick_every;
             for v in viewers.iter_mut().filter(|v| v.idle && !v.dead) {
                 v.idle = false;
@@ -402,7 +483,7 @@ fn main() {
         };
         poll.poll(&mut events, Some(wait.min(Duration::from_millis(100))))
             .unwrap();
-        let now = Instant::now();
+        let now = wall();
         for ev in events.iter() {
             let v = &mut viewers[ev.token().0];
             if v.dead {
@@ -454,7 +535,8 @@ fn main() {
                     }
                     (Want::Playlist, false) => {
                         if let Some(t) = inc.first_byte {
-                            stats.spread.push(t.saturating_duration_since(tick_at));
+                            stats.spread.push(t.arrived.saturating_sub(tick_at));
+                            stats.poll_spread.push(t.polled.saturating_sub(tick_at));
                         }
                         let uri = &static_parts[v.cursor % static_parts.len()];
                         v.cursor += 1;
@@ -474,12 +556,12 @@ fn main() {
     // following (from its first part to the newest part all had).
     let mut missing = 0;
     if a.blocking {
-        let mut spread = Vec::new();
         for times in stats.first_bytes.values() {
-            let first = *times.iter().min().unwrap();
-            spread.extend(times.iter().map(|t| t.saturating_duration_since(first)));
+            let first = times.iter().map(|t| t.arrived).min().unwrap();
+            let polled = times.iter().map(|t| t.polled).min().unwrap();
+            (stats.spread).extend(times.iter().map(|t| t.arrived.saturating_sub(first)));
+            (stats.poll_spread).extend(times.iter().map(|t| t.polled.saturating_sub(polled)));
         }
-        stats.spread = spread;
         let common_end = viewers
             .iter()
             .filter_map(|v| v.got.last().copied())
@@ -503,16 +585,25 @@ fn main() {
         }
     }
     stats.spread.sort();
+    stats.poll_spread.sort();
     let us = |d: Duration| d.as_micros();
+    let pct = |s: &[Duration]| {
+        let max = s.last().copied().unwrap_or_default();
+        format!(
+            "{} {} {}",
+            us(percentile(s, 0.5)),
+            us(percentile(s, 0.99)),
+            us(max)
+        )
+    };
     println!(
-        "viewers {connected} requests {} parts {} bytes {} missing {missing} spread_us {} {} {} errors {}",
+        "viewers {connected} requests {} parts {} bytes {} missing {missing} spread_us {} errors {} poll_spread_us {}",
         stats.requests,
         stats.parts,
         stats.bytes,
-        us(percentile(&stats.spread, 0.5)),
-        us(percentile(&stats.spread, 0.99)),
-        us(stats.spread.last().copied().unwrap_or_default()),
-        stats.errors
+        pct(&stats.spread),
+        stats.errors,
+        pct(&stats.poll_spread),
     );
     if !stats.refused.is_empty() {
         eprintln!("non-200 answers: {:?}", stats.refused);
