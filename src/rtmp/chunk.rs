@@ -701,17 +701,21 @@ pub fn write_full_header(
     type_id: u8,
     stream_id: MessageStreamId,
 ) -> usize {
-    let mut v = Vec::with_capacity(MAX_FULL_HEADER);
-    write_basic_header(&mut v, 0, chunk_stream.clamp(2, 65599));
-    v.extend_from_slice(&timestamp.min(EXTENDED).to_be_bytes()[1..4]);
-    v.extend_from_slice(&length.min(0xFF_FFFF).to_be_bytes()[1..4]);
-    v.push(type_id);
-    v.extend_from_slice(&stream_id.to_le_bytes());
+    // Per destination per frame in a fan-out: on the stack, no allocation.
+    let (basic, mut n) = basic_header(0, chunk_stream.clamp(2, 65599));
+    out[..n].copy_from_slice(&basic[..n]);
+    let mut put = |bytes: &[u8]| {
+        out[n..n + bytes.len()].copy_from_slice(bytes);
+        n += bytes.len();
+    };
+    put(&timestamp.min(EXTENDED).to_be_bytes()[1..4]);
+    put(&length.min(0xFF_FFFF).to_be_bytes()[1..4]);
+    put(&[type_id]);
+    put(&stream_id.to_le_bytes());
     if timestamp >= EXTENDED {
-        v.extend_from_slice(&timestamp.to_be_bytes());
+        put(&timestamp.to_be_bytes());
     }
-    out[..v.len()].copy_from_slice(&v);
-    v.len()
+    n
 }
 
 /// Whether a message at `timestamp` cut into `chunks` chunks can use a
@@ -721,17 +725,20 @@ pub fn shares_body(timestamp: u32, chunks: usize) -> bool {
 }
 
 fn write_basic_header(out: &mut Vec<u8>, fmt: u8, id: ChunkStreamId) {
+    let (h, n) = basic_header(fmt, id);
+    out.extend_from_slice(&h[..n]);
+}
+
+/// A chunk's basic header (format and chunk stream id): 1 to 3 bytes.
+fn basic_header(fmt: u8, id: ChunkStreamId) -> ([u8; 3], usize) {
     let f = fmt << 6;
     if id < 64 {
-        out.push(f | id as u8);
+        ([f | id as u8, 0, 0], 1)
     } else if id < 320 {
-        out.push(f);
-        out.push((id - 64) as u8);
+        ([f, (id - 64) as u8, 0], 2)
     } else {
         let v = id - 64;
-        out.push(f | 1);
-        out.push((v & 0xFF) as u8);
-        out.push((v >> 8) as u8);
+        ([f | 1, (v & 0xFF) as u8, (v >> 8) as u8], 3)
     }
 }
 
