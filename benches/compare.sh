@@ -1210,7 +1210,7 @@ viewer's first byte of the chunklist. A first byte's time is when it
 reached the viewer's socket (the kernel's receive time stamp,
 \`SO_TIMESTAMPNS\`); the poll-return spread takes the time the generator's
 poll returned instead, which its own work on the CPU it shares with the
-server widens (the figure runs before 2026-11-24 reported). Missing: viewers
+server widens (the figure earlier runs reported). Missing: viewers
 that did not get every part cut while they were following (kiln); errors:
 non-200 answers.
 
