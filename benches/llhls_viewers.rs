@@ -559,8 +559,12 @@ fn main() {
         for times in stats.first_bytes.values() {
             let first = times.iter().map(|t| t.arrived).min().unwrap();
             let polled = times.iter().map(|t| t.polled).min().unwrap();
-            (stats.spread).extend(times.iter().map(|t| t.arrived.saturating_sub(first)));
-            (stats.poll_spread).extend(times.iter().map(|t| t.polled.saturating_sub(polled)));
+            stats
+                .spread
+                .extend(times.iter().map(|t| t.arrived.saturating_sub(first)));
+            stats
+                .poll_spread
+                .extend(times.iter().map(|t| t.polled.saturating_sub(polled)));
         }
         let common_end = viewers
             .iter()
