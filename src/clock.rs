@@ -14,12 +14,25 @@ pub struct Now {
 }
 
 impl Now {
-    /// Reads both clocks (the I/O layer does this, once per event).
+    /// The wall clock at `instant`, the loop's time for this turn. The
+    /// wall clock is read once per instant: every handler of one turn gets
+    /// the same pair (a turn that answers a thousand viewers read it a
+    /// thousand times before).
     pub fn read(instant: std::time::Instant) -> Now {
-        Now {
-            instant,
-            unix_ms: unix_millis_now(),
+        thread_local! {
+            static LAST: std::cell::Cell<Option<Now>> = const { std::cell::Cell::new(None) };
         }
+        LAST.with(|last| match last.get() {
+            Some(now) if now.instant == instant => now,
+            _ => {
+                let now = Now {
+                    instant,
+                    unix_ms: unix_millis_now(),
+                };
+                last.set(Some(now));
+                now
+            }
+        })
     }
 }
 
@@ -145,6 +158,23 @@ impl serde::Serialize for IsoTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_wall_time_per_instant() {
+        let t = std::time::Instant::now();
+        let a = Now::read(t);
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        // The same turn: the same wall time, however late the call.
+        assert_eq!(Now::read(t).unix_ms, a.unix_ms);
+        // A later turn reads the clock again.
+        let b = Now::read(std::time::Instant::now());
+        assert!(
+            b.unix_ms >= a.unix_ms + 3,
+            "{} then {}",
+            a.unix_ms,
+            b.unix_ms
+        );
+    }
 
     #[test]
     fn epoch_in_offsets() {

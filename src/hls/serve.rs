@@ -48,12 +48,16 @@ impl Cache {
         }
     }
 
-    /// The header's value, if any.
-    pub fn value(self) -> Option<String> {
+    /// Appends the `Cache-Control` header line, if there is one.
+    pub fn push_header(self, head: &mut String) {
         match self {
-            Cache::Absent => None,
-            Cache::NoStore => Some("no-cache, no-store".into()),
-            Cache::MaxAge(s) => Some(format!("max-age={s}")),
+            Cache::Absent => {}
+            Cache::NoStore => head.push_str("Cache-Control: no-cache, no-store\r\n"),
+            Cache::MaxAge(s) => {
+                head.push_str("Cache-Control: max-age=");
+                crate::http::response::push_decimal(head, u64::from(s));
+                head.push_str("\r\n");
+            }
         }
     }
 }

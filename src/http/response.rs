@@ -39,6 +39,24 @@ impl Response {
     }
 }
 
+/// Appends `n` in decimal (answer heads built per request, without the
+/// formatting machinery).
+pub fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+}
+
 pub fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
@@ -105,6 +123,15 @@ pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_matches_display() {
+        for n in [0, 7, 10, 99, 100, 65_535, 1 << 40, u64::MAX] {
+            let mut s = String::from("x");
+            push_decimal(&mut s, n);
+            assert_eq!(s, format!("x{n}"));
+        }
+    }
 
     #[test]
     fn writes_fixed_headers() {

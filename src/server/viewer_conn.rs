@@ -383,20 +383,24 @@ impl ViewerConn {
     }
 
     fn push_head(&mut self, r: &Reply, len: usize, close: bool) {
-        use std::fmt::Write;
+        use crate::http::response::push_decimal;
         // Room for every header below at once: one allocation per answer.
         let mut h = String::with_capacity(320);
-        let _ = write!(
-            h,
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {len}\r\n",
-            r.status,
-            reason(r.status),
-            r.content_type
-        );
+        h.push_str("HTTP/1.1 ");
+        push_decimal(&mut h, u64::from(r.status));
+        h.push(' ');
+        h.push_str(reason(r.status));
+        h.push_str("\r\nContent-Type: ");
+        h.push_str(r.content_type);
+        h.push_str("\r\nContent-Length: ");
+        push_decimal(&mut h, len as u64);
+        h.push_str("\r\n");
         if let Some(origin) = &r.allow_origin {
             // The Origin header is the peer's text: only a well-formed
             // origin is ever echoed (origin_matches checks its form).
-            let _ = write!(h, "Access-Control-Allow-Origin: {origin}\r\n");
+            h.push_str("Access-Control-Allow-Origin: ");
+            h.push_str(origin);
+            h.push_str("\r\n");
             if origin != "*" {
                 h.push_str("Vary: Origin\r\n");
             }
@@ -404,9 +408,7 @@ impl ViewerConn {
                 h.push_str("Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Headers: *\r\nAccess-Control-Max-Age: 86400\r\n");
             }
         }
-        if let Some(c) = r.cache.value() {
-            let _ = write!(h, "Cache-Control: {c}\r\n");
-        }
+        r.cache.push_header(&mut h);
         if close {
             h.push_str("Connection: close\r\n");
         }
