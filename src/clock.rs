@@ -16,8 +16,8 @@ pub struct Now {
 impl Now {
     /// The wall clock at `instant`, the loop's time for this turn. The
     /// wall clock is read once per instant: every handler of one turn gets
-    /// the same pair (a turn that answers a thousand viewers read it a
-    /// thousand times before).
+    /// the same pair, and a turn that answers a thousand viewers reads the
+    /// clock once, not a thousand times.
     pub fn read(instant: std::time::Instant) -> Now {
         thread_local! {
             static LAST: std::cell::Cell<Option<Now>> = const { std::cell::Cell::new(None) };
