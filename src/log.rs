@@ -87,11 +87,119 @@ impl std::fmt::Write for Escaped<'_> {
                 c if c.is_control() => {
                     let _ = write!(self.0, "\\x{:02x}", c as u32);
                 }
+                c if is_format(c) => {
+                    let _ = write!(self.0, "\\u{{{:04x}}}", c as u32);
+                }
                 c => self.0.push(c),
             }
         }
         Ok(())
     }
+}
+
+/// Unicode format and separator characters that change how a line reads
+/// without being control characters: bidi embeddings, overrides and
+/// isolates (U+202A-202E, U+2066-2069; "Trojan Source"), marks, zero-width
+/// characters, the BOM, soft hyphen, and the line and paragraph separators.
+pub fn is_format(c: char) -> bool {
+    matches!(c as u32,
+        0x00AD | 0x061C | 0x180E | 0x200B..=0x200F | 0x2028..=0x202E
+        | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB)
+}
+
+/// Log lines a peer can cause again and again (a refused handshake, a
+/// timeout, a cap reached) are written once per (kind, address) per
+/// minute; the next one says how many were left out. Bounded: at most
+/// [`THROTTLE_KEYS`] keys are remembered; past that, every address shares
+/// one key per kind.
+pub struct Throttle {
+    keys: std::collections::HashMap<(&'static str, std::net::IpAddr), (std::time::Instant, u64)>,
+}
+
+/// Most (kind, address) pairs [`Throttle`] remembers.
+pub const THROTTLE_KEYS: usize = 4096;
+/// One line per key in this window.
+pub const THROTTLE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Throttle {
+    fn new() -> Self {
+        Throttle {
+            keys: std::collections::HashMap::new(),
+        }
+    }
+
+    /// `Some(left_out)` when a line for `(kind, addr)` may be written now
+    /// (`left_out`: how many were suppressed since the last one), else
+    /// `None` (counted).
+    pub fn admit(
+        &mut self,
+        kind: &'static str,
+        addr: std::net::IpAddr,
+        now: std::time::Instant,
+    ) -> Option<u64> {
+        if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&(kind, addr)) {
+            self.keys
+                .retain(|_, (at, _)| now.saturating_duration_since(*at) < THROTTLE_WINDOW);
+        }
+        let key = if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&(kind, addr)) {
+            (kind, std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+        } else {
+            (kind, addr)
+        };
+        match self.keys.get_mut(&key) {
+            Some((at, left)) if now.saturating_duration_since(*at) < THROTTLE_WINDOW => {
+                *left += 1;
+                None
+            }
+            Some((at, left)) => {
+                let n = *left;
+                *at = now;
+                *left = 0;
+                Some(n)
+            }
+            None => {
+                self.keys.insert(key, (now, 0));
+                Some(0)
+            }
+        }
+    }
+}
+
+static THROTTLE: std::sync::Mutex<Option<Throttle>> = std::sync::Mutex::new(None);
+
+/// [`Throttle::admit`] on the process's one throttle.
+pub fn throttle(kind: &'static str, addr: std::net::IpAddr, now: std::time::Instant) -> Option<u64> {
+    let mut g = match THROTTLE.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    g.get_or_insert_with(Throttle::new).admit(kind, addr, now)
+}
+
+/// The suffix of a throttled line: how many like it were left out.
+pub struct LeftOut(pub u64);
+
+impl std::fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            0 => f.write_str(" (logged once a minute per address)"),
+            n => write!(f, " ({n} more like this in the last minute, not logged)"),
+        }
+    }
+}
+
+/// Logs at most once per minute per `(kind, address)`:
+/// `log_throttled!(Level::Warn, "srt-refused", ip, "...", args)`. The line
+/// ends with how many were left out.
+#[macro_export]
+macro_rules! log_throttled {
+    ($lvl:expr, $kind:expr, $addr:expr, $($arg:tt)*) => {
+        if $crate::log::enabled($lvl) {
+            if let Some(n) = $crate::log::throttle($kind, $addr, std::time::Instant::now()) {
+                $crate::log::write($lvl, format_args!("{}{}", format_args!($($arg)*), $crate::log::LeftOut(n)));
+            }
+        }
+    };
 }
 
 #[macro_export]
@@ -126,5 +234,36 @@ mod tests {
         write!(Escaped(&mut s), "stream [{peer}]").unwrap();
         assert_eq!(s, "stream [a\\n2026-01-01 INFO forged\\x1b[31m\\x85\\\\n]");
         assert!(!s.chars().any(char::is_control));
+    }
+
+    #[test]
+    fn bidi_and_format_characters_are_escaped() {
+        let mut s = String::new();
+        write!(Escaped(&mut s), "[abc\u{202E}fdp.exe\u{2066}\u{200B}\u{FEFF}\u{2028}x]").unwrap();
+        assert_eq!(s, "[abc\\u{202e}fdp.exe\\u{2066}\\u{200b}\\u{feff}\\u{2028}x]");
+        assert!(!s.chars().any(super::is_format));
+    }
+
+    #[test]
+    fn a_throttle_writes_once_per_key_per_window_and_counts_the_rest() {
+        use std::net::{IpAddr, Ipv4Addr};
+        use std::time::{Duration, Instant};
+        let mut t = super::Throttle::new();
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+        let b = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+        let t0 = Instant::now();
+        assert_eq!(t.admit("k", a, t0), Some(0));
+        for _ in 0..10 {
+            assert_eq!(t.admit("k", a, t0 + Duration::from_secs(1)), None);
+        }
+        assert_eq!(t.admit("k", b, t0), Some(0));
+        assert_eq!(t.admit("other", a, t0), Some(0));
+        assert_eq!(t.admit("k", a, t0 + Duration::from_secs(61)), Some(10));
+        // Bounded: a flood of addresses shares one key once the table is full.
+        for i in 0..(super::THROTTLE_KEYS as u32 + 100) {
+            let ip = IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i));
+            t.admit("flood", ip, t0 + Duration::from_secs(62));
+        }
+        assert!(t.keys.len() <= super::THROTTLE_KEYS + 1);
     }
 }

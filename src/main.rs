@@ -20,6 +20,8 @@ kiln: a single-threaded live streaming relay with an OvenMediaEngine-compatible 
 USAGE:
     kiln -c FILE                  run the server with the configuration FILE
     kiln --check-config -c FILE   check FILE (and the files it names), then exit
+    kiln --check-config --strict -c FILE
+                                  the same, but any warning fails the check
     kiln sign-url [--policy-key K] [--signature-key K] SECRET URL POLICY
                                   print URL signed with OME's SignedPolicy
                                   (POLICY is JSON with url_expire in epoch ms;
@@ -30,6 +32,7 @@ USAGE:
 OPTIONS:
     -c, --config FILE     the server.xml to use
         --check-config    validate and exit: 0 when good, 1 with the errors
+        --strict          with --check-config: exit 1 on warnings too
         --log-level LVL   error, warn, info (default), debug or trace;
                           the environment variable KILN_LOG does the same
 ";
@@ -37,6 +40,7 @@ OPTIONS:
 struct Args {
     config: Option<PathBuf>,
     check: bool,
+    strict: bool,
     log_level: Option<Level>,
 }
 
@@ -44,6 +48,7 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut args = Args {
         config: None,
         check: false,
+        strict: false,
         log_level: None,
     };
     let mut it = std::env::args().skip(1);
@@ -61,6 +66,7 @@ fn parse_args() -> Result<Option<Args>, String> {
                 args.config = Some(it.next().ok_or("-c needs a file")?.into());
             }
             "--check-config" => args.check = true,
+            "--strict" => args.strict = true,
             "--log-level" => {
                 let v = it.next().ok_or("--log-level needs a level")?;
                 args.log_level = Some(Level::parse(&v).ok_or(format!("unknown log level [{v}]"))?);
@@ -142,7 +148,15 @@ fn main() -> ExitCode {
         eprintln!("kiln: no configuration file; use -c FILE (see kiln --help)");
         return ExitCode::from(2);
     };
-    match start(&file, args.check, offset) {
+    if args.strict && !args.check {
+        eprintln!("kiln: --strict goes with --check-config");
+        return ExitCode::from(2);
+    }
+    let check = match (args.check, args.strict) {
+        (false, _) => None,
+        (true, strict) => Some(strict),
+    };
+    match start(&file, check, offset) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             // One log line per error (a line never holds a newline).
@@ -154,18 +168,38 @@ fn main() -> ExitCode {
     }
 }
 
-fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
+/// `check`: `None` to run, `Some(strict)` to check the configuration and
+/// exit (`strict`: any warning fails).
+fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
     let loaded = config::load(file).map_err(|e| format!("configuration errors:\n{e}"))?;
     for w in &loaded.warnings {
         warn!("{w}");
     }
     let config = loaded.config;
-    let certs = load_certificates(&config).map_err(|e| format!("configuration errors:\n{e}"))?;
+    let certs = load_certificates(&config);
     let mut store = StateStore::new(config.state_file.clone());
     let saved = store.load().map_err(|e| e.to_string())?;
-    if check_only {
+    if let Some(strict) = check {
+        for w in &certs.failed {
+            warn!("{}", w.error);
+        }
+        let warnings = loaded.warnings.len() + certs.failed.len();
+        if strict && warnings > 0 {
+            return Err(format!(
+                "{}: {warnings} warning(s); --strict fails on any",
+                file.display()
+            ));
+        }
         println!("{}: configuration is valid", file.display());
         return Ok(());
+    }
+    // DECISIONS 1: a certificate that cannot be loaded does not stop kiln;
+    // its port is bound and refuses handshakes until a reload succeeds.
+    for f in &certs.failed {
+        error!(
+            "{}: {} refuses TLS handshakes until a reload succeeds",
+            f.error, f.ports
+        );
     }
 
     match kiln::sys::raise_nofile_limit() {
@@ -273,7 +307,9 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
     match &api_config {
         None => info!("API server disabled: no <Bind><Managers><API> in the configuration"),
         Some(api_config) => {
-            api_resolver = certs.api.map(|k| Arc::new(ApiCertResolver::new(k)));
+            if let (Some(port), Some(_)) = (api_config.tls_port, &api_config.tls) {
+                api_resolver = Some(Arc::new(ApiCertResolver::new(certs.api, port)));
+            }
             if let Some(port) = api_config.port {
                 listen.tcp.push(ListenerSpec {
                     service: Service::Api,
@@ -314,38 +350,61 @@ fn start(file: &Path, check_only: bool, offset: i32) -> Result<(), String> {
 struct StartCerts {
     api: Option<Arc<rustls::sign::CertifiedKey>>,
     vhosts: Vec<VhostCert>,
+    /// The files that could not be loaded and the ports they leave without
+    /// a certificate.
+    failed: Vec<FailedCert>,
 }
 
-/// Loads every certificate the configuration names; a bad file is a
-/// configuration error naming the path.
-fn load_certificates(config: &Config) -> Result<StartCerts, config::ConfigErrors> {
-    let mut errors = Vec::new();
-    let err = |path: &str, line: u64, e: tls::CertError| ConfigError {
-        file: config.file.clone(),
+struct FailedCert {
+    /// Where in the configuration the files are named, and why they fail.
+    error: ConfigError,
+    /// The TLS ports that refuse handshakes for want of them (a phrase).
+    ports: String,
+}
+
+/// Loads every certificate the configuration names. A file that cannot be
+/// loaded is reported (DECISIONS 1: a warning for `--check-config`, an
+/// error line at start) and leaves its ports without a certificate.
+fn load_certificates(config: &Config) -> StartCerts {
+    let mut failed = Vec::new();
+    let err = |file: &Path, path: &str, line: u64, column: u64, e: tls::CertError| ConfigError {
+        file: file.to_path_buf(),
         line,
-        column: 1,
+        column,
         path: path.to_string(),
-        message: format!("bad TLS file {e}"),
+        message: format!("TLS file cannot be loaded: {e}"),
     };
     let mut api = None;
     if let Some(api_config) = &config.api {
-        if api_config.tls_port.is_some() {
-            if let Some(spec) = &api_config.tls {
-                match tls::load_certified_key(spec) {
-                    Ok(k) => api = Some(k),
-                    Err(e) => errors.push(err("Server/Managers/Host/TLS", api_config.tls_line, e)),
-                }
+        if let (Some(port), Some(spec)) = (api_config.tls_port, &api_config.tls) {
+            match tls::load_certified_key(spec) {
+                Ok(k) => api = Some(k),
+                Err(e) => failed.push(FailedCert {
+                    error: err(
+                        &config.file,
+                        "Server/Managers/Host/TLS",
+                        api_config.tls_line,
+                        api_config.tls_column,
+                        e,
+                    ),
+                    ports: format!("API TLS port {port}"),
+                }),
             }
         }
     }
     let mut vhosts = Vec::new();
-    // Vhost certificates serve the media-side TLS listeners (RTMPS); with
-    // none configured they are not loaded, so a config that names files
-    // only an LL-HLS or WebRTC TLS port would use (OME's samples) still runs.
-    let media_tls =
-        config.providers.rtmp_tls_port.is_some() || config.providers.llhls_tls_port.is_some();
+    // Vhost certificates serve the media-side TLS listeners (RTMPS, LL-HLS
+    // TLSPort); with none configured they are not loaded, so a config that
+    // names files only a WebRTC TLS port would use still runs quietly.
+    let media_ports: Vec<String> = [
+        config.providers.rtmp_tls_port.map(|p| format!("RTMPS port {p}")),
+        config.providers.llhls_tls_port.map(|p| format!("LL-HLS TLS port {p}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     for v in &config.vhosts {
-        if !media_tls {
+        if media_ports.is_empty() {
             if v.spec.host.tls.is_some() {
                 warn!(
                     "{}:{}: virtual host [{}]: <TLS> not loaded: no media TLS port (<Bind><Providers><RTMP><TLSPort>) uses it",
@@ -363,13 +422,24 @@ fn load_certificates(config: &Config) -> Result<StartCerts, config::ConfigErrors
                     names: v.spec.host.names.clone(),
                     key,
                 }),
-                Err(e) => errors.push(err("Server/VirtualHosts/VirtualHost/Host/TLS", v.line, e)),
+                Err(e) => failed.push(FailedCert {
+                    error: {
+                        let (file, line, column) =
+                            v.tls_at.clone().unwrap_or((config.file.clone(), v.line, 1));
+                        err(&file, "Server/VirtualHosts/VirtualHost/Host/TLS", line, column, e)
+                    },
+                    ports: format!(
+                        "{} (for the names of virtual host [{}])",
+                        media_ports.join(" and "),
+                        v.spec.name
+                    ),
+                }),
             }
         }
     }
-    if errors.is_empty() {
-        Ok(StartCerts { api, vhosts })
-    } else {
-        Err(config::ConfigErrors(errors))
+    StartCerts {
+        api,
+        vhosts,
+        failed,
     }
 }

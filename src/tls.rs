@@ -93,27 +93,32 @@ pub fn server_config(resolver: Arc<dyn ResolvesServerCert>) -> Arc<rustls::Serve
     }
 }
 
-/// The API server's certificate.
+/// The API server's certificate; none while the configured files cannot be
+/// loaded (DECISIONS 1: the port is bound and refuses handshakes with a TLS
+/// alert until a reload succeeds).
 #[derive(Debug)]
 pub struct ApiCertResolver {
-    current: RwLock<Arc<CertifiedKey>>,
+    current: RwLock<Option<Arc<CertifiedKey>>>,
+    /// The TLS port, for the log line of a refused handshake.
+    port: u16,
 }
 
 impl ApiCertResolver {
-    pub fn new(key: Arc<CertifiedKey>) -> Self {
+    pub fn new(key: Option<Arc<CertifiedKey>>, port: u16) -> Self {
         ApiCertResolver {
             current: RwLock::new(key),
+            port,
         }
     }
 
     pub fn swap(&self, key: Arc<CertifiedKey>) {
         match self.current.write() {
-            Ok(mut g) => *g = key,
-            Err(poisoned) => *poisoned.into_inner() = key,
+            Ok(mut g) => *g = Some(key),
+            Err(poisoned) => *poisoned.into_inner() = Some(key),
         }
     }
 
-    pub fn current(&self) -> Arc<CertifiedKey> {
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
         match self.current.read() {
             Ok(g) => g.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -123,8 +128,23 @@ impl ApiCertResolver {
 
 impl ResolvesServerCert for ApiCertResolver {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current())
+        let key = self.current();
+        if key.is_none() {
+            refused_handshake(&format!("API TLS port {}", self.port), self.port, "the API certificate is not loaded; POST /v1/managers/api:reloadCertificate once the files are good");
+        }
+        key
     }
+}
+
+/// Logs (once a minute per port) a TLS handshake refused for want of a
+/// certificate; rustls answers the client with a `handshake_failure` alert.
+fn refused_handshake(what: &str, key: u16, why: &str) {
+    crate::log_throttled!(
+        crate::log::Level::Error,
+        "tls-no-certificate",
+        std::net::IpAddr::V4(std::net::Ipv4Addr::from(u32::from(key))),
+        "{what}: handshake refused with a TLS alert: {why}"
+    );
 }
 
 /// One virtual host's certificate and the names it serves.
@@ -196,7 +216,18 @@ impl VhostCertResolver {
 
 impl ResolvesServerCert for VhostCertResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.key_for(hello.server_name())
+        let key = self.key_for(hello.server_name());
+        if key.is_none() {
+            refused_handshake(
+                "media TLS port",
+                0,
+                &format!(
+                    "no virtual host certificate is loaded for SNI [{}]; reload with :reloadCertificate once the files are good",
+                    hello.server_name().unwrap_or("")
+                ),
+            );
+        }
+        key
     }
 }
 

@@ -81,23 +81,29 @@ fn check_config_reports_errors_with_position_and_path() {
 }
 
 #[test]
-fn bad_tls_file_is_a_config_error_naming_the_path() {
+fn bad_tls_file_is_a_warning_naming_the_path_and_strict_fails_on_it() {
+    // DECISIONS 1 (amended): a certificate that cannot be loaded does not
+    // stop kiln; --check-config warns with file:line:col, --strict fails.
     let dir = temp_dir("badtls");
     let opts = ServerOptions {
         tls: Some((dir.join("missing-cert.pem"), dir.join("missing-key.pem"))),
         ..Default::default()
     };
     let config = write_config(&dir, free_port(), Some(free_port()), &opts);
-    let out = kiln(&["-c", config.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = kiln(&["--check-config", "-c", config.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("missing-cert.pem"), "{err}");
     // with the line of <TLS>, never line 0
     assert!(
-        err.contains("Server/Managers/Host/TLS: bad TLS file"),
+        err.contains("WARN") && err.contains("Server/Managers/Host/TLS: TLS file cannot be loaded"),
         "{err}"
     );
     assert!(!err.contains(":0:"), "{err}");
+    let out = kiln(&["--check-config", "--strict", "-c", config.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--strict fails on any"), "{err}");
 }
 
 #[test]

@@ -8,6 +8,8 @@
 mod common;
 #[path = "common/media.rs"]
 mod media;
+#[path = "common/hls_check.rs"]
+mod hls_check;
 use common::*;
 use media::*;
 use std::time::Duration;
@@ -228,6 +230,223 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
             .collect();
         // the unnamed bypass is video_0; the source's AAC passes as aac_audio
         assert_eq!(names, ["video_0", "aac_audio"], "{v}");
+    }
+    let _ = rtmp_pub.kill();
+    let _ = srt_pub.kill();
+    let _ = rtmp_pub.wait();
+    let _ = srt_pub.wait();
+}
+
+/// OME's sample `Server.xml` with both of its commented-out `<Managers>`
+/// blocks enabled, written here in its shape with free ports: its TLS files
+/// are placeholders (`path/to/file.crt`) that cannot be loaded. DECISIONS 1:
+/// kiln starts anyway, serves everything else, refuses handshakes on the
+/// API's TLS port with a TLS alert, and a reload with real files brings
+/// that port up.
+fn ome_sample_with_managers(api: u16, api_tls: u16, rtmp: u16, srt: u16, llhls: u16, llhls_tls: u16) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<Server version="8">
+	<Name>OvenMediaEngine</Name>
+	<Type>origin</Type>
+	<IP>127.0.0.1</IP>
+	<PrivacyProtection>false</PrivacyProtection>
+	<StunServer>stun.ovenmediaengine.com:13478</StunServer>
+	<Modules>
+		<HTTP2><Enable>true</Enable></HTTP2>
+		<LLHLS><Enable>true</Enable></LLHLS>
+		<P2P><Enable>false</Enable><MaxClientPeersPerHostPeer>2</MaxClientPeersPerHostPeer></P2P>
+	</Modules>
+	<Bind>
+		<Managers>
+			<API>
+				<Port>{api}</Port>
+				<TLSPort>{api_tls}</TLSPort>
+				<WorkerCount>1</WorkerCount>
+			</API>
+		</Managers>
+		<Providers>
+			<RTSPC><WorkerCount>1</WorkerCount></RTSPC>
+			<OVT><WorkerCount>1</WorkerCount></OVT>
+			<RTMP><Port>{rtmp}</Port><WorkerCount>1</WorkerCount></RTMP>
+			<SRT><Port>{srt}</Port><WorkerCount>1</WorkerCount></SRT>
+		</Providers>
+		<Publishers>
+			<LLHLS><Port>{llhls}</Port><TLSPort>{llhls_tls}</TLSPort><WorkerCount>1</WorkerCount></LLHLS>
+		</Publishers>
+	</Bind>
+	<Managers>
+		<Host>
+			<Names>
+				<Name>*</Name>
+			</Names>
+			<TLS>
+				<CertPath>path/to/file.crt</CertPath>
+				<KeyPath>path/to/file.key</KeyPath>
+				<ChainCertPath>path/to/file.crt</ChainCertPath>
+			</TLS>
+		</Host>
+		<API>
+			<AccessToken>ome-access-token</AccessToken>
+			<CrossDomains>
+				<Url>*.airensoft.com</Url>
+				<Url>http://*.sub-domain.airensoft.com</Url>
+				<Url>http?://airensoft.*</Url>
+			</CrossDomains>
+		</API>
+	</Managers>
+	<VirtualHosts>
+		<VirtualHost>
+			<Name>default</Name>
+			<Distribution>ovenmediaengine.com</Distribution>
+			<Host><Names><Name>*</Name></Names></Host>
+			<Applications>
+				<Application>
+					<Name>app</Name>
+					<Type>live</Type>
+					<OutputProfiles>
+						<OutputProfile>
+							<Name>bypass_stream</Name>
+							<OutputStreamName>${{OriginStreamName}}</OutputStreamName>
+							<Encodes>
+								<Video><Bypass>true</Bypass></Video>
+								<Audio><Bypass>true</Bypass></Audio>
+							</Encodes>
+						</OutputProfile>
+					</OutputProfiles>
+					<Providers><OVT /><RTMP /><SRT /></Providers>
+					<Publishers>
+						<AppWorkerCount>1</AppWorkerCount>
+						<StreamWorkerCount>8</StreamWorkerCount>
+						<LLHLS><ChunkDuration>0.5</ChunkDuration><SegmentDuration>6</SegmentDuration></LLHLS>
+					</Publishers>
+				</Application>
+			</Applications>
+		</VirtualHost>
+	</VirtualHosts>
+</Server>
+"#
+    )
+}
+
+#[test]
+fn ome_sample_with_placeholder_certificates_starts_serves_and_reloads() {
+    let dir = temp_dir("ome-placeholder-tls");
+    let (api, api_tls, rtmp, srt, llhls, llhls_tls) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_udp_port(),
+        free_port(),
+        free_port(),
+    );
+    let config = dir.join("Server.xml");
+    std::fs::write(
+        &config,
+        ome_sample_with_managers(api, api_tls, rtmp, srt, llhls, llhls_tls),
+    )
+    .unwrap();
+
+    // --check-config: a WARN naming file:line:col, exit 0; --strict: exit 1.
+    let check = std::process::Command::new(kiln_bin())
+        .args(["--check-config", "-c"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stderr);
+    assert!(check.status.success(), "{text}");
+    assert!(
+        text.contains("WARN") && text.contains("Server.xml:36:4: Server/Managers/Host/TLS: TLS file cannot be loaded: "),
+        "{text}"
+    );
+    let strict = std::process::Command::new(kiln_bin())
+        .args(["--check-config", "--strict", "-c"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1), "{}", String::from_utf8_lossy(&strict.stderr));
+
+    let mut s = Server {
+        wrap: None,
+        child: None,
+        dir: dir.clone(),
+        config,
+        port: api,
+        tls_port: None,
+        log: dir.join("kiln.log"),
+        media: MediaPorts {
+            rtmp,
+            srt,
+            llhls,
+            ..MediaPorts::default()
+        },
+    };
+    s.spawn();
+    let log = s.log_text();
+    assert!(
+        log.contains(&format!("API TLS port {api_tls} refuses TLS handshakes until a reload succeeds")),
+        "{log}"
+    );
+    let auth = [("Authorization", "Basic b21lLWFjY2Vzcy10b2tlbg==")];
+    let r = s.request_with("GET", "/v1/vhosts", &auth, None);
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    if have_tool("curl") {
+        // The TLS port is bound and answers a handshake with an alert.
+        let (code, _, out) = curl(
+            &["-k", "-H", "Authorization: Basic b21lLWFjY2Vzcy10b2tlbg=="],
+            &format!("https://127.0.0.1:{api_tls}/v1/vhosts"),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out.status.code(), Some(35), "curl: a TLS error, not a hang: {err}");
+        assert!(err.contains("alert"), "a TLS alert: {err}");
+        let log = s.log_text();
+        assert!(log.contains(&format!("API TLS port {api_tls}: handshake refused with a TLS alert")), "{log}");
+
+        // Real files where the sample points, a reload: the port serves.
+        let files = dir.join("path/to");
+        std::fs::create_dir_all(&files).unwrap();
+        let (cert, key) = make_cert(&files, "real");
+        std::fs::rename(&cert, files.join("file.crt")).unwrap();
+        std::fs::rename(&key, files.join("file.key")).unwrap();
+        let r = s.request_with("POST", "/v1/managers/api:reloadCertificate", &auth, None);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let ca = files.join("file.crt").display().to_string();
+        let (code, body, out) = curl(
+            &["--cacert", &ca, "-H", "Authorization: Basic b21lLWFjY2Vzcy10b2tlbg=="],
+            &format!("https://127.0.0.1:{api_tls}/v1/vhosts"),
+        );
+        assert_eq!(code, 200, "{body} {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    if !have_tool("ffmpeg") {
+        eprintln!("skipped the publish part: ffmpeg is missing");
+        return;
+    }
+    let mut rtmp_pub = ffmpeg_source(30, &[], "flv", &format!("rtmp://127.0.0.1:{rtmp}/app/cam"));
+    let mut srt_pub = ffmpeg_source(
+        30,
+        &[],
+        "mpegts",
+        &format!("srt://127.0.0.1:{srt}?streamid=default/app/srtcam&pkt_size=1316"),
+    );
+    for name in ["cam", "srtcam"] {
+        let got = wait_until(Duration::from_secs(20), || {
+            let r = hls_check::get(llhls, &format!("/app/{name}/llhls.m3u8"), &[]);
+            (r.status == 200 && r.text().contains("#EXT-X-STREAM-INF")).then(|| r.text())
+        });
+        let master = got.unwrap_or_else(|| panic!("no LL-HLS master for {name}\n{}", s.log_text()));
+        let chunklist = master
+            .lines()
+            .find(|l| l.starts_with("chunklist_") && l.contains("video"))
+            .unwrap_or_else(|| panic!("no video chunklist in {master}"))
+            .to_string();
+        let parts = wait_until(Duration::from_secs(20), || {
+            let r = hls_check::get(llhls, &format!("/app/{name}/{chunklist}"), &[]);
+            (r.status == 200 && r.text().contains("#EXT-X-PART:")).then_some(())
+        });
+        assert!(parts.is_some(), "{name}: no parts\n{}", s.log_text());
     }
     let _ = rtmp_pub.kill();
     let _ = srt_pub.kill();

@@ -57,6 +57,7 @@ pub struct ApiConfig {
     pub tls: Option<TlsSpec>,
     /// The line of `<Managers><Host><TLS>` (for errors about its files).
     pub tls_line: u64,
+    pub tls_column: u64,
     pub limits: ApiLimits,
 }
 
@@ -132,6 +133,8 @@ pub struct VhostConfig {
     /// that origin pulls create on demand are copies of it.
     pub app_template: Option<AppConfig>,
     pub line: u64,
+    /// Where `<Host><TLS>` is written (file, line, column), when it is.
+    pub tls_at: Option<(PathBuf, u64, u64)>,
 }
 
 /// An application declared in the file.
@@ -852,6 +855,7 @@ impl Walker<'_> {
                 host_names: section.host_names,
                 tls: section.tls,
                 tls_line: section.tls_line,
+                tls_column: section.tls_column,
                 limits: section.limits,
             });
         }
@@ -1004,6 +1008,7 @@ impl Walker<'_> {
                         "TLS" => {
                             m.tls = w.tls(c, p);
                             m.tls_line = c.line;
+                            m.tls_column = c.column;
                         }
                         _ => return false,
                     }
@@ -1293,6 +1298,7 @@ impl Walker<'_> {
         let mut spec_extra = (None, None, None, None);
         let mut applications = Vec::new();
         let mut app_template = None;
+        let mut tls_at = None;
         self.children(el, path, UNSUPPORTED_VHOST, &[], |w, c, p| {
             match c.name.as_str() {
                 "Name" => name = w.nonempty_text(c, p),
@@ -1305,7 +1311,10 @@ impl Walker<'_> {
                     w.children(c, p, &[], &[], |w, c, p| {
                         match c.name.as_str() {
                             "Names" => h.names = w.names_list(c, p),
-                            "TLS" => h.tls = w.tls(c, p),
+                            "TLS" => {
+                                h.tls = w.tls(c, p);
+                                tls_at = Some((w.file.clone(), c.line, c.column));
+                            }
                             _ => return false,
                         }
                         true
@@ -1365,6 +1374,7 @@ impl Walker<'_> {
             applications,
             app_template,
             line: el.line,
+            tls_at,
         })
     }
 
@@ -1845,6 +1855,7 @@ struct ManagersSection {
     host_names: Vec<String>,
     tls: Option<TlsSpec>,
     tls_line: u64,
+    tls_column: u64,
     access_token: Option<String>,
     cross_domains: Vec<String>,
     limits: ApiLimits,
