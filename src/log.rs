@@ -182,7 +182,7 @@ pub struct LeftOut(pub u64);
 impl std::fmt::Display for LeftOut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.0 {
-            0 => f.write_str(" (logged once a minute per address)"),
+            0 => f.write_str(" (logged at most once a minute)"),
             n => write!(f, " ({n} more like this in the last minute, not logged)"),
         }
     }

@@ -29,6 +29,19 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
     Ok((old, lim.rlim_cur))
 }
 
+/// The open-files soft limit (what `accept` runs into).
+pub fn nofile_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own; RLIMIT_NOFILE is valid.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    lim.rlim_cur
+}
+
 /// The local time zone's offset from UTC in seconds, at the given Unix time.
 /// Called once at start (the server keeps one offset for its life, as the
 /// timestamps of the API show "the server's offset").

@@ -70,6 +70,8 @@ pub struct ApiLimits {
     pub head_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// Open API connections from one client address (0: no cap).
+    pub max_connections_per_address: usize,
     /// API-made virtual hosts.
     pub max_vhosts: usize,
     /// Push tasks over all applications.
@@ -84,6 +86,7 @@ impl Default for ApiLimits {
             head_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
+            max_connections_per_address: 256,
             max_vhosts: 10_000,
             max_push_tasks: 100_000,
         }
@@ -1151,6 +1154,11 @@ impl Walker<'_> {
                     let v = w.number::<u64>(c, p);
                     if let Some(v) = positive(w, v) {
                         l.max_connections = v as usize;
+                    }
+                }
+                "MaxConnectionsPerAddress" => {
+                    if let Some(v) = w.number::<u64>(c, p) {
+                        l.max_connections_per_address = v as usize;
                     }
                 }
                 "MaxVirtualHosts" => {

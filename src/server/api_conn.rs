@@ -12,7 +12,6 @@
 
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport, READ_CHUNK};
-use super::Service;
 use crate::api::envelope::ApiError;
 use crate::api::{Api, RequestInfo};
 use crate::config::ApiLimits;
@@ -72,6 +71,10 @@ pub(crate) struct ApiConn {
     /// This connection's token (what a parked request waits under).
     token: usize,
     parked: Option<Parked>,
+    /// When it was accepted.
+    accepted: Instant,
+    /// A whole request head has arrived on it at least once.
+    proven: bool,
 }
 
 /// What the loop should do after an event.
@@ -108,6 +111,8 @@ impl ApiConn {
             peer_closed: false,
             token,
             parked: None,
+            accepted: now,
+            proven: false,
         }
     }
 
@@ -127,6 +132,10 @@ impl ApiConn {
         match self.phase {
             Phase::Lingering { until } => until,
             _ if self.pending_output() => self.last_activity + self.limits.idle_timeout,
+            // A connection that has sent nothing yet gets the head timeout
+            // from its accept, not the keep-alive idle time: idle sockets
+            // must not hold the API's descriptors (hardening).
+            _ if !self.proven && self.reader.is_idle() => self.accepted + self.limits.head_timeout,
             _ if self.handshaking() || self.reader.in_head() => {
                 self.head_started.unwrap_or(self.last_activity) + self.limits.head_timeout
             }
@@ -245,6 +254,7 @@ impl ApiConn {
         {
             match self.reader.next_request() {
                 Ok(Some(req)) => {
+                    self.proven = true;
                     let info = RequestInfo {
                         tls: self.transport.is_tls(),
                         sni: self.transport.sni(),
@@ -395,8 +405,9 @@ impl Endpoint for ApiConn {
         self.phase = Phase::Closed;
     }
 
-    fn service(&self) -> Option<Service> {
-        Some(Service::Api)
+
+    fn unproven_since(&self) -> Option<Instant> {
+        (!self.proven && self.parked.is_none()).then_some(self.accepted)
     }
 
     fn pull_answered(&mut self, answer: crate::pull::table::PullAnswer, cx: &mut Cx<'_>) {

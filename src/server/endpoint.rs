@@ -49,6 +49,8 @@ pub(crate) struct Output {
     /// What ingests did to their streams, in order.
     pub ingest: Vec<IngestOutput>,
     pub accepted: Vec<Accepted>,
+    /// The listener that ran out of descriptors (its token).
+    pub descriptors_short: Option<Token>,
 }
 
 pub(crate) trait Endpoint {
@@ -104,8 +106,10 @@ pub(crate) trait Endpoint {
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
 
-    /// The connection cap this endpoint counts against, if any.
-    fn service(&self) -> Option<Service> {
+    /// When this connection was accepted, while its peer has not yet
+    /// completed a request (API, viewer) or a publish/play (RTMP): the
+    /// first to close when descriptors run short.
+    fn unproven_since(&self) -> Option<Instant> {
         None
     }
 }

@@ -45,12 +45,16 @@ impl Listener {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if is_out_of_descriptors(&e) => {
-                    crate::warn!(
+                    crate::log_throttled!(
+                        crate::log::Level::Warn,
+                        "accept-emfile",
+                        std::net::IpAddr::from([0, 0, 0, 0]),
                         "accept failed: {e} (out of file descriptors); pausing the {:?} listener for {} ms",
                         self.service,
                         ACCEPT_PAUSE.as_millis()
                     );
                     self.paused_until = Some(cx.now + ACCEPT_PAUSE);
+                    cx.out.descriptors_short = Some(cx.token);
                     return;
                 }
                 Err(e) => {

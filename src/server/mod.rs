@@ -18,6 +18,7 @@
 
 pub(crate) mod api_conn;
 pub(crate) mod budget;
+pub(crate) mod conns;
 pub(crate) mod endpoint;
 pub(crate) mod file_writer;
 pub(crate) mod listener;
@@ -82,15 +83,9 @@ const ACCESS_TOKEN: Token = Token(usize::MAX - 3);
 const PULL_TOKEN: Token = Token(usize::MAX - 4);
 /// The timer of the origin maps (refreshes, reconnects).
 const MAP_TOKEN: Token = Token(usize::MAX - 5);
-/// Most RTMP(S) connections at once; beyond, accept and close at once (a
-/// flood must not take the descriptors the API and pushes need).
-const MAX_RTMP_CONNECTIONS: usize = 4096;
 /// Fan-out: how many endpoints ahead are prefetched in one go (see
 /// `drive_pushes`).
 const PREFETCH_RUN: usize = 8;
-/// Most viewer connections at once (each pins at most ~16 KiB of request
-/// bytes until it is answered).
-const MAX_VIEWER_CONNECTIONS: usize = 8192;
 
 /// What a TCP listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +122,8 @@ struct Entry {
     endpoint: Box<dyn Endpoint>,
     /// The deadline a timer is armed for (at most one live timer each).
     armed: Option<Instant>,
+    /// The connection cap it counts against and its peer's address.
+    counted: Option<(Service, std::net::IpAddr)>,
 }
 
 impl Entry {
@@ -134,6 +131,7 @@ impl Entry {
         Entry {
             endpoint,
             armed: None,
+            counted: None,
         }
     }
 }
@@ -156,9 +154,9 @@ pub struct Server {
     access_armed: Option<Instant>,
     files: FileWriter,
     limits: ApiLimits,
-    api_conns: usize,
-    rtmp_conns: usize,
-    viewer_conns: usize,
+    conns: conns::ConnCaps,
+    /// Listeners to resume at the end of this turn (see `reap_unproven`).
+    accept_again: Vec<Token>,
     /// Bytes held in ingest buffers, all connections together.
     ingest_budget: budget::IngestBudget,
     shutdown: bool,
@@ -244,10 +242,9 @@ impl Server {
             driving_access: false,
             access_armed: None,
             files: FileWriter::start(waker.clone())?,
+            conns: conns::ConnCaps::new(limits.clone(), crate::sys::nofile_limit()),
+            accept_again: Vec::new(),
             limits,
-            api_conns: 0,
-            rtmp_conns: 0,
-            viewer_conns: 0,
             ingest_budget: budget::IngestBudget::new(budget::DEFAULT_INGEST_BUDGET),
             shutdown: false,
             resolver: Resolver::start(waker)?,
@@ -322,6 +319,7 @@ impl Server {
                 }
             }
             self.fire_timers(Instant::now());
+            self.resume_accepting(Instant::now());
         }
         // Dropping the endpoints closes every socket.
         crate::info!("stopped");
@@ -422,6 +420,13 @@ impl Server {
     /// Carries out what endpoints produced: new connections, ingest output
     /// for the pushes, API effects, and the push sessions it woke.
     fn process(&mut self, out: Output, now: Instant) {
+        if let Some(listener) = out.descriptors_short {
+            // Descriptors freed: the listener takes what waits at once
+            // (after this turn's events) instead of resting.
+            if self.reap_unproven(now, true) > 0 {
+                self.accept_again.push(listener);
+            }
+        }
         for a in out.accepted {
             self.add_conn(a, now);
         }
@@ -911,12 +916,55 @@ impl Server {
             return;
         };
         entry.endpoint.deregister(self.poll.registry());
-        match entry.endpoint.service() {
-            Some(Service::Api) => self.api_conns -= 1,
-            Some(Service::Rtmp) => self.rtmp_conns -= 1,
-            Some(Service::Viewer) => self.viewer_conns -= 1,
-            None => {}
+        if let Some((service, ip)) = entry.counted {
+            self.conns.release(service, ip);
         }
+    }
+
+    /// Near the descriptor limit: closes the oldest connections that have
+    /// not completed a request, publish or play yet (any port).
+    /// `short`: `accept` already failed for want of descriptors. Returns
+    /// how many it closed.
+    fn reap_unproven(&mut self, now: Instant, short: bool) -> usize {
+        let n = self.conns.to_reap(self.endpoints.len(), short);
+        if n == 0 {
+            return 0;
+        }
+        let mut idle: Vec<(Instant, Token)> = self
+            .endpoints
+            .iter()
+            .filter_map(|(t, e)| e.endpoint.unproven_since().map(|at| (at, t)))
+            .collect();
+        if idle.is_empty() {
+            return 0;
+        }
+        let n = n.min(idle.len());
+        idle.select_nth_unstable(n - 1);
+        crate::log_throttled!(
+            crate::log::Level::Warn,
+            "descriptors-low",
+            std::net::IpAddr::from([0, 0, 0, 0]),
+            "{} connections and sockets open, near the open-files limit: closing the {n} oldest connections that never completed a request",
+            self.endpoints.len()
+        );
+        for &(_, token) in &idle[..n] {
+            // A closed endpoint is dropped by the call.
+            self.call(token, now, |ep, cx| ep.abort(cx));
+        }
+        n
+    }
+
+    /// Lets listeners that ran short of descriptors accept again now that
+    /// some were freed; bounded per turn (a listener that is still short
+    /// rests until its pause ends).
+    fn resume_accepting(&mut self, now: Instant) {
+        for _ in 0..64 {
+            let Some(listener) = self.accept_again.pop() else {
+                return;
+            };
+            self.call(listener, now, |ep, cx| ep.timeout(cx));
+        }
+        self.accept_again.clear();
     }
 
     /// Carries out what API handlers asked for.
@@ -1044,14 +1092,9 @@ impl Server {
             peer,
             tls,
         } = accepted;
-        let full = match service {
-            Service::Api => self.api_conns >= self.limits.max_connections,
-            Service::Rtmp => self.rtmp_conns >= MAX_RTMP_CONNECTIONS,
-            Service::Viewer => self.viewer_conns >= MAX_VIEWER_CONNECTIONS,
-        };
-        if full {
-            // Over the cap: accepted and closed at once.
-            crate::debug!("{service:?} connection cap reached; closing {peer}");
+        self.reap_unproven(now, false);
+        if self.conns.admit(service, peer.ip()).is_err() {
+            // Over a cap: accepted and closed at once (logged by the caps).
             return;
         }
         let _ = stream.set_nodelay(true);
@@ -1062,11 +1105,11 @@ impl Server {
             Interest::READABLE | Interest::WRITABLE,
         ) {
             crate::warn!("cannot register a connection from {peer}: {e}");
+            self.conns.release(service, peer.ip());
             return;
         }
         let endpoint: Box<dyn Endpoint> = match service {
             Service::Api => {
-                self.api_conns += 1;
                 Box::new(ApiConn::new(
                     stream,
                     peer,
@@ -1078,7 +1121,6 @@ impl Server {
             }
             Service::Rtmp => {
                 crate::debug!("rtmp connection from {peer}");
-                self.rtmp_conns += 1;
                 Box::new(RtmpIngest::new(
                     stream,
                     peer,
@@ -1088,12 +1130,11 @@ impl Server {
                     now,
                 ))
             }
-            Service::Viewer => {
-                self.viewer_conns += 1;
-                Box::new(ViewerConn::new(stream, peer, tls, now))
-            }
+            Service::Viewer => Box::new(ViewerConn::new(stream, peer, tls, now)),
         };
-        self.endpoints.insert(Entry::new(endpoint));
+        let mut entry = Entry::new(endpoint);
+        entry.counted = Some((service, peer.ip()));
+        self.endpoints.insert(entry);
         // Data may already be waiting; try at once (a FIN, if any, is
         // reported by the registration's first event).
         self.call(token, now, |ep, cx| ep.ready(cx, false));

@@ -25,7 +25,6 @@
 use super::budget::BudgetShare;
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
-use super::Service;
 use crate::admission::manager::{AdmissionId, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
@@ -84,6 +83,7 @@ pub(crate) struct RtmpIngest {
     refused: bool,
     /// What this connection's buffers hold of the server-wide budget.
     budget: BudgetShare,
+    accepted: Instant,
 }
 
 /// The tcUrl's host: `rtmp://host[:port]/app...` -> `host`.
@@ -126,6 +126,7 @@ impl RtmpIngest {
             closed: false,
             refused: false,
             budget,
+            accepted: now,
         }
     }
 
@@ -770,9 +771,16 @@ impl Endpoint for RtmpIngest {
         }
     }
 
-    fn service(&self) -> Option<Service> {
-        Some(Service::Rtmp)
+    fn unproven_since(&self) -> Option<Instant> {
+        // Still within its set-up time (no publish or play yet), nothing
+        // pending with a webhook.
+        let busy = self.pending.is_some()
+            || self.stream.is_some()
+            || self.playing.is_some()
+            || self.waiting_pull.is_some();
+        (self.setup_deadline.is_some() && !busy).then_some(self.accepted)
     }
+
 }
 
 #[cfg(test)]

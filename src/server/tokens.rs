@@ -58,6 +58,18 @@ impl<T> TokenTable<T> {
             .map(|s| &mut s.value)
     }
 
+    /// How many values it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// Every value with its token, in slot order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Token, &T)> {
+        self.slab
+            .iter()
+            .map(|(i, s)| (Token(i | ((s.generation as usize) << 32)), &s.value))
+    }
+
     pub(crate) fn remove(&mut self, token: Token) -> Option<T> {
         let (index, generation) = split(token);
         match self.slab.get(index) {

@@ -9,7 +9,6 @@
 
 use super::endpoint::{Cx, Endpoint};
 use super::transport::{ReadEnd, Transport};
-use super::Service;
 use crate::admission::manager::{Admit, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
@@ -74,6 +73,9 @@ pub(crate) struct ViewerConn {
     /// Close once the output is written.
     closing: bool,
     closed: bool,
+    /// When it was accepted, until a whole request head has arrived (then
+    /// `None`).
+    unproven_since: Option<Instant>,
 }
 
 impl ViewerConn {
@@ -94,6 +96,7 @@ impl ViewerConn {
             last_activity: now,
             closing: false,
             closed: false,
+            unproven_since: Some(now),
         }
     }
 
@@ -148,7 +151,11 @@ impl ViewerConn {
             }
         }
         while !self.closed && self.out_bytes < OUTPUT_HIGH_WATER {
-            match self.reader.next_request() {
+            let next = self.reader.next_request();
+            if matches!(next, Ok(Some(_))) {
+                self.unproven_since = None;
+            }
+            match next {
                 Ok(Some(req)) => {
                     if !self.respond(req, None, None, cx) {
                         return;
@@ -544,7 +551,12 @@ impl Endpoint for ViewerConn {
         match &self.parked {
             Some(p) => Some(p.until),
             None if self.reader.in_head() => Some(self.last_activity + HEAD_TIMEOUT),
-            None => Some(self.last_activity + IDLE),
+            // Nothing sent since the accept: the head timeout, not the
+            // keep-alive idle time.
+            None => match self.unproven_since {
+                Some(at) => Some(at + HEAD_TIMEOUT),
+                None => Some(self.last_activity + IDLE),
+            },
         }
     }
 
@@ -594,8 +606,9 @@ impl Endpoint for ViewerConn {
         self.write(cx.now);
     }
 
-    fn service(&self) -> Option<Service> {
-        Some(Service::Viewer)
+
+    fn unproven_since(&self) -> Option<Instant> {
+        self.unproven_since
     }
 
     fn pull_answered(&mut self, answer: PullAnswer, cx: &mut Cx<'_>) {
