@@ -130,6 +130,24 @@ fn expect_100_continue() {
         let trace = String::from_utf8_lossy(&out.stderr);
         assert!(trace.contains("100 Continue"), "{trace}");
     }
+
+    // Issue 28, 5.5: without credentials (or with wrong ones) the answer is
+    // 401 at once, never an invitation to send the body.
+    for auth in ["", "Authorization: Basic d3Jvbmc6dG9rZW4=\r\n"] {
+        let mut c = connect(s.port);
+        c.write_all(
+            format!(
+                "POST /v1/vhosts HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 100000\r\nExpect: 100-continue\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut r = BufReader::new(c.try_clone().unwrap());
+        let first = read_response(&mut r, false).unwrap();
+        assert_eq!(first.status, 401, "{auth:?}: {}", first.body);
+        assert!(first.header("www-authenticate").is_some());
+    }
 }
 
 #[test]

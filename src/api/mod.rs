@@ -199,6 +199,25 @@ impl Api {
         resp
     }
 
+    /// A request whose head says `Expect: 100-continue`: the answer to
+    /// give before inviting its body, when it will be refused anyway
+    /// (wrong host, no or bad credentials), so an unauthenticated client
+    /// never gets `100 Continue`.
+    pub fn refuse_before_body(&self, req: &Request, info: RequestInfo<'_>) -> Option<Response> {
+        let refusal = match access::check_host(req, info.sni, &self.host_names) {
+            Err(e) => e.to_response(),
+            Ok(()) if console::serve(req).is_some() => return None,
+            Ok(()) => access::authenticate(req, &self.access_token)
+                .err()?
+                .to_response()
+                .with_header("WWW-Authenticate", access::REALM_HEADER),
+        };
+        let mut resp = refusal;
+        resp.headers
+            .extend(access::cors_headers(req, &self.cross_domains));
+        Some(resp)
+    }
+
     fn answer(&mut self, req: &Request, info: RequestInfo<'_>) -> Response {
         if let Err(e) = access::check_host(req, info.sni, &self.host_names) {
             return e.to_response();

@@ -199,6 +199,11 @@ impl RequestReader {
         matches!(&self.pending, Some(p) if p.expects_continue && !self.continue_answered)
     }
 
+    /// The head of the request whose body is being received.
+    pub fn pending_head(&self) -> Option<&Request> {
+        self.pending.as_ref().map(|p| &p.request)
+    }
+
     pub fn continue_sent(&mut self) {
         self.continue_answered = true;
     }

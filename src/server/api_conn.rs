@@ -292,6 +292,22 @@ impl ApiConn {
                 }
                 Ok(None) => {
                     if self.reader.wants_continue() && self.phase == Phase::Open {
+                        let info = RequestInfo {
+                            tls: self.transport.is_tls(),
+                            sni: self.transport.sni(),
+                        };
+                        let refused = self
+                            .reader
+                            .pending_head()
+                            .and_then(|head| api.refuse_before_body(head, info));
+                        if let Some(resp) = refused {
+                            // Refused before the body is invited: answer,
+                            // then close (the body is never read).
+                            self.proven = true;
+                            write_response(&resp, false, true, &mut self.out);
+                            self.phase = Phase::Closing;
+                            return;
+                        }
                         self.out.extend_from_slice(CONTINUE);
                         self.reader.continue_sent();
                     }
