@@ -47,6 +47,14 @@ pub fn parse(text: &str) -> Result<Element, SyntaxError> {
     let mut reader = EventReader::new_with_config(text.as_bytes(), config);
     let mut stack: Vec<Element> = Vec::new();
     let mut count = 0usize;
+    // The root once it is closed: what follows must be nothing but
+    // whitespace, comments and processing instructions.
+    let mut root: Option<Element> = None;
+    let after_root = |line: u64, column: u64, what: &str, root: &Element| SyntaxError {
+        line,
+        column,
+        message: format!("{what} after the end of the root element </{}>", root.name),
+    };
     loop {
         let event = reader.next().map_err(|e| {
             let p = e.position();
@@ -61,6 +69,9 @@ pub fn parse(text: &str) -> Result<Element, SyntaxError> {
             XmlEvent::StartElement {
                 name, attributes, ..
             } => {
+                if let Some(r) = &root {
+                    return Err(after_root(pos.row + 1, pos.column + 1, &format!("element <{}>", name.local_name), r));
+                }
                 count += 1;
                 if stack.len() >= MAX_DEPTH || count > MAX_ELEMENTS {
                     return Err(SyntaxError {
@@ -84,6 +95,8 @@ pub fn parse(text: &str) -> Result<Element, SyntaxError> {
             XmlEvent::Characters(s) => {
                 if let Some(top) = stack.last_mut() {
                     top.text.push_str(&s);
+                } else if let Some(r) = root.as_ref().filter(|_| !s.trim().is_empty()) {
+                    return Err(after_root(pos.row + 1, pos.column + 1, "text", r));
                 }
             }
             XmlEvent::EndElement { .. } => {
@@ -93,11 +106,11 @@ pub fn parse(text: &str) -> Result<Element, SyntaxError> {
                 done.text = done.text.trim().to_string();
                 match stack.last_mut() {
                     Some(parent) => parent.children.push(done),
-                    None => return Ok(done),
+                    None => root = Some(done),
                 }
             }
             XmlEvent::EndDocument => {
-                return Err(SyntaxError {
+                return root.ok_or(SyntaxError {
                     line: pos.row + 1,
                     column: pos.column + 1,
                     message: "no root element".into(),
@@ -141,6 +154,17 @@ mod tests {
         assert_eq!(root.children[0].text, "kiln");
         assert_eq!((root.children[0].line, root.children[0].column), (3, 3));
         assert_eq!(root.children[1].name, "Bind");
+    }
+
+    #[test]
+    fn nothing_but_comments_may_follow_the_root() {
+        let ok = parse("<Server/>\n<!-- fine -->\n  \n").unwrap();
+        assert_eq!(ok.name, "Server");
+        let second = parse("<Server>\n</Server>\n<Server version=\"8\"/>\n").unwrap_err();
+        assert_eq!(second.line, 3, "{second:?}");
+        assert!(second.message.contains("after the end of the root element </Server>"), "{second:?}");
+        let garbage = parse("<Server>\n</Server>\ngarbage & <<<\n").unwrap_err();
+        assert_eq!(garbage.line, 3, "{garbage:?}");
     }
 
     #[test]
