@@ -294,29 +294,41 @@ pub fn valid_host_name(h: &str) -> bool {
         })
 }
 
-fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').unwrap_or((p, "")))
+/// The options of a URL's query, each given once: a repeated one is
+/// refused (which would win is a guess, and a mask could miss one).
+fn query_pairs(query: &str) -> Result<Vec<(&str, &str)>, String> {
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for p in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        if pairs.iter().any(|(seen, _)| *seen == k) {
+            return Err(format!("The url option [{k}] is given more than once"));
+        }
+        pairs.push((k, v));
+    }
+    Ok(pairs)
 }
 
-/// The URL as logs show it: a `passphrase` value replaced by `***`.
+/// Query options whose values are secrets: never logged or shown.
+const SECRET_OPTIONS: [&str; 1] = ["passphrase"];
+
+/// The URL as logs and answers show it: every secret option's value (each
+/// occurrence) replaced by `***`.
 pub fn redacted_url(url: &str) -> std::borrow::Cow<'_, str> {
     let Some((base, query)) = url.split_once('?') else {
         return url.into();
     };
-    if !query.split('&').any(|kv| kv.starts_with("passphrase=")) {
+    let secret = |kv: &str| {
+        let k = kv.split_once('=').map_or(kv, |(k, _)| k);
+        SECRET_OPTIONS.iter().any(|s| k.eq_ignore_ascii_case(s))
+    };
+    if !query.split('&').any(secret) {
         return url.into();
     }
-    let query: Vec<&str> = query
+    let query: Vec<String> = query
         .split('&')
-        .map(|kv| {
-            if kv.starts_with("passphrase=") {
-                "passphrase=***"
-            } else {
-                kv
-            }
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if secret(kv) => format!("{k}=***"),
+            _ => kv.to_string(),
         })
         .collect();
     format!("{base}?{}", query.join("&")).into()
@@ -324,8 +336,29 @@ pub fn redacted_url(url: &str) -> std::borrow::Cow<'_, str> {
 
 /// Parses a destination URL for a protocol (400 text on error).
 pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
+    let real = url;
+    let shown = redacted_url(real);
+    // Error texts show the URL with its secrets masked.
+    let url: &str = &shown;
     let invalid = |why: &str| format!("Invalid url [{url}]: {why}");
-    let (scheme, host, port, path, query) = split_url(url).map_err(|e| invalid(&e))?;
+    // The scheme first: `file:///etc/passwd` is the wrong scheme, not a
+    // URL without a host.
+    let wanted: &[&str] = match protocol {
+        Protocol::Rtmp => &["rtmp", "rtmps"],
+        Protocol::Srt => &["srt"],
+        Protocol::Mpegts => &["udp"],
+    };
+    if let Some((scheme, _)) = url.split_once("://") {
+        if !wanted.iter().any(|w| scheme.eq_ignore_ascii_case(w)) {
+            let want: Vec<String> = wanted.iter().map(|w| format!("{w}://")).collect();
+            return Err(format!(
+                "The url of an {} push must start with {}: [{url}]",
+                protocol.name(),
+                want.join(" or ")
+            ));
+        }
+    }
+    let (scheme, host, port, path, query) = split_url(real).map_err(|e| invalid(&e))?;
     let host = host.to_string();
     match protocol {
         Protocol::Rtmp => {
@@ -354,7 +387,7 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                 host,
                 port: port.unwrap_or(if tls { 443 } else { 1935 }),
                 app,
-                tc_url: url.to_string(),
+                tc_url: real.to_string(),
             })
         }
         Protocol::Mpegts => {
@@ -369,7 +402,7 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                 return Err(invalid("it takes no path after host:port"));
             }
             let mut ttl = None;
-            for (k, v) in query_pairs(query) {
+            for (k, v) in query_pairs(query).map_err(|e| invalid(&e))? {
                 match k {
                     "ttl" => {
                         ttl = Some(
@@ -428,7 +461,7 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                 }
                 Ok(Duration::from_micros(us))
             };
-            for (k, v) in query_pairs(query) {
+            for (k, v) in query_pairs(query).map_err(|e| invalid(&e))? {
                 match k {
                     "mode" => {
                         if v != "caller" {
@@ -647,6 +680,34 @@ mod tests {
             "srt://h:1?streamid=a&passphrase=***&pbkeylen=16"
         );
         assert_eq!(redacted_url("udp://h:1"), "udp://h:1");
+        // every occurrence, whatever the case
+        assert_eq!(
+            redacted_url("srt://h:1?passphrase=aaaaaaaaaa&x=1&PASSPHRASE=bbbbbbbbbb"),
+            "srt://h:1?passphrase=***&x=1&PASSPHRASE=***"
+        );
+    }
+
+    #[test]
+    fn a_repeated_option_is_refused_and_errors_never_show_a_passphrase() {
+        let e = parse_url(
+            Protocol::Srt,
+            "srt://h:9000?passphrase=aaaaaaaaaa&passphrase=bbbbbbbbbb",
+        )
+        .unwrap_err();
+        assert!(e.contains("[passphrase] is given more than once"), "{e}");
+        assert!(!e.contains("aaaaaaaaaa") && !e.contains("bbbbbbbbbb"), "{e}");
+        let e = parse_url(Protocol::Mpegts, "udp://h:9000?ttl=2&ttl=3").unwrap_err();
+        assert!(e.contains("[ttl] is given more than once"), "{e}");
+        let e = parse_url(Protocol::Srt, "srt://h:9000?passphrase=short&mode=listener").unwrap_err();
+        assert!(!e.contains("short"), "{e}");
+    }
+
+    #[test]
+    fn the_scheme_is_checked_before_the_host() {
+        let e = parse_url(Protocol::Rtmp, "file:///etc/passwd").unwrap_err();
+        assert!(e.contains("must start with rtmp:// or rtmps://"), "{e}");
+        let e = parse_url(Protocol::Srt, "file:///etc/passwd").unwrap_err();
+        assert!(e.contains("must start with srt://"), "{e}");
     }
 
     #[test]

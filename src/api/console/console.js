@@ -47,7 +47,7 @@ function trackText(t) {
 }
 
 function redacted(url) {
-  return url.replace(/passphrase=[^&]*/, "passphrase=***");
+  return url.replace(/(^|[?&])(passphrase)=[^&]*/gi, "$1$2=***");
 }
 
 async function renderApp(vh, app) {
