@@ -56,6 +56,9 @@ pub enum FileEvent {
     Failed {
         file: FileId,
         reason: String,
+        /// How many bytes reached the file before it failed, when known
+        /// (0 when it could not be created).
+        written: Option<u64>,
     },
     Closed {
         file: FileId,

@@ -47,6 +47,10 @@ fn unknown_vhost_path_and_method() {
     let r = s.request("GET", "/v1/nothing", None);
     assert_eq!(r.status, 404);
     assert_eq!(r.message(), "[HTTP] Controller not found (404)");
+    // a path that cannot be read is the client's error, not a missing page
+    let r = s.request("GET", "/v1/vhosts/%zz", None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.message().contains("Invalid percent-encoding"), "{}", r.body);
     let r = s.request("PUT", "/v1/vhosts", Some("[]"));
     assert_eq!(r.status, 405);
     assert_eq!(r.message(), "[HTTP] Method not allowed (405)");

@@ -235,6 +235,14 @@ impl Api {
                 .to_response()
                 .with_header("WWW-Authenticate", access::REALM_HEADER);
         }
+        if req.path().split('/').any(|seg| percent_decode(seg).is_none()) {
+            // Not a path that names nothing: one that cannot be read.
+            return ApiError::bad_request(format_args!(
+                "Invalid percent-encoding in the path [{}]: a % must be followed by two hex digits, and the result must be UTF-8",
+                req.path()
+            ))
+            .to_response();
+        }
         let route = match Route::parse(req.path()) {
             Some(r) => r,
             None => return ApiError::controller_not_found().to_response(),

@@ -234,7 +234,11 @@ impl RecordManager {
 
     pub fn on_file_event(&mut self, ev: FileEvent, reg: &mut Registry) {
         match ev {
-            FileEvent::Failed { file, reason } => {
+            FileEvent::Failed {
+                file,
+                reason,
+                written,
+            } => {
                 let Some(key) = self.out.files.get(&file).cloned() else {
                     return;
                 };
@@ -253,6 +257,11 @@ impl RecordManager {
                             });
                         }
                     }
+                }
+                if let (true, Some(n), Some(task)) = (current, written, reg.records.get_mut(&key)) {
+                    // What reached the file, not what was handed to the
+                    // writer (a file that exists holds none of it).
+                    task.record_bytes = n;
                 }
                 fail(&key, reg, reason);
             }

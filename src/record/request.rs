@@ -145,8 +145,8 @@ pub enum PathError {
     Relative(String),
     /// Outside the root (absolute elsewhere, or `..` leaving it).
     OutsideRoot(String, String),
-    /// Control characters, a NUL, or too long.
-    Invalid(String),
+    /// Empty, too long, or with control characters: the path and why.
+    Invalid(String, &'static str),
 }
 
 impl std::fmt::Display for PathError {
@@ -163,7 +163,7 @@ impl std::fmt::Display for PathError {
                 p.escape_debug(),
                 root.escape_debug()
             ),
-            PathError::Invalid(p) => write!(f, "path [{}] is not valid", p.escape_debug()),
+            PathError::Invalid(p, why) => write!(f, "path [{}] is not valid: {why}", p.escape_debug()),
         }
     }
 }
@@ -175,8 +175,15 @@ const MAX_PATH: usize = 4096;
 /// lexically): relative paths go under the root; with a root, the result
 /// must stay inside it. Nothing on disk is read.
 pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
-    if path.is_empty() || path.len() > MAX_PATH || path.chars().any(char::is_control) {
-        return Err(PathError::Invalid(path.to_string()));
+    let invalid = |why| Err(PathError::Invalid(path.to_string(), why));
+    if path.is_empty() {
+        return invalid("it is empty");
+    }
+    if path.len() > MAX_PATH {
+        return invalid("it is longer than 4096 bytes");
+    }
+    if path.chars().any(char::is_control) {
+        return invalid("it holds control characters");
     }
     let joined = match root {
         Some(r) => Path::new(r).join(path),
@@ -189,7 +196,15 @@ pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
             Component::ParentDir => {
                 if !out.pop() {
-                    return Err(PathError::Invalid(path.to_string()));
+                    // `..` above `/`: with a root, that is leaving it (the
+                    // same answer as any other way out).
+                    return match root {
+                        Some(r) => Err(PathError::OutsideRoot(
+                            path.to_string(),
+                            r.to_string(),
+                        )),
+                        None => invalid("its `..` go above /"),
+                    };
                 }
             }
             Component::Normal(n) => out.push(n),
@@ -465,12 +480,19 @@ mod tests {
             resolve(None, "/tmp/x.ts").unwrap(),
             PathBuf::from("/tmp/x.ts")
         );
-        assert!(matches!(resolve(None, "/../x"), Err(PathError::Invalid(_))));
+        assert!(matches!(resolve(None, "/../x"), Err(PathError::Invalid(..))));
         assert!(matches!(
             resolve(root, "a\nb.ts"),
-            Err(PathError::Invalid(_))
+            Err(PathError::Invalid(..))
         ));
-        assert!(matches!(resolve(root, ""), Err(PathError::Invalid(_))));
+        assert!(matches!(resolve(root, ""), Err(PathError::Invalid(..))));
+        // `..` past / under a root says what `..` out of the root says
+        // (issue 28: infoPath said "not valid" where filePath said this).
+        for p in ["../../../../../../../etc/x.xml", "../x.xml", "/etc/x.xml"] {
+            let e = resolve(root, p).unwrap_err();
+            assert!(matches!(e, PathError::OutsideRoot(..)), "{p}: {e:?}");
+            assert!(e.to_string().contains("is outside the root [/srv/rec]"), "{e}");
+        }
     }
 
     #[test]

@@ -89,6 +89,7 @@ impl FileWriter {
                             "the disk is not keeping up: {} MiB waiting to be written",
                             queued >> 20
                         ),
+                        written: None,
                     });
                 }
                 self.queued.fetch_add(n, Ordering::Relaxed);
@@ -99,6 +100,7 @@ impl FileWriter {
         self.ops.send(op).err().map(|_| FileEvent::Failed {
             file,
             reason: "the file writer has stopped".into(),
+            written: None,
         })
     }
 
@@ -128,7 +130,8 @@ fn op_file(op: &FileOp) -> FileId {
 }
 
 struct Worker {
-    files: HashMap<FileId, (File, PathBuf)>,
+    /// Open files, their paths and the bytes written to each.
+    files: HashMap<FileId, (File, PathBuf, u64)>,
     failed: HashSet<FileId>,
 }
 
@@ -137,7 +140,7 @@ impl Worker {
         match op {
             FileOp::Create { file, path } => match create(&path) {
                 Ok(f) => {
-                    self.files.insert(file, (f, path));
+                    self.files.insert(file, (f, path, 0));
                     vec![]
                 }
                 Err(e) => {
@@ -145,30 +148,40 @@ impl Worker {
                     vec![FileEvent::Failed {
                         file,
                         reason: format!("cannot create [{}]: {e}", path.display()),
+                        written: Some(0),
                     }]
                 }
             },
             FileOp::Write { file, data } => {
-                let Some((f, path)) = self.files.get_mut(&file) else {
+                let Some((f, path, written)) = self.files.get_mut(&file) else {
                     return vec![];
                 };
                 match f.write_all(&data) {
-                    Ok(()) => vec![],
+                    Ok(()) => {
+                        *written += data.len() as u64;
+                        vec![]
+                    }
                     Err(e) => {
                         let reason = format!("cannot write [{}]: {e}", path.display());
+                        let written = *written;
                         self.files.remove(&file);
                         self.failed.insert(file);
-                        vec![FileEvent::Failed { file, reason }]
+                        vec![FileEvent::Failed {
+                            file,
+                            reason,
+                            written: Some(written),
+                        }]
                     }
                 }
             }
             FileOp::Close { file, rename, info } => {
                 let mut events = Vec::new();
-                if let Some((f, path)) = self.files.remove(&file) {
+                if let Some((f, path, _)) = self.files.remove(&file) {
                     if let Err(e) = f.sync_data() {
                         events.push(FileEvent::Failed {
                             file,
                             reason: format!("cannot write [{}]: {e}", path.display()),
+                            written: None,
                         });
                     }
                     drop(f);
@@ -188,6 +201,7 @@ impl Worker {
                                     path.display(),
                                     to.display()
                                 ),
+                                written: None,
                             });
                         }
                     }
@@ -198,6 +212,7 @@ impl Worker {
                         events.push(FileEvent::Failed {
                             file,
                             reason: format!("cannot write [{}]: {e}", path.display()),
+                            written: None,
                         });
                     }
                 }
@@ -214,6 +229,7 @@ impl Worker {
                     Err(e) => vec![FileEvent::Failed {
                         file,
                         reason: format!("cannot write [{}]: {e}", path.display()),
+                        written: None,
                     }],
                 }
             }
@@ -227,6 +243,7 @@ impl Worker {
                 Err(e) => vec![FileEvent::Failed {
                     file,
                     reason: format!("cannot write [{}]: {e}", path.display()),
+                    written: None,
                 }],
             },
         }
@@ -317,7 +334,7 @@ mod tests {
             path: path.clone(),
         });
         assert!(
-            matches!(&ev[0], FileEvent::Failed { file: 2, reason } if reason.contains("exists"))
+            matches!(&ev[0], FileEvent::Failed { file: 2, reason, written: Some(0) } if reason.contains("exists"))
         );
         assert_eq!(fs::read(&path).unwrap(), [1, 2, 3]);
         // Closed and moved to its final name; never over an existing file.
@@ -349,13 +366,13 @@ mod tests {
         assert!(start.exists(), "kept under its first name");
         // A full disk: /dev/full answers every write with ENOSPC.
         if let Ok(f) = OpenOptions::new().write(true).open("/dev/full") {
-            w.files.insert(3, (f, PathBuf::from("/dev/full")));
+            w.files.insert(3, (f, PathBuf::from("/dev/full"), 0));
             let ev = w.run(FileOp::Write {
                 file: 3,
                 data: vec![0; 4096],
             });
             assert!(
-                matches!(&ev[0], FileEvent::Failed { file: 3, reason } if reason.contains("No space left")),
+                matches!(&ev[0], FileEvent::Failed { file: 3, reason, .. } if reason.contains("No space left")),
                 "{ev:?}"
             );
             // Its close writes no info.

@@ -303,10 +303,13 @@ fn a_write_failure_puts_only_that_record_in_error() {
         FileEvent::Failed {
             file,
             reason: reason.into(),
+            written: Some(0),
         },
         &mut w.reg,
     );
     assert_eq!(w.task("full").state, RecordState::Error);
+    // What reached the disk, not what was handed to the writer.
+    assert_eq!(w.task("full").record_bytes, 0);
     assert_eq!(w.task("full").last_error.as_deref(), Some(reason));
     assert_eq!(closes(&w.ops()), vec![(file, None)]);
     w.media(1_000, 2_000);
