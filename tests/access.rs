@@ -495,33 +495,6 @@ fn hook_server(tag: &str, hook: &ControlServer, timeout_ms: u64, enables: &str) 
     )
 }
 
-/// A bare RTMP publish with kiln's own client (no ffmpeg start-up): the
-/// status it ends on. The connection closes when this returns.
-fn rtmp_publish(port: u16, key: &str) -> Result<(), String> {
-    use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
-    let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", key);
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    sock.set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    let mut c = ClientSession::new(config);
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let out = c.pending_output().to_vec();
-        sock.write_all(&out).map_err(|e| e.to_string())?;
-        c.consume_output(out.len());
-        match c.state() {
-            ClientState::Publishing => return Ok(()),
-            ClientState::Failed => return Err(format!("{:?}", c.poll_event())),
-            _ => {}
-        }
-        let n = sock.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("closed".into());
-        }
-        c.handle_input(&buf[..n]).map_err(|e| e.to_string())?;
-    }
-}
-
 #[test]
 fn webhooks_admit_redirect_and_close_rtmp_publishers() {
     if !have_tool("ffmpeg") {

@@ -332,3 +332,24 @@ fn idle_flood(tag: &str, per_address: usize, nofile: u32, logged: &str) {
     drop(idle);
     let _ = s.terminate();
 }
+
+/// Issue 28, 5.6: a stream name from an ingest follows the API's rules (1-255
+/// letters, digits, '-', '_', '.'): a 60,000-character name and one with a
+/// bidi override are refused with RTMP's own error, and neither reaches the
+/// log raw.
+#[test]
+fn ingest_stream_names_follow_the_api_rules() {
+    let s = Server::start_media("ingest-names");
+    let long = "x".repeat(60_000);
+    for name in [long.as_str(), "evil\u{202E}gpj.exe", "a/b", ".."] {
+        let got = rtmp_publish(s.media.rtmp, name);
+        assert!(got.is_err(), "{name:.40} was accepted");
+        assert!(s.live_stream(name).is_none());
+    }
+    // A good name still publishes.
+    assert!(rtmp_publish(s.media.rtmp, "fine-name_1.0").is_ok(), "{}", s.log_text());
+    let log = s.log_text();
+    assert!(log.contains("The stream name must be 1-255 letters"), "{log}");
+    assert!(!log.contains(&"x".repeat(300)), "a long name reached the log");
+    assert!(!log.contains('\u{202E}'), "a bidi override reached the log raw");
+}

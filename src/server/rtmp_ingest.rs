@@ -396,6 +396,10 @@ impl RtmpIngest {
         // RTMP stream names may carry a query (`stream?key=...`); it is not
         // part of the name.
         let name = raw_name.split('?').next().unwrap_or("").to_string();
+        if !crate::state::vhost::valid_name(&name) {
+            self.reject("NetStream.Publish.BadName", crate::state::vhost::STREAM_NAME_RULE);
+            return;
+        }
         let Some(spec) = cx.api.registry.vhost(&vhost).map(|v| &v.spec) else {
             self.reject("NetStream.Publish.BadName", "The virtual host is gone");
             return;
@@ -428,6 +432,12 @@ impl RtmpIngest {
             return;
         };
         let name = raw_name.split('?').next().unwrap_or("").to_string();
+        if !crate::state::vhost::valid_name(&name) {
+            return self.session.reject_play(
+                "NetStream.Play.StreamNotFound",
+                crate::state::vhost::STREAM_NAME_RULE,
+            );
+        }
         let Some(spec) = cx.api.registry.vhost(&vhost).map(|v| &v.spec) else {
             return self
                 .session
@@ -588,6 +598,11 @@ impl RtmpIngest {
             Err(PublishError::AlreadyPublishing) => {
                 let why = format!("The stream is already being published: [{vhost}/{app}/{name}]");
                 self.reject("NetStream.Publish.BadName", &why);
+                self.close_admission(cx);
+            }
+            Err(PublishError::InvalidName) => {
+                // A webhook's new_url may name one.
+                self.reject("NetStream.Publish.BadName", crate::state::vhost::STREAM_NAME_RULE);
                 self.close_admission(cx);
             }
         }

@@ -492,6 +492,11 @@ impl SrtIngest {
                 self.refuse(conn, peer, 409, &why, now);
                 close_admission(cx);
             }
+            Err(PublishError::InvalidName) => {
+                // A webhook's new_url may name one.
+                self.refuse(conn, peer, 400, crate::state::vhost::STREAM_NAME_RULE, now);
+                close_admission(cx);
+            }
         }
     }
 
@@ -650,6 +655,10 @@ impl SrtIngest {
                 format!("streamid [{id}] is not {{host}}/{{app}}/{{stream}}"),
             ));
         };
+        if !crate::state::vhost::valid_name(&stream) {
+            // SRT_REJX_BAD_REQUEST, as for a streamid that does not parse.
+            return Err((400, crate::state::vhost::STREAM_NAME_RULE.to_string()));
+        }
         let vhost = registry.vhost_for_stream_id(host.as_deref()).ok_or((
             404,
             format!("no virtual host for [{}]", host.unwrap_or_default()),

@@ -130,6 +130,8 @@ impl LiveStream {
 pub enum PublishError {
     /// Another publisher sends this name now.
     AlreadyPublishing,
+    /// The name breaks the name rules (`vhost::STREAM_NAME_RULE`).
+    InvalidName,
 }
 
 #[derive(Debug, Default)]
@@ -149,6 +151,9 @@ impl Streams {
         publisher: u64,
         now_ms: i64,
     ) -> Result<StreamId, PublishError> {
+        if !super::vhost::valid_name(name) {
+            return Err(PublishError::InvalidName);
+        }
         if self.find(vhost, app, name).is_some() {
             return Err(PublishError::AlreadyPublishing);
         }

@@ -147,6 +147,13 @@ pub fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
+/// Why a stream name from an ingest (RTMP publish or play, SRT streamid)
+/// is refused: the API's name rules apply to every way a name arrives, so
+/// no name can be longer than 255 bytes or hold a NUL, `/`, a control or
+/// bidi character, or be `.` or `..`.
+pub const STREAM_NAME_RULE: &str =
+    "The stream name must be 1-255 letters, digits, '-', '_' or '.' (not . or ..)";
+
 /// A `host.names` entry: a host name, IP address or wildcard pattern of
 /// them (never a path, a port or control characters).
 pub fn valid_host_pattern(n: &str) -> bool {
