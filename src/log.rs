@@ -113,10 +113,15 @@ pub fn is_format(c: char) -> bool {
 /// [`THROTTLE_KEYS`] keys are remembered; past that, every address shares
 /// one key per kind.
 pub struct Throttle {
-    keys: std::collections::HashMap<(&'static str, std::net::IpAddr), (std::time::Instant, u64)>,
+    keys: std::collections::HashMap<ThrottleKey, (std::time::Instant, u64)>,
 }
 
-/// Most (kind, address) pairs [`Throttle`] remembers.
+/// What one throttled line is counted under: its kind, the peer's address,
+/// and a discriminator (a hash of the reason, so that distinct refusals of
+/// one address each show once; 0 when not used).
+type ThrottleKey = (&'static str, std::net::IpAddr, u64);
+
+/// Most keys [`Throttle`] remembers.
 pub const THROTTLE_KEYS: usize = 4096;
 /// One line per key in this window.
 pub const THROTTLE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
@@ -137,14 +142,19 @@ impl Throttle {
         addr: std::net::IpAddr,
         now: std::time::Instant,
     ) -> Option<u64> {
-        if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&(kind, addr)) {
+        self.admit_keyed((kind, addr, 0), now)
+    }
+
+    /// [`admit`](Self::admit) with a discriminator in the key.
+    pub fn admit_keyed(&mut self, key: ThrottleKey, now: std::time::Instant) -> Option<u64> {
+        if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&key) {
             self.keys
                 .retain(|_, (at, _)| now.saturating_duration_since(*at) < THROTTLE_WINDOW);
         }
-        let key = if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&(kind, addr)) {
-            (kind, std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+        let key = if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&key) {
+            (key.0, std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0)
         } else {
-            (kind, addr)
+            key
         };
         match self.keys.get_mut(&key) {
             Some((at, left)) if now.saturating_duration_since(*at) < THROTTLE_WINDOW => {
@@ -167,13 +177,28 @@ impl Throttle {
 
 static THROTTLE: std::sync::Mutex<Option<Throttle>> = std::sync::Mutex::new(None);
 
-/// [`Throttle::admit`] on the process's one throttle.
-pub fn throttle(kind: &'static str, addr: std::net::IpAddr, now: std::time::Instant) -> Option<u64> {
+/// [`Throttle::admit_keyed`] on the process's one throttle; `reason` (may
+/// be empty) is hashed into the key.
+pub fn throttle(
+    kind: &'static str,
+    addr: std::net::IpAddr,
+    reason: &str,
+    now: std::time::Instant,
+) -> Option<u64> {
+    let disc = if reason.is_empty() {
+        0
+    } else {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        reason.hash(&mut h);
+        h.finish()
+    };
     let mut g = match THROTTLE.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     };
-    g.get_or_insert_with(Throttle::new).admit(kind, addr, now)
+    g.get_or_insert_with(Throttle::new)
+        .admit_keyed((kind, addr, disc), now)
 }
 
 /// The suffix of a throttled line: how many like it were left out.
@@ -189,13 +214,21 @@ impl std::fmt::Display for LeftOut {
 }
 
 /// Logs at most once per minute per `(kind, address)`:
-/// `log_throttled!(Level::Warn, "srt-refused", ip, "...", args)`. The line
-/// ends with how many were left out.
+/// `log_throttled!(Level::Warn, "srt-refused", ip, "...", args)`, or per
+/// `(kind, address, reason)` with `log_throttled!(Level::Warn, ("kind",
+/// reason), ip, ...)`. The line ends with how many were left out.
 #[macro_export]
 macro_rules! log_throttled {
+    ($lvl:expr, ($kind:expr, $reason:expr), $addr:expr, $($arg:tt)*) => {
+        if $crate::log::enabled($lvl) {
+            if let Some(n) = $crate::log::throttle($kind, $addr, $reason, std::time::Instant::now()) {
+                $crate::log::write($lvl, format_args!("{}{}", format_args!($($arg)*), $crate::log::LeftOut(n)));
+            }
+        }
+    };
     ($lvl:expr, $kind:expr, $addr:expr, $($arg:tt)*) => {
         if $crate::log::enabled($lvl) {
-            if let Some(n) = $crate::log::throttle($kind, $addr, std::time::Instant::now()) {
+            if let Some(n) = $crate::log::throttle($kind, $addr, "", std::time::Instant::now()) {
                 $crate::log::write($lvl, format_args!("{}{}", format_args!($($arg)*), $crate::log::LeftOut(n)));
             }
         }
@@ -265,5 +298,9 @@ mod tests {
             t.admit("flood", ip, t0 + Duration::from_secs(62));
         }
         assert!(t.keys.len() <= super::THROTTLE_KEYS + 1);
+        // A discriminator makes distinct reasons of one address separate.
+        assert_eq!(t.admit_keyed(("r", a, 1), t0), Some(0));
+        assert_eq!(t.admit_keyed(("r", a, 2), t0), Some(0));
+        assert_eq!(t.admit_keyed(("r", a, 1), t0), None);
     }
 }

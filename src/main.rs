@@ -291,6 +291,7 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
         .srt_port
         .map(|port| SocketAddr::new(config.ip, port));
     listen.srt_crypto = config.providers.srt_crypto.clone();
+    listen.srt_max_per_address = config.providers.srt_max_per_address;
     if let (Some(_), Some(c)) = (listen.srt, &listen.srt_crypto) {
         info!(
             "SRT ingest: callers must encrypt (AES-{}, passphrase set)",

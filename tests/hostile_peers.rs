@@ -191,6 +191,15 @@ fn one_srt_source_cannot_take_every_slot() {
     );
     assert!(accepted <= 16, "{accepted} accepted from one address");
     assert!(refused >= 1000, "{refused} refused");
+    // Issue 28, 5.7: 1,000+ refusals of one address are one log line (a
+    // minute), naming the address and the cap.
+    let log = s.log_text();
+    let lines = log.lines().filter(|l| l.contains("srt 127.0.0.2:")).count();
+    assert!(lines <= 2, "{lines} lines for one refusing address\n{log}");
+    assert!(
+        log.contains("MaxConnectionsPerAddress") && log.contains("(cap 16 from 127.0.0.2)"),
+        "{log}"
+    );
     if !(have_tool("ffmpeg") && have_tool("srt-live-transmit")) {
         return;
     }

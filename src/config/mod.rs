@@ -102,6 +102,9 @@ pub struct ProviderBinds {
     /// `<SRT><Options>` SRTO_PASSPHRASE / SRTO_PBKEYLEN: callers must
     /// encrypt with this passphrase.
     pub srt_crypto: Option<crate::srt::crypto::CryptoConfig>,
+    /// `<SRT><MaxConnectionsPerAddress>` (kiln extension, default 16, 0 =
+    /// no cap): SRT sockets (publishers and players) from one address.
+    pub srt_max_per_address: usize,
     pub mpegts_ports: Vec<u16>,
     /// How long an MPEG-TS port may be quiet before its stream ends
     /// (`<MPEGTS><StreamTimeoutMs>`, kiln extension; default 5 s).
@@ -119,6 +122,7 @@ impl Default for ProviderBinds {
             rtmp_tls_port: None,
             srt_port: None,
             srt_crypto: None,
+            srt_max_per_address: 16,
             mpegts_ports: Vec::new(),
             mpegts_quiet: Duration::from_secs(5),
             llhls_port: None,
@@ -969,6 +973,11 @@ impl Walker<'_> {
                                 match c.name.as_str() {
                                     "Port" => providers.srt_port = w.udp_port(c, p),
                                     "Options" => providers.srt_crypto = w.srt_options(c, p),
+                                    "MaxConnectionsPerAddress" => {
+                                        if let Some(n) = w.number::<u32>(c, p) {
+                                            providers.srt_max_per_address = n as usize;
+                                        }
+                                    }
                                     _ => return false,
                                 }
                                 true

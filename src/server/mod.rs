@@ -116,6 +116,8 @@ pub struct Listen {
     pub srt: Option<SocketAddr>,
     /// Its passphrase, when callers must encrypt.
     pub srt_crypto: Option<crate::srt::crypto::CryptoConfig>,
+    /// SRT sockets from one address (0: no cap).
+    pub srt_max_per_address: usize,
 }
 
 struct Entry {
@@ -226,6 +228,7 @@ impl Server {
                 socket,
                 token.0 as u64,
                 listen.srt_crypto.clone(),
+                listen.srt_max_per_address,
                 Instant::now(),
             ))));
         }

@@ -224,7 +224,14 @@ impl RtmpIngest {
         } else {
             "no data for 30 s"
         };
-        crate::info!("rtmp {}: {why}; closing", self.peer);
+        // A peer can cause these at will: once a minute per address.
+        crate::log_throttled!(
+            crate::log::Level::Info,
+            "rtmp-timeout",
+            self.peer.ip(),
+            "rtmp {}: {why}; closing",
+            self.peer
+        );
         self.close(cx, out);
     }
 
@@ -375,7 +382,13 @@ impl RtmpIngest {
     }
 
     fn reject(&mut self, code: &str, why: &str) {
-        crate::warn!("rtmp {}: publish refused: {why}", self.peer);
+        crate::log_throttled!(
+            crate::log::Level::Warn,
+            ("rtmp-refused", why),
+            self.peer.ip(),
+            "rtmp {}: publish refused: {why}",
+            self.peer
+        );
         self.session.reject_publish_with_code(code, why);
     }
 

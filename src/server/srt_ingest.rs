@@ -197,10 +197,16 @@ impl SrtIngest {
         socket: UdpSocket,
         owner: u64,
         crypto: Option<crate::srt::crypto::CryptoConfig>,
+        max_per_address: usize,
         now: Instant,
     ) -> Self {
         let config = ListenerConfig {
             crypto,
+            max_per_address: if max_per_address == 0 {
+                usize::MAX
+            } else {
+                max_per_address
+            },
             ..ListenerConfig::default()
         };
         SrtIngest {
@@ -330,9 +336,14 @@ impl SrtIngest {
                     reason,
                     detail,
                 } => {
-                    crate::warn!(
-                        "srt {peer}: refused (reject code {}, {reason}): {detail}; streamid [{}]",
+                    let cap = self.listener.config().max_per_address;
+                    crate::log_throttled!(
+                        crate::log::Level::Warn,
+                        ("srt-refused", detail),
+                        peer.ip(),
+                        "srt {peer}: refused (reject code {}, {reason}): {detail}{}; streamid [{}]",
                         reason.code(),
+                        if detail.contains("one address") { format!(" (cap {cap} from {})", peer.ip()) } else { String::new() },
                         stream_id.as_deref().unwrap_or("")
                     );
                 }
@@ -406,7 +417,11 @@ impl SrtIngest {
     }
 
     fn refuse(&mut self, conn: ConnectionId, peer: SocketAddr, code: u16, why: &str, now: Instant) {
-        crate::warn!(
+        // A caller can repeat this at will: once a minute per address.
+        crate::log_throttled!(
+            crate::log::Level::Warn,
+            ("srt-refused", why),
+            peer.ip(),
             "srt {peer}: refused (reject code {}): {why}",
             1000 + u32::from(code)
         );

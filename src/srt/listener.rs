@@ -557,6 +557,17 @@ impl Listener {
         {
             self.stats.refused_over_limit += 1;
             self.send_rejection(from, hs.socket_id, hs, RejectReason::Backlog, now);
+            let detail = if from_address >= self.config.max_per_address {
+                "the cap on SRT sockets from one address (<Bind><Providers><SRT><MaxConnectionsPerAddress>) is reached"
+            } else {
+                "every SRT socket of the listener is taken"
+            };
+            self.events.push_back(ListenerEvent::Refused {
+                peer: from,
+                stream_id: hs.stream_id.clone(),
+                reason: RejectReason::Backlog,
+                detail,
+            });
             return;
         }
         let id = self.new_socket_id();
@@ -872,6 +883,11 @@ impl Listener {
     }
 
     /// Number of pending plus connected connections.
+    /// The settings it was made with.
+    pub fn config(&self) -> &ListenerConfig {
+        &self.config
+    }
+
     pub fn connection_count(&self) -> usize {
         self.conns.len()
     }
