@@ -292,15 +292,16 @@ mod tests {
         assert_eq!(t.admit("k", b, t0), Some(0));
         assert_eq!(t.admit("other", a, t0), Some(0));
         assert_eq!(t.admit("k", a, t0 + Duration::from_secs(61)), Some(10));
+        // A discriminator makes distinct reasons of one address separate.
+        assert_eq!(t.admit_keyed(("r", a, 1), t0), Some(0));
+        assert_eq!(t.admit_keyed(("r", a, 2), t0), Some(0));
+        assert_eq!(t.admit_keyed(("r", a, 1), t0), None);
+
         // Bounded: a flood of addresses shares one key once the table is full.
         for i in 0..(super::THROTTLE_KEYS as u32 + 100) {
             let ip = IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i));
             t.admit("flood", ip, t0 + Duration::from_secs(62));
         }
         assert!(t.keys.len() <= super::THROTTLE_KEYS + 1);
-        // A discriminator makes distinct reasons of one address separate.
-        assert_eq!(t.admit_keyed(("r", a, 1), t0), Some(0));
-        assert_eq!(t.admit_keyed(("r", a, 2), t0), Some(0));
-        assert_eq!(t.admit_keyed(("r", a, 1), t0), None);
     }
 }

@@ -115,12 +115,20 @@ fn sign_url(args: &[String]) -> ExitCode {
         eprintln!("kiln: POLICY must be a JSON object with url_expire (epoch milliseconds)");
         return ExitCode::from(2);
     }
+    // Sign what the verifier checks: the URL with its port.
+    let url = match kiln::admission::policy::with_port(url) {
+        Ok(u) => u,
+        Err(why) => {
+            eprintln!("kiln: cannot sign {why}");
+            return ExitCode::from(2);
+        }
+    };
     let keys = kiln::admission::policy::PolicyKeys {
         policy_key: &policy_key,
         signature_key: &signature_key,
         secret,
     };
-    println!("{}", kiln::admission::policy::sign_url(url, keys, policy));
+    println!("{}", kiln::admission::policy::sign_url(&url, keys, policy));
     ExitCode::SUCCESS
 }
 
@@ -241,9 +249,6 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
             registry.pushes.len()
         );
     }
-    store
-        .open(|| registry.durable())
-        .map_err(|e| format!("cannot open the state file {}: {e}", store.path().display()))?;
 
     let mut listen = Listen {
         mpegts_quiet: config.providers.mpegts_quiet,
@@ -343,7 +348,11 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
         mpegts_ports: config.providers.mpegts_ports.clone(),
         addresses,
     };
-    let server = Server::bind(api, listen, limits).map_err(|e| format!("cannot start: {e}"))?;
+    // Every port is bound before the state file is touched: a start that
+    // fails (a port in use) creates nothing.
+    let mut server =
+        Server::bind(api, listen, limits).map_err(|e| format!("cannot start: {e}"))?;
+    server.open_state().map_err(|e| format!("cannot open the state file: {e}"))?;
     info!("kiln {} started", env!("CARGO_PKG_VERSION"));
     server.run().map_err(|e| e.to_string())
 }

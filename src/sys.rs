@@ -29,6 +29,18 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
     Ok((old, lim.rlim_cur))
 }
 
+/// Asks the allocator to return freed memory to the system (glibc's
+/// `malloc_trim`: free pages of every arena are released); a no-op
+/// elsewhere.
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only inspects and releases the allocator's free
+    // memory; 0 keeps no padding.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The open-files soft limit (what `accept` runs into).
 pub fn nofile_limit() -> u64 {
     let mut lim = libc::rlimit {

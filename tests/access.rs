@@ -334,6 +334,21 @@ fn kiln_sign_url_makes_urls_kiln_accepts() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
+    // Issue 28, 6.6: no port in the URL: the verifier's default is signed.
+    let policy = r#"{"url_expire":4102444800000}"#;
+    let sign = |url: &str| {
+        let out = Command::new(kiln_bin())
+            .args(["sign-url", "k", url, policy])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).trim().to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (code, signed, _) = sign("rtmp://localhost/app/cam");
+    assert_eq!(code, Some(0));
+    assert!(signed.starts_with("rtmp://localhost:1935/app/cam?policy="), "{signed}");
+    let (code, _, err) = sign("srt://localhost/app/cam");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("has no port"), "{err}");
 }
 
 // -- admission webhooks --

@@ -109,9 +109,22 @@ fn bad_tls_file_is_a_warning_naming_the_path_and_strict_fails_on_it() {
 #[test]
 fn port_in_use_fails_with_a_message() {
     let s = Server::start("portbusy");
-    let out = kiln(&["-c", s.config.to_str().unwrap()]);
+    // A second server on the same API port, in a folder of its own.
+    let dir = temp_dir("portbusy-second");
+    let config = write_config(&dir, s.port, None, &ServerOptions::default());
+    let out = kiln(&["-c", config.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot start"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start"), "{err}");
+    // Issue 28, 6.9: the listener and its element are named...
+    assert!(err.contains("API server (<Bind><Managers><API><Port>)"), "{err}");
+    // ...and nothing is created.
+    let made: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("kiln-state"))
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
 }
 
 #[test]

@@ -362,3 +362,81 @@ fn ingest_stream_names_follow_the_api_rules() {
     assert!(!log.contains(&"x".repeat(300)), "a long name reached the log");
     assert!(!log.contains('\u{202E}'), "a bidi override reached the log raw");
 }
+
+/// Issue 28, 5.2: 1,500 RTMP connections, each `SetChunkSize 65536` then a
+/// 64,990-byte partial command message (under the 64 KiB cap, so each is
+/// held until the set-up timeout). The peak stays under idle + the ingest
+/// budget (128 MiB), and once kiln has closed them at its own timeout, RSS
+/// comes back within 16 MiB of where it was (freed buffers are returned to
+/// the system). Their 1,500 timeouts are not 1,500 log lines.
+#[test]
+fn memory_taken_by_partial_rtmp_messages_is_given_back() {
+    if raise_own_nofile() < 2000 {
+        eprintln!("skipped: this process may not open 2,000 sockets");
+        return;
+    }
+    let s = Server::start_media("hostile-rtmp-memory");
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, idle) = memory_kib(&s);
+    let mut conns = Vec::new();
+    let mut msg = vec![3u8];
+    msg.extend(std::iter::repeat_n(0u8, 2 * 1536)); // C0 C1 C2
+    // SetChunkSize 65536 on chunk stream 2.
+    msg.extend_from_slice(&[2, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0]);
+    msg.extend_from_slice(&65536u32.to_be_bytes());
+    // An AMF0 command of 65,000 bytes, 64,990 of them sent.
+    msg.extend_from_slice(&[3, 0, 0, 0]);
+    msg.extend_from_slice(&65_000u32.to_be_bytes()[1..]);
+    msg.extend_from_slice(&[20, 0, 0, 0, 0]);
+    msg.extend(std::iter::repeat_n(5u8, 64_990));
+    for i in 0..1500 {
+        let from: SocketAddr = format!("127.0.0.{}:0", 2 + i % 8).parse().unwrap();
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        sock.bind(&from.into()).unwrap();
+        let to: SocketAddr = ([127, 0, 0, 1], s.media.rtmp).into();
+        sock.connect_timeout(&to.into(), Duration::from_secs(5)).unwrap();
+        let mut c: std::net::TcpStream = sock.into();
+        c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(&msg);
+        conns.push(c);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let (peak, held) = memory_kib(&s);
+    // kiln closes each at its set-up timeout (10 s): EOF or a reset.
+    let mut closed = 0;
+    for c in conns.iter_mut() {
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut sink = [0u8; 8192];
+        loop {
+            match c.read(&mut sink) {
+                Ok(0) => break closed += 1,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break closed += 1,
+                Err(_) => break,
+            }
+        }
+    }
+    assert_eq!(closed, 1500, "kiln closed every one at its timeout");
+    // Within 30 s of that, RSS is back near where it was.
+    let mut after = held;
+    for _ in 0..30 {
+        after = memory_kib(&s).1;
+        if after <= idle + 16 * 1024 {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    eprintln!(
+        "RELIABILITY: 1,500 RTMP connections x 64,990-byte partial messages: RSS idle {idle} KiB, held {held} KiB, peak {peak} KiB, after kiln closed them {after} KiB"
+    );
+    assert!(peak < idle + 128 * 1024, "peak {peak} KiB against idle {idle} KiB");
+    assert!(
+        after <= idle + 16 * 1024,
+        "RSS {after} KiB stays above idle {idle} KiB + 16 MiB"
+    );
+    let log = s.log_text();
+    let timeouts = log.matches("no publish within 10 s").count();
+    assert!(timeouts <= 16, "{timeouts} timeout lines for 1,500 connections (8 addresses)");
+    drop(conns);
+}

@@ -257,7 +257,14 @@ fn idle_keep_alive_is_closed_silently() {
 #[test]
 fn thousand_idle_connections_do_not_delay_a_client() {
     let _ = kiln::sys::raise_nofile_limit();
-    let s = Server::start("idle1000");
+    // One address for all: no per-address cap here (hostile_peers tests it).
+    let s = Server::start_with(
+        "idle1000",
+        ServerOptions {
+            limits: "<Limits><MaxConnectionsPerAddress>0</MaxConnectionsPerAddress></Limits>".into(),
+            ..Default::default()
+        },
+    );
     let mut idle = Vec::with_capacity(1000);
     for _ in 0..1000 {
         idle.push(connect(s.port));

@@ -177,6 +177,8 @@ fn a_record_killed_by_kill_9_leaves_a_playable_file() {
         json!({"id": "k", "stream": {"name": "live"}, "filePath": "kill/live.mp4"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
+    // Issue 28, 6.10: a record of a live stream answers the state it is in.
+    assert_eq!(r.json()["response"][0]["state"], "recording", "{}", r.body);
     wait_until(Duration::from_secs(20), || {
         record(&s, "k").filter(|r| r["recordTime"].as_u64() >= Some(4000))
     })

@@ -6,6 +6,8 @@
 mod common;
 #[path = "common/media.rs"]
 mod media;
+#[path = "common/hls_check.rs"]
+mod hls_check;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
@@ -173,4 +175,71 @@ fn stats_and_metrics_follow_a_running_push() {
     let _ = src.kill();
     let _ = src.wait();
     let _ = capture.join();
+}
+
+/// Issue 28, 6.5 (DECISIONS 14 amended): viewers count. An LL-HLS viewer,
+/// an RTMP player and an SRT player of a stream show in its connections,
+/// in totalConnections, and in totalBytesOut; they leave when they go.
+#[test]
+fn stats_count_viewers_of_every_protocol() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = Server::start_with(
+        "stats-viewers",
+        ServerOptions {
+            media: true,
+            llhls: Some("<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>".into()),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(40, &[], "flv", &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    s.wait_for_tracks("cam");
+    let path = "/vhosts/default/apps/app/streams/cam";
+    let before = stats(&s, path);
+    assert_eq!(before["totalConnections"], 0, "{before}");
+    // An RTMP player and an SRT player (ffmpeg), and an LL-HLS viewer.
+    let rtmp_player = Command::new("ffmpeg")
+        .args(["-v", "error", "-i", &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp), "-f", "null", "-"])
+        .stdin(std::process::Stdio::null())
+        .spawn();
+    let srt_player = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-i",
+            &format!("srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request", s.media.srt),
+            "-f",
+            "null",
+            "-",
+        ])
+        .stdin(std::process::Stdio::null())
+        .spawn();
+    let (mut rtmp_player, mut srt_player) = (rtmp_player.unwrap(), srt_player.unwrap());
+    let got = wait_until(Duration::from_secs(20), || {
+        let r = hls_check::get(s.media.llhls, "/app/cam/llhls.m3u8", &[]);
+        if r.status != 200 {
+            return None;
+        }
+        let c = stats(&s, path)["connections"].clone();
+        (c["rtmp"] == 1 && c["srt"] == 1 && c["llhls"] == 1).then_some(c)
+    });
+    let now = stats(&s, path);
+    assert!(got.is_some(), "viewers not counted: {now}\n{}", s.log_text());
+    assert_eq!(now["totalConnections"], 3, "{now}");
+    assert!(now["totalBytesOut"].as_u64().unwrap() > 10_000, "{now}");
+    // The app and the server add them up.
+    let app = stats(&s, "/vhosts/default/apps/app");
+    assert_eq!(app["connections"]["rtmp"], 1, "{app}");
+    let _ = rtmp_player.kill();
+    let _ = srt_player.kill();
+    let _ = rtmp_player.wait();
+    let _ = srt_player.wait();
+    let gone = wait_until(Duration::from_secs(15), || {
+        let c = stats(&s, path)["connections"].clone();
+        (c["rtmp"] == 0 && c["srt"] == 0).then_some(())
+    });
+    assert!(gone.is_some(), "players that left still count: {}", stats(&s, path));
+    let _ = src.kill();
+    let _ = src.wait();
 }

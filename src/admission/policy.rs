@@ -128,6 +128,35 @@ pub fn sign(secret: &str, text: &str) -> String {
 
 /// A signed URL, as OME's generator makes it: `base_url` (with its port)
 /// plus `policy_key=base64url(policy)`, then `signature_key=...`.
+/// The URL as the verifier sees it (DECISIONS 11: always with a port): a
+/// URL without one gets its scheme's default port (rtmp 1935, rtmps 443,
+/// http/ws 80, https/wss 443); a scheme without a default (srt) must name
+/// its port. The error says why.
+pub fn with_port(url: &str) -> Result<String, String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!("[{url}] does not start with scheme://"));
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    if authority.is_empty() {
+        return Err(format!("[{url}] has no host"));
+    }
+    if super::has_port(authority) {
+        return Ok(url.to_string());
+    }
+    let port = match scheme.to_ascii_lowercase().as_str() {
+        "rtmp" => 1935,
+        "rtmps" | "https" | "wss" => 443,
+        "http" | "ws" => 80,
+        other => {
+            return Err(format!(
+                "[{url}] has no port and {other}:// has no default one; the verifier checks the URL with its port, so write it (e.g. {other}://{authority}:9999{tail})"
+            ))
+        }
+    };
+    Ok(format!("{scheme}://{authority}:{port}{tail}"))
+}
+
 pub fn sign_url(base_url: &str, keys: PolicyKeys<'_>, policy_json: &str) -> String {
     let sep = if base_url.contains('?') { '&' } else { '?' };
     let with_policy = format!(
@@ -248,6 +277,16 @@ pub fn fuzz(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_are_signed_with_their_port() {
+        assert_eq!(with_port("rtmp://h/app/s").unwrap(), "rtmp://h:1935/app/s");
+        assert_eq!(with_port("rtmp://h:19350/app/s").unwrap(), "rtmp://h:19350/app/s");
+        assert_eq!(with_port("https://h/a/s/llhls.m3u8?x=1").unwrap(), "https://h:443/a/s/llhls.m3u8?x=1");
+        assert_eq!(with_port("ws://[::1]/a/s").unwrap(), "ws://[::1]:80/a/s");
+        assert!(with_port("srt://h/a/s").unwrap_err().contains("has no port"));
+        assert!(with_port("nonsense").is_err());
+    }
 
     const KEYS: PolicyKeys<'static> = PolicyKeys {
         policy_key: "policy",

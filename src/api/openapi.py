@@ -84,7 +84,7 @@ schemas = {
         "status": S("string", enum=["Running", "Completed", "Error"]),
         "segments": INT, "bytes": INT, "createdTime": TIME, "lastError": STR,
     }, ["id", "vhost", "app", "outputStreamName", "outputPath", "playlist", "status", "segments", "bytes", "createdTime"]),
-    "Connections": obj({k: INT for k in ["webrtc", "llhls", "hls", "ovt", "file", "push", "thumbnail", "srt"]}),
+    "Connections": obj({k: INT for k in ["webrtc", "llhls", "hls", "ovt", "file", "push", "thumbnail", "srt", "rtmp"]}),
     "Metrics": obj({
         "createdTime": TIME, "lastUpdatedTime": TIME, "totalBytesIn": INT, "totalBytesOut": INT,
         "totalConnections": INT, "maxTotalConnections": INT, "maxTotalConnectionTime": TIME,

@@ -160,7 +160,18 @@ impl Api {
             .records
             .get(&key)
             .ok_or_else(ApiError::internal)?;
-        Ok(envelope::ok([RecordView::of(task, self.utc_offset)]))
+        let mut view = RecordView::of(task, self.utc_offset);
+        // The loop starts a record of a live stream right after this answer
+        // (as a push's session): say the state it is in by then.
+        let live = self
+            .registry
+            .output_stream(&key.vhost, &key.app, &task.spec.stream_name)
+            .and_then(|(id, _)| self.registry.streams.get(id))
+            .is_some_and(|s| !s.tracks().is_empty());
+        if live && view.state == "ready" {
+            view.state = "recording";
+        }
+        Ok(envelope::ok([view]))
     }
 
     pub(super) fn stop_record(

@@ -836,16 +836,12 @@ impl Walker<'_> {
                 .map(|(_, m)| m.clone())
                 .unwrap_or_default();
             let at = managers.map(|(el, _)| el).unwrap_or(root);
-            match &section.access_token {
-                None => self.error(
+            if section.access_token.is_none() && !section.access_token_written {
+                self.error(
                     at,
                     "Server/Managers/API/AccessToken",
                     "required when the API server is enabled",
-                ),
-                Some(t) if t.is_empty() => {
-                    self.error(at, "Server/Managers/API/AccessToken", "must not be empty")
-                }
-                _ => {}
+                );
             }
             if tls_port.is_some() && section.tls.is_none() {
                 self.error(
@@ -1029,7 +1025,10 @@ impl Walker<'_> {
                 "API" => w.children(c, p, &[], &[], |w, c, p| {
                     match c.name.as_str() {
                         "AccessToken" => {
-                            m.access_token = w.text(c, p).map(|t| t.trim().to_string())
+                            // Its own errors (empty, an unset ${env:}) are
+                            // reported at its own line, once.
+                            m.access_token_written = true;
+                            m.access_token = w.nonempty_text(c, p);
                         }
                         "CrossDomains" => {
                             m.cross_domains =
@@ -1874,6 +1873,8 @@ struct ManagersSection {
     tls_line: u64,
     tls_column: u64,
     access_token: Option<String>,
+    /// `<AccessToken>` is written (even if its text is bad).
+    access_token_written: bool,
     cross_domains: Vec<String>,
     limits: ApiLimits,
 }

@@ -89,6 +89,19 @@ pub struct Reply {
     pub allow_origin: Option<String>,
     /// Shared with every viewer of the same file (a segment: its parts).
     pub body: Vec<Shared>,
+    /// A stream's playlist or media was served: the viewer to count.
+    pub viewer: Option<ViewerMark>,
+}
+
+/// Which stream a served file belongs to, for its viewer statistics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewerMark {
+    pub stream: StreamId,
+    /// HLS (MPEG-TS) rather than LL-HLS.
+    pub hls: bool,
+    /// How long the viewer counts after this request: three target
+    /// durations.
+    pub window: Duration,
 }
 
 impl Reply {
@@ -109,6 +122,7 @@ impl Reply {
             cache: Cache::NoStore,
             allow_origin: None,
             body: vec![Bytes::from(format!("{text}\n")).into()],
+            viewer: None,
         }
     }
 
@@ -123,6 +137,7 @@ impl Reply {
             cache,
             allow_origin: None,
             body,
+            viewer: None,
         }
     }
 }
@@ -259,6 +274,7 @@ pub fn answer(
                 cache: Cache::Absent,
                 allow_origin: None,
                 body: Vec::new(),
+                viewer: None,
             };
             return with_origin(preflight, origin);
         }
@@ -402,7 +418,6 @@ fn answer_file(
     parked: Option<Instant>,
     utc_offset: i32,
 ) -> Answer {
-    let reply = |r: Reply| Answer::Reply(r);
     let Target {
         vhost,
         app,
@@ -411,7 +426,23 @@ fn answer_file(
         cache,
     } = *target;
     let Some((id, out)) = hls.find(reg, vhost, app, stream, now) else {
-        return reply(Reply::error(404, "No such stream"));
+        return Answer::Reply(Reply::error(404, "No such stream"));
+    };
+    let is_ts = super::ts::parse_file(file).is_some();
+    let segment_target = out
+        .hls
+        .as_ref()
+        .map_or(Duration::from_secs(6), |s| s.config.segment_target);
+    // A viewer of the stream counts for three target durations after each
+    // file it was served (DECISIONS 14).
+    let mark = ViewerMark {
+        stream: id,
+        hls: is_ts,
+        window: 3 * segment_target.max(Duration::from_secs(1)),
+    };
+    let reply = |r: Reply| {
+        let viewer = (r.status == 200).then_some(mark);
+        Answer::Reply(Reply { viewer, ..r })
     };
     if let Some(f) = super::ts::parse_file(file) {
         let Some(ts) = &out.ts else {

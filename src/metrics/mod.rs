@@ -67,11 +67,13 @@ pub(crate) struct Connections {
     pub push: u64,
     pub thumbnail: u64,
     pub srt: u64,
+    /// RTMP players (kiln extension).
+    pub rtmp: u64,
 }
 
 impl Connections {
     /// Every kind's count, in the field order.
-    fn kinds(&self) -> [u64; 8] {
+    fn kinds(&self) -> [u64; 9] {
         [
             self.webrtc,
             self.llhls,
@@ -81,11 +83,13 @@ impl Connections {
             self.push,
             self.thumbnail,
             self.srt,
+            self.rtmp,
         ]
     }
 
     fn add(&mut self, o: &Connections) {
-        let [webrtc, llhls, hls, ovt, file, push, thumbnail, srt] = o.kinds();
+        let [webrtc, llhls, hls, ovt, file, push, thumbnail, srt, rtmp] = o.kinds();
+        self.rtmp += rtmp;
         self.webrtc += webrtc;
         self.llhls += llhls;
         self.hls += hls;
@@ -128,8 +132,14 @@ impl Totals {
             last_in_bps: s.in_rate.last_bps(now),
             max_in_bps: s.in_rate.max_bps(),
             last_recv: s.in_rate.last_at(),
+            bytes_out: s.audience.bytes_out,
             ..Totals::default()
         };
+        let (llhls, hls) = s.audience.http_viewers(now);
+        t.connections.llhls = llhls;
+        t.connections.hls = hls;
+        t.connections.rtmp = s.audience.rtmp;
+        t.connections.srt = s.audience.srt;
         for p in pushes {
             t.add_push(p, now, false);
         }

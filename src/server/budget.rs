@@ -17,6 +17,9 @@ pub(crate) const DEFAULT_INGEST_BUDGET: usize = 128 * 1024 * 1024;
 pub(crate) struct IngestBudget {
     used: Rc<Cell<usize>>,
     limit: usize,
+    /// Bytes given back (shares that shrank or were dropped) since the loop
+    /// last asked: what the heap may return to the system.
+    released: Rc<Cell<usize>>,
 }
 
 impl IngestBudget {
@@ -24,7 +27,13 @@ impl IngestBudget {
         IngestBudget {
             used: Rc::new(Cell::new(0)),
             limit,
+            released: Rc::new(Cell::new(0)),
         }
+    }
+
+    /// Bytes given back since the last call.
+    pub(crate) fn take_released(&self) -> usize {
+        self.released.replace(0)
     }
 
     pub(crate) fn share(&self) -> BudgetShare {
@@ -57,6 +66,9 @@ impl BudgetShare {
     pub(crate) fn update(&mut self, held: usize) -> Result<(), BudgetExhausted> {
         let used = self.budget.used.get() - self.held + held;
         let grew = held > self.held;
+        if !grew {
+            self.budget.note_released(self.held - held);
+        }
         self.budget.used.set(used);
         self.held = held;
         if grew && used > self.budget.limit {
@@ -66,9 +78,16 @@ impl BudgetShare {
     }
 }
 
+impl IngestBudget {
+    fn note_released(&self, bytes: usize) {
+        self.released.set(self.released.get().saturating_add(bytes));
+    }
+}
+
 impl Drop for BudgetShare {
     fn drop(&mut self) {
         self.budget.used.set(self.budget.used.get() - self.held);
+        self.budget.note_released(self.held);
     }
 }
 
@@ -92,5 +111,9 @@ mod tests {
         assert_eq!(b.used(), 40);
         drop(x);
         assert_eq!(b.used(), 0);
+        // 60 - 40 shrunk, then 50 and 40 dropped (y's refused growth to 50
+        // was recorded as held).
+        assert_eq!(b.take_released(), 20 + 50 + 40);
+        assert_eq!(b.take_released(), 0);
     }
 }

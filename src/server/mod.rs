@@ -21,6 +21,7 @@ pub(crate) mod budget;
 pub(crate) mod conns;
 pub(crate) mod endpoint;
 pub(crate) mod file_writer;
+pub(crate) mod heap;
 pub(crate) mod listener;
 pub(crate) mod players;
 pub(crate) mod pull_io;
@@ -83,6 +84,8 @@ const ACCESS_TOKEN: Token = Token(usize::MAX - 3);
 const PULL_TOKEN: Token = Token(usize::MAX - 4);
 /// The timer of the origin maps (refreshes, reconnects).
 const MAP_TOKEN: Token = Token(usize::MAX - 5);
+/// The timer of an owed heap trim (see `heap`).
+const TRIM_TOKEN: Token = Token(usize::MAX - 6);
 /// Fan-out: how many endpoints ahead are prefetched in one go (see
 /// `drive_pushes`).
 const PREFETCH_RUN: usize = 8;
@@ -161,6 +164,7 @@ pub struct Server {
     accept_again: Vec<Token>,
     /// Bytes held in ingest buffers, all connections together.
     ingest_budget: budget::IngestBudget,
+    heap: heap::HeapTrim,
     shutdown: bool,
     resolver: Resolver,
     tls_client: Arc<rustls::ClientConfig>,
@@ -180,8 +184,17 @@ impl Server {
         let utc_offset = api.utc_offset;
         let mut endpoints: TokenTable<Entry> = TokenTable::default();
         for spec in listen.tcp {
-            let mut listener = bind_listener(spec.addr)
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", spec.addr)))?;
+            let element = match (spec.service, spec.tls.is_some()) {
+                (Service::Api, false) => "API server (<Bind><Managers><API><Port>)",
+                (Service::Api, true) => "API server (<Bind><Managers><API><TLSPort>)",
+                (Service::Rtmp, false) => "RTMP ingest (<Bind><Providers><RTMP><Port>)",
+                (Service::Rtmp, true) => "RTMPS ingest (<Bind><Providers><RTMP><TLSPort>)",
+                (Service::Viewer, false) => "LL-HLS viewers (<Bind><Publishers><LLHLS><Port>)",
+                (Service::Viewer, true) => "LL-HLS viewers (<Bind><Publishers><LLHLS><TLSPort>)",
+            };
+            let mut listener = bind_listener(spec.addr).map_err(|e| {
+                io::Error::new(e.kind(), format!("{element} on {}: {e}", spec.addr))
+            })?;
             let what = match (spec.service, spec.tls.is_some()) {
                 (Service::Api, false) => "API server listening on http",
                 (Service::Api, true) => "API server listening on https",
@@ -201,8 +214,12 @@ impl Server {
             ))));
         }
         for addr in listen.mpegts {
-            let mut socket =
-                bind_udp(addr).map_err(|e| io::Error::new(e.kind(), format!("{addr}/udp: {e}")))?;
+            let mut socket = bind_udp(addr).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("MPEG-TS ingest (<Bind><Providers><MPEGTS><Port>) on {addr}/udp: {e}"),
+                )
+            })?;
             let token = endpoints.vacant_token();
             poll.registry()
                 .register(&mut socket, token, Interest::READABLE)?;
@@ -215,8 +232,12 @@ impl Server {
             ))));
         }
         if let Some(addr) = listen.srt {
-            let mut socket =
-                bind_udp(addr).map_err(|e| io::Error::new(e.kind(), format!("{addr}/udp: {e}")))?;
+            let mut socket = bind_udp(addr).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("SRT ingest (<Bind><Providers><SRT><Port>) on {addr}/udp: {e}"),
+                )
+            })?;
             let token = endpoints.vacant_token();
             poll.registry().register(
                 &mut socket,
@@ -249,6 +270,7 @@ impl Server {
             accept_again: Vec::new(),
             limits,
             ingest_budget: budget::IngestBudget::new(budget::DEFAULT_INGEST_BUDGET),
+            heap: heap::HeapTrim::default(),
             shutdown: false,
             resolver: Resolver::start(waker)?,
             tls_client: crate::tls::client_config(),
@@ -259,6 +281,18 @@ impl Server {
             driving_maps: false,
             srt_port: listen.srt.map(|a| a.port()),
         })
+    }
+
+    /// Opens the state file (and its journal) with what is restored: after
+    /// every listener is bound, so a failed start writes nothing.
+    pub fn open_state(&mut self) -> io::Result<()> {
+        let Api {
+            store, registry, ..
+        } = &mut self.api;
+        let path = store.path().display().to_string();
+        store
+            .open(|| registry.durable())
+            .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))
     }
 
     /// Serves until SIGINT or SIGTERM.
@@ -323,6 +357,13 @@ impl Server {
             }
             self.fire_timers(Instant::now());
             self.resume_accepting(Instant::now());
+            let now = Instant::now();
+            if let Some(at) = self
+                .heap
+                .on_released(self.ingest_budget.take_released(), now)
+            {
+                self.timers.schedule(at, TRIM_TOKEN);
+            }
         }
         // Dropping the endpoints closes every socket.
         crate::info!("stopped");
@@ -862,6 +903,10 @@ impl Server {
             due.push(token);
         }
         for token in due {
+            if token == TRIM_TOKEN {
+                // The trim itself runs at the end of the turn.
+                continue;
+            }
             if token == ACCESS_TOKEN {
                 self.access_armed = None;
                 self.access.handle_timeout(Now::read(now));

@@ -84,6 +84,8 @@ pub(crate) struct RtmpIngest {
     /// What this connection's buffers hold of the server-wide budget.
     budget: BudgetShare,
     accepted: Instant,
+    /// Bytes written since the last turn (a player's go to its stream).
+    written: u64,
 }
 
 /// The tcUrl's host: `rtmp://host[:port]/app...` -> `host`.
@@ -127,6 +129,7 @@ impl RtmpIngest {
             refused: false,
             budget,
             accepted: now,
+            written: 0,
         }
     }
 
@@ -202,6 +205,14 @@ impl RtmpIngest {
     /// connection.
     fn finish_turn(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
         self.flush();
+        // A player's bytes go to its stream's statistics.
+        let written = std::mem::take(&mut self.written);
+        if let Some(a) = self
+            .playing
+            .and_then(|id| cx.api.registry.streams.audience_mut(id))
+        {
+            a.bytes_out += written;
+        }
         if self.session.is_closed() {
             self.closed = true;
         }
@@ -248,6 +259,9 @@ impl RtmpIngest {
         }
         if let Some(id) = self.playing.take() {
             cx.players.remove(id, cx.token.0);
+            if let Some(a) = cx.api.registry.streams.audience_mut(id) {
+                a.rtmp = a.rtmp.saturating_sub(1);
+            }
         }
         if let Some(a) = self.admission.take() {
             cx.access.close(a, Now::read(cx.now));
@@ -276,7 +290,10 @@ impl RtmpIngest {
             }
             match self.transport.write(pending) {
                 Ok(0) => return,
-                Ok(n) => self.session.consume_output(n),
+                Ok(n) => {
+                    self.session.consume_output(n);
+                    self.written += n as u64;
+                }
                 Err(e) => {
                     crate::debug!("rtmp {}: write: {e}", self.peer);
                     self.closed = true;
@@ -307,6 +324,9 @@ impl RtmpIngest {
                 ServerEvent::PlayStopped => {
                     if let Some(id) = self.playing.take() {
                         cx.players.remove(id, cx.token.0);
+                        if let Some(a) = registry.streams.audience_mut(id) {
+                            a.rtmp = a.rtmp.saturating_sub(1);
+                        }
                     }
                     self.close_admission(cx);
                 }
@@ -541,6 +561,9 @@ impl RtmpIngest {
         }
         crate::info!("rtmp {}: playing [{vhost}/{app}/{name}]", self.peer);
         self.playing = Some(id);
+        if let Some(a) = cx.api.registry.streams.audience_mut(id) {
+            a.rtmp += 1;
+        }
         self.skipping = false;
         self.setup_deadline = None;
         self.last_input = now;
@@ -576,7 +599,13 @@ impl RtmpIngest {
             .map(|a| a.providers.rtmp.is_some());
         match rtmp_on {
             None => {
-                let why = format!("Could not find the application: [{vhost}/{app}]");
+                let host = self
+                    .target
+                    .as_ref()
+                    .map_or("", |(_, _, tc_url)| tc_url_host(tc_url));
+                let why = format!(
+                    "Could not find the application: [{vhost}/{app}] (virtual host [{vhost}] was chosen for the host name [{host}] of the tcUrl)"
+                );
                 return self.refuse_admitted(cx, &why);
             }
             Some(false) => {

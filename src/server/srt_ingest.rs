@@ -614,20 +614,26 @@ impl SrtIngest {
             }
         }
         self.players.insert(conn, player);
-        self.send_ts(conn, now);
+        let sent = self.send_ts(conn, now);
         cx.players.add(id, cx.token.0);
+        if let Some(a) = cx.api.registry.streams.audience_mut(id) {
+            a.srt += 1;
+            a.bytes_out += sent;
+        }
     }
 
-    /// Sends a player's whole 1316-byte payloads.
-    fn send_ts(&mut self, conn: ConnectionId, now: Instant) {
+    /// Sends a player's whole 1316-byte payloads; the bytes it handed to
+    /// the listener.
+    fn send_ts(&mut self, conn: ConnectionId, now: Instant) -> u64 {
         let Some(p) = self.players.get_mut(&conn) else {
-            return;
+            return 0;
         };
         let whole = p.ts.len() / PAYLOAD * PAYLOAD;
         for chunk in p.ts[..whole].chunks(PAYLOAD) {
             self.listener.send(conn, chunk, now);
         }
         p.ts.drain(..whole);
+        whole as u64
     }
 
     /// Ends a player: its admission's closing, and the subscription when
@@ -636,6 +642,9 @@ impl SrtIngest {
         let Some(p) = self.players.remove(&conn) else {
             return;
         };
+        if let Some(a) = cx.api.registry.streams.audience_mut(p.stream) {
+            a.srt = a.srt.saturating_sub(1);
+        }
         if let Some(a) = p.admission {
             cx.access.close(a, Now::read(cx.now));
         }
@@ -873,7 +882,14 @@ impl Endpoint for SrtIngest {
                         let _ = m.write_frame(f, &mut p.ts);
                     }
                 }
-                self.send_ts(conn, now);
+                let sent = self.send_ts(conn, now);
+                if let Some(a) = self
+                    .players
+                    .get(&conn)
+                    .and_then(|p| cx.api.registry.streams.audience_mut(p.stream))
+                {
+                    a.bytes_out += sent;
+                }
             }
             let ended = self
                 .players

@@ -198,6 +198,14 @@ impl ViewerConn {
         }
         match serve::answer(&req, cx.hls, &cx.api.registry, cx.now, since, offset, gate) {
             Answer::Reply(r) => {
+                if let Some(m) = r.viewer {
+                    if let Some(a) = cx.api.registry.streams.audience_mut(m.stream) {
+                        a.note_http(self.peer.ip(), m.hls, m.window, cx.now);
+                        if req.method != "HEAD" {
+                            a.bytes_out += r.len() as u64;
+                        }
+                    }
+                }
                 self.queue(&req, &r);
                 true
             }

@@ -54,8 +54,11 @@ fn origin_stream_name() -> String {
     "${OriginStreamName}".into()
 }
 
+/// Encodes without a `name` are named as OME (and kiln's config file) names
+/// them: `video_0`, `audio_0`, `data_0`, ... counting the unnamed ones of
+/// each kind.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, from = "EncodesIn")]
 pub struct Encodes {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub videos: Vec<Encode>,
@@ -65,9 +68,41 @@ pub struct Encodes {
     pub datas: Vec<Encode>,
 }
 
+/// [`Encodes`] as a request or state file has them (names may be missing).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EncodesIn {
+    #[serde(default)]
+    videos: Vec<Encode>,
+    #[serde(default)]
+    audios: Vec<Encode>,
+    #[serde(default)]
+    datas: Vec<Encode>,
+}
+
+impl From<EncodesIn> for Encodes {
+    fn from(e: EncodesIn) -> Self {
+        let name = |mut list: Vec<Encode>, prefix: &str| {
+            let mut unnamed = 0;
+            for enc in list.iter_mut().filter(|enc| enc.name.is_empty()) {
+                enc.name = format!("{prefix}_{unnamed}");
+                unnamed += 1;
+            }
+            list
+        };
+        Encodes {
+            videos: name(e.videos, "video"),
+            audios: name(e.audios, "audio"),
+            datas: name(e.datas, "data"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Encode {
+    /// Missing: named by [`Encodes`] (`video_0`, ...).
+    #[serde(default)]
     pub name: String,
     #[serde(default)]
     pub bypass: bool,
@@ -621,6 +656,17 @@ fn names_output(template: &str, input: &str, output: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unnamed_encodes_are_named_as_in_the_config_file() {
+        let e: Encodes = serde_json::from_str(
+            r#"{"videos":[{"bypass":true},{"name":"hd","bypass":true},{"bypass":true}],"audios":[{"bypass":true}]}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = e.videos.iter().chain(&e.audios).map(|x| x.name.as_str()).collect();
+        assert_eq!(names, ["video_0", "hd", "video_1", "audio_0"]);
+    }
+
     use super::*;
 
     #[test]

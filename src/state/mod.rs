@@ -179,8 +179,34 @@ impl Registry {
 
     /// The host an RTMP publisher reaches: the first whose `host.names`
     /// match the tcUrl's host.
+    ///
+    /// DECISIONS 4 (amended): an exact name beats a pattern
+    /// (`*.example.com`, the longest pattern first), which beats `*`,
+    /// whatever the order of the hosts; among equals, the first in order
+    /// (config-file hosts, then API-made ones by creation).
     pub fn vhost_serving(&self, host: &str) -> Option<&Vhost> {
-        self.vhosts.iter().find(|v| v.spec.serves_host_name(host))
+        // (rank, pattern length) of the best match so far: lower rank wins,
+        // then the longer pattern.
+        let mut best: Option<((u8, std::cmp::Reverse<usize>), &Vhost)> = None;
+        for v in &self.vhosts {
+            for pattern in &v.spec.host.names {
+                let rank = if pattern == "*" {
+                    2
+                } else if pattern.contains(['*', '?']) {
+                    1
+                } else {
+                    0
+                };
+                let key = (rank, std::cmp::Reverse(pattern.len()));
+                if best.as_ref().is_some_and(|(b, _)| *b <= key) {
+                    continue;
+                }
+                if crate::wildcard::matches(pattern, host) {
+                    best = Some((key, v));
+                }
+            }
+        }
+        best.map(|(_, v)| v)
     }
 
     /// The host an SRT streamid names: by vhost name first, else as
@@ -391,6 +417,40 @@ mod tests {
   </VirtualHost></VirtualHosts>
 </Server>
 "#;
+
+    /// DECISIONS 4 (amended): exact names beat patterns (longest first),
+    /// which beat `*`, whatever the order of the hosts.
+    #[test]
+    fn the_most_specific_host_name_wins() {
+        let vhost = |name: &str, names: &[&str]| {
+            let names: String = names.iter().map(|n| format!("<Name>{n}</Name>")).collect();
+            format!("<VirtualHost><Name>{name}</Name><Host><Names>{names}</Names></Host></VirtualHost>")
+        };
+        let config = format!(
+            r#"<?xml version="1.0"?>
+<Server version="8"><Name>t</Name>
+  <Bind><Managers><API><Port>8081</Port></API></Managers></Bind>
+  <Managers><API><AccessToken>a:b</AccessToken></API></Managers>
+  <VirtualHosts>{}{}{}{}</VirtualHosts></Server>"#,
+            vhost("default", &["*"]),
+            vhost("pattern", &["*.example.com"]),
+            vhost("longer", &["*.live.example.com"]),
+            vhost("exact", &["other.test", "live.example.com"]),
+        );
+        let parsed = crate::config::parse(std::path::Path::new("t.xml"), &config, &|_| None)
+            .expect("test config parses");
+        let reg = parsed.config.registry();
+        for (host, want) in [
+            ("live.example.com", "exact"),
+            ("LIVE.example.com", "exact"),
+            ("a.live.example.com", "longer"),
+            ("b.example.com", "pattern"),
+            ("elsewhere.test", "default"),
+        ] {
+            let got = reg.vhost_serving(host).map(|v| v.spec.name.as_str());
+            assert_eq!(got, Some(want), "{host}");
+        }
+    }
 
     /// `live_outputs` (one map per reconcile) answers as `output_stream`
     /// (one search per task) does, the oldest stream winning a shared name.

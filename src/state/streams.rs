@@ -92,6 +92,66 @@ pub struct LiveStream {
     track_bytes: Vec<(TrackId, u64)>,
     /// Input rate (the loop feeds it with each read's frames).
     pub in_rate: crate::metrics::RateMeter,
+    /// Who watches it, and what they were sent.
+    pub audience: Audience,
+}
+
+/// A stream's viewers (DECISIONS 14): RTMP and SRT players while they
+/// play; LL-HLS and HLS viewers as client addresses that fetched one of
+/// its playlists or media in the last three target durations; and the
+/// bytes sent to all of them.
+#[derive(Debug, Default)]
+pub struct Audience {
+    pub rtmp: u64,
+    pub srt: u64,
+    /// (address, HLS rather than LL-HLS) -> (last request, how long it
+    /// counts as a viewer).
+    http: HashMap<(std::net::IpAddr, bool), (std::time::Instant, std::time::Duration)>,
+    /// Bytes sent to viewers (players and HTTP answers).
+    pub bytes_out: u64,
+}
+
+/// Most LL-HLS/HLS viewer addresses remembered per stream; past it, new
+/// ones are sent to but not counted.
+const MAX_HTTP_VIEWERS: usize = 65_536;
+
+impl Audience {
+    /// An LL-HLS (`hls` false) or HLS viewer at `ip` fetched something.
+    pub fn note_http(
+        &mut self,
+        ip: std::net::IpAddr,
+        hls: bool,
+        window: std::time::Duration,
+        now: std::time::Instant,
+    ) {
+        if let Some(e) = self.http.get_mut(&(ip, hls)) {
+            *e = (now, window);
+            return;
+        }
+        if self.http.len() >= MAX_HTTP_VIEWERS || self.http.len().is_power_of_two() {
+            // Forget the viewers gone quiet (amortized: at each doubling).
+            self.http
+                .retain(|_, (at, w)| now.saturating_duration_since(*at) <= *w);
+        }
+        if self.http.len() < MAX_HTTP_VIEWERS {
+            self.http.insert((ip, hls), (now, window));
+        }
+    }
+
+    /// (LL-HLS, HLS) viewers now.
+    pub fn http_viewers(&self, now: std::time::Instant) -> (u64, u64) {
+        let mut counts = (0, 0);
+        for ((_, hls), (at, window)) in &self.http {
+            if now.saturating_duration_since(*at) <= *window {
+                if *hls {
+                    counts.1 += 1;
+                } else {
+                    counts.0 += 1;
+                }
+            }
+        }
+        counts
+    }
 }
 
 impl LiveStream {
@@ -176,6 +236,7 @@ impl Streams {
                 bytes_in: 0,
                 track_bytes: Vec::new(),
                 in_rate: Default::default(),
+                audience: Audience::default(),
             },
         );
         Ok(id)
@@ -187,6 +248,11 @@ impl Streams {
 
     pub fn get(&self, id: StreamId) -> Option<&LiveStream> {
         self.streams.get(&id)
+    }
+
+    /// Who watches stream `id`.
+    pub fn audience_mut(&mut self, id: StreamId) -> Option<&mut Audience> {
+        self.streams.get_mut(&id).map(|s| &mut s.audience)
     }
 
     pub fn find(&self, vhost: &str, app: &str, name: &str) -> Option<&LiveStream> {
