@@ -858,12 +858,20 @@ if want play; then
             PLAYER_PIDS+=("$!"); PIDS+=("$!")
         done
     }
-    start_srt_players() { # N: srt-live-transmit callers in request mode, TS to /dev/null
+    start_srt_players() { # N: srt-live-transmit callers in request mode, TS to /dev/null,
+        # from 127.0.0.2 on, at most 8 per address (kiln caps SRT sockets per address at 16)
         PLAYER_PIDS=()
-        for _ in $(seq "$1"); do
-            srt-live-transmit -q "srt://127.0.0.1:$SRT_IN?streamid=%23!::r=app/src,m=request" file://con >/dev/null 2>&1 &
+        for i in $(seq 0 $(($1 - 1))); do
+            srt-live-transmit -q "srt://127.0.0.1:$SRT_IN?streamid=%23!::r=app/src,m=request&mode=caller&adapter=127.0.0.$((2 + i / 8))" file://con >/dev/null 2>&1 &
             PLAYER_PIDS+=("$!"); PIDS+=("$!")
         done
+    }
+    # What kiln reports of the source stream: "<players of the kind> <totalBytesOut>".
+    kiln_viewers() { # kind (rtmp|srt)
+        api GET /v1/stats/current/vhosts/default/apps/app/streams/src | python3 -c "
+import json, sys
+r = json.load(sys.stdin)['response']
+print(r['connections'].get('$1', 0), r['totalBytesOut'])" 2>/dev/null || echo "0 0"
     }
     stop_players() { kill "${PLAYER_PIDS[@]}" 2>/dev/null; wait "${PLAYER_PIDS[@]}" 2>/dev/null || true; PLAYER_PIDS=(); }
     alive() { local n=0 p; for p in "${PLAYER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
@@ -874,15 +882,15 @@ if want play; then
             kiln_with_source
             start_players "rtmp://127.0.0.1:$RTMP_IN/app/src" "$N"
             sleep "$WARM"
-            c0=$(cpu_ticks "$KILN_PID"); r0=$(served_bytes "$RTMP_IN")
+            c0=$(cpu_ticks "$KILN_PID"); r0=$(served_bytes "$RTMP_IN"); read -r _ o0 <<<"$(kiln_viewers rtmp)"
             window "$KILN_PID" "kiln-play-$N"
-            c1=$(cpu_ticks "$KILN_PID"); r1=$(served_bytes "$RTMP_IN")
-            k_alive=$(alive)
+            c1=$(cpu_ticks "$KILN_PID"); r1=$(served_bytes "$RTMP_IN"); read -r k_alive o1 <<<"$(kiln_viewers rtmp)"
+            k_rs=$(calc "'%.2f' % (($r1-$r0)/max($o1-$o0,1))")
             c=$(calc "($c1-$c0)/$TCK")
             if [[ -z $k_cpu ]] || (($(calc "int($c < $k_cpu)"))); then k_cpu=$c; fi
             k_rate=$(calc "($r1-$r0)*8/$SECS/1e6/$N")
             stop_players; stop "$SRC_PID"; stop_kiln
-            log "play N=$N run $rep kiln: cpu ${k_cpu}s, ${k_rate} Mb/s per player, $k_alive/$N playing"
+            log "play N=$N run $rep kiln: cpu ${k_cpu}s, ${k_rate} Mb/s per player, $k_alive/$N playing (kiln's stats), received/sent $k_rs"
 
             # kiln, SRT request mode (what srt-live-transmit wrote out)
             KILN_SRT_IN=1
@@ -890,15 +898,15 @@ if want play; then
             KILN_SRT_IN=
             start_srt_players "$N"
             sleep "$WARM"
-            c0=$(cpu_ticks "$KILN_PID"); w0=$(wchar "${PLAYER_PIDS[@]}")
+            c0=$(cpu_ticks "$KILN_PID"); w0=$(wchar "${PLAYER_PIDS[@]}"); read -r _ o0 <<<"$(kiln_viewers srt)"
             window "$KILN_PID" "kiln-srtplay-$N"
-            c1=$(cpu_ticks "$KILN_PID"); w1=$(wchar "${PLAYER_PIDS[@]}")
-            s_alive=$(alive)
+            c1=$(cpu_ticks "$KILN_PID"); w1=$(wchar "${PLAYER_PIDS[@]}"); read -r s_alive o1 <<<"$(kiln_viewers srt)"
+            s_rs=$(calc "'%.2f' % (($w1-$w0)/max($o1-$o0,1))")
             c=$(calc "($c1-$c0)/$TCK")
             if [[ -z $s_cpu ]] || (($(calc "int($c < $s_cpu)"))); then s_cpu=$c; fi
             s_rate=$(calc "($w1-$w0)*8/$SECS/1e6/$N")
             stop_players; stop "$SRC_PID"; stop_kiln
-            log "play N=$N run $rep kiln SRT: cpu ${s_cpu}s, ${s_rate} Mb/s per player, $s_alive/$N playing"
+            log "play N=$N run $rep kiln SRT: cpu ${s_cpu}s, ${s_rate} Mb/s per player, $s_alive/$N playing (kiln's stats), received/sent $s_rs"
 
             start_nginx play "rtmp { server { listen 127.0.0.1:$NGX_RTMP; chunk_size 4096;
                 application app { live on; record off; } } }"
@@ -921,7 +929,7 @@ if want play; then
         done
         cr=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($n_cpu,1/$TCK))")
         sr=$(calc "'n/a (< 5 ticks)' if max($s_cpu,$n_cpu) < 5/$TCK else '%.2f' % ($s_cpu/max($n_cpu,1/$TCK))")
-        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$s_cpu") | $(fmt "$n_cpu") | **$cr** | **$sr** | $(fmt "$k_rate" 2) / $(fmt "$s_rate" 2) / $(fmt "$n_rate" 2) | $k_alive / $s_alive / $n_alive |
+        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$s_cpu") | $(fmt "$n_cpu") | **$cr** | **$sr** | $(fmt "$k_rate" 2) / $(fmt "$s_rate" 2) / $(fmt "$n_rate" 2) | $k_alive / $s_alive / $n_alive | $k_rs / $s_rs |
 "
     done
     add "### RTMP play (1 source -> N players)
@@ -936,10 +944,14 @@ ${REPEAT} times, least kept. Mb/s per player = bytes the server's RTMP
 connections had acknowledged in the window (\`ss\` bytes_acked, all
 connections; the source's own connection sends, it barely receives) / N;
 for SRT, the TS bytes the callers wrote out / N (proves every player got the
-stream).
+stream). SRT callers come from 127.0.0.2 on, 8 per address (kiln's
+per-address cap is 16). Players at the end: for kiln, the players its stats
+API counts on the stream (not processes alive); for nginx-rtmp, processes
+alive. Received / sent: what the players got (RTMP: bytes acked; SRT: TS
+written) over what kiln's stats say it sent to viewers in the window.
 
-| N | kiln RTMP CPU s | kiln SRT CPU s | nginx-rtmp CPU s | RTMP ratio | SRT ratio | Mb/s per player kiln RTMP / SRT / nginx | players at the end kiln RTMP / SRT / nginx |
-|---|---|---|---|---|---|---|---|
+| N | kiln RTMP CPU s | kiln SRT CPU s | nginx-rtmp CPU s | RTMP ratio | SRT ratio | Mb/s per player kiln RTMP / SRT / nginx | players at the end kiln RTMP / SRT / nginx | received / sent kiln RTMP / SRT |
+|---|---|---|---|---|---|---|---|---|
 $rows"
 fi
 

@@ -260,3 +260,73 @@ fn srt_callers_in_request_mode_play_a_live_stream() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+/// Issue 28, section 2: 60 SRT players in request mode from 8 loopback
+/// addresses (under the per-address cap of 16) all play: kiln's stats count
+/// 60, every player receives the whole stream (their files are within a few
+/// percent of each other), and one player's file is checked frame by frame.
+#[test]
+fn sixty_srt_players_from_eight_addresses_each_get_the_whole_stream() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") || !have_tool("srt-live-transmit") {
+        return;
+    }
+    let s = Server::start_media("play-srt-60");
+    let mut src = publish_cam(&s, 40);
+    std::thread::sleep(Duration::from_secs(1));
+    let mut players = Vec::new();
+    for i in 0..60 {
+        let out = s.dir.join(format!("p{i}.ts"));
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "exec timeout 12 srt-live-transmit -q 'srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request&mode=caller&adapter=127.0.0.{}' file://con > {}",
+                s.media.srt,
+                2 + i % 8,
+                out.display()
+            ))
+            .spawn()
+            .unwrap();
+        players.push((child, out));
+    }
+    let counted = wait_until(Duration::from_secs(10), || {
+        let r = s.request("GET", "/v1/stats/current/vhosts/default/apps/app/streams/cam", None);
+        let n = r.json()["response"]["connections"]["srt"].as_u64().unwrap_or(0);
+        (n == 60).then_some(n)
+    });
+    assert!(
+        counted.is_some(),
+        "kiln's stats: {}\n{}",
+        s.request("GET", "/v1/stats/current/vhosts/default/apps/app/streams/cam", None).body,
+        s.log_text()
+    );
+    let mut sizes = Vec::new();
+    for (mut child, out) in players {
+        let _ = child.wait();
+        sizes.push(std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0));
+    }
+    let (min, max) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
+    println!("60 SRT players: {min}..{max} bytes each");
+    assert!(min > 0 && min * 100 >= max * 90, "a player got less: {sizes:?}\n{}", s.log_text());
+    assert!(!s.log_text().contains("MaxConnectionsPerAddress"), "a player was refused");
+    // One player's file, frame by frame: ~11 s of 25 fps video from the
+    // last GOP on, AAC with it, timestamps in order, every frame decodes.
+    let one = s.dir.join("p7.ts");
+    let counts = frame_counts(&one);
+    println!("player 7: {counts:?}");
+    let video = frames_of(&counts, "h264");
+    let audio = frames_of(&counts, "aac");
+    assert!(video >= 9 * 25, "video {video}: {counts:?}");
+    assert!(audio >= 9 * 46, "audio {audio}: {counts:?}");
+    assert!(monotonic_dts(&one), "timestamps go back");
+    let decode = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&one)
+        .args(["-f", "null", "-"])
+        .output()
+        .unwrap();
+    let errors = String::from_utf8_lossy(&decode.stderr);
+    // The file ends where timeout cut it: at most the last frame is short.
+    assert!(errors.lines().count() <= 2, "{errors}");
+    let _ = src.kill();
+    let _ = src.wait();
+}
