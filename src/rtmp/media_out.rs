@@ -3,7 +3,11 @@
 //! (`play`, [`super::server::ServerSession`]): onMetaData and the sequence
 //! headers of the first video (H.264/H.265) and audio (AAC/MP3) track,
 //! then frames as FLV tag bodies, times rebased so the first frame sent is
-//! at 0 ms and kept monotonic per track.
+//! at 0 ms and strictly increasing per track: a frame from before the first
+//! one (audio that a source's encoder delays behind the keyframe a session
+//! starts on) or older than its track's last is dropped, never sent with a
+//! repeated or earlier timestamp (issue 28: an RTSP pull's push recorded
+//! timestamps that went back).
 
 use crate::media::{Codec, Frame, MediaKind, Ticks, Track, TrackId, TICKS_PER_MS};
 
@@ -65,6 +69,8 @@ pub fn tag_header(track: &Track, frame: &Frame) -> Result<([u8; 8], usize), Rtmp
 struct OutTrack {
     id: TrackId,
     last_ms: i64,
+    /// A frame of it was timed (`last_ms` is its).
+    timed: bool,
 }
 
 /// The announced tracks and the frame timing of one connection.
@@ -95,6 +101,7 @@ impl MediaOut {
         let keep = |old: &Option<(OutTrack, Track)>, t: &Track| OutTrack {
             id: t.id,
             last_ms: old.as_ref().map_or(0, |(o, _)| o.last_ms),
+            timed: old.as_ref().is_some_and(|(o, _)| o.timed),
         };
         self.video = video.map(|t| (keep(&self.video, t), t.clone()));
         self.audio = audio.map(|t| (keep(&self.audio, t), t.clone()));
@@ -134,7 +141,8 @@ impl MediaOut {
     }
 
     /// Times a frame: its message's chunk stream, type and timestamp.
-    /// `None` for frames of tracks not announced.
+    /// `None` for frames of tracks not announced, and for frames to drop:
+    /// before the session's first frame, or older than their track's last.
     pub fn time_frame(
         &mut self,
         frame: &Frame,
@@ -146,12 +154,22 @@ impl MediaOut {
             _ => return None,
         };
         let base = *self.clock.base_dts.get_or_insert(frame.dts);
-        let dts_ms = frame
-            .dts
-            .saturating_sub(base)
-            .div_euclid(TICKS_PER_MS)
-            .max(out.last_ms);
+        let raw = frame.dts.saturating_sub(base).div_euclid(TICKS_PER_MS);
+        if raw < 0 {
+            return None;
+        }
+        let dts_ms = if !out.timed {
+            raw.max(out.last_ms)
+        } else if raw < out.last_ms {
+            return None;
+        } else if raw == out.last_ms {
+            // Two frames within a millisecond: FLV times cannot repeat.
+            raw + 1
+        } else {
+            raw
+        };
         out.last_ms = dts_ms;
+        out.timed = true;
         Some(FrameMessage {
             chunk_stream,
             type_id,
@@ -178,11 +196,15 @@ impl MediaOut {
 
     pub fn set_clock(&mut self, clock: MediaClock) {
         self.clock.base_dts = clock.base_dts;
+        // A clock carried over has timed frames: the next must be later.
+        let timed = clock.base_dts.is_some();
         if let Some((o, _)) = self.video.as_mut() {
             o.last_ms = clock.video_ms;
+            o.timed = timed;
         }
         if let Some((o, _)) = self.audio.as_mut() {
             o.last_ms = clock.audio_ms;
+            o.timed = timed;
         }
     }
 

@@ -375,3 +375,92 @@ fn rtp_over_udp_when_asked() {
         matches!(&events(&mut c)[..], [ClientEvent::Failed(w)] if w.contains("refuses RTP over UDP"))
     );
 }
+
+/// Issue 28, 6.3: the RTSP -> FLV path never sends a timestamp that goes
+/// back or repeats, whatever the arrival: tracks interleaved in any order
+/// (an encoder that delays its audio behind the video keyframe a push
+/// starts on, bursts after a stall) and packets of a track late by a few
+/// places (UDP reordering). Before, audio older than the first keyframe was
+/// re-stamped at 0 ms, several frames at once.
+mod monotonic_flv {
+    use super::*;
+    use crate::rtmp::chunk::{ChunkDecoder, RtmpConnection};
+    use crate::rtmp::media_out::MediaOut;
+    use proptest::prelude::*;
+
+    /// (arrival key, packet): sorted by key, this is the order of arrival.
+    fn packets(audio_lead_ms: i64, jitter: &[u8], swaps: &[u8]) -> Vec<Vec<u8>> {
+        let mut timed: Vec<(i64, Vec<u8>)> = Vec::new();
+        // 60 video frames at 25 fps (a keyframe every 25), 40 ms apart.
+        for i in 0..60u32 {
+            let nal: &[u8] = if i % 25 == 0 { &[0x65, 1, 2] } else { &[0x41, 1, 2] };
+            let at = i64::from(i) * 40;
+            let ts = 1_000_000u32.wrapping_add(i * 3600);
+            timed.push((at * 10, rtp(0, 1 + i as u16, ts, true, nal)));
+        }
+        // 110 AAC frames of 1024 samples at 48 kHz (21.3 ms each), the
+        // encoder's output early or late against the video by audio_lead_ms.
+        for i in 0..110u32 {
+            let mut aac = vec![0, 16];
+            aac.extend_from_slice(&((2u16 << 3).to_be_bytes()));
+            aac.extend_from_slice(&[0x21, 0x10]);
+            let at = i64::from(i) * 1024 * 1000 / 48_000 - audio_lead_ms;
+            let ts = 50_000u32.wrapping_add(i * 1024);
+            timed.push((at * 10 + 5, rtp(2, 1 + i as u16, ts, true, &aac)));
+        }
+        // Delays (bursts): each packet late by up to 255 ms.
+        for (k, (at, _)) in timed.iter_mut().enumerate() {
+            *at += i64::from(jitter[k % jitter.len()]) * 10;
+        }
+        timed.sort_by_key(|(at, _)| *at);
+        let mut order: Vec<Vec<u8>> = timed.into_iter().map(|(_, p)| p).collect();
+        // Reordering: swap neighbours here and there.
+        for &s in swaps {
+            let k = usize::from(s) % (order.len() - 1);
+            order.swap(k, k + 1);
+        }
+        order
+    }
+
+    proptest! {
+        #[test]
+        fn flv_times_only_go_forward(
+            audio_lead_ms in -400i64..400,
+            jitter in proptest::collection::vec(0u8..=255, 1..40),
+            swaps in proptest::collection::vec(any::<u8>(), 0..20),
+        ) {
+            let t0 = Instant::now();
+            let mut c = playing(t0);
+            let mut frames = Vec::new();
+            let mut tracks = Vec::new();
+            for p in packets(audio_lead_ms, &jitter, &swaps) {
+                c.handle_input(&p, t0);
+                for e in events(&mut c) {
+                    match e {
+                        ClientEvent::Tracks(t) => tracks = t,
+                        ClientEvent::Frame(f) => frames.push(f),
+                        _ => {}
+                    }
+                }
+            }
+            prop_assert!(!tracks.is_empty());
+            // A push or a player starts on a keyframe, as the GOP does.
+            let start = frames.iter().position(|f| f.keyframe && f.track == 0);
+            prop_assume!(start.is_some());
+            let mut out = MediaOut::default();
+            let mut conn = RtmpConnection::new(ChunkDecoder::new(1 << 20, 16));
+            let mut scratch = Vec::new();
+            out.announce(&mut conn, &mut scratch, 1, &tracks).unwrap();
+            let mut last: std::collections::HashMap<u8, u32> = Default::default();
+            for f in &frames[start.unwrap()..] {
+                if let Some(m) = out.time_frame(f, 1) {
+                    if let Some(&prev) = last.get(&m.type_id) {
+                        prop_assert!(m.timestamp > prev, "track {} went from {prev} to {} ms", m.type_id, m.timestamp);
+                    }
+                    last.insert(m.type_id, m.timestamp);
+                }
+            }
+            prop_assert!(last.len() == 2, "both tracks went out: {last:?}");
+        }
+    }
+}
