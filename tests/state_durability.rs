@@ -151,11 +151,15 @@ fn state_files_are_private_journaled_and_limited() {
     );
     let state = s.state_file();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
     assert_eq!(mode(&state), 0o600);
     // A file left world-readable (by an older kiln) is made private.
     s.kill9();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o644)).unwrap();
     s.spawn();
+    // The state file is opened once every port is bound, before the first
+    // answer: wait for one.
+    assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
     assert_eq!(mode(&state), 0o600);
     let r = s.request(
         "POST",
