@@ -370,3 +370,33 @@ fn output_profile_endpoints() {
     );
     assert_eq!(r.status, 403);
 }
+
+/// Issue 28, 6.7: an encode without a name is named as the config file names
+/// it (video_0, audio_0); a bad field is refused naming its path.
+#[test]
+fn nameless_encodes_are_named_and_errors_name_the_field_path() {
+    let s = Server::start("apps-encodes");
+    make_vhost(&s, "studio");
+    let body = serde_json::json!([{
+        "name": "enc",
+        "outputProfiles": {"outputProfile": [{"name": "p", "encodes": {
+            "videos": [{"bypass": true}], "audios": [{"bypass": true}]}}]}
+    }]);
+    let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&body.to_string()));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = s.request("GET", "/v1/vhosts/studio/apps/enc", None);
+    let encodes = &r.json()["response"]["outputProfiles"]["outputProfile"][0]["encodes"];
+    assert_eq!(encodes["videos"][0]["name"], "video_0", "{}", r.body);
+    assert_eq!(encodes["audios"][0]["name"], "audio_0", "{}", r.body);
+    let bad = serde_json::json!([{
+        "name": "bad",
+        "outputProfiles": {"outputProfile": [{"name": "p", "encodes": {"videos": [{"bypass": "yes"}]}}]}
+    }]);
+    let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&bad.to_string()));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body.contains("outputProfiles.outputProfile[0].encodes.videos[0].bypass: invalid type"),
+        "{}",
+        r.body
+    );
+}

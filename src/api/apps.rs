@@ -135,7 +135,7 @@ impl Api {
         let mut apps = current;
         let mut results: Vec<Result<String, ApiError>> = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let checked = serde_json::from_value::<AppSpec>(item)
+            let checked = super::envelope::typed::<AppSpec>(item)
                 .map_err(|e| {
                     ApiError::bad_request(format_args!("Invalid application (item {i}): {e}"))
                 })
@@ -183,13 +183,7 @@ impl Api {
     ) -> Result<super::Response, ApiError> {
         self.app_or_404(vhost, app)?;
         let v = self.writable_vhost(vhost)?;
-        let patch: AppPatch = serde_json::from_slice(body).map_err(|e| {
-            if e.is_data() {
-                ApiError::bad_request(format_args!("Invalid application: {e}"))
-            } else {
-                ApiError::invalid_json(&e)
-            }
-        })?;
+        let patch: AppPatch = super::envelope::typed_body(body, "Invalid application")?;
         let mut apps = v.apps.clone();
         let Some(target) = apps.iter_mut().find(|a| a.name == app) else {
             return Err(ApiError::app_not_found(vhost, app));

@@ -361,8 +361,33 @@ pub fn object_body(body: &[u8], empty_is_object: bool) -> Result<serde_json::Val
 pub fn from_object<T: serde::de::DeserializeOwned>(
     value: serde_json::Value,
 ) -> Result<T, ApiError> {
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))
+    typed(value).map_err(|e| ApiError::bad_request(format_args!("Invalid request: {e}")))
+}
+
+/// A JSON value as `T`; the error names the path of the field it is about
+/// (`outputProfiles.outputProfile[0].encodes.videos[1]: missing field
+/// \`bypass\``), so "missing field `name`" is never read as the object's own.
+/// serde_path_to_error: a small crate (dtolnay's) that tracks the path
+/// while serde deserializes; doing the same by hand means a Deserializer
+/// wrapper of every serde_json type.
+pub fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path.is_empty() || path == "." {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        }
+    })
+}
+
+/// A request body (bytes) as `T`: syntax errors as [`ApiError::invalid_json`],
+/// data errors with the field's path, prefixed by `what`.
+pub fn typed_body<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, ApiError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
+    typed(value).map_err(|e| ApiError::bad_request(format_args!("{what}: {e}")))
 }
 
 /// Refuses a JSON body with a key twice in one object (400), which serde

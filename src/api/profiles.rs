@@ -106,7 +106,7 @@ impl Api {
         };
         let mut results: Vec<Result<OutputProfile, ApiError>> = Vec::with_capacity(items.len());
         for (n, item) in items.into_iter().enumerate() {
-            let checked = serde_json::from_value::<OutputProfile>(item)
+            let checked = super::envelope::typed::<OutputProfile>(item)
                 .map_err(|e| {
                     ApiError::bad_request(format_args!("Invalid output profile (item {n}): {e}"))
                 })
@@ -154,13 +154,7 @@ impl Api {
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
         let (mut apps, i) = self.app_to_change(vhost, app)?;
-        let patch: ProfilePatch = serde_json::from_slice(body).map_err(|e| {
-            if e.is_data() {
-                ApiError::bad_request(format_args!("Invalid output profile: {e}"))
-            } else {
-                ApiError::invalid_json(&e)
-            }
-        })?;
+        let patch: ProfilePatch = super::envelope::typed_body(body, "Invalid output profile")?;
         let target = apps[i]
             .output_profiles
             .output_profile

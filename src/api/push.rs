@@ -109,13 +109,7 @@ impl OwnIngest {
 }
 
 fn parse_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() {
-            ApiError::bad_request(format_args!("Invalid request: {e}"))
-        } else {
-            ApiError::invalid_json(&e)
-        }
-    })
+    super::envelope::typed_body(body, "Invalid request")
 }
 
 impl Api {

@@ -141,7 +141,7 @@ impl Api {
                 "Item {index} must be a virtual host object"
             )));
         }
-        let spec: VhostSpec = match serde_json::from_value(item) {
+        let spec: VhostSpec = match super::envelope::typed(item) {
             Ok(s) => s,
             Err(e) => {
                 return fail(ApiError::bad_request(format_args!(
