@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +21,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster"}
+CLUSTER_NS=${BENCH_CLUSTER_N:-"0 300 1000"}
 RECORD_NS=${BENCH_RECORD_N:-"1 10 50"}
 PLAY_NS=${BENCH_PLAY_N:-"10 100"}
 RTMP_NS=${BENCH_RTMP_N:-"1 20 100 300"}
@@ -52,10 +53,11 @@ need nginx nginx
 if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc || want play; then need srt-live-transmit srt-tools; fi
 if want play || want pull; then need rtmpdump rtmpdump; fi
+if want cluster; then need redis-server redis-server; need redis-cli redis-tools; fi
 if want pull && ! /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0')" 2>/dev/null; then
     missing+=("gst-rtsp-server for Python (apt-get install python3-gi gir1.2-gst-rtsp-server-1.0)")
 fi
-if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play || want pull; then
+if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play || want pull || want cluster; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -370,7 +372,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull || want cluster) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -1323,6 +1325,142 @@ what start-up cannot avoid. Target: kiln within 1.5x of the floor.
 | state | kiln ms | floor ms | kiln / floor (target) | kiln runs ms | RSS MiB (target) |
 |---|---|---|---|---|---|
 $rows"
+fi
+
+# --- cluster: one origin, three edges, Redis as the origin map ---------------------------
+if want cluster; then
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench llhls_viewers --no-run 2>"$WORK/cluster-build.err") ||
+        { cat "$WORK/cluster-build.err" >&2; exit 1; }
+    VIEWERS=$(ls -t "$TARGET"/release/deps/llhls_viewers-* | grep -v '\.d$' | head -1)
+    read -r REDIS_P <<<"$(free_ports 1)"
+    redis-server --port "$REDIS_P" --bind 127.0.0.1 --save '' --appendonly no >"$WORK/redis.log" 2>&1 &
+    REDIS_PID=$!; PIDS+=("$REDIS_PID")
+    wait_tcp "$REDIS_P"
+    rcmds() { redis-cli -p "$REDIS_P" INFO stats | awk -F: '/^total_commands_processed/{print $2+0}'; }
+    # A cluster node: API, RTMP in, SRT (origins serve edges over SRT), LL-HLS.
+    node_start() { # name -> "pid api rtmp srt llhls"
+        local d=$WORK/$1 api rtmp srt llhls
+        rm -rf "$d"; mkdir -p "$d"
+        read -r api rtmp srt llhls <<<"$(free_ports 4)"
+        cat >"$d/server.xml" <<EOF
+<?xml version="1.0"?>
+<Server version="8">
+  <Name>$1</Name>
+  <IP>127.0.0.1</IP>
+  <StateFile>$d/state.json</StateFile>
+  <Bind>
+    <Managers><API><Port>$api</Port></API></Managers>
+    <Providers><RTMP><Port>$rtmp</Port></RTMP><SRT><Port>$srt</Port></SRT></Providers>
+    <Publishers><LLHLS><Port>$llhls</Port></LLHLS></Publishers>
+  </Bind>
+  <Managers><Host><Names><Name>*</Name></Names></Host><API><AccessToken>$TOKEN</AccessToken></API></Managers>
+  <VirtualHosts><VirtualHost><Name>default</Name><Host><Names><Name>*</Name></Names></Host>
+    <OriginMapStore><RedisServer><Host>127.0.0.1:$REDIS_P</Host></RedisServer><OriginHostName>127.0.0.1</OriginHostName></OriginMapStore>
+    <Applications><Application><Name>app</Name><Type>live</Type>
+      <Providers><RTMP/><SRT/></Providers>
+      <Publishers><LLHLS><ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration></LLHLS></Publishers>
+    </Application></Applications>
+  </VirtualHost></VirtualHosts>
+</Server>
+EOF
+        # Its stdout is not the command substitution's pipe (that would
+        # wait for kiln to exit).
+        "$KILN" -c "$d/server.xml" >/dev/null 2>"$d/log" &
+        local pid=$!
+        wait_tcp "$api" 200 >&2
+        echo "$pid $api $rtmp $srt $llhls"
+    }
+    cluster_source() { # rtmp url: the looped source, long enough for every phase
+        timeout 900 ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 \
+            -i "$SRC" -c copy -f flv "$1" &
+        SRC_PID=$!; PIDS+=("$SRC_PID")
+    }
+    edge_plays() { # llhls port: the edge serves a video chunklist with parts; prints its name
+        local m c
+        m=$(curl -s -m 3 "http://127.0.0.1:$1/app/src/llhls.m3u8") || return 1
+        c=$(printf '%s\n' "$m" | grep -m1 '^chunklist_.*_video_') || return 1
+        curl -s -m 3 "http://127.0.0.1:$1/app/src/$c" | grep -q '#EXT-X-PART:' && printf '%s' "$c"
+    }
+    read -r OA_PID _ OA_RTMP _ _ <<<"$(node_start origin-a)"; PIDS+=("$OA_PID")
+    EDGES=()
+    for e in 1 2 3; do
+        read -r pid _ _ _ ll <<<"$(node_start "edge-$e")"; PIDS+=("$pid"); EDGES+=("$pid:$ll")
+    done
+    EDGE_PIDS=("${EDGES[@]%%:*}")
+    cluster_source "rtmp://127.0.0.1:$OA_RTMP/app/src"
+    # Each edge pulls the stream on its first viewer's request.
+    for e in "${EDGES[@]}"; do
+        for _ in $(seq 100); do edge_plays "${e#*:}" >/dev/null && break; sleep 0.2; done
+        edge_plays "${e#*:}" >/dev/null || { log "edge ${e#*:} does not play: $(tail -3 "$WORK/edge-1/log")"; exit 1; }
+    done
+    sleep 3
+    c_rows=""
+    for N in $CLUSTER_NS; do
+        r0=$(rcmds); c0=$(cpu_ticks "$OA_PID"); e0=$(cpu_ticks "${EDGE_PIDS[@]}")
+        VPIDS=()
+        if ((N > 0)); then
+            k=0
+            for e in "${EDGES[@]}"; do
+                n=$(( N / 3 + (k < N % 3 ? 1 : 0) )); k=$((k + 1))
+                "$VIEWERS" --url "http://127.0.0.1:${e#*:}/app/src" --viewers "$n" --seconds "$SECS" \
+                    >"$WORK/cluster-$N-$k.txt" 2>>"$WORK/cluster-viewers.err" &
+                VPIDS+=("$!"); PIDS+=("$!")
+            done
+            wait "${VPIDS[@]}" || { log "cluster viewers failed: $(tail -3 "$WORK/cluster-viewers.err")"; exit 1; }
+        else
+            sleep "$SECS"
+        fi
+        c1=$(cpu_ticks "$OA_PID"); e1=$(cpu_ticks "${EDGE_PIDS[@]}"); r1=$(rcmds)
+        conn=0; miss=0; err=0; parts=0
+        for f in "$WORK"/cluster-"$N"-*.txt; do
+            [[ -s $f ]] || continue
+            read -r _ c _ _ _ p _ _ _ m _ _ _ _ _ er _ <"$f"
+            conn=$((conn + c)); miss=$((miss + m)); err=$((err + er)); parts=$((parts + p))
+        done
+        opct=$(calc "100*($c1-$c0)/$TCK/$SECS"); epct=$(calc "100*($e1-$e0)/$TCK/$SECS")
+        rps=$(calc "($r1-$r0)/$SECS")
+        log "cluster N=$N: origin ${opct}% of a core, edges ${epct}%, viewers $conn, parts $parts, missing $miss, errors $err, redis ${rps} commands/s"
+        c_rows+="| $N | $conn | $parts | $miss / $err | $(fmt "$opct" 1) | $(fmt "$epct" 1) | $(fmt "$rps" 2) |
+"
+    done
+    # Failover: origin A dies (kill -9); origin B takes the same stream.
+    # Edge 1 plays again when it serves parts of a new stream (a new key in
+    # its chunklist's name) from B.
+    before=$(edge_plays "${EDGES[0]#*:}" || true)
+    kill -9 "$OA_PID"; stop "$SRC_PID"
+    t0=$(date +%s.%N)
+    read -r OB_PID _ OB_RTMP _ _ <<<"$(node_start origin-b)"; PIDS+=("$OB_PID")
+    cluster_source "rtmp://127.0.0.1:$OB_RTMP/app/src"
+    again=
+    for _ in $(seq 600); do
+        now=$(edge_plays "${EDGES[0]#*:}" || true)
+        if [[ -n $now && $now != "$before" ]]; then again=$(calc "$(date +%s.%N) - $t0"); break; fi
+        sleep 0.1
+    done
+    log "cluster failover: edge 1 plays again after ${again:-never} s"
+    fo=$(calc "'never' if '$again' == '' else '%.1f (< 15: %s)' % (float('$again'), 'yes' if float('$again') < 15 else 'no')")
+    stop "$SRC_PID"; stop "$OB_PID"; for p in "${EDGE_PIDS[@]}"; do stop "$p"; done; stop "$REDIS_PID"
+    add "### Origin-edge cluster (1 origin, 3 edges, Redis origin map, LL-HLS viewers on the edges)
+
+One origin (RTMP in from the looped 720p30 2.5 Mb/s source, SRT out to the
+edges) and three edges on loopback, each with \`<OriginMapStore>\` on a
+real \`redis-server\`: an edge pulls the stream from the origin the map
+names when a viewer first asks for it. N viewers
+(\`cargo bench --bench llhls_viewers\`, blocking reloads, every part) are
+spread evenly over the edges for ${SECS} s. Origin / edges CPU: utime+stime
+over the window, % of one core (the origin must not grow with viewers: it
+serves three SRT callers whatever N is). Redis commands: the server's
+\`total_commands_processed\` over the window, per second (one stream: the
+origin's refreshes and what the edges ask).
+
+| viewers | connected | parts received | missing / errors | origin CPU % | edges CPU % (all three) | Redis commands per stream per s |
+|---|---|---|---|---|---|---|
+$c_rows
+Failover: origin A killed (\`kill -9\`), origin B started and the source
+published to it; the time until edge 1 serves parts of the stream from B
+(a new stream key in its chunklist's name): **$fo s**. The map's key for A
+expires 10 s after its last refresh (\`EX 10\`); B registers then.
+"
 fi
 
 # --- report -----------------------------------------------------------------------
