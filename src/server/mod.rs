@@ -184,25 +184,37 @@ impl Server {
         let utc_offset = api.utc_offset;
         let mut endpoints: TokenTable<Entry> = TokenTable::default();
         for spec in listen.tcp {
-            let element = match (spec.service, spec.tls.is_some()) {
-                (Service::Api, false) => "API server (<Bind><Managers><API><Port>)",
-                (Service::Api, true) => "API server (<Bind><Managers><API><TLSPort>)",
-                (Service::Rtmp, false) => "RTMP ingest (<Bind><Providers><RTMP><Port>)",
-                (Service::Rtmp, true) => "RTMPS ingest (<Bind><Providers><RTMP><TLSPort>)",
-                (Service::Viewer, false) => "LL-HLS viewers (<Bind><Publishers><LLHLS><Port>)",
-                (Service::Viewer, true) => "LL-HLS viewers (<Bind><Publishers><LLHLS><TLSPort>)",
+            // What it is (for a bind error: its config element) and what
+            // the log says it serves.
+            let (element, what) = match (spec.service, spec.tls.is_some()) {
+                (Service::Api, false) => (
+                    "API server (<Bind><Managers><API><Port>)",
+                    "API server listening on http",
+                ),
+                (Service::Api, true) => (
+                    "API server (<Bind><Managers><API><TLSPort>)",
+                    "API server listening on https",
+                ),
+                (Service::Rtmp, false) => (
+                    "RTMP ingest (<Bind><Providers><RTMP><Port>)",
+                    "RTMP ingest listening on rtmp",
+                ),
+                (Service::Rtmp, true) => (
+                    "RTMPS ingest (<Bind><Providers><RTMP><TLSPort>)",
+                    "RTMPS ingest listening on rtmps",
+                ),
+                (Service::Viewer, false) => (
+                    "LL-HLS viewers (<Bind><Publishers><LLHLS><Port>)",
+                    "LL-HLS viewers served on http",
+                ),
+                (Service::Viewer, true) => (
+                    "LL-HLS viewers (<Bind><Publishers><LLHLS><TLSPort>)",
+                    "LL-HLS viewers served on https",
+                ),
             };
             let mut listener = bind_listener(spec.addr).map_err(|e| {
                 io::Error::new(e.kind(), format!("{element} on {}: {e}", spec.addr))
             })?;
-            let what = match (spec.service, spec.tls.is_some()) {
-                (Service::Api, false) => "API server listening on http",
-                (Service::Api, true) => "API server listening on https",
-                (Service::Rtmp, false) => "RTMP ingest listening on rtmp",
-                (Service::Rtmp, true) => "RTMPS ingest listening on rtmps",
-                (Service::Viewer, false) => "LL-HLS viewers served on http",
-                (Service::Viewer, true) => "LL-HLS viewers served on https",
-            };
             crate::info!("{what}://{}", listener.local_addr()?);
             let token = endpoints.vacant_token();
             poll.registry()
