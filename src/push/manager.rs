@@ -199,6 +199,7 @@ impl PushManager {
         let session = PushSession::new(
             key.clone(),
             &task.destination,
+            &task.spec.url,
             &task.spec.stream_key,
             StartMedia {
                 stream,

@@ -32,10 +32,9 @@ pub enum Destination {
         tls: bool,
         host: String,
         port: u16,
-        /// The application path (`live2`, `app/inst`).
+        /// The application path (`live2`, `app/inst`). The RTMP tcUrl is
+        /// the task's URL as given (kept once, in its spec).
         app: String,
-        /// The URL as given, the RTMP tcUrl.
-        tc_url: String,
     },
     Udp {
         host: String,
@@ -387,7 +386,6 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
                 host,
                 port: port.unwrap_or(if tls { 443 } else { 1935 }),
                 app,
-                tc_url: real.to_string(),
             })
         }
         Protocol::Mpegts => {
@@ -645,7 +643,6 @@ mod tests {
                 host: "a.rtmp.youtube.com".into(),
                 port: 1935,
                 app: "live2".into(),
-                tc_url: "rtmp://a.rtmp.youtube.com/live2".into()
             }
         );
         let (_, d) = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"rtmp","url":"rtmps://live-api-s.facebook.com:443/rtmp/","streamKey":"k"}"#).unwrap();

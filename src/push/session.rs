@@ -269,28 +269,24 @@ pub(crate) struct PushSession {
 }
 
 impl PushSession {
-    /// A session for a task, starting from the stream's last GOP.
+    /// A session for a task, starting from the stream's last GOP. `url` is
+    /// the task's URL as given (RTMP: the tcUrl).
     pub(crate) fn new(
         key: TaskKey,
         destination: &Destination,
+        url: &str,
         stream_key: &str,
         media: StartMedia,
         queue_bytes: usize,
         now: Instant,
     ) -> Self {
         let (link, output) = match destination {
-            Destination::Rtmp {
-                tls,
-                host,
-                app,
-                tc_url,
-                ..
-            } => (
+            Destination::Rtmp { tls, host, app, .. } => (
                 Link::Tcp {
                     tls: tls.then(|| host.clone()),
                 },
                 Output::Rtmp(Box::new(RtmpOut {
-                    client: ClientSession::new(ClientConfig::new(tc_url, app, stream_key)),
+                    client: ClientSession::new(ClientConfig::new(url, app, stream_key)),
                     publishing: false,
                     tracks_sent: false,
                     partial: None,

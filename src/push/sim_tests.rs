@@ -44,6 +44,9 @@ fn rtmp_destination() -> Destination {
     destination(r#"{"id":"p","stream":{"name":"s"},"protocol":"rtmp","url":"rtmp://192.0.2.1/live","streamKey":"k"}"#).1
 }
 
+/// The RTMP tcUrl of [`rtmp_destination`].
+const RTMP_URL: &str = "rtmp://192.0.2.1/live";
+
 fn tracks() -> Vec<Track> {
     vec![h264_track(), aac_track()]
 }
@@ -82,6 +85,7 @@ fn start(dest: &Destination, feed: &Feed, now: Instant) -> PushSession {
     PushSession::new(
         key("p"),
         dest,
+        RTMP_URL,
         "k",
         StartMedia {
             stream: 1,
