@@ -152,7 +152,11 @@ impl Throttle {
                 .retain(|_, (at, _)| now.saturating_duration_since(*at) < THROTTLE_WINDOW);
         }
         let key = if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&key) {
-            (key.0, std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0)
+            (
+                key.0,
+                std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                0,
+            )
         } else {
             key
         };
@@ -272,8 +276,15 @@ mod tests {
     #[test]
     fn bidi_and_format_characters_are_escaped() {
         let mut s = String::new();
-        write!(Escaped(&mut s), "[abc\u{202E}fdp.exe\u{2066}\u{200B}\u{FEFF}\u{2028}x]").unwrap();
-        assert_eq!(s, "[abc\\u{202e}fdp.exe\\u{2066}\\u{200b}\\u{feff}\\u{2028}x]");
+        write!(
+            Escaped(&mut s),
+            "[abc\u{202E}fdp.exe\u{2066}\u{200B}\u{FEFF}\u{2028}x]"
+        )
+        .unwrap();
+        assert_eq!(
+            s,
+            "[abc\\u{202e}fdp.exe\\u{2066}\\u{200b}\\u{feff}\\u{2028}x]"
+        );
         assert!(!s.chars().any(super::is_format));
     }
 

@@ -350,9 +350,10 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
     };
     // Every port is bound before the state file is touched: a start that
     // fails (a port in use) creates nothing.
-    let mut server =
-        Server::bind(api, listen, limits).map_err(|e| format!("cannot start: {e}"))?;
-    server.open_state().map_err(|e| format!("cannot open the state file: {e}"))?;
+    let mut server = Server::bind(api, listen, limits).map_err(|e| format!("cannot start: {e}"))?;
+    server
+        .open_state()
+        .map_err(|e| format!("cannot open the state file: {e}"))?;
     info!("kiln {} started", env!("CARGO_PKG_VERSION"));
     server.run().map_err(|e| e.to_string())
 }
@@ -407,8 +408,14 @@ fn load_certificates(config: &Config) -> StartCerts {
     // TLSPort); with none configured they are not loaded, so a config that
     // names files only a WebRTC TLS port would use still runs quietly.
     let media_ports: Vec<String> = [
-        config.providers.rtmp_tls_port.map(|p| format!("RTMPS port {p}")),
-        config.providers.llhls_tls_port.map(|p| format!("LL-HLS TLS port {p}")),
+        config
+            .providers
+            .rtmp_tls_port
+            .map(|p| format!("RTMPS port {p}")),
+        config
+            .providers
+            .llhls_tls_port
+            .map(|p| format!("LL-HLS TLS port {p}")),
     ]
     .into_iter()
     .flatten()
@@ -436,7 +443,13 @@ fn load_certificates(config: &Config) -> StartCerts {
                     error: {
                         let (file, line, column) =
                             v.tls_at.clone().unwrap_or((config.file.clone(), v.line, 1));
-                        err(&file, "Server/VirtualHosts/VirtualHost/Host/TLS", line, column, e)
+                        err(
+                            &file,
+                            "Server/VirtualHosts/VirtualHost/Host/TLS",
+                            line,
+                            column,
+                            e,
+                        )
                     },
                     ports: format!(
                         "{} (for the names of virtual host [{}])",

@@ -341,11 +341,18 @@ fn kiln_sign_url_makes_urls_kiln_accepts() {
             .args(["sign-url", "k", url, policy])
             .output()
             .unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).trim().to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
     };
     let (code, signed, _) = sign("rtmp://localhost/app/cam");
     assert_eq!(code, Some(0));
-    assert!(signed.starts_with("rtmp://localhost:1935/app/cam?policy="), "{signed}");
+    assert!(
+        signed.starts_with("rtmp://localhost:1935/app/cam?policy="),
+        "{signed}"
+    );
     let (code, _, err) = sign("srt://localhost/app/cam");
     assert_eq!(code, Some(2));
     assert!(err.contains("has no port"), "{err}");

@@ -395,7 +395,8 @@ fn nameless_encodes_are_named_and_errors_name_the_field_path() {
     let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&bad.to_string()));
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(
-        r.body.contains("outputProfiles.outputProfile[0].encodes.videos[0].bypass: invalid type"),
+        r.body
+            .contains("outputProfiles.outputProfile[0].encodes.videos[0].bypass: invalid type"),
         "{}",
         r.body
     );

@@ -50,7 +50,11 @@ fn unknown_vhost_path_and_method() {
     // a path that cannot be read is the client's error, not a missing page
     let r = s.request("GET", "/v1/vhosts/%zz", None);
     assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.message().contains("Invalid percent-encoding"), "{}", r.body);
+    assert!(
+        r.message().contains("Invalid percent-encoding"),
+        "{}",
+        r.body
+    );
     let r = s.request("PUT", "/v1/vhosts", Some("[]"));
     assert_eq!(r.status, 405);
     assert_eq!(r.message(), "[HTTP] Method not allowed (405)");

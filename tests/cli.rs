@@ -117,7 +117,10 @@ fn port_in_use_fails_with_a_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot start"), "{err}");
     // Issue 28, 6.9: the listener and its element are named...
-    assert!(err.contains("API server (<Bind><Managers><API><Port>)"), "{err}");
+    assert!(
+        err.contains("API server (<Bind><Managers><API><Port>)"),
+        "{err}"
+    );
     // ...and nothing is created.
     let made: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

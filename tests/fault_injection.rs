@@ -490,7 +490,8 @@ fn slow_loris_does_not_starve_the_api() {
     let s = Server::start_with(
         "fault-loris",
         ServerOptions {
-            limits: "<Limits><MaxConnectionsPerAddress>0</MaxConnectionsPerAddress></Limits>".into(),
+            limits: "<Limits><MaxConnectionsPerAddress>0</MaxConnectionsPerAddress></Limits>"
+                .into(),
             ..Default::default()
         },
     );

@@ -250,7 +250,12 @@ fn idle_connections_cannot_lock_operators_out_of_the_api() {
         return;
     }
     idle_flood("idle-flood-cap", 50, 1024, "MaxConnectionsPerAddress");
-    idle_flood("idle-flood-reap", 0, 700, "near the open-files limit: closing the");
+    idle_flood(
+        "idle-flood-reap",
+        0,
+        700,
+        "near the open-files limit: closing the",
+    );
 }
 
 fn idle_flood(tag: &str, per_address: usize, nofile: u32, logged: &str) {
@@ -264,10 +269,19 @@ fn idle_flood(tag: &str, per_address: usize, nofile: u32, logged: &str) {
         },
     );
     let mut publisher = have_tool("ffmpeg").then(|| {
-        ffmpeg_source(60, &[], "flv", &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp))
+        ffmpeg_source(
+            60,
+            &[],
+            "flv",
+            &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+        )
     });
     let bytes_in = |s: &Server| {
-        let r = s.request("GET", "/v1/stats/current/vhosts/default/apps/app/streams/cam", None);
+        let r = s.request(
+            "GET",
+            "/v1/stats/current/vhosts/default/apps/app/streams/cam",
+            None,
+        );
         (r.status == 200).then(|| r.json()["response"]["totalBytesIn"].as_u64().unwrap_or(0))
     };
     if publisher.is_some() {
@@ -281,7 +295,8 @@ fn idle_flood(tag: &str, per_address: usize, nofile: u32, logged: &str) {
     let mut failed = 0;
     for i in 0..4600u32 {
         let from: SocketAddr = format!("127.0.0.{}:0", 2 + i % 8).parse().unwrap();
-        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         sock.bind(&from.into()).unwrap();
         let to: SocketAddr = ([127, 0, 0, 1], s.port).into();
         match sock.connect_timeout(&to.into(), Duration::from_secs(2)) {
@@ -312,7 +327,11 @@ fn idle_flood(tag: &str, per_address: usize, nofile: u32, logged: &str) {
         "{tag}: {} connected, {failed} failed; operator's answer after {took:?}",
         idle.len()
     );
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}\n{}", s.log_text());
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "{answer:?}\n{}",
+        s.log_text()
+    );
     let log = s.log_text();
     assert!(
         log.contains(logged) && log.contains("logged at most once a minute"),
@@ -324,17 +343,28 @@ fn idle_flood(tag: &str, per_address: usize, nofile: u32, logged: &str) {
     );
     // An idle connection is closed at the head timeout (3 s here), not kept.
     let probe = &idle[idle.len() - 1];
-    probe.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    probe
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16];
     let got = probe.recv(&mut buf);
     assert!(
-        matches!(&got, Ok(0)) || got.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        matches!(&got, Ok(0))
+            || got
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
         "an idle connection must be closed by kiln: {got:?}"
     );
     if let Some(p) = publisher.as_mut() {
         let before = bytes_in(&s).expect("the stream is still live");
-        let grew = wait_until(Duration::from_secs(10), || bytes_in(&s).filter(|&b| b > before));
-        assert!(grew.is_some(), "the live stream stopped during the flood\n{}", s.log_text());
+        let grew = wait_until(Duration::from_secs(10), || {
+            bytes_in(&s).filter(|&b| b > before)
+        });
+        assert!(
+            grew.is_some(),
+            "the live stream stopped during the flood\n{}",
+            s.log_text()
+        );
         let _ = p.kill();
         let _ = p.wait();
     }
@@ -356,11 +386,24 @@ fn ingest_stream_names_follow_the_api_rules() {
         assert!(s.live_stream(name).is_none());
     }
     // A good name still publishes.
-    assert!(rtmp_publish(s.media.rtmp, "fine-name_1.0").is_ok(), "{}", s.log_text());
+    assert!(
+        rtmp_publish(s.media.rtmp, "fine-name_1.0").is_ok(),
+        "{}",
+        s.log_text()
+    );
     let log = s.log_text();
-    assert!(log.contains("The stream name must be 1-255 letters"), "{log}");
-    assert!(!log.contains(&"x".repeat(300)), "a long name reached the log");
-    assert!(!log.contains('\u{202E}'), "a bidi override reached the log raw");
+    assert!(
+        log.contains("The stream name must be 1-255 letters"),
+        "{log}"
+    );
+    assert!(
+        !log.contains(&"x".repeat(300)),
+        "a long name reached the log"
+    );
+    assert!(
+        !log.contains('\u{202E}'),
+        "a bidi override reached the log raw"
+    );
 }
 
 /// Issue 28, 5.2: 1,500 RTMP connections, each `SetChunkSize 65536` then a
@@ -381,7 +424,7 @@ fn memory_taken_by_partial_rtmp_messages_is_given_back() {
     let mut conns = Vec::new();
     let mut msg = vec![3u8];
     msg.extend(std::iter::repeat_n(0u8, 2 * 1536)); // C0 C1 C2
-    // SetChunkSize 65536 on chunk stream 2.
+                                                    // SetChunkSize 65536 on chunk stream 2.
     msg.extend_from_slice(&[2, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0]);
     msg.extend_from_slice(&65536u32.to_be_bytes());
     // An AMF0 command of 65,000 bytes, 64,990 of them sent.
@@ -395,7 +438,8 @@ fn memory_taken_by_partial_rtmp_messages_is_given_back() {
             socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         sock.bind(&from.into()).unwrap();
         let to: SocketAddr = ([127, 0, 0, 1], s.media.rtmp).into();
-        sock.connect_timeout(&to.into(), Duration::from_secs(5)).unwrap();
+        sock.connect_timeout(&to.into(), Duration::from_secs(5))
+            .unwrap();
         let mut c: std::net::TcpStream = sock.into();
         c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
         let _ = c.write_all(&msg);
@@ -430,13 +474,19 @@ fn memory_taken_by_partial_rtmp_messages_is_given_back() {
     eprintln!(
         "RELIABILITY: 1,500 RTMP connections x 64,990-byte partial messages: RSS idle {idle} KiB, held {held} KiB, peak {peak} KiB, after kiln closed them {after} KiB"
     );
-    assert!(peak < idle + 128 * 1024, "peak {peak} KiB against idle {idle} KiB");
+    assert!(
+        peak < idle + 128 * 1024,
+        "peak {peak} KiB against idle {idle} KiB"
+    );
     assert!(
         after <= idle + 16 * 1024,
         "RSS {after} KiB stays above idle {idle} KiB + 16 MiB"
     );
     let log = s.log_text();
     let timeouts = log.matches("no publish within 10 s").count();
-    assert!(timeouts <= 16, "{timeouts} timeout lines for 1,500 connections (8 addresses)");
+    assert!(
+        timeouts <= 16,
+        "{timeouts} timeout lines for 1,500 connections (8 addresses)"
+    );
     drop(conns);
 }

@@ -261,7 +261,8 @@ fn thousand_idle_connections_do_not_delay_a_client() {
     let s = Server::start_with(
         "idle1000",
         ServerOptions {
-            limits: "<Limits><MaxConnectionsPerAddress>0</MaxConnectionsPerAddress></Limits>".into(),
+            limits: "<Limits><MaxConnectionsPerAddress>0</MaxConnectionsPerAddress></Limits>"
+                .into(),
             ..Default::default()
         },
     );

@@ -6,10 +6,10 @@
 //! track names of the profile.
 
 mod common;
-#[path = "common/media.rs"]
-mod media;
 #[path = "common/hls_check.rs"]
 mod hls_check;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
 use media::*;
 use std::time::Duration;
@@ -243,7 +243,14 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
 /// kiln starts anyway, serves everything else, refuses handshakes on the
 /// API's TLS port with a TLS alert, and a reload with real files brings
 /// that port up.
-fn ome_sample_with_managers(api: u16, api_tls: u16, rtmp: u16, srt: u16, llhls: u16, llhls_tls: u16) -> String {
+fn ome_sample_with_managers(
+    api: u16,
+    api_tls: u16,
+    rtmp: u16,
+    srt: u16,
+    llhls: u16,
+    llhls_tls: u16,
+) -> String {
     format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <Server version="8">
@@ -356,7 +363,9 @@ fn ome_sample_with_placeholder_certificates_starts_serves_and_reloads() {
     let text = String::from_utf8_lossy(&check.stderr);
     assert!(check.status.success(), "{text}");
     assert!(
-        text.contains("WARN") && text.contains("Server.xml:36:4: Server/Managers/Host/TLS: TLS file cannot be loaded: "),
+        text.contains("WARN")
+            && text
+                .contains("Server.xml:36:4: Server/Managers/Host/TLS: TLS file cannot be loaded: "),
         "{text}"
     );
     let strict = std::process::Command::new(kiln_bin())
@@ -364,7 +373,12 @@ fn ome_sample_with_placeholder_certificates_starts_serves_and_reloads() {
         .arg(&config)
         .output()
         .unwrap();
-    assert_eq!(strict.status.code(), Some(1), "{}", String::from_utf8_lossy(&strict.stderr));
+    assert_eq!(
+        strict.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
 
     let mut s = Server {
         wrap: None,
@@ -384,7 +398,9 @@ fn ome_sample_with_placeholder_certificates_starts_serves_and_reloads() {
     s.spawn();
     let log = s.log_text();
     assert!(
-        log.contains(&format!("API TLS port {api_tls} refuses TLS handshakes until a reload succeeds")),
+        log.contains(&format!(
+            "API TLS port {api_tls} refuses TLS handshakes until a reload succeeds"
+        )),
         "{log}"
     );
     let auth = [("Authorization", "Basic b21lLWFjY2Vzcy10b2tlbg==")];
@@ -399,10 +415,19 @@ fn ome_sample_with_placeholder_certificates_starts_serves_and_reloads() {
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(code, 0, "{err}");
-        assert_eq!(out.status.code(), Some(35), "curl: a TLS error, not a hang: {err}");
+        assert_eq!(
+            out.status.code(),
+            Some(35),
+            "curl: a TLS error, not a hang: {err}"
+        );
         assert!(err.contains("alert"), "a TLS alert: {err}");
         let log = s.log_text();
-        assert!(log.contains(&format!("API TLS port {api_tls}: handshake refused with a TLS alert")), "{log}");
+        assert!(
+            log.contains(&format!(
+                "API TLS port {api_tls}: handshake refused with a TLS alert"
+            )),
+            "{log}"
+        );
 
         // Real files where the sample points, a reload: the port serves.
         let files = dir.join("path/to");
@@ -414,7 +439,12 @@ fn ome_sample_with_placeholder_certificates_starts_serves_and_reloads() {
         assert_eq!(r.status, 200, "{}", r.body);
         let ca = files.join("file.crt").display().to_string();
         let (code, body, out) = curl(
-            &["--cacert", &ca, "-H", "Authorization: Basic b21lLWFjY2Vzcy10b2tlbg=="],
+            &[
+                "--cacert",
+                &ca,
+                "-H",
+                "Authorization: Basic b21lLWFjY2Vzcy10b2tlbg==",
+            ],
             &format!("https://127.0.0.1:{api_tls}/v1/vhosts"),
         );
         assert_eq!(code, 200, "{body} {}", String::from_utf8_lossy(&out.stderr));

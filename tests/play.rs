@@ -289,14 +289,25 @@ fn sixty_srt_players_from_eight_addresses_each_get_the_whole_stream() {
         players.push((child, out));
     }
     let counted = wait_until(Duration::from_secs(10), || {
-        let r = s.request("GET", "/v1/stats/current/vhosts/default/apps/app/streams/cam", None);
-        let n = r.json()["response"]["connections"]["srt"].as_u64().unwrap_or(0);
+        let r = s.request(
+            "GET",
+            "/v1/stats/current/vhosts/default/apps/app/streams/cam",
+            None,
+        );
+        let n = r.json()["response"]["connections"]["srt"]
+            .as_u64()
+            .unwrap_or(0);
         (n == 60).then_some(n)
     });
     assert!(
         counted.is_some(),
         "kiln's stats: {}\n{}",
-        s.request("GET", "/v1/stats/current/vhosts/default/apps/app/streams/cam", None).body,
+        s.request(
+            "GET",
+            "/v1/stats/current/vhosts/default/apps/app/streams/cam",
+            None
+        )
+        .body,
         s.log_text()
     );
     let mut sizes = Vec::new();
@@ -306,8 +317,15 @@ fn sixty_srt_players_from_eight_addresses_each_get_the_whole_stream() {
     }
     let (min, max) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
     println!("60 SRT players: {min}..{max} bytes each");
-    assert!(min > 0 && min * 100 >= max * 90, "a player got less: {sizes:?}\n{}", s.log_text());
-    assert!(!s.log_text().contains("MaxConnectionsPerAddress"), "a player was refused");
+    assert!(
+        min > 0 && min * 100 >= max * 90,
+        "a player got less: {sizes:?}\n{}",
+        s.log_text()
+    );
+    assert!(
+        !s.log_text().contains("MaxConnectionsPerAddress"),
+        "a player was refused"
+    );
     // One player's file, frame by frame: ~11 s of 25 fps video from the
     // last GOP on, AAC with it, timestamps in order, every frame decodes.
     let one = s.dir.join("p7.ts");

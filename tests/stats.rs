@@ -4,10 +4,10 @@
 //! with figures that match the stats API.
 
 mod common;
-#[path = "common/media.rs"]
-mod media;
 #[path = "common/hls_check.rs"]
 mod hls_check;
+#[path = "common/media.rs"]
+mod media;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
@@ -189,18 +189,33 @@ fn stats_count_viewers_of_every_protocol() {
         "stats-viewers",
         ServerOptions {
             media: true,
-            llhls: Some("<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>".into()),
+            llhls: Some(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>".into(),
+            ),
             ..Default::default()
         },
     );
-    let mut src = ffmpeg_source(40, &[], "flv", &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
     s.wait_for_tracks("cam");
     let path = "/vhosts/default/apps/app/streams/cam";
     let before = stats(&s, path);
     assert_eq!(before["totalConnections"], 0, "{before}");
     // An RTMP player and an SRT player (ffmpeg), and an LL-HLS viewer.
     let rtmp_player = Command::new("ffmpeg")
-        .args(["-v", "error", "-i", &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp), "-f", "null", "-"])
+        .args([
+            "-v",
+            "error",
+            "-i",
+            &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+            "-f",
+            "null",
+            "-",
+        ])
         .stdin(std::process::Stdio::null())
         .spawn();
     let srt_player = Command::new("ffmpeg")
@@ -208,7 +223,10 @@ fn stats_count_viewers_of_every_protocol() {
             "-v",
             "error",
             "-i",
-            &format!("srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request", s.media.srt),
+            &format!(
+                "srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request",
+                s.media.srt
+            ),
             "-f",
             "null",
             "-",
@@ -225,7 +243,11 @@ fn stats_count_viewers_of_every_protocol() {
         (c["rtmp"] == 1 && c["srt"] == 1 && c["llhls"] == 1).then_some(c)
     });
     let now = stats(&s, path);
-    assert!(got.is_some(), "viewers not counted: {now}\n{}", s.log_text());
+    assert!(
+        got.is_some(),
+        "viewers not counted: {now}\n{}",
+        s.log_text()
+    );
     assert_eq!(now["totalConnections"], 3, "{now}");
     assert!(now["totalBytesOut"].as_u64().unwrap() > 10_000, "{now}");
     // The app and the server add them up.
@@ -239,7 +261,11 @@ fn stats_count_viewers_of_every_protocol() {
         let c = stats(&s, path)["connections"].clone();
         (c["rtmp"] == 0 && c["srt"] == 0).then_some(())
     });
-    assert!(gone.is_some(), "players that left still count: {}", stats(&s, path));
+    assert!(
+        gone.is_some(),
+        "players that left still count: {}",
+        stats(&s, path)
+    );
     let _ = src.kill();
     let _ = src.wait();
 }

@@ -281,10 +281,18 @@ mod tests {
     #[test]
     fn urls_are_signed_with_their_port() {
         assert_eq!(with_port("rtmp://h/app/s").unwrap(), "rtmp://h:1935/app/s");
-        assert_eq!(with_port("rtmp://h:19350/app/s").unwrap(), "rtmp://h:19350/app/s");
-        assert_eq!(with_port("https://h/a/s/llhls.m3u8?x=1").unwrap(), "https://h:443/a/s/llhls.m3u8?x=1");
+        assert_eq!(
+            with_port("rtmp://h:19350/app/s").unwrap(),
+            "rtmp://h:19350/app/s"
+        );
+        assert_eq!(
+            with_port("https://h/a/s/llhls.m3u8?x=1").unwrap(),
+            "https://h:443/a/s/llhls.m3u8?x=1"
+        );
         assert_eq!(with_port("ws://[::1]/a/s").unwrap(), "ws://[::1]:80/a/s");
-        assert!(with_port("srt://h/a/s").unwrap_err().contains("has no port"));
+        assert!(with_port("srt://h/a/s")
+            .unwrap_err()
+            .contains("has no port"));
         assert!(with_port("nonsense").is_err());
     }
 

@@ -235,7 +235,11 @@ impl Api {
                 .to_response()
                 .with_header("WWW-Authenticate", access::REALM_HEADER);
         }
-        if req.path().split('/').any(|seg| percent_decode(seg).is_none()) {
+        if req
+            .path()
+            .split('/')
+            .any(|seg| percent_decode(seg).is_none())
+        {
             // Not a path that names nothing: one that cannot be read.
             return ApiError::bad_request(format_args!(
                 "Invalid percent-encoding in the path [{}]: a % must be followed by two hex digits, and the result must be UTF-8",

@@ -70,7 +70,12 @@ pub fn parse(text: &str) -> Result<Element, SyntaxError> {
                 name, attributes, ..
             } => {
                 if let Some(r) = &root {
-                    return Err(after_root(pos.row + 1, pos.column + 1, &format!("element <{}>", name.local_name), r));
+                    return Err(after_root(
+                        pos.row + 1,
+                        pos.column + 1,
+                        &format!("element <{}>", name.local_name),
+                        r,
+                    ));
                 }
                 count += 1;
                 if stack.len() >= MAX_DEPTH || count > MAX_ELEMENTS {
@@ -162,7 +167,12 @@ mod tests {
         assert_eq!(ok.name, "Server");
         let second = parse("<Server>\n</Server>\n<Server version=\"8\"/>\n").unwrap_err();
         assert_eq!(second.line, 3, "{second:?}");
-        assert!(second.message.contains("after the end of the root element </Server>"), "{second:?}");
+        assert!(
+            second
+                .message
+                .contains("after the end of the root element </Server>"),
+            "{second:?}"
+        );
         let garbage = parse("<Server>\n</Server>\ngarbage & <<<\n").unwrap_err();
         assert_eq!(garbage.line, 3, "{garbage:?}");
     }

@@ -136,7 +136,11 @@ fn missing_env_without_default_is_an_error() {
     assert!(err.to_string().contains("NOPE is not set"), "{err}");
     // One error, at <AccessToken>'s own line; no false "required".
     assert_eq!(err.0.len(), 1, "{err}");
-    let token_line = GOOD.lines().position(|l| l.contains("<AccessToken>")).unwrap() as u64 + 1;
+    let token_line = GOOD
+        .lines()
+        .position(|l| l.contains("<AccessToken>"))
+        .unwrap() as u64
+        + 1;
     assert_eq!(err.0[0].line, token_line, "{err}");
     let text = GOOD.replace("${env:TOKEN}", "${env:NOPE:fallback}");
     assert_eq!(
@@ -159,8 +163,15 @@ fn api_rules() {
         .contains("<Managers><Host><TLS>"));
     let empty_token = GOOD.replace("${env:TOKEN}", "");
     let err = load_str(&empty_token).unwrap_err();
-    assert!(err.to_string().contains("AccessToken: must not be empty"), "{err}");
-    let token_line = GOOD.lines().position(|l| l.contains("<AccessToken>")).unwrap() as u64 + 1;
+    assert!(
+        err.to_string().contains("AccessToken: must not be empty"),
+        "{err}"
+    );
+    let token_line = GOOD
+        .lines()
+        .position(|l| l.contains("<AccessToken>"))
+        .unwrap() as u64
+        + 1;
     assert_eq!((err.0.len(), err.0[0].line), (1, token_line), "{err}");
 }
 

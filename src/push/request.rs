@@ -692,10 +692,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("[passphrase] is given more than once"), "{e}");
-        assert!(!e.contains("aaaaaaaaaa") && !e.contains("bbbbbbbbbb"), "{e}");
+        assert!(
+            !e.contains("aaaaaaaaaa") && !e.contains("bbbbbbbbbb"),
+            "{e}"
+        );
         let e = parse_url(Protocol::Mpegts, "udp://h:9000?ttl=2&ttl=3").unwrap_err();
         assert!(e.contains("[ttl] is given more than once"), "{e}");
-        let e = parse_url(Protocol::Srt, "srt://h:9000?passphrase=short&mode=listener").unwrap_err();
+        let e =
+            parse_url(Protocol::Srt, "srt://h:9000?passphrase=short&mode=listener").unwrap_err();
         assert!(!e.contains("short"), "{e}");
     }
 

@@ -163,7 +163,9 @@ impl std::fmt::Display for PathError {
                 p.escape_debug(),
                 root.escape_debug()
             ),
-            PathError::Invalid(p, why) => write!(f, "path [{}] is not valid: {why}", p.escape_debug()),
+            PathError::Invalid(p, why) => {
+                write!(f, "path [{}] is not valid: {why}", p.escape_debug())
+            }
         }
     }
 }
@@ -199,10 +201,7 @@ pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
                     // `..` above `/`: with a root, that is leaving it (the
                     // same answer as any other way out).
                     return match root {
-                        Some(r) => Err(PathError::OutsideRoot(
-                            path.to_string(),
-                            r.to_string(),
-                        )),
+                        Some(r) => Err(PathError::OutsideRoot(path.to_string(), r.to_string())),
                         None => invalid("its `..` go above /"),
                     };
                 }
@@ -480,7 +479,10 @@ mod tests {
             resolve(None, "/tmp/x.ts").unwrap(),
             PathBuf::from("/tmp/x.ts")
         );
-        assert!(matches!(resolve(None, "/../x"), Err(PathError::Invalid(..))));
+        assert!(matches!(
+            resolve(None, "/../x"),
+            Err(PathError::Invalid(..))
+        ));
         assert!(matches!(
             resolve(root, "a\nb.ts"),
             Err(PathError::Invalid(..))
@@ -491,7 +493,10 @@ mod tests {
         for p in ["../../../../../../../etc/x.xml", "../x.xml", "/etc/x.xml"] {
             let e = resolve(root, p).unwrap_err();
             assert!(matches!(e, PathError::OutsideRoot(..)), "{p}: {e:?}");
-            assert!(e.to_string().contains("is outside the root [/srv/rec]"), "{e}");
+            assert!(
+                e.to_string().contains("is outside the root [/srv/rec]"),
+                "{e}"
+            );
         }
     }
 

@@ -421,7 +421,6 @@ impl Endpoint for ApiConn {
         self.phase = Phase::Closed;
     }
 
-
     fn unproven_since(&self) -> Option<Instant> {
         (!self.proven && self.parked.is_none()).then_some(self.accepted)
     }

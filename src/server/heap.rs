@@ -34,7 +34,10 @@ impl HeapTrim {
             return first.then_some(next);
         }
         self.armed = false;
-        crate::debug!("returning {} KiB of freed buffers to the system", self.released >> 10);
+        crate::debug!(
+            "returning {} KiB of freed buffers to the system",
+            self.released >> 10
+        );
         crate::sys::trim_heap();
         self.released = 0;
         self.last = Some(now);

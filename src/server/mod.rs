@@ -1169,16 +1169,14 @@ impl Server {
             return;
         }
         let endpoint: Box<dyn Endpoint> = match service {
-            Service::Api => {
-                Box::new(ApiConn::new(
-                    stream,
-                    peer,
-                    tls,
-                    self.limits.clone(),
-                    token.0,
-                    now,
-                ))
-            }
+            Service::Api => Box::new(ApiConn::new(
+                stream,
+                peer,
+                tls,
+                self.limits.clone(),
+                token.0,
+                now,
+            )),
             Service::Rtmp => {
                 crate::debug!("rtmp connection from {peer}");
                 Box::new(RtmpIngest::new(

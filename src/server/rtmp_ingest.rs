@@ -430,7 +430,10 @@ impl RtmpIngest {
         // part of the name.
         let name = raw_name.split('?').next().unwrap_or("").to_string();
         if !crate::state::vhost::valid_name(&name) {
-            self.reject("NetStream.Publish.BadName", crate::state::vhost::STREAM_NAME_RULE);
+            self.reject(
+                "NetStream.Publish.BadName",
+                crate::state::vhost::STREAM_NAME_RULE,
+            );
             return;
         }
         let Some(spec) = cx.api.registry.vhost(&vhost).map(|v| &v.spec) else {
@@ -644,7 +647,10 @@ impl RtmpIngest {
             }
             Err(PublishError::InvalidName) => {
                 // A webhook's new_url may name one.
-                self.reject("NetStream.Publish.BadName", crate::state::vhost::STREAM_NAME_RULE);
+                self.reject(
+                    "NetStream.Publish.BadName",
+                    crate::state::vhost::STREAM_NAME_RULE,
+                );
                 self.close_admission(cx);
             }
         }
@@ -837,7 +843,6 @@ impl Endpoint for RtmpIngest {
             || self.waiting_pull.is_some();
         (self.setup_deadline.is_some() && !busy).then_some(self.accepted)
     }
-
 }
 
 #[cfg(test)]

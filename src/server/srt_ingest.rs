@@ -343,7 +343,11 @@ impl SrtIngest {
                         peer.ip(),
                         "srt {peer}: refused (reject code {}, {reason}): {detail}{}; streamid [{}]",
                         reason.code(),
-                        if detail.contains("one address") { format!(" (cap {cap} from {})", peer.ip()) } else { String::new() },
+                        if detail.contains("one address") {
+                            format!(" (cap {cap} from {})", peer.ip())
+                        } else {
+                            String::new()
+                        },
                         stream_id.as_deref().unwrap_or("")
                     );
                 }

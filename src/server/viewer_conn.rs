@@ -614,7 +614,6 @@ impl Endpoint for ViewerConn {
         self.write(cx.now);
     }
 
-
     fn unproven_since(&self) -> Option<Instant> {
         self.unproven_since
     }

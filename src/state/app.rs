@@ -663,7 +663,12 @@ mod tests {
             r#"{"videos":[{"bypass":true},{"name":"hd","bypass":true},{"bypass":true}],"audios":[{"bypass":true}]}"#,
         )
         .unwrap();
-        let names: Vec<&str> = e.videos.iter().chain(&e.audios).map(|x| x.name.as_str()).collect();
+        let names: Vec<&str> = e
+            .videos
+            .iter()
+            .chain(&e.audios)
+            .map(|x| x.name.as_str())
+            .collect();
         assert_eq!(names, ["video_0", "hd", "video_1", "audio_0"]);
     }
 

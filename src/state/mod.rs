@@ -424,7 +424,9 @@ mod tests {
     fn the_most_specific_host_name_wins() {
         let vhost = |name: &str, names: &[&str]| {
             let names: String = names.iter().map(|n| format!("<Name>{n}</Name>")).collect();
-            format!("<VirtualHost><Name>{name}</Name><Host><Names>{names}</Names></Host></VirtualHost>")
+            format!(
+                "<VirtualHost><Name>{name}</Name><Host><Names>{names}</Names></Host></VirtualHost>"
+            )
         };
         let config = format!(
             r#"<?xml version="1.0"?>

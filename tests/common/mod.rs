@@ -720,8 +720,8 @@ print(signed + "&signature=" + sig)
 /// A bare RTMP publish with kiln's own client (no ffmpeg start-up): the
 /// status it ends on. The connection closes when this returns.
 pub fn rtmp_publish(port: u16, key: &str) -> Result<(), String> {
-    use std::io::Read;
     use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
+    use std::io::Read;
     let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", key);
     let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     sock.set_read_timeout(Some(Duration::from_secs(20)))
@@ -744,4 +744,3 @@ pub fn rtmp_publish(port: u16, key: &str) -> Result<(), String> {
         c.handle_input(&buf[..n]).map_err(|e| e.to_string())?;
     }
 }
-

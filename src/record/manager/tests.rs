@@ -328,7 +328,10 @@ fn publisher_names_cannot_climb_out_of_the_template_directory() {
     let mut w = World::new();
     w.add(r#"{"id":"r","stream":{"name":".."},"filePath":"x/${Stream}/f.ts","infoPath":"i.xml"}"#);
     for name in ["..", "a/../../b", "."] {
-        let got = w.reg.streams.start("default", "app", name, SourceType::Rtmp, 1, 0);
+        let got = w
+            .reg
+            .streams
+            .start("default", "app", name, SourceType::Rtmp, 1, 0);
         assert!(
             matches!(got, Err(crate::state::streams::PublishError::InvalidName)),
             "{name}: {got:?}"
