@@ -34,6 +34,33 @@ fn check_config_accepts_the_example() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("configuration is valid"));
+    // Issue 28, 6.11: every port has a variable, so a second instance
+    // needs no edit; the MPEG-TS range is used in two places.
+    let out = Command::new(kiln_bin())
+        .args(["--check-config", "-c", example])
+        .envs([
+            ("KILN_API_PORT", "18081"),
+            ("KILN_RTMP_PORT", "11935"),
+            ("KILN_SRT_PORT", "19999"),
+            ("KILN_MPEGTS_PORTS", "14000-14001"),
+            ("KILN_LLHLS_PORT", "13333"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(example).unwrap();
+    for var in [
+        "KILN_API_PORT",
+        "KILN_API_TLS_PORT",
+        "KILN_RTMP_PORT",
+        "KILN_RTMPS_PORT",
+        "KILN_SRT_PORT",
+        "KILN_MPEGTS_PORTS",
+        "KILN_LLHLS_PORT",
+        "KILN_LLHLS_TLS_PORT",
+    ] {
+        assert!(text.contains(&format!("${{env:{var}:")), "{var}");
+    }
 }
 
 #[test]
