@@ -204,3 +204,53 @@ fn hostile_certificate_paths_are_refused_without_blocking() {
     // The loop is still serving.
     assert_eq!(s.request("GET", "/v1/vhosts", None).status, 200);
 }
+
+/// DECISIONS 1 (amended) for the media side: a virtual host whose
+/// certificate cannot be loaded at start does not stop kiln; its RTMPS port
+/// is bound and refuses handshakes with a TLS alert, and `:reloadCertificate`
+/// with good files brings it up without a restart.
+#[test]
+fn a_vhost_certificate_missing_at_start_is_loaded_by_a_reload() {
+    if !have_tool("openssl") {
+        eprintln!("skipped: openssl is missing");
+        return;
+    }
+    let dir = temp_dir("vhost-late-cert");
+    let (cert, key) = (dir.join("late-cert.pem"), dir.join("late-key.pem"));
+    let s = Server::start_with(
+        "vhost-late-cert",
+        ServerOptions {
+            media: true,
+            vhost_tls: Some((cert.clone(), key.clone())),
+            ..Default::default()
+        },
+    );
+    let log = s.log_text();
+    assert!(
+        log.contains("RTMPS port") && log.contains("refuses TLS handshakes until a reload succeeds"),
+        "{log}"
+    );
+    let handshake = || {
+        std::process::Command::new("timeout")
+            .args(["10", "openssl", "s_client", "-connect"])
+            .arg(format!("127.0.0.1:{}", s.media.rtmps))
+            .args(["-servername", "localhost"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let refused = handshake();
+    let text = String::from_utf8_lossy(&refused.stderr).to_string()
+        + &String::from_utf8_lossy(&refused.stdout);
+    assert!(!refused.status.success(), "{text}");
+    assert!(text.contains("alert"), "a TLS alert, not a hang: {text}");
+    // Good files where the configuration points, a reload: it serves.
+    let (c, k) = make_cert(&dir, "made");
+    std::fs::rename(c, &cert).unwrap();
+    std::fs::rename(k, &key).unwrap();
+    let r = s.request("POST", "/v1/vhosts/default:reloadCertificate", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let served = handshake();
+    let text = String::from_utf8_lossy(&served.stdout);
+    assert!(text.contains("BEGIN CERTIFICATE"), "{text}");
+}
