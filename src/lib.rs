@@ -22,6 +22,7 @@ pub(crate) mod metrics;
 pub(crate) mod ports;
 pub mod pull;
 pub mod push;
+pub mod rate;
 pub mod record;
 pub mod rtmp;
 pub mod rtsp;

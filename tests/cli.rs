@@ -47,7 +47,11 @@ fn check_config_accepts_the_example() {
         ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(example).unwrap();
     for var in [
         "KILN_API_PORT",

@@ -227,7 +227,8 @@ fn a_vhost_certificate_missing_at_start_is_loaded_by_a_reload() {
     );
     let log = s.log_text();
     assert!(
-        log.contains("RTMPS port") && log.contains("refuses TLS handshakes until a reload succeeds"),
+        log.contains("RTMPS port")
+            && log.contains("refuses TLS handshakes until a reload succeeds"),
         "{log}"
     );
     let handshake = || {

@@ -32,7 +32,7 @@ pub fn redirect(
     else {
         return Err(bad());
     };
-    let host = crate::api::access::host_without_port(authority);
+    let host = crate::http::host::host_without_port(authority);
     let vhost = registry.vhost_serving(host).ok_or_else(bad)?;
     Ok((vhost.spec.name.clone(), app.to_string(), stream.to_string()))
 }

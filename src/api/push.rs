@@ -213,7 +213,7 @@ impl Api {
         };
         let fed = match destination {
             Destination::Udp { .. } if own.mpegts_ports.contains(&port) => {
-                crate::server::ts_ingest::mapped_stream(&self.registry, port)
+                self.registry.mpegts_stream(port)
             }
             Destination::Rtmp {
                 tls: false,
@@ -227,7 +227,7 @@ impl Api {
                 Some((v.spec.name.clone(), dest_app.clone(), key.to_string()))
             }
             Destination::Srt { stream_id, .. } if own.srt_port == Some(port) => {
-                let (h, a, s) = crate::server::srt_ingest::parse_stream_id(stream_id.as_deref()?)?;
+                let (h, a, s) = crate::srt::stream_id::parse_stream_id(stream_id.as_deref()?)?;
                 let v = self.registry.vhost_for_stream_id(h.as_deref())?;
                 Some((v.spec.name.clone(), a, s))
             }

@@ -9,9 +9,9 @@
 
 use super::playlist::{chunklist_name, init_name, master, segment_name};
 use super::{target_duration, StreamHls};
+use crate::files::{resolve, PathError};
 use crate::files::{FileEvent, FileId, FileOp, DUMP_FILE};
 use crate::push::task::TaskKey;
-use crate::record::request::{resolve, PathError};
 use crate::state::streams::StreamId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -2,6 +2,7 @@
 //! requests, [`response`] turns responses into bytes. The connection glue in
 //! `server` owns the sockets, TLS and time-outs.
 
+pub mod host;
 pub mod request;
 pub mod response;
 

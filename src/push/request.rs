@@ -279,19 +279,7 @@ fn parse_port(p: &str) -> Result<u16, String> {
         .ok_or_else(|| format!("the port [{p}] is not in 1-65535"))
 }
 
-/// A DNS name (labels of letters, digits, `-` and `_`, 1-63 bytes each, 253
-/// in all) or a dotted IPv4 address.
-pub fn valid_host_name(h: &str) -> bool {
-    !h.is_empty()
-        && h.len() <= 253
-        && h.trim_end_matches('.').split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
-}
+pub use crate::http::host::valid_host_name;
 
 /// The options of a URL's query, each given once: a repeated one is
 /// refused (which would win is a guess, and a mask could miss one).

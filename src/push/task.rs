@@ -97,7 +97,7 @@ pub struct PushTask {
     /// Creation order (set by the table).
     pub seq: u64,
     /// Output rate (the loop feeds it as `sent_bytes` grows).
-    pub out_rate: crate::metrics::RateMeter,
+    pub out_rate: crate::rate::RateMeter,
 }
 
 impl PushTask {

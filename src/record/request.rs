@@ -5,7 +5,6 @@
 use crate::media::TrackId;
 use crate::state::app::FileSpec;
 use serde::{Deserialize, Serialize};
-use std::path::{Component, Path, PathBuf};
 
 /// The container, chosen by the file path's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,88 +137,7 @@ impl std::fmt::Display for RequestError {
     }
 }
 
-/// Why a path may not be written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathError {
-    /// Relative, with no root to put it under.
-    Relative(String),
-    /// Outside the root (absolute elsewhere, or `..` leaving it).
-    OutsideRoot(String, String),
-    /// Empty, too long, or with control characters: the path and why.
-    Invalid(String, &'static str),
-}
-
-impl std::fmt::Display for PathError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PathError::Relative(p) => write!(
-                f,
-                "path [{}] is relative and the application has no <Publishers><FILE><RootPath>",
-                p.escape_debug()
-            ),
-            PathError::OutsideRoot(p, root) => write!(
-                f,
-                "path [{}] is outside the root [{}]",
-                p.escape_debug(),
-                root.escape_debug()
-            ),
-            PathError::Invalid(p, why) => {
-                write!(f, "path [{}] is not valid: {why}", p.escape_debug())
-            }
-        }
-    }
-}
-
-/// The longest path kiln writes (Linux PATH_MAX).
-const MAX_PATH: usize = 4096;
-
-/// `path` made absolute under `root` and normalised (`.` and `..` folded
-/// lexically): relative paths go under the root; with a root, the result
-/// must stay inside it. Nothing on disk is read.
-pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
-    let invalid = |why| Err(PathError::Invalid(path.to_string(), why));
-    if path.is_empty() {
-        return invalid("it is empty");
-    }
-    if path.len() > MAX_PATH {
-        return invalid("it is longer than 4096 bytes");
-    }
-    if path.chars().any(char::is_control) {
-        return invalid("it holds control characters");
-    }
-    let joined = match root {
-        Some(r) => Path::new(r).join(path),
-        None if Path::new(path).is_absolute() => PathBuf::from(path),
-        None => return Err(PathError::Relative(path.to_string())),
-    };
-    let mut out = PathBuf::from("/");
-    for c in joined.components() {
-        match c {
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    // `..` above `/`: with a root, that is leaving it (the
-                    // same answer as any other way out).
-                    return match root {
-                        Some(r) => Err(PathError::OutsideRoot(path.to_string(), r.to_string())),
-                        None => invalid("its `..` go above /"),
-                    };
-                }
-            }
-            Component::Normal(n) => out.push(n),
-        }
-    }
-    if let Some(r) = root {
-        let r = resolve(None, r)?;
-        if !out.starts_with(&r) || out == r {
-            return Err(PathError::OutsideRoot(
-                path.to_string(),
-                r.display().to_string(),
-            ));
-        }
-    }
-    Ok(out)
-}
+pub use crate::files::{resolve, PathError};
 
 /// A split schedule: OME's `"<second> <minute> <hour>"`, each field `*`,
 /// `*/n` or a number.
@@ -450,6 +368,7 @@ pub fn validate_start(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn paths_stay_under_the_root() {

@@ -92,7 +92,7 @@ pub(crate) struct RtmpIngest {
 pub(crate) fn tc_url_host(tc_url: &str) -> &str {
     let rest = tc_url.split_once("://").map_or(tc_url, |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or("");
-    crate::api::access::host_without_port(authority)
+    crate::http::host::host_without_port(authority)
 }
 
 impl RtmpIngest {

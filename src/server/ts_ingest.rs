@@ -32,19 +32,6 @@ pub(crate) struct TsPort {
     unmapped: u64,
 }
 
-/// The (vhost, app, stream name) a port feeds: the first application, in
-/// registry order, whose stream map has the port.
-pub(crate) fn mapped_stream(registry: &Registry, port: u16) -> Option<(String, String, String)> {
-    registry.vhosts().iter().find_map(|v| {
-        v.apps.iter().find_map(|a| {
-            a.mpegts_streams()
-                .into_iter()
-                .find(|(p, _)| *p == port)
-                .map(|(_, name)| (v.spec.name.clone(), a.name.clone(), name))
-        })
-    })
-}
-
 impl TsPort {
     pub(crate) fn new(socket: UdpSocket, port: u16, quiet: Duration, owner: u64) -> Self {
         TsPort {
@@ -98,7 +85,7 @@ impl TsPort {
     }
 
     fn start(&mut self, registry: &mut Registry, now: Instant, out: &mut IngestOutput) -> bool {
-        let Some((vhost, app, name)) = mapped_stream(registry, self.port) else {
+        let Some((vhost, app, name)) = registry.mpegts_stream(self.port) else {
             if self.unmapped == 0 {
                 crate::warn!(
                     "mpegts port {}: datagrams arrive but no application's StreamMap has this port; dropping them",

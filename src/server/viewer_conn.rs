@@ -655,7 +655,7 @@ impl Endpoint for ViewerConn {
 /// The stream a viewer request names (`/{app}/{stream}/...` on the host
 /// its `Host` header names).
 fn stream_key(req: &Request, reg: &crate::state::Registry) -> Option<PullKey> {
-    let host = crate::api::access::host_without_port(req.header_str("host").unwrap_or(""));
+    let host = crate::http::host::host_without_port(req.header_str("host").unwrap_or(""));
     let vhost = reg.vhost_serving(host)?;
     let mut parts = req.path().trim_start_matches('/').splitn(3, '/');
     Some(PullKey {

@@ -25,6 +25,7 @@ mod receiver;
 mod sender;
 #[cfg(test)]
 mod sim_tests;
+pub mod stream_id;
 
 pub use caller::{Caller, CallerConfig, CallerEvent, CallerState, SendError};
 pub use listener::{

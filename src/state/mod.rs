@@ -184,6 +184,19 @@ impl Registry {
     /// (`*.example.com`, the longest pattern first), which beats `*`,
     /// whatever the order of the hosts; among equals, the first in order
     /// (config-file hosts, then API-made ones by creation).
+    /// The (vhost, app, stream name) an MPEG-TS port feeds: the first
+    /// application, in registry order, whose stream map has the port.
+    pub fn mpegts_stream(&self, port: u16) -> Option<(String, String, String)> {
+        self.vhosts().iter().find_map(|v| {
+            v.apps.iter().find_map(|a| {
+                a.mpegts_streams()
+                    .into_iter()
+                    .find(|(p, _)| *p == port)
+                    .map(|(_, name)| (v.spec.name.clone(), a.name.clone(), name))
+            })
+        })
+    }
+
     pub fn vhost_serving(&self, host: &str) -> Option<&Vhost> {
         // (rank, pattern length) of the best match so far: lower rank wins,
         // then the longer pattern.

@@ -91,7 +91,7 @@ pub struct LiveStream {
     /// Payload bytes per track since the stream started.
     track_bytes: Vec<(TrackId, u64)>,
     /// Input rate (the loop feeds it with each read's frames).
-    pub in_rate: crate::metrics::RateMeter,
+    pub in_rate: crate::rate::RateMeter,
     /// Who watches it, and what they were sent.
     pub audience: Audience,
 }
