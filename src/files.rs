@@ -148,3 +148,24 @@ pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
     }
     Ok(out)
 }
+
+/// The container, chosen by the file path's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    /// Fragmented MP4, written as it goes (playable after a crash).
+    Mp4,
+    Ts,
+}
+
+impl Container {
+    pub fn of(path: &str) -> Option<Container> {
+        let ext = path.rsplit_once('.')?.1;
+        if ext.eq_ignore_ascii_case("mp4") {
+            Some(Container::Mp4)
+        } else if ext.eq_ignore_ascii_case("ts") {
+            Some(Container::Ts)
+        } else {
+            None
+        }
+    }
+}

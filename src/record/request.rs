@@ -6,26 +6,7 @@ use crate::media::TrackId;
 use crate::state::app::FileSpec;
 use serde::{Deserialize, Serialize};
 
-/// The container, chosen by the file path's extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Container {
-    /// Fragmented MP4, written as it goes (playable after a crash).
-    Mp4,
-    Ts,
-}
-
-impl Container {
-    pub fn of(path: &str) -> Option<Container> {
-        let ext = path.rsplit_once('.')?.1;
-        if ext.eq_ignore_ascii_case("mp4") {
-            Some(Container::Mp4)
-        } else if ext.eq_ignore_ascii_case("ts") {
-            Some(Container::Ts)
-        } else {
-            None
-        }
-    }
-}
+pub use crate::files::Container;
 
 /// How the timestamps of split files run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

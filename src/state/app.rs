@@ -193,7 +193,7 @@ impl FileSpec {
             }
         }
         if let Some(f) = &self.file_path {
-            if crate::record::request::Container::of(f).is_none() {
+            if crate::files::Container::of(f).is_none() {
                 return Some(format!(
                     "FilePath [{}] must end in .mp4 or .ts",
                     f.escape_debug()
