@@ -123,6 +123,10 @@ type ThrottleKey = (&'static str, std::net::IpAddr, u64);
 
 /// Most keys [`Throttle`] remembers.
 pub const THROTTLE_KEYS: usize = 4096;
+/// The address of throttled lines that are about no one peer (a listener
+/// out of descriptors, a TLS port without a certificate).
+pub const NO_ADDRESS: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+
 /// One line per key in this window.
 pub const THROTTLE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -136,7 +140,8 @@ impl Throttle {
     /// `Some(left_out)` when a line for `(kind, addr)` may be written now
     /// (`left_out`: how many were suppressed since the last one), else
     /// `None` (counted).
-    pub fn admit(
+    #[cfg(test)]
+    fn admit(
         &mut self,
         kind: &'static str,
         addr: std::net::IpAddr,
@@ -152,11 +157,7 @@ impl Throttle {
                 .retain(|_, (at, _)| now.saturating_duration_since(*at) < THROTTLE_WINDOW);
         }
         let key = if self.keys.len() >= THROTTLE_KEYS && !self.keys.contains_key(&key) {
-            (
-                key.0,
-                std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-                0,
-            )
+            (key.0, NO_ADDRESS, 0)
         } else {
             key
         };
@@ -231,11 +232,7 @@ macro_rules! log_throttled {
         }
     };
     ($lvl:expr, $kind:expr, $addr:expr, $($arg:tt)*) => {
-        if $crate::log::enabled($lvl) {
-            if let Some(n) = $crate::log::throttle($kind, $addr, "", std::time::Instant::now()) {
-                $crate::log::write($lvl, format_args!("{}{}", format_args!($($arg)*), $crate::log::LeftOut(n)));
-            }
-        }
+        $crate::log_throttled!($lvl, ($kind, ""), $addr, $($arg)*)
     };
 }
 

@@ -160,10 +160,7 @@ fn main() -> ExitCode {
         eprintln!("kiln: --strict goes with --check-config");
         return ExitCode::from(2);
     }
-    let check = match (args.check, args.strict) {
-        (false, _) => None,
-        (true, strict) => Some(strict),
-    };
+    let check = args.check.then_some(args.strict);
     match start(&file, check, offset) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {

@@ -130,7 +130,10 @@ impl ResolvesServerCert for ApiCertResolver {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         let key = self.current();
         if key.is_none() {
-            refused_handshake(&format!("API TLS port {}", self.port), self.port, "the API certificate is not loaded; POST /v1/managers/api:reloadCertificate once the files are good");
+            refused_handshake(
+                &format!("API TLS port {}", self.port),
+                "the API certificate is not loaded; POST /v1/managers/api:reloadCertificate once the files are good",
+            );
         }
         key
     }
@@ -138,11 +141,12 @@ impl ResolvesServerCert for ApiCertResolver {
 
 /// Logs (once a minute per port) a TLS handshake refused for want of a
 /// certificate; rustls answers the client with a `handshake_failure` alert.
-fn refused_handshake(what: &str, key: u16, why: &str) {
+fn refused_handshake(what: &str, why: &str) {
+    // Keyed by the port (`what`), not by `why`: it may hold a peer's SNI.
     crate::log_throttled!(
         crate::log::Level::Error,
-        "tls-no-certificate",
-        std::net::IpAddr::V4(std::net::Ipv4Addr::from(u32::from(key))),
+        ("tls-no-certificate", what),
+        crate::log::NO_ADDRESS,
         "{what}: handshake refused with a TLS alert: {why}"
     );
 }
@@ -220,7 +224,6 @@ impl ResolvesServerCert for VhostCertResolver {
         if key.is_none() {
             refused_handshake(
                 "media TLS port",
-                0,
                 &format!(
                     "no virtual host certificate is loaded for SNI [{}]; reload with :reloadCertificate once the files are good",
                     hello.server_name().unwrap_or("")

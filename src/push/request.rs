@@ -328,15 +328,15 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
     // Error texts show the URL with its secrets masked.
     let url: &str = &shown;
     let invalid = |why: &str| format!("Invalid url [{url}]: {why}");
-    // The scheme first: `file:///etc/passwd` is the wrong scheme, not a
-    // URL without a host.
+    // The scheme first, and only here: `file:///etc/passwd` is the wrong
+    // scheme, not a URL without a host.
     let wanted: &[&str] = match protocol {
         Protocol::Rtmp => &["rtmp", "rtmps"],
         Protocol::Srt => &["srt"],
         Protocol::Mpegts => &["udp"],
     };
     if let Some((scheme, _)) = url.split_once("://") {
-        if !wanted.iter().any(|w| scheme.eq_ignore_ascii_case(w)) {
+        if !wanted.contains(&scheme) {
             let want: Vec<String> = wanted.iter().map(|w| format!("{w}://")).collect();
             return Err(format!(
                 "The url of an {} push must start with {}: [{url}]",
@@ -349,15 +349,7 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
     let host = host.to_string();
     match protocol {
         Protocol::Rtmp => {
-            let tls = match scheme {
-                "rtmp" => false,
-                "rtmps" => true,
-                _ => {
-                    return Err(format!(
-                        "The url of an rtmp push must start with rtmp:// or rtmps://: [{url}]"
-                    ))
-                }
-            };
+            let tls = scheme == "rtmps";
             let app = path.trim_matches('/').to_string();
             if app.is_empty() {
                 return Err(format!(
@@ -377,11 +369,6 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
             })
         }
         Protocol::Mpegts => {
-            if scheme != "udp" {
-                return Err(format!(
-                    "The url of an mpegts push must start with udp://: [{url}]"
-                ));
-            }
             let port = port
                 .ok_or_else(|| format!("The mpegts url needs a port: udp://host:port ([{url}])"))?;
             if !path.is_empty() {
@@ -406,11 +393,6 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
             Ok(Destination::Udp { host, port, ttl })
         }
         Protocol::Srt => {
-            if scheme != "srt" {
-                return Err(format!(
-                    "The url of an srt push must start with srt://: [{url}]"
-                ));
-            }
             let port =
                 port.ok_or_else(|| format!("The srt url needs a port: srt://host:port ([{url}])"))?;
             if !path.is_empty() {

@@ -39,7 +39,9 @@ pub(crate) struct ConnCaps {
     rtmp: usize,
     viewer: usize,
     api_by_address: HashMap<IpAddr, usize>,
-    limits: ApiLimits,
+    /// `Managers/API/Limits/MaxConnections` and `MaxConnectionsPerAddress`.
+    max_api: usize,
+    max_api_per_address: usize,
     /// Descriptors kept free for what the loop opens itself (pushes,
     /// pulls, webhooks, files, the state journal).
     reserve: usize,
@@ -47,14 +49,15 @@ pub(crate) struct ConnCaps {
 }
 
 impl ConnCaps {
-    pub(crate) fn new(limits: ApiLimits, nofile: u64) -> Self {
+    pub(crate) fn new(limits: &ApiLimits, nofile: u64) -> Self {
         let nofile = usize::try_from(nofile).unwrap_or(usize::MAX);
         ConnCaps {
             api: 0,
             rtmp: 0,
             viewer: 0,
             api_by_address: HashMap::new(),
-            limits,
+            max_api: limits.max_connections,
+            max_api_per_address: limits.max_connections_per_address,
             reserve: (nofile / 16).max(64),
             nofile,
         }
@@ -63,7 +66,7 @@ impl ConnCaps {
     /// Takes a connection of `service` from `ip`, or says why not (logged).
     pub(crate) fn admit(&mut self, service: Service, ip: IpAddr) -> Result<(), Refusal> {
         let (open, cap) = match service {
-            Service::Api => (self.api, self.limits.max_connections),
+            Service::Api => (self.api, self.max_api),
             Service::Rtmp => (self.rtmp, MAX_RTMP_CONNECTIONS),
             Service::Viewer => (self.viewer, MAX_VIEWER_CONNECTIONS),
         };
@@ -77,7 +80,7 @@ impl ConnCaps {
             return Err(Refusal::ServiceCap(cap));
         }
         if service == Service::Api {
-            let per = self.limits.max_connections_per_address;
+            let per = self.max_api_per_address;
             let n = self.api_by_address.get(&ip).copied().unwrap_or(0);
             if per > 0 && n >= per {
                 crate::log_throttled!(
@@ -143,7 +146,7 @@ mod tests {
             max_connections_per_address: 2,
             ..ApiLimits::default()
         };
-        let mut c = ConnCaps::new(limits, 100_000);
+        let mut c = ConnCaps::new(&limits, 100_000);
         assert!(c.admit(Service::Api, ip(2)).is_ok());
         assert!(c.admit(Service::Api, ip(2)).is_ok());
         assert_eq!(c.admit(Service::Api, ip(2)), Err(Refusal::AddressCap(2)));
@@ -164,7 +167,7 @@ mod tests {
             max_connections: 3,
             ..ApiLimits::default()
         };
-        let mut c = ConnCaps::new(limits, 100_000);
+        let mut c = ConnCaps::new(&limits, 100_000);
         for _ in 0..3 {
             assert!(c.admit(Service::Api, ip(2)).is_ok());
         }
@@ -173,7 +176,7 @@ mod tests {
 
     #[test]
     fn reaping_starts_near_the_descriptor_limit() {
-        let c = ConnCaps::new(ApiLimits::default(), 1024);
+        let c = ConnCaps::new(&ApiLimits::default(), 1024);
         assert_eq!(c.to_reap(100, false), 0);
         assert!(c.to_reap(1000, false) >= 16);
         assert!(c.to_reap(100, true) >= 16);

@@ -48,7 +48,7 @@ impl Listener {
                     crate::log_throttled!(
                         crate::log::Level::Warn,
                         "accept-emfile",
-                        std::net::IpAddr::from([0, 0, 0, 0]),
+                        crate::log::NO_ADDRESS,
                         "accept failed: {e} (out of file descriptors); pausing the {:?} listener for {} ms",
                         self.service,
                         ACCEPT_PAUSE.as_millis()

@@ -212,9 +212,7 @@ impl Server {
                     "LL-HLS viewers served on https",
                 ),
             };
-            let mut listener = bind_listener(spec.addr).map_err(|e| {
-                io::Error::new(e.kind(), format!("{element} on {}: {e}", spec.addr))
-            })?;
+            let mut listener = bind_listener(spec.addr, element)?;
             crate::info!("{what}://{}", listener.local_addr()?);
             let token = endpoints.vacant_token();
             poll.registry()
@@ -226,12 +224,7 @@ impl Server {
             ))));
         }
         for addr in listen.mpegts {
-            let mut socket = bind_udp(addr).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("MPEG-TS ingest (<Bind><Providers><MPEGTS><Port>) on {addr}/udp: {e}"),
-                )
-            })?;
+            let mut socket = bind_udp(addr, "MPEG-TS ingest (<Bind><Providers><MPEGTS><Port>)")?;
             let token = endpoints.vacant_token();
             poll.registry()
                 .register(&mut socket, token, Interest::READABLE)?;
@@ -244,12 +237,7 @@ impl Server {
             ))));
         }
         if let Some(addr) = listen.srt {
-            let mut socket = bind_udp(addr).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("SRT ingest (<Bind><Providers><SRT><Port>) on {addr}/udp: {e}"),
-                )
-            })?;
+            let mut socket = bind_udp(addr, "SRT ingest (<Bind><Providers><SRT><Port>)")?;
             let token = endpoints.vacant_token();
             poll.registry().register(
                 &mut socket,
@@ -278,7 +266,7 @@ impl Server {
             driving_access: false,
             access_armed: None,
             files: FileWriter::start(waker.clone())?,
-            conns: conns::ConnCaps::new(limits.clone(), crate::sys::nofile_limit()),
+            conns: conns::ConnCaps::new(&limits, crate::sys::nofile_limit()),
             accept_again: Vec::new(),
             limits,
             ingest_budget: budget::IngestBudget::new(budget::DEFAULT_INGEST_BUDGET),
@@ -1003,7 +991,7 @@ impl Server {
         crate::log_throttled!(
             crate::log::Level::Warn,
             "descriptors-low",
-            std::net::IpAddr::from([0, 0, 0, 0]),
+            crate::log::NO_ADDRESS,
             "{} connections and sockets open, near the open-files limit: closing the {n} oldest connections that never completed a request",
             self.endpoints.len()
         );
@@ -1199,8 +1187,14 @@ impl Server {
     }
 }
 
-/// A non-blocking UDP socket with a large receive buffer (ingest bursts).
-fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+/// A non-blocking UDP socket with a large receive buffer (ingest bursts);
+/// an error names `what` it is for (its config element) and the address.
+fn bind_udp(addr: SocketAddr, what: &str) -> io::Result<UdpSocket> {
+    bind_udp_socket(addr)
+        .map_err(|e| io::Error::new(e.kind(), format!("{what} on {addr}/udp: {e}")))
+}
+
+fn bind_udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::DGRAM,
@@ -1213,8 +1207,13 @@ fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(UdpSocket::from_std(socket.into()))
 }
 
-/// A non-blocking listener with SO_REUSEADDR and a deep backlog.
-fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+/// A non-blocking listener with SO_REUSEADDR and a deep backlog; an error
+/// names `what` it is for (its config element) and the address.
+fn bind_listener(addr: SocketAddr, what: &str) -> io::Result<TcpListener> {
+    bind_tcp_listener(addr).map_err(|e| io::Error::new(e.kind(), format!("{what} on {addr}: {e}")))
+}
+
+fn bind_tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::STREAM,

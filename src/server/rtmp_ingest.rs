@@ -246,6 +246,16 @@ impl RtmpIngest {
         self.close(cx, out);
     }
 
+    /// A player stops: it leaves its stream's players and audience.
+    fn stop_playing(&mut self, cx: &mut Cx<'_>) {
+        if let Some(id) = self.playing.take() {
+            cx.players.remove(id, cx.token.0);
+            if let Some(a) = cx.api.registry.streams.audience_mut(id) {
+                a.rtmp = a.rtmp.saturating_sub(1);
+            }
+        }
+    }
+
     /// Ends the session from our side (app restarted, server stopping).
     pub(crate) fn close(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
         self.closed = true;
@@ -257,12 +267,7 @@ impl RtmpIngest {
         if let Some((check, _, _)) = self.pending.take() {
             cx.access.cancel(check);
         }
-        if let Some(id) = self.playing.take() {
-            cx.players.remove(id, cx.token.0);
-            if let Some(a) = cx.api.registry.streams.audience_mut(id) {
-                a.rtmp = a.rtmp.saturating_sub(1);
-            }
-        }
+        self.stop_playing(cx);
         if let Some(a) = self.admission.take() {
             cx.access.close(a, Now::read(cx.now));
         }
@@ -322,12 +327,7 @@ impl RtmpIngest {
                     self.play(cx, &stream_name);
                 }
                 ServerEvent::PlayStopped => {
-                    if let Some(id) = self.playing.take() {
-                        cx.players.remove(id, cx.token.0);
-                        if let Some(a) = registry.streams.audience_mut(id) {
-                            a.rtmp = a.rtmp.saturating_sub(1);
-                        }
-                    }
+                    self.stop_playing(cx);
                     self.close_admission(cx);
                 }
                 ServerEvent::Publish { stream_name, .. } => {

@@ -274,7 +274,7 @@ impl SrtIngest {
                         peer.ip(),
                         "srt {peer}: refused (reject code {}, {reason}): {detail}{}; streamid [{}]",
                         reason.code(),
-                        if detail.contains("one address") {
+                        if detail == crate::srt::listener::OVER_ADDRESS_CAP {
                             format!(" (cap {cap} from {})", peer.ip())
                         } else {
                             String::new()

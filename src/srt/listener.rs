@@ -87,6 +87,10 @@ impl Default for ListenerConfig {
     }
 }
 
+/// The detail of a [`ListenerEvent::Refused`] for a caller over the
+/// per-address cap ([`ListenerConfig::max_per_address`]).
+pub const OVER_ADDRESS_CAP: &str = "the cap on SRT sockets from one address (<Bind><Providers><SRT><MaxConnectionsPerAddress>) is reached";
+
 /// What happened on the listener.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ListenerEvent {
@@ -558,7 +562,7 @@ impl Listener {
             self.stats.refused_over_limit += 1;
             self.send_rejection(from, hs.socket_id, hs, RejectReason::Backlog, now);
             let detail = if from_address >= self.config.max_per_address {
-                "the cap on SRT sockets from one address (<Bind><Providers><SRT><MaxConnectionsPerAddress>) is reached"
+                OVER_ADDRESS_CAP
             } else {
                 "every SRT socket of the listener is taken"
             };
