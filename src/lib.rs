@@ -1,6 +1,20 @@
 //! kiln: a single-threaded live streaming relay with an
-//! OvenMediaEngine-compatible management API. See DESIGN.md in the shared
-//! folder and README.md for the shape; each module says what it is.
+//! OvenMediaEngine-compatible management API. See ARCHITECTURE.md for the
+//! shape and how to add a feature; each module says what it is.
+//!
+//! The layers, lowest first. An import (`use crate::...` or any `crate::`
+//! path) points down, or sideways inside a `(shared)` layer without a cycle;
+//! never up, and never between two modules of an `(apart)` layer: two
+//! features share a piece by moving it down. `tests/layers.rs` holds this
+//! (test code is exempt).
+//!
+//! layer cores (shared): clock codec files fmp4 http log media ports rate rtmp rtsp srt sys tls ts wildcard
+//! layer model (shared): config state
+//! layer features (apart): admission hls metrics pull push record
+//! layer api (apart): api
+//! layer server (apart): server
+//!
+//! `main.rs` (the binary) is above them all.
 #![deny(unsafe_code)]
 // What is `pub` is the surface the binary, the benches, the fuzz targets
 // and the tests use; the rest is `pub(crate)`.
