@@ -9,7 +9,7 @@
 //!   against the hosts' `host.names`; the media-side TLS listeners (RTMPS)
 //!   use it.
 
-use crate::state::vhost::TlsSpec;
+use serde::{Deserialize, Serialize};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -17,6 +17,16 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use std::fmt;
 use std::sync::{Arc, RwLock};
+
+/// A certificate's files, as a virtual host or the API names them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TlsSpec {
+    pub cert_path: String,
+    pub key_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_cert_path: Option<String>,
+}
 
 /// Why a certificate could not be loaded; names the file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -48,8 +48,8 @@ fn module_of(rel: &Path) -> Option<String> {
     (m != "lib" && m != "main").then(|| m.to_string())
 }
 
-/// Every `crate::<module>` a line names, with macros (`crate::info!`,
-/// exported at the root by `log`) taken as `log`.
+/// Every `crate::<name>` a line names (a module, or a macro exported at
+/// the root).
 fn crate_paths(line: &str) -> Vec<String> {
     let code = match line.find("//") {
         Some(i) => &line[..i],
@@ -70,11 +70,7 @@ fn crate_paths(line: &str) -> Vec<String> {
         if name.is_empty() {
             continue; // `use crate::{a, b}`: not used in src/
         }
-        if rest[name.len()..].starts_with('!') {
-            out.push("log".to_string());
-        } else {
-            out.push(name);
-        }
+        out.push(name);
     }
     out
 }
@@ -128,6 +124,21 @@ fn check(layers: &[Layer], files: &[(PathBuf, String)]) -> Vec<Breach> {
             );
         }
     }
+    // Macros exported at the root (`crate::info!`) belong to the module
+    // that defines them.
+    let mut macros: BTreeMap<String, String> = BTreeMap::new();
+    for (rel, text) in files {
+        let Some(m) = module_of(rel) else { continue };
+        for line in text.lines() {
+            if let Some(rest) = line.trim_start().strip_prefix("macro_rules! ") {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                macros.insert(name, m.clone());
+            }
+        }
+    }
     let mut breaches = Vec::new();
     // Edges inside shared layers, for the cycle check: (from, to) -> first place.
     let mut edges: BTreeMap<(String, String), String> = BTreeMap::new();
@@ -151,7 +162,8 @@ fn check(layers: &[Layer], files: &[(PathBuf, String)]) -> Vec<Breach> {
             continue;
         }
         for (n, line) in counted_lines(text) {
-            for to in crate_paths(line) {
+            for name in crate_paths(line) {
+                let to = macros.get(&name).cloned().unwrap_or(name);
                 if to == from {
                     continue;
                 }
@@ -343,7 +355,10 @@ fn paths_are_read_as_the_compiler_does() {
         crate_paths("use crate::push::request::{a, b}; // crate::api"),
         vec!["push"]
     );
-    assert_eq!(crate_paths("    crate::info!(\"x\"); $crate::log::f()"), vec!["log"]);
+    assert_eq!(
+        crate_paths("    crate::info!(\"x\"); $crate::log::f()"),
+        vec!["info"]
+    );
     assert_eq!(
         crate_paths("let r: crate::state::Registry = crate::config::parse();"),
         vec!["state", "config"]

@@ -8,58 +8,7 @@ use std::net::SocketAddr;
 /// The most answer body read (a longer answer is refused).
 pub const MAX_ANSWER: usize = 16 * 1024;
 
-/// Who is admitted: a provider (a publisher coming in) or a publisher in
-/// OME's sense (a viewer going out).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Protocol {
-    Rtmp,
-    Srt,
-    Llhls,
-    Hls,
-    /// An RTMP player (`rtmp` in `enables.publishers`).
-    RtmpPlay,
-    /// An SRT caller in request mode (`srt` in `enables.publishers`).
-    SrtPlay,
-}
-
-impl Protocol {
-    /// The name in `enables.providers` / `enables.publishers`.
-    pub fn enables_name(self) -> &'static str {
-        match self {
-            Protocol::Rtmp | Protocol::RtmpPlay => "rtmp",
-            Protocol::Srt | Protocol::SrtPlay => "srt",
-            Protocol::Llhls => "llhls",
-            Protocol::Hls => "hls",
-        }
-    }
-
-    /// The name in a webhook request.
-    pub fn wire_name(self) -> &'static str {
-        match self {
-            Protocol::Rtmp | Protocol::RtmpPlay => "RTMP",
-            Protocol::Srt | Protocol::SrtPlay => "SRT",
-            Protocol::Llhls => "LLHLS",
-            Protocol::Hls => "HLS",
-        }
-    }
-
-    /// Publishers come in (providers); viewers go out.
-    pub fn is_incoming(self) -> bool {
-        matches!(self, Protocol::Rtmp | Protocol::Srt)
-    }
-
-    /// Is this protocol on in an `enables` pair (a comma list each)?
-    pub fn enabled_in(self, enables: &crate::state::vhost::Enables) -> bool {
-        let list = if self.is_incoming() {
-            enables.providers.as_deref()
-        } else {
-            enables.publishers.as_deref()
-        };
-        list.unwrap_or("")
-            .split(',')
-            .any(|p| p.trim().eq_ignore_ascii_case(self.enables_name()))
-    }
-}
+pub use crate::state::vhost::Protocol;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {

@@ -7,7 +7,7 @@
 use super::envelope::{self, ApiError};
 use super::Api;
 use crate::http::Response;
-use crate::metrics::{MetricsView, Peak, PromText, Totals, PROMETHEUS_CONTENT_TYPE};
+use crate::metrics::{MetricsView, Peak, PromText, Sent, Totals, PROMETHEUS_CONTENT_TYPE};
 use crate::push::task::PushTask;
 use crate::state::streams::LiveStream;
 use crate::state::Vhost;
@@ -18,6 +18,20 @@ type LevelKey = (String, String, String);
 
 /// One `/metrics` family: name, type, help, and the value of an item.
 type Family<T> = (&'static str, &'static str, &'static str, fn(&T) -> u64);
+
+/// A push task's output for the figures; `lifetime`: its totals over
+/// every session (for apps and up) rather than the current session's.
+fn sent(p: &PushTask, lifetime: bool) -> Sent<'_> {
+    Sent {
+        bytes: if lifetime {
+            p.ended_bytes + p.sent_bytes
+        } else {
+            p.sent_bytes
+        },
+        rate: &p.out_rate,
+        pushing: p.state == crate::push::task::PushState::Pushing,
+    }
+}
 
 impl Api {
     /// The pushes that read live stream `s` (by its output names).
@@ -39,7 +53,8 @@ impl Api {
     }
 
     fn stream_totals(&self, s: &LiveStream, now: Instant) -> Totals {
-        Totals::of_stream(s, &self.pushes_of_stream(s), now)
+        let pushes = self.pushes_of_stream(s);
+        Totals::of_stream(s, pushes.into_iter().map(|p| sent(p, false)), now)
     }
 
     fn app_totals(&self, vhost: &str, app: &str, now: Instant) -> Totals {
@@ -48,11 +63,11 @@ impl Api {
             ..Totals::default()
         };
         for s in self.registry.streams.of_app(vhost, app) {
-            let st = Totals::of_stream(s, &[], now);
+            let st = Totals::of_stream(s, [], now);
             t.absorb(&st);
         }
         for p in self.registry.pushes.of_app(vhost, app) {
-            t.add_push(p, now, true);
+            t.add_push(sent(p, true), now);
         }
         t
     }

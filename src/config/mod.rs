@@ -521,8 +521,8 @@ impl Walker<'_> {
     }
 
     /// `<LLHLS><Dumps>`: `<RootPath>` (kiln) and OME's `<Dump>` entries.
-    fn dumps(&mut self, el: &Element, path: &str) -> crate::hls::dump::DumpsSpec {
-        let mut spec = crate::hls::dump::DumpsSpec::default();
+    fn dumps(&mut self, el: &Element, path: &str) -> crate::state::app::DumpsSpec {
+        let mut spec = crate::state::app::DumpsSpec::default();
         self.children(el, path, &[], &[], |w, c, p| {
             match c.name.as_str() {
                 "RootPath" => spec.root_path = w.nonempty_text(c, p),
@@ -545,7 +545,7 @@ impl Walker<'_> {
                     });
                     match (target, out) {
                         (Some(target_stream_name), Some(output_path)) => {
-                            spec.dump.push(crate::hls::dump::DumpConfig {
+                            spec.dump.push(crate::state::app::DumpConfig {
                                 enable,
                                 target_stream_name,
                                 playlists,

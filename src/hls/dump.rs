@@ -11,9 +11,10 @@ use super::playlist::{chunklist_name, init_name, master, segment_name};
 use super::{target_duration, StreamHls};
 use crate::files::{resolve, PathError};
 use crate::files::{FileEvent, FileId, FileOp, DUMP_FILE};
-use crate::push::task::TaskKey;
+use crate::state::task::TaskKey;
+pub use crate::state::app::{DumpConfig, DumpsSpec};
 use crate::state::streams::StreamId;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -242,34 +243,6 @@ fn valid_playlist_name(p: &str) -> bool {
         && !p.contains('/')
         && p != ".m3u8"
         && !p.chars().any(char::is_control)
-}
-
-/// `<LLHLS><Dumps>`: a root for relative API paths (kiln extension) and
-/// OME's automatic dumps.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DumpsSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub root_path: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dump: Vec<DumpConfig>,
-}
-
-/// One `<Dump>`: streams whose name matches `targetStreamName` (`*`, `?`)
-/// are dumped under `outputPath` (OME's macros) from their start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DumpConfig {
-    #[serde(default = "yes")]
-    pub enable: bool,
-    pub target_stream_name: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub playlists: Vec<String>,
-    pub output_path: String,
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl DumpsSpec {

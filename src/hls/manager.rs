@@ -7,7 +7,7 @@ use super::dump::{DumpFiles, DumpStatus, DumpWriter};
 use super::StreamHls;
 use crate::clock::Now;
 use crate::files::{FileEvent, FileOp};
-use crate::push::task::TaskKey;
+use crate::state::task::TaskKey;
 use crate::state::streams::{IngestOutput, StreamId, StreamMap};
 use crate::state::Registry;
 use std::collections::HashMap;

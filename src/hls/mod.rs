@@ -575,6 +575,20 @@ pub mod fuzz {
     use super::*;
     use crate::media::{AudioParams, Codec, CodecConfig};
 
+    /// An HLS dump request (first line: JSON) and output path macros with
+    /// a stream name (the rest): a path never leaves its root.
+    pub fn fuzz_dump_request(data: &[u8]) {
+        let text = String::from_utf8_lossy(data);
+        let (json, name) = text.split_at(text.find('\n').unwrap_or(text.len()));
+        if let Ok(req) = serde_json::from_str::<dump::StartDumpRequest>(json) {
+            if let Ok(spec) = dump::validate_start(req, "v", "a", Some("/srv/d"), 0) {
+                // panic-audit: fuzzing only; a path outside the root is the bug it finds.
+                assert!(spec.output_path.starts_with("/srv/d"));
+            }
+        }
+        let _ = dump::expand_output_path(json, "v", "a", name, 0, 0);
+    }
+
     pub fn fuzz_packager(data: &[u8]) {
         let (video, audio) = (h264(), aac());
         let config = LlhlsConfig {
@@ -685,3 +699,24 @@ pub mod fuzz {
 
 #[cfg(test)]
 mod tests;
+
+// The model holds the settings; the packager's reading of them is here.
+impl crate::state::app::LlhlsSpec {
+    /// The packager's settings (out-of-range values clamped).
+    pub fn config(&self) -> LlhlsConfig {
+        let d = LlhlsConfig::default();
+        let secs = |v: Option<f64>, lo: f64, hi: f64, default: std::time::Duration| {
+            v.filter(|v| v.is_finite()).map_or(default, |v| {
+                std::time::Duration::from_secs_f64(v.clamp(lo, hi))
+            })
+        };
+        LlhlsConfig {
+            part_target: secs(self.chunk_duration, 0.1, 10.0, d.part_target),
+            segment_target: secs(self.segment_duration, 1.0, 60.0, d.segment_target),
+            segment_count: self
+                .segment_count
+                .map_or(d.segment_count, |n| n.clamp(3, 100) as usize),
+            part_hold_back: secs(self.part_hold_back, 0.0, 60.0, d.part_hold_back),
+        }
+    }
+}

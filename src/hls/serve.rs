@@ -8,7 +8,7 @@
 //! Where the virtual host's signed policy or admission webhook covers
 //! `llhls` or `hls`, the entry playlist (`llhls.m3u8`, `playlist.m3u8`)
 //! must be admitted ([`Answer::Admit`]: the connection asks the
-//! [`AccessManager`]); an admitted viewer gets a session, and every URL in
+//! admission feature); an admitted viewer gets a session, and every URL in
 //! the playlists it is served carries `?session={id}_{key}` (OME's
 //! scheme). Any other file without a live session of the same stream: 401.
 
@@ -17,13 +17,12 @@ use super::memory::Shared;
 use super::playlist::{self, File};
 use super::ts::TsFile;
 use super::TrackOutput;
-use crate::admission::manager::AccessManager;
-use crate::admission::webhook::Protocol;
 use crate::clock::Now;
 use crate::http::host::{host_without_port, origin_matches};
 use crate::http::Request;
 use crate::media::MediaKind;
 use crate::state::streams::StreamId;
+use crate::state::vhost::Protocol;
 use crate::state::Registry;
 use bytes::Bytes;
 use std::time::{Duration, Instant};
@@ -71,6 +70,22 @@ pub struct CachePolicy {
     pub blocking_chunklist: Cache,
     pub segment: Cache,
     pub part: Cache,
+}
+
+// The model holds the settings; what they mean for a reply is said here.
+impl crate::state::app::CacheControlSpec {
+    /// OME's defaults where unset: master and chunklists 0, blocking
+    /// chunklists 60, segments and parts -1.
+    pub fn resolved(&self) -> CachePolicy {
+        let c = |v: Option<i32>, default: i32| Cache::from_max_age(v.unwrap_or(default));
+        CachePolicy {
+            master: c(self.master_playlist_max_age, 0),
+            chunklist: c(self.chunklist_max_age, 0),
+            blocking_chunklist: c(self.chunklist_with_directives_max_age, 60),
+            segment: c(self.segment_max_age, -1),
+            part: c(self.partial_segment_max_age, -1),
+        }
+    }
 }
 
 impl Default for CachePolicy {
@@ -167,9 +182,21 @@ pub enum Answer {
     },
 }
 
+/// The viewer sessions of access control (the admission feature keeps
+/// them).
+pub trait ViewerSessions {
+    /// The stream (vhost, app, name) a `?session=` value was admitted to,
+    /// or why it is refused.
+    fn use_viewer(
+        &mut self,
+        session: Option<&str>,
+        now: Now,
+    ) -> Result<(String, String, String), String>;
+}
+
 /// What access control needs from a viewer request.
 pub struct Gate<'a> {
-    pub access: &'a mut AccessManager,
+    pub sessions: &'a mut dyn ViewerSessions,
     pub wall: Now,
     /// The session an admission just opened for this request, and the
     /// stream it was admitted to (a webhook's `new_url` may name another).
@@ -312,9 +339,9 @@ pub fn answer(
         }
     } else {
         let value = query(&req.target, "session");
-        match gate.access.use_viewer(value, gate.wall) {
+        match gate.sessions.use_viewer(value, gate.wall) {
             Ok(t) => (value.map(str::to_string), Some(t)),
-            Err(e) => return with_origin(Reply::error(401, &e.to_string()), origin),
+            Err(e) => return with_origin(Reply::error(401, &e), origin),
         }
     };
     let target = match &served {

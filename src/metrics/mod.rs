@@ -3,7 +3,7 @@
 //! registry at request time: the only state kept for it is a rate meter
 //! per stream (bytes in) and per push task (bytes out), fed by the loop.
 
-use crate::push::task::{PushState, PushTask};
+use crate::rate::RateMeter;
 use crate::state::streams::LiveStream;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -76,9 +76,23 @@ fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
+/// What one push task sent, as the figures count it.
+pub(crate) struct Sent<'a> {
+    /// Bytes: of the current session (a stream's figures) or of every
+    /// session (an application's and up).
+    pub bytes: u64,
+    pub rate: &'a RateMeter,
+    /// It is pushing now (an open `push` connection).
+    pub pushing: bool,
+}
+
 impl Totals {
-    /// A live stream and the pushes that read it.
-    pub(crate) fn of_stream(s: &LiveStream, pushes: &[&PushTask], now: Instant) -> Totals {
+    /// A live stream and what its push tasks sent.
+    pub(crate) fn of_stream<'a>(
+        s: &LiveStream,
+        pushes: impl IntoIterator<Item = Sent<'a>>,
+        now: Instant,
+    ) -> Totals {
         let mut t = Totals {
             created_ms: s.created_ms,
             bytes_in: s.bytes_in,
@@ -94,23 +108,18 @@ impl Totals {
         t.connections.rtmp = s.audience.rtmp;
         t.connections.srt = s.audience.srt;
         for p in pushes {
-            t.add_push(p, now, false);
+            t.add_push(p, now);
         }
         t
     }
 
-    /// A push task's output; `lifetime`: its totals over every session
-    /// (for apps and up) rather than the current session's.
-    pub(crate) fn add_push(&mut self, p: &PushTask, now: Instant, lifetime: bool) {
-        self.bytes_out += if lifetime {
-            p.ended_bytes + p.sent_bytes
-        } else {
-            p.sent_bytes
-        };
-        self.last_out_bps += p.out_rate.last_bps(now);
-        self.max_out_bps = self.max_out_bps.max(p.out_rate.max_bps());
-        self.last_sent = later(self.last_sent, p.out_rate.last_at());
-        if p.state == PushState::Pushing {
+    /// A push task's output.
+    pub(crate) fn add_push(&mut self, p: Sent<'_>, now: Instant) {
+        self.bytes_out += p.bytes;
+        self.last_out_bps += p.rate.last_bps(now);
+        self.max_out_bps = self.max_out_bps.max(p.rate.max_bps());
+        self.last_sent = later(self.last_sent, p.rate.last_at());
+        if p.pushing {
             self.connections.push += 1;
         }
     }

@@ -80,7 +80,7 @@ fn parse_rtmp(url: &str) -> Result<Source, String> {
         .is_some_and(|s| s.eq_ignore_ascii_case("rtmps:"));
     let rest = url.split_once("://").map_or("", |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or("");
-    let (host, port) = crate::push::request::split_authority(authority)
+    let (host, port) = crate::http::url::split_authority(authority)
         .map_err(|e| format!("The rtmp url is not valid: {e}"))?;
     let mut config = crate::rtmp::client::ClientConfig::from_url(url).ok_or_else(|| {
         format!(
@@ -103,7 +103,7 @@ fn parse_srt(url: &str) -> Result<Source, String> {
     let rest = &url["srt://".len()..];
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let (host, port) = crate::push::request::split_authority(authority)
+    let (host, port) = crate::http::url::split_authority(authority)
         .map_err(|e| format!("The srt url is not valid: {e}"))?;
     let port = port.ok_or_else(|| {
         format!(
@@ -171,7 +171,7 @@ fn parse_srt(url: &str) -> Result<Source, String> {
 
 /// A URL for logs and answers: credentials and passphrases hidden.
 pub fn redacted(url: &str) -> String {
-    let url = crate::push::request::redacted_url(url);
+    let url = crate::http::url::redacted_url(url);
     let url = url.as_ref();
     match (url.find("://"), url.find('@')) {
         (Some(s), Some(at)) if at > s && !url[s + 3..at].contains('/') => {

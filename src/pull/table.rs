@@ -15,7 +15,7 @@
 //! nobody used it for its `unused_stream_deletion_timeout_ms`.
 
 use super::request::{redacted, PullSpec, Source};
-use crate::push::task::backoff;
+use crate::state::task::backoff;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 

@@ -2,28 +2,11 @@
 //! ([`Destination`]) and track selection (specification "Push publishing
 //! task", DECISIONS section 7). Pure functions; no state, no sockets.
 
-use crate::media::{MediaKind, Track, TrackId};
+pub use crate::state::task::{select, Protocol, StreamSelector};
+use crate::media::{Track, TrackId};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// The protocols a task pushes with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    Rtmp,
-    Srt,
-    Mpegts,
-}
-
-impl Protocol {
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Rtmp => "rtmp",
-            Protocol::Srt => "srt",
-            Protocol::Mpegts => "mpegts",
-        }
-    }
-}
 
 /// Where a task sends, parsed from its URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,15 +77,6 @@ pub struct StartPushRequest {
     pub stream_key: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct StreamSelector {
-    pub name: Option<String>,
-    #[serde(default)]
-    pub variant_names: Vec<String>,
-    #[serde(default)]
-    pub track_ids: Vec<TrackId>,
-}
 
 /// Why a `:startPush` body is refused (the API answers 400 with the text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,46 +214,9 @@ fn split_url(url: &str) -> Result<(&str, &str, Option<u16>, &str, &str), String>
     Ok((scheme, host, port, path, query))
 }
 
-/// Splits `host[:port]` or `[v6][:port]`; the error says what is wrong.
-pub(crate) fn split_authority(authority: &str) -> Result<(&str, Option<u16>), String> {
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6
-            .split_once(']')
-            .ok_or("the IPv6 address has no closing ]")?;
-        if h.parse::<std::net::Ipv6Addr>().is_err() {
-            return Err(format!("[{h}] is not an IPv6 address"));
-        }
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(parse_port(p)?),
-            None if after.is_empty() => None,
-            None => return Err(format!("unexpected [{after}] after the IPv6 address")),
-        };
-        (h, port)
-    } else {
-        let (h, port) = match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(parse_port(p)?)),
-            None => (authority, None),
-        };
-        if !valid_host_name(h) {
-            return Err(format!("the host [{h}] is not a host name or IPv4 address"));
-        }
-        (h, port)
-    };
-    Ok((host, port))
-}
-
-/// A port in a URL: 1-5 digits, 1-65535 (no sign, no spaces).
-fn parse_port(p: &str) -> Result<u16, String> {
-    if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("the port [{p}] is not a number"));
-    }
-    p.parse::<u16>()
-        .ok()
-        .filter(|p| *p != 0)
-        .ok_or_else(|| format!("the port [{p}] is not in 1-65535"))
-}
 
 pub use crate::http::host::valid_host_name;
+pub use crate::http::url::{redacted_url, split_authority};
 
 /// The options of a URL's query, each given once: a repeated one is
 /// refused (which would win is a guess, and a mask could miss one).
@@ -295,31 +232,6 @@ fn query_pairs(query: &str) -> Result<Vec<(&str, &str)>, String> {
     Ok(pairs)
 }
 
-/// Query options whose values are secrets: never logged or shown.
-const SECRET_OPTIONS: [&str; 1] = ["passphrase"];
-
-/// The URL as logs and answers show it: every secret option's value (each
-/// occurrence) replaced by `***`.
-pub fn redacted_url(url: &str) -> std::borrow::Cow<'_, str> {
-    let Some((base, query)) = url.split_once('?') else {
-        return url.into();
-    };
-    let secret = |kv: &str| {
-        let k = kv.split_once('=').map_or(kv, |(k, _)| k);
-        SECRET_OPTIONS.iter().any(|s| k.eq_ignore_ascii_case(s))
-    };
-    if !query.split('&').any(secret) {
-        return url.into();
-    }
-    let query: Vec<String> = query
-        .split('&')
-        .map(|kv| match kv.split_once('=') {
-            Some((k, _)) if secret(kv) => format!("{k}=***"),
-            _ => kv.to_string(),
-        })
-        .collect();
-    format!("{base}?{}", query.join("&")).into()
-}
 
 /// Parses a destination URL for a protocol (400 text on error).
 pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
@@ -518,64 +430,6 @@ pub fn select_tracks(
     )
 }
 
-/// [`select_tracks`] for any task that names tracks as a push does
-/// (records select as the `srt` and `mpegts` pushes do).
-pub fn select(
-    variant_names: &[String],
-    track_ids: &[TrackId],
-    protocol: Protocol,
-    tracks: &[Track],
-    named: &dyn Fn(&Track) -> Option<String>,
-) -> Vec<TrackId> {
-    let carried = |t: &Track| match protocol {
-        Protocol::Rtmp => matches!(
-            t.codec,
-            crate::media::Codec::H264 | crate::media::Codec::Aac
-        ),
-        _ => true,
-    };
-    let explicit = !variant_names.is_empty() || !track_ids.is_empty();
-    let mut ids: Vec<TrackId> = if explicit {
-        tracks
-            .iter()
-            .filter(|t| {
-                t.kind() == MediaKind::Data
-                    || track_ids.contains(&t.id)
-                    || named(t).is_some_and(|n| variant_names.contains(&n))
-            })
-            .filter(|t| carried(t))
-            .map(|t| t.id)
-            .collect()
-    } else if protocol == Protocol::Rtmp {
-        let lowest = |kind: MediaKind| {
-            tracks
-                .iter()
-                .filter(|t| t.kind() == kind && carried(t))
-                .map(|t| t.id)
-                .min()
-        };
-        lowest(MediaKind::Video)
-            .into_iter()
-            .chain(lowest(MediaKind::Audio))
-            .collect()
-    } else {
-        tracks.iter().map(|t| t.id).collect()
-    };
-    if protocol == Protocol::Rtmp {
-        // RTMP carries one video and one audio track.
-        let mut seen = Vec::new();
-        ids.retain(|id| {
-            let kind = tracks.iter().find(|t| t.id == *id).map(|t| t.kind());
-            if seen.contains(&kind) {
-                false
-            } else {
-                seen.push(kind);
-                true
-            }
-        });
-    }
-    ids
-}
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 
 use super::request::{Destination, PushSpec};
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PushState {
@@ -37,22 +37,8 @@ impl PushState {
     }
 }
 
-/// Back-off before the next attempt: 1 s doubling to 30 s, with up to 25%
-/// jitter from `jitter` (0..=1023).
-pub fn backoff(failures: u32, jitter: u32) -> Duration {
-    let base = 1000u64 << failures.saturating_sub(1).min(5);
-    let base = base.min(30_000);
-    let extra = base * (jitter as u64 % 1024) / 4096;
-    Duration::from_millis(base + extra)
-}
 
-/// Identifies a task.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TaskKey {
-    pub vhost: String,
-    pub app: String,
-    pub id: String,
-}
+pub use crate::state::task::{backoff, TaskKey};
 
 impl TaskKey {
     pub fn of(spec: &PushSpec) -> Self {
@@ -64,11 +50,6 @@ impl TaskKey {
     }
 }
 
-impl std::fmt::Display for TaskKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}/{}", self.vhost, self.app, self.id)
-    }
-}
 
 /// A task: its spec, state and counters.
 #[derive(Debug, Clone)]
@@ -304,6 +285,7 @@ impl PushTable {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
     use super::*;
     use crate::push::request::{validate_start, StartPushRequest};
 

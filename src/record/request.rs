@@ -59,7 +59,7 @@ pub struct RecordSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StartRecordRequest {
     pub id: Option<String>,
-    pub stream: Option<crate::push::request::StreamSelector>,
+    pub stream: Option<crate::state::task::StreamSelector>,
     pub file_path: Option<String>,
     pub info_path: Option<String>,
     pub interval: Option<u64>,
@@ -324,7 +324,7 @@ pub fn validate_start(
         .ok_or(RequestError::NoPath("infoPath"))?;
     let file_path = resolve(root, &file_path).map_err(RequestError::Path)?;
     let info_path = resolve(root, &info_path).map_err(RequestError::Path)?;
-    let stream = stream.unwrap_or(crate::push::request::StreamSelector {
+    let stream = stream.unwrap_or(crate::state::task::StreamSelector {
         name: None,
         variant_names: Vec::new(),
         track_ids: Vec::new(),

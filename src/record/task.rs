@@ -9,7 +9,7 @@
 //! Plain data; files are written by [`super::manager`] and the writer.
 
 use super::request::RecordSpec;
-use crate::push::task::TaskKey;
+use crate::state::task::TaskKey;
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

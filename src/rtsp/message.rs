@@ -37,7 +37,7 @@ impl RtspUrl {
             Some((u, h)) => (Some(u), h),
             None => (None, authority),
         };
-        let (host, port) = crate::push::request::split_authority(hostport)
+        let (host, port) = crate::http::url::split_authority(hostport)
             .map_err(|e| format!("The rtsp url is not valid: {e}"))?;
         let (host, port) = (host.to_string(), port.unwrap_or(554));
         let (user, password) = match userinfo {

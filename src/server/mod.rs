@@ -48,7 +48,7 @@ use crate::pull::origin_map::{MapConfig, OriginMap};
 use crate::pull::table::{PullAnswer, NO_WAITER};
 use crate::pull::PullKey;
 use crate::push::manager::{After, PushManager, SessionId};
-use crate::push::task::TaskKey;
+use crate::state::task::TaskKey;
 use crate::record::manager::RecordManager;
 use crate::state::streams::IngestOutput;
 use api_conn::ApiConn;
@@ -565,7 +565,7 @@ impl Server {
                 continue;
             };
             let Some((host, port)) =
-                crate::push::request::split_authority(&store.redis_server.host)
+                crate::http::url::split_authority(&store.redis_server.host)
                     .ok()
                     .map(|(h, p)| (h.to_string(), p.unwrap_or(6379)))
             else {

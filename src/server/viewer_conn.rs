@@ -185,7 +185,7 @@ impl ViewerConn {
         cx: &mut Cx<'_>,
     ) -> bool {
         let gate = Gate {
-            access: cx.access,
+            sessions: cx.access,
             wall: Now::read(cx.now),
             admitted,
         };
@@ -663,4 +663,15 @@ fn stream_key(req: &Request, reg: &crate::state::Registry) -> Option<PullKey> {
         app: parts.next()?.to_string(),
         name: parts.next()?.to_string(),
     })
+}
+
+impl serve::ViewerSessions for crate::admission::manager::AccessManager {
+    fn use_viewer(
+        &mut self,
+        session: Option<&str>,
+        now: Now,
+    ) -> Result<(String, String, String), String> {
+        crate::admission::manager::AccessManager::use_viewer(self, session, now)
+            .map_err(|e| e.to_string())
+    }
 }

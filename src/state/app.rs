@@ -254,7 +254,7 @@ pub struct LlhlsSpec {
     /// `<Dumps>`: OME's automatic dumps, and the root of the API's dump
     /// paths (kiln extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dumps: Option<crate::hls::dump::DumpsSpec>,
+    pub dumps: Option<DumpsSpec>,
 }
 
 /// OME's `<LLHLS><CacheControl>`: `max-age` seconds per kind of file; 0
@@ -274,41 +274,7 @@ pub struct CacheControlSpec {
     pub partial_segment_max_age: Option<i32>,
 }
 
-impl CacheControlSpec {
-    /// OME's defaults where unset: master and chunklists 0, blocking
-    /// chunklists 60, segments and parts -1.
-    pub fn resolved(&self) -> crate::hls::serve::CachePolicy {
-        use crate::hls::serve::Cache;
-        let c = |v: Option<i32>, default: i32| Cache::from_max_age(v.unwrap_or(default));
-        crate::hls::serve::CachePolicy {
-            master: c(self.master_playlist_max_age, 0),
-            chunklist: c(self.chunklist_max_age, 0),
-            blocking_chunklist: c(self.chunklist_with_directives_max_age, 60),
-            segment: c(self.segment_max_age, -1),
-            part: c(self.partial_segment_max_age, -1),
-        }
-    }
-}
 
-impl LlhlsSpec {
-    /// The packager's settings (out-of-range values clamped).
-    pub fn config(&self) -> crate::hls::LlhlsConfig {
-        let d = crate::hls::LlhlsConfig::default();
-        let secs = |v: Option<f64>, lo: f64, hi: f64, default: std::time::Duration| {
-            v.filter(|v| v.is_finite()).map_or(default, |v| {
-                std::time::Duration::from_secs_f64(v.clamp(lo, hi))
-            })
-        };
-        crate::hls::LlhlsConfig {
-            part_target: secs(self.chunk_duration, 0.1, 10.0, d.part_target),
-            segment_target: secs(self.segment_duration, 1.0, 60.0, d.segment_target),
-            segment_count: self
-                .segment_count
-                .map_or(d.segment_count, |n| n.clamp(3, 100) as usize),
-            part_hold_back: secs(self.part_hold_back, 0.0, 60.0, d.part_hold_back),
-        }
-    }
-}
 
 /// Which kind of media an encode names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -652,6 +618,34 @@ fn names_output(template: &str, input: &str, output: &str) -> bool {
         }
     }
     j == o.len()
+}
+
+/// `<LLHLS><Dumps>`: a root for relative API paths (kiln extension) and
+/// OME's automatic dumps.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DumpsSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dump: Vec<DumpConfig>,
+}
+
+/// One `<Dump>`: streams whose name matches `targetStreamName` (`*`, `?`)
+/// are dumped under `outputPath` (OME's macros) from their start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DumpConfig {
+    #[serde(default = "yes")]
+    pub enable: bool,
+    pub target_stream_name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub playlists: Vec<String>,
+    pub output_path: String,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[cfg(test)]

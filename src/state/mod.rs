@@ -7,6 +7,7 @@
 pub mod app;
 pub mod store;
 pub mod streams;
+pub mod task;
 pub mod vhost;
 
 use app::AppSpec;

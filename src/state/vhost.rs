@@ -38,13 +38,59 @@ pub struct HostSpec {
     pub tls: Option<TlsSpec>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TlsSpec {
-    pub cert_path: String,
-    pub key_path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chain_cert_path: Option<String>,
+pub use crate::tls::TlsSpec;
+
+/// Who is admitted: a provider (a publisher coming in) or a publisher in
+/// OME's sense (a viewer going out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Rtmp,
+    Srt,
+    Llhls,
+    Hls,
+    /// An RTMP player (`rtmp` in `enables.publishers`).
+    RtmpPlay,
+    /// An SRT caller in request mode (`srt` in `enables.publishers`).
+    SrtPlay,
+}
+
+impl Protocol {
+    /// The name in `enables.providers` / `enables.publishers`.
+    pub fn enables_name(self) -> &'static str {
+        match self {
+            Protocol::Rtmp | Protocol::RtmpPlay => "rtmp",
+            Protocol::Srt | Protocol::SrtPlay => "srt",
+            Protocol::Llhls => "llhls",
+            Protocol::Hls => "hls",
+        }
+    }
+
+    /// The name in a webhook request.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Protocol::Rtmp | Protocol::RtmpPlay => "RTMP",
+            Protocol::Srt | Protocol::SrtPlay => "SRT",
+            Protocol::Llhls => "LLHLS",
+            Protocol::Hls => "HLS",
+        }
+    }
+
+    /// Publishers come in (providers); viewers go out.
+    pub fn is_incoming(self) -> bool {
+        matches!(self, Protocol::Rtmp | Protocol::Srt)
+    }
+
+    /// Is this protocol on in an `enables` pair (a comma list each)?
+    pub fn enabled_in(self, enables: &Enables) -> bool {
+        let list = if self.is_incoming() {
+            enables.providers.as_deref()
+        } else {
+            enables.publishers.as_deref()
+        };
+        list.unwrap_or("")
+            .split(',')
+            .any(|p| p.trim().eq_ignore_ascii_case(self.enables_name()))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
