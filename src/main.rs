@@ -182,7 +182,7 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
     }
     let config = loaded.config;
     let certs = load_certificates(&config);
-    let mut store = StateStore::new(config.state_file.clone());
+    let mut store = StateStore::new(config.state_file.clone(), &kiln::api::TASK_KINDS);
     let saved = store.load().map_err(|e| e.to_string())?;
     if let Some(strict) = check {
         for w in &certs.failed {
@@ -213,10 +213,10 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
         Err(e) => warn!("cannot raise the open files limit: {e}"),
     }
 
-    let mut registry = config.registry();
+    let registry = config.registry();
     let vhost_certs = Arc::new(VhostCertResolver::default());
     vhost_certs.install(certs.vhosts);
-    if let Some(saved) = saved {
+    if let Some(saved) = &saved {
         for spec in &saved.vhosts {
             if let Some(tls_spec) = &spec.host.tls {
                 match tls::load_certified_key(tls_spec) {
@@ -232,19 +232,6 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
                 }
             }
         }
-        for why in registry.restore(saved) {
-            warn!("{why}");
-        }
-        let api_hosts = registry
-            .vhosts()
-            .iter()
-            .filter(|v| v.origin == kiln::state::Origin::Api)
-            .count();
-        info!(
-            "state restored from {}: {api_hosts} virtual host(s) made through the API, {} push task(s)",
-            store.path().display(),
-            registry.pushes.len()
-        );
     }
 
     let mut listen = Listen {
@@ -337,6 +324,19 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
         vhost_certs,
         offset,
     );
+    if let Some(saved) = saved {
+        for why in api.restore(saved) {
+            warn!("{why}");
+        }
+        let api_hosts = (api.registry.vhosts().iter())
+            .filter(|v| v.origin == kiln::state::Origin::Api)
+            .count();
+        info!(
+            "state restored from {}: {api_hosts} virtual host(s) made through the API, {} push task(s)",
+            api.store.path().display(),
+            api.push_task_count()
+        );
+    }
     let mut addresses = kiln::sys::local_addresses();
     addresses.push(config.ip);
     api.own_ingest = kiln::api::OwnIngest {

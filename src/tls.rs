@@ -9,12 +9,12 @@
 //!   against the hosts' `host.names`; the media-side TLS listeners (RTMPS)
 //!   use it.
 
-use serde::{Deserialize, Serialize};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::{Arc, RwLock};
 

@@ -155,9 +155,11 @@ fn check(layers: &[Layer], files: &[(PathBuf, String)]) -> Vec<Breach> {
             });
             continue;
         };
-        let test_file = rel.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-            n == "tests.rs" || n.ends_with("_tests.rs")
-        }) || rel.components().any(|c| c.as_os_str() == "tests");
+        let test_file = rel
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n == "tests.rs" || n.ends_with("_tests.rs"))
+            || rel.components().any(|c| c.as_os_str() == "tests");
         if test_file {
             continue;
         }
@@ -303,8 +305,15 @@ fn every_import_points_down_the_layers_of_lib_rs() {
 #[test]
 fn the_check_fails_on_planted_violations() {
     let layers = repo_layers();
-    let feature = |m: &str| layers.iter().any(|l| !l.shared && l.modules.iter().any(|x| x == m));
-    assert!(feature("push") && feature("pull"), "push and pull are features");
+    let feature = |m: &str| {
+        layers
+            .iter()
+            .any(|l| !l.shared && l.modules.iter().any(|x| x == m))
+    };
+    assert!(
+        feature("push") && feature("pull"),
+        "push and pull are features"
+    );
     let planted = vec![
         // a feature reaching into another feature (sideways)
         (
@@ -335,7 +344,10 @@ fn the_check_fails_on_planted_violations() {
         (PathBuf::from("webrtc/mod.rs"), "\n".to_string()),
     ];
     let got = check(&layers, &planted);
-    let text: Vec<String> = got.iter().map(|b| format!("{}: {}", b.at, b.what)).collect();
+    let text: Vec<String> = got
+        .iter()
+        .map(|b| format!("{}: {}", b.at, b.what))
+        .collect();
     let has = |at: &str, what: &str| {
         got.iter()
             .any(|b| b.at.starts_with(at) && b.what.contains(what))
@@ -343,7 +355,10 @@ fn the_check_fails_on_planted_violations() {
     assert!(has("src/push/planted.rs:2", "sideways"), "{text:#?}");
     assert!(has("src/codec/planted.rs:1", "up"), "{text:#?}");
     assert!(has("src/state/planted.rs:3", "up"), "{text:#?}");
-    assert!(has("rtmp -> ts (src/rtmp/planted.rs:1)", "import cycle"), "{text:#?}");
+    assert!(
+        has("rtmp -> ts (src/rtmp/planted.rs:1)", "import cycle"),
+        "{text:#?}"
+    );
     assert!(has("src/webrtc/mod.rs", "in no layer"), "{text:#?}");
     // test code is exempt; a core importing a core is fine
     assert_eq!(got.len(), 5, "{text:#?}");

@@ -80,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
     let mut api = Api::new(
         config.api.as_ref(),
         config.registry(),
-        StateStore::in_memory(),
+        StateStore::in_memory(&kiln::api::TASK_KINDS),
         None,
         Arc::<VhostCertResolver>::default(),
         0,

@@ -11,5 +11,5 @@ fuzz_target!(|data: &[u8]| {
         Some(i) => (&data[..i], Some(&data[i + 1..])),
         None => (data, None),
     };
-    let _ = replay(snapshot, journal, Path::new("s"), Path::new("j"));
+    let _ = replay(snapshot, journal, &kiln::api::TASK_KINDS, Path::new("s"), Path::new("j"));
 });

@@ -83,8 +83,8 @@ impl Api {
             id: spec.id.clone(),
         };
         if self
-            .registry
-            .dumps
+            .hls
+            .dump_tasks
             .get(&key)
             .is_some_and(|d| d.status == DumpStatus::Running)
         {
@@ -93,7 +93,7 @@ impl Api {
                 spec.id
             )));
         }
-        if self.registry.dumps.len() >= self.limits.max_push_tasks {
+        if self.hls.dump_tasks.len() >= self.limits.max_push_tasks {
             return Err(ApiError::bad_request(format_args!(
                 "The limit of {} dumps is reached (Managers/API/Limits/MaxPushTasks)",
                 self.limits.max_push_tasks
@@ -104,11 +104,11 @@ impl Api {
             spec.stream,
             spec.output_path.display()
         );
-        self.registry.dumps.insert(spec);
+        self.hls.dump_tasks.insert(spec);
         self.effects.push(Effect::StartHlsDump(key.clone()));
         let d = self
-            .registry
-            .dumps
+            .hls
+            .dump_tasks
             .get(&key)
             .ok_or_else(ApiError::internal)?;
         Ok(envelope::ok(DumpView::of(d, self.utc_offset)))
@@ -131,7 +131,7 @@ impl Api {
                     app: app.to_string(),
                     id: id.clone(),
                 };
-                if self.registry.dumps.get(&key).is_none() {
+                if self.hls.dump_tasks.get(&key).is_none() {
                     return Err(ApiError::http(
                         404,
                         format_args!("There is no dump related to the ID [{id}]"),
@@ -141,8 +141,8 @@ impl Api {
             }
             // No id: every dump of the output stream.
             None => self
-                .registry
-                .dumps
+                .hls
+                .dump_tasks
                 .of(vhost, app, Some(&name))
                 .into_iter()
                 .map(|(k, _)| k.clone())
@@ -165,8 +165,8 @@ impl Api {
         let value = envelope::object_body(body, true)?;
         let id = value.get("id").and_then(Value::as_str);
         let views: Vec<DumpView> = self
-            .registry
-            .dumps
+            .hls
+            .dump_tasks
             .of(vhost, app, Some(stream))
             .into_iter()
             .filter(|(k, _)| id.is_none_or(|id| k.id == id))

@@ -27,7 +27,7 @@ pub use crate::state::app::output_tracks;
 use crate::config::ApiConfig;
 use crate::config::ApiLimits;
 use crate::http::{percent_decode, Request, Response};
-use crate::state::store::{Change, StateStore};
+use crate::state::store::{Change, DurableState, StateStore, TaskJson, TaskKind};
 use crate::state::vhost::TlsSpec;
 use crate::state::Registry;
 use crate::tls::{ApiCertResolver, VhostCertResolver};
@@ -39,6 +39,11 @@ use std::time::Instant;
 pub struct Api {
     pub registry: Registry,
     pub store: StateStore,
+    /// The features' own state: their tasks and running sessions.
+    pub(crate) pushes: crate::push::manager::PushManager,
+    pub records: crate::record::manager::RecordManager,
+    pub hls: crate::hls::manager::HlsManager,
+    pub pulls: crate::pull::Pulls,
     access_token: Vec<u8>,
     cross_domains: Vec<String>,
     host_names: Vec<String>,
@@ -115,6 +120,78 @@ pub enum Effect {
     ClosePull { io: usize },
 }
 
+/// The task kinds the state file keeps, one per feature with durable tasks.
+pub static TASK_KINDS: [&TaskKind; 3] = [
+    &crate::push::request::KIND,
+    &crate::record::request::KIND,
+    &crate::pull::KIND,
+];
+
+/// The whole durable state: the registry's API-made hosts and every
+/// feature's durable tasks.
+fn durable(
+    registry: &Registry,
+    pushes: &crate::push::manager::PushManager,
+    records: &crate::record::manager::RecordManager,
+    pulls: &crate::pull::Pulls,
+) -> DurableState {
+    fn json<T: serde::Serialize>(specs: Vec<T>) -> Vec<TaskJson> {
+        specs
+            .iter()
+            .filter_map(|s| serde_json::value::to_raw_value(s).ok())
+            .collect()
+    }
+    let mut state = registry.durable();
+    for (kind, tasks) in [
+        (&crate::push::request::KIND, json(pushes.tasks.specs())),
+        (&crate::record::request::KIND, json(records.tasks.specs())),
+        (&crate::pull::KIND, json(pulls.table.specs())),
+    ] {
+        state.tasks.insert(kind.list.to_string(), tasks);
+    }
+    state
+}
+
+/// Reads the tasks of `kind` in a loaded state file: each that parses,
+/// the later of two with the same key; what was dropped and why.
+fn tasks_of<T: serde::de::DeserializeOwned, K: Eq + std::hash::Hash>(
+    saved: &DurableState,
+    kind: &TaskKind,
+    key: impl Fn(&T) -> K,
+    skipped: &mut Vec<String>,
+) -> Vec<T> {
+    let mut specs: Vec<T> = Vec::new();
+    let mut at: std::collections::HashMap<K, usize> = Default::default();
+    for (i, raw) in saved.tasks_of(kind).iter().enumerate() {
+        match serde_json::from_str::<T>(raw.get()) {
+            Ok(spec) => {
+                if let Some(earlier) = at.insert(key(&spec), specs.len()) {
+                    // A hand-edited file may name a task twice: the later wins.
+                    skipped.push(format!(
+                        "{} #{} in the state file names the same task as #{}; the later is kept",
+                        kind.item,
+                        i + 1,
+                        earlier + 1
+                    ));
+                }
+                specs.push(spec);
+            }
+            Err(e) => skipped.push(format!(
+                "{} #{} in the state file: {e}; dropped",
+                kind.item,
+                i + 1
+            )),
+        }
+    }
+    let last: std::collections::HashSet<usize> = at.into_values().collect();
+    specs
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| last.contains(i))
+        .map(|(_, s)| s)
+        .collect()
+}
+
 /// Facts about the connection a request came on.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestInfo<'a> {
@@ -134,6 +211,10 @@ impl Api {
         Api {
             registry,
             store,
+            pushes: crate::push::manager::PushManager::new(std::process::id()),
+            records: crate::record::manager::RecordManager::new(utc_offset),
+            hls: crate::hls::manager::HlsManager::new(utc_offset),
+            pulls: crate::pull::Pulls::default(),
             access_token: api
                 .map(|a| a.access_token.as_bytes().to_vec())
                 .unwrap_or_default(),
@@ -158,13 +239,111 @@ impl Api {
         }
     }
 
+    /// The API-made hosts and every feature's tasks of a loaded state
+    /// file; what was skipped, and why (to be logged).
+    pub fn restore(&mut self, saved: DurableState) -> Vec<String> {
+        let mut skipped = Vec::new();
+        let pushes: Vec<crate::push::request::PushSpec> = tasks_of(
+            &saved,
+            &crate::push::request::KIND,
+            |p: &crate::push::request::PushSpec| (p.vhost.clone(), p.app.clone(), p.id.clone()),
+            &mut skipped,
+        );
+        let records: Vec<crate::record::request::RecordSpec> = tasks_of(
+            &saved,
+            &crate::record::request::KIND,
+            |r: &crate::record::request::RecordSpec| (r.vhost.clone(), r.app.clone(), r.id.clone()),
+            &mut skipped,
+        );
+        let pulls: Vec<crate::pull::PullSpec> = tasks_of(
+            &saved,
+            &crate::pull::KIND,
+            |p: &crate::pull::PullSpec| (p.vhost.clone(), p.app.clone(), p.name.clone()),
+            &mut skipped,
+        );
+        skipped.extend(self.registry.restore(saved.vhosts));
+        let reg = &self.registry;
+        for spec in pushes {
+            if reg.app(&spec.vhost, &spec.app).is_none() {
+                skipped.push(format!(
+                    "push [{}/{}/{}] in the state file: the application is gone; dropped",
+                    spec.vhost, spec.app, spec.id
+                ));
+                continue;
+            }
+            match crate::push::request::parse_url(spec.protocol, &spec.url) {
+                Ok(dest) => self
+                    .pushes
+                    .tasks
+                    .insert(crate::push::task::PushTask::new(spec, dest)),
+                Err(e) => skipped.push(format!(
+                    "push [{}/{}/{}] in the state file: {e}; dropped",
+                    spec.vhost, spec.app, spec.id
+                )),
+            }
+        }
+        for spec in records {
+            if reg.app(&spec.vhost, &spec.app).is_none() {
+                skipped.push(format!(
+                    "record [{}/{}/{}] in the state file: the application is gone; dropped",
+                    spec.vhost, spec.app, spec.id
+                ));
+                continue;
+            }
+            self.records
+                .tasks
+                .insert(crate::record::task::RecordTask::new(spec));
+        }
+        for spec in pulls {
+            let name = format!("{}/{}/{}", spec.vhost, spec.app, spec.name);
+            if reg.app(&spec.vhost, &spec.app).is_none() {
+                skipped.push(format!(
+                    "pull [{name}] in the state file: the application is gone; dropped"
+                ));
+                continue;
+            }
+            let sources: Result<Vec<_>, _> = spec
+                .urls
+                .iter()
+                .map(|u| crate::pull::Source::parse(u))
+                .collect();
+            match sources {
+                Ok(sources) if !sources.is_empty() => {
+                    self.pulls.table.insert(spec, sources, Instant::now())
+                }
+                Ok(_) => skipped.push(format!(
+                    "pull [{name}] in the state file has no URL; dropped"
+                )),
+                Err(e) => skipped.push(format!("pull [{name}] in the state file: {e}; dropped")),
+            }
+        }
+        skipped
+    }
+
+    /// How many push tasks there are.
+    pub fn push_task_count(&self) -> usize {
+        self.pushes.tasks.len()
+    }
+
+    /// The whole durable state as it is now.
+    pub fn durable(&self) -> DurableState {
+        durable(&self.registry, &self.pushes, &self.records, &self.pulls)
+    }
+
     /// Makes a change durable (the state journal) before it is applied;
     /// on failure logs why (`what` did not happen) and gives the 500 to
     /// answer. Every API change goes through here.
     pub(super) fn record(&mut self, change: Change, what: &str) -> Result<(), ApiError> {
-        let registry = &self.registry;
-        self.store
-            .record(&change, || registry.durable())
+        let Api {
+            store,
+            registry,
+            pushes,
+            records,
+            pulls,
+            ..
+        } = self;
+        store
+            .record(&change, || durable(registry, pushes, records, pulls))
             .map_err(|e| {
                 crate::error!(
                     "cannot write the state file {}: {e}; {what}",

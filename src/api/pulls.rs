@@ -29,7 +29,7 @@ impl Api {
             crate::pull::request::parse(envelope::object_body(body, false)?, vhost, app)
                 .map_err(ApiError::bad_request)?;
         let key = PullKey::of(&spec);
-        if self.registry.pulls.get(&key).is_some()
+        if self.pulls.table.get(&key).is_some()
             || self.registry.streams.find(vhost, app, &spec.name).is_some()
         {
             return Err(ApiError::http(
@@ -37,13 +37,16 @@ impl Api {
                 format_args!("Stream [{}] already exists in [{vhost}/{app}]", spec.name),
             ));
         }
-        if self.registry.pulls.len() >= MAX_PULLS {
+        if self.pulls.table.len() >= MAX_PULLS {
             return Err(ApiError::bad_request(format_args!(
                 "The limit of {MAX_PULLS} pulled streams is reached"
             )));
         }
         if spec.persistent {
-            self.record(Change::AddPull { pull: spec.clone() }, "pull not started")?;
+            self.record(
+                Change::add_task(&crate::pull::KIND, &spec),
+                "pull not started",
+            )?;
         }
         crate::info!(
             "pull [{key}] created: {}",
@@ -53,7 +56,7 @@ impl Api {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        self.registry.pulls.insert(spec, sources, self.now.instant);
+        self.pulls.table.insert(spec, sources, self.now.instant);
         self.parked = Some(key);
         // Placeholder: the connection answers when the pull does.
         Ok(Response::new(202, Vec::new()))
@@ -93,21 +96,17 @@ impl Api {
             name: stream.into(),
         };
         let live = self.registry.streams.find(vhost, app, stream).map(|s| s.id);
-        let pull = self.registry.pulls.get(&key).map(|p| p.spec.persistent);
+        let pull = self.pulls.table.get(&key).map(|p| p.spec.persistent);
         if live.is_none() && pull.is_none() {
             return Err(ApiError::stream_not_found(vhost, app, stream));
         }
         if pull == Some(true) {
             self.record(
-                Change::DeletePull {
-                    vhost: vhost.into(),
-                    app: app.into(),
-                    name: stream.into(),
-                },
+                Change::delete_task(&crate::pull::KIND, vhost, app, stream),
                 "stream not deleted",
             )?;
         }
-        let io = self.registry.pulls.remove(&key, "the stream was deleted");
+        let io = self.pulls.table.remove(&key, "the stream was deleted");
         match (live, io) {
             (Some(stream), _) => self.effects.push(Effect::EndStream { stream }),
             (None, Some(io)) => self.effects.push(Effect::ClosePull { io }),
@@ -120,7 +119,7 @@ impl Api {
     /// Ends the pulls of an app (or host) being deleted (their journal
     /// records go with the app's); live ones end with the app's restart.
     pub(super) fn drop_pulls_of(&mut self, vhost: &str, app: Option<&str>) {
-        for io in self.registry.pulls.remove_of(vhost, app) {
+        for io in self.pulls.table.remove_of(vhost, app) {
             self.effects.push(Effect::ClosePull { io });
         }
     }

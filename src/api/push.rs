@@ -137,7 +137,7 @@ impl Api {
         let has_encode = |n: &str| spec_app.as_ref().is_some_and(|a| a.has_encode(n));
         let (spec, destination) =
             request::validate_start(req, vhost, app, self.now.unix_ms, &has_encode)?;
-        if self.registry.pushes.get(vhost, app, &spec.id).is_some() {
+        if self.pushes.tasks.get(vhost, app, &spec.id).is_some() {
             return Err(ApiError::http(
                 409,
                 format_args!("Duplicate ID: [{}]", spec.id),
@@ -146,13 +146,16 @@ impl Api {
         if let Some(why) = self.feeds_itself(vhost, app, &spec, &destination) {
             return Err(ApiError::bad_request(why));
         }
-        if self.registry.pushes.len() >= self.limits.max_push_tasks {
+        if self.pushes.tasks.len() >= self.limits.max_push_tasks {
             return Err(ApiError::bad_request(format_args!(
                 "The limit of {} push tasks is reached (Managers/API/Limits/MaxPushTasks)",
                 self.limits.max_push_tasks
             )));
         }
-        self.record(Change::AddPush { push: spec.clone() }, "push not started")?;
+        self.record(
+            Change::add_task(&crate::push::request::KIND, &spec),
+            "push not started",
+        )?;
         let id = spec.id.clone();
         info!(
             "push [{vhost}/{app}/{id}] created: {} {} for stream [{}]",
@@ -169,15 +172,15 @@ impl Api {
             // The loop opens the session right after this answer.
             task.session_started(self.now.unix_ms);
         }
-        self.registry.pushes.insert(task);
+        self.pushes.tasks.insert(task);
         self.effects.push(Effect::PushAdded {
             vhost: vhost.to_string(),
             app: app.to_string(),
             id: id.clone(),
         });
         let task = self
-            .registry
             .pushes
+            .tasks
             .get(vhost, app, &id)
             .ok_or_else(ApiError::internal)?;
         Ok(envelope::ok(PushView::of(
@@ -254,19 +257,15 @@ impl Api {
         let Some(id) = req.id.filter(|s| !s.is_empty()) else {
             return Err(ApiError::bad_request("Missing required field(s): id"));
         };
-        if self.registry.pushes.get(vhost, app, &id).is_none() {
+        if self.pushes.tasks.get(vhost, app, &id).is_none() {
             return Err(ApiError::http(
                 404,
                 format_args!("Could not find the push: [{vhost}/{app}/{id}]"),
             ));
         }
-        let change = Change::DeletePush {
-            vhost: vhost.to_string(),
-            app: app.to_string(),
-            id: id.clone(),
-        };
+        let change = Change::delete_task(&crate::push::request::KIND, vhost, app, &id);
         self.record(change, "push not stopped")?;
-        if let Some(mut task) = self.registry.pushes.remove(vhost, app, &id) {
+        if let Some(mut task) = self.pushes.tasks.remove(vhost, app, &id) {
             task.state = PushState::Stopping;
             info!("push [{vhost}/{app}/{id}] stopping");
             self.effects.push(Effect::StopPush {
@@ -292,8 +291,8 @@ impl Api {
         };
         let now = self.now.instant;
         let views: Vec<PushView> = self
-            .registry
             .pushes
+            .tasks
             .of_app(vhost, app)
             .into_iter()
             .filter(|t| req.id.as_ref().is_none_or(|id| &t.spec.id == id))
@@ -305,7 +304,7 @@ impl Api {
     /// Removes the push tasks of an app (or host) being deleted, from the
     /// durable state given and from the table; the loop closes sessions.
     pub(super) fn drop_pushes_of(&mut self, vhost: &str, app: Option<&str>) {
-        for t in self.registry.pushes.remove_of(vhost, app) {
+        for t in self.pushes.tasks.remove_of(vhost, app) {
             info!(
                 "push [{}/{}/{}] ended: its application is gone",
                 t.spec.vhost, t.spec.app, t.spec.id

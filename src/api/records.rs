@@ -131,33 +131,31 @@ impl Api {
             app: app.to_string(),
             id: spec.id.clone(),
         };
-        if self.registry.records.get(&key).is_some() {
+        if self.records.tasks.get(&key).is_some() {
             return Err(ApiError::bad_request(format_args!(
                 "Duplicate ID already exists [{}]",
                 spec.id
             )));
         }
-        if self.registry.pushes.len() + self.registry.records.len() >= self.limits.max_push_tasks {
+        if self.pushes.tasks.len() + self.records.tasks.len() >= self.limits.max_push_tasks {
             return Err(ApiError::bad_request(format_args!(
                 "The limit of {} push and record tasks is reached (Managers/API/Limits/MaxPushTasks)",
                 self.limits.max_push_tasks
             )));
         }
         self.record(
-            Change::AddRecord {
-                record: spec.clone(),
-            },
+            Change::add_task(&crate::record::request::KIND, &spec),
             "record not started",
         )?;
         info!(
             "record [{key}] created: stream [{}] to {}",
             spec.stream_name, spec.file_path
         );
-        self.registry.records.insert(RecordTask::new(spec));
+        self.records.tasks.insert(RecordTask::new(spec));
         self.effects.push(Effect::RecordAdded(key.clone()));
         let task = self
-            .registry
             .records
+            .tasks
             .get(&key)
             .ok_or_else(ApiError::internal)?;
         let mut view = RecordView::of(task, self.utc_offset);
@@ -190,23 +188,19 @@ impl Api {
             app: app.to_string(),
             id: id.clone(),
         };
-        if self.registry.records.get(&key).is_none() {
+        if self.records.tasks.get(&key).is_none() {
             return Err(ApiError::http(
                 404,
                 format_args!("There is no record information related to the ID [{id}]"),
             ));
         }
         self.record(
-            Change::DeleteRecord {
-                vhost: vhost.to_string(),
-                app: app.to_string(),
-                id,
-            },
+            Change::delete_task(&crate::record::request::KIND, vhost, app, &id),
             "record not stopped",
         )?;
         let task = self
-            .registry
             .records
+            .tasks
             .get_mut(&key)
             .ok_or_else(ApiError::internal)?;
         task.state = crate::record::task::RecordState::Stopping;
@@ -225,8 +219,8 @@ impl Api {
         self.file_app(vhost, app)?;
         let req: IdBody = object(body, true)?;
         let views: Vec<RecordView> = self
-            .registry
             .records
+            .tasks
             .of_app(vhost, app)
             .into_iter()
             .filter(|t| req.id.as_ref().is_none_or(|id| &t.spec.id == id))
@@ -238,7 +232,7 @@ impl Api {
     /// The records of an app (or host) being deleted: the loop closes
     /// their files and drops them.
     pub(super) fn stop_records_of(&mut self, vhost: &str, app: Option<&str>) {
-        for key in self.registry.records.keys() {
+        for key in self.records.tasks.keys() {
             if key.vhost == vhost && app.is_none_or(|a| key.app == a) {
                 info!("record [{key}] ended: its application is gone");
                 self.effects.push(Effect::StopRecord(key));

@@ -44,8 +44,8 @@ impl Api {
                 .collect(),
             None => vec![s.name.clone()],
         };
-        self.registry
-            .pushes
+        self.pushes
+            .tasks
             .of_app(&s.vhost, &s.app)
             .into_iter()
             .filter(|p| outputs.contains(&p.spec.stream_name))
@@ -66,7 +66,7 @@ impl Api {
             let st = Totals::of_stream(s, [], now);
             t.absorb(&st);
         }
-        for p in self.registry.pushes.of_app(vhost, app) {
+        for p in self.pushes.tasks.of_app(vhost, app) {
             t.add_push(sent(p, true), now);
         }
         t
@@ -107,7 +107,7 @@ impl Api {
         self.peaks_noted = Some(now.instant);
         let now_ms = now.unix_ms;
         let mut counts: std::collections::HashMap<LevelKey, u64> = Default::default();
-        for t in self.registry.pushes.iter() {
+        for t in self.pushes.tasks.iter() {
             if t.state != crate::push::task::PushState::Pushing {
                 continue;
             }
@@ -225,7 +225,7 @@ impl Api {
             }
         }
         let tasks: Vec<&PushTask> = {
-            let mut v: Vec<&PushTask> = self.registry.pushes.iter().collect();
+            let mut v: Vec<&PushTask> = self.pushes.tasks.iter().collect();
             v.sort_by_key(|t| (t.spec.created_ms, t.seq));
             v
         };

@@ -7,8 +7,8 @@ use super::dump::{DumpFiles, DumpStatus, DumpWriter};
 use super::StreamHls;
 use crate::clock::Now;
 use crate::files::{FileEvent, FileOp};
-use crate::state::task::TaskKey;
 use crate::state::streams::{IngestOutput, StreamId, StreamMap};
+use crate::state::task::TaskKey;
 use crate::state::Registry;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -30,11 +30,13 @@ pub struct Output {
 
 #[derive(Default)]
 pub struct HlsManager {
+    /// The HLS dump tasks (run-time only).
+    pub dump_tasks: super::dump::DumpTable,
     outputs: StreamMap<Output>,
     /// Stream -> viewer connections (loop handles) waiting for a part.
     waiters: StreamMap<Vec<usize>>,
     woken: Vec<usize>,
-    /// The running dumps (their tasks are in the registry).
+    /// The running dumps (their tasks are `dump_tasks`).
     dumps: Vec<DumpWriter>,
     dump_files: DumpFiles,
     /// Dump files for the writer thread.
@@ -84,7 +86,7 @@ impl HlsManager {
                 }
                 if news {
                     self.wake(id);
-                    self.poll_dumps(id, reg, now, false);
+                    self.poll_dumps(id, now, false);
                 }
             }
         }
@@ -99,7 +101,7 @@ impl HlsManager {
                 o.ended = Some(now.instant);
                 self.wake(id);
             }
-            self.poll_dumps(id, reg, now, true);
+            self.poll_dumps(id, now, true);
         }
         self.outputs
             .retain(|_, o| o.ended.is_none_or(|at| now.instant < at + ENDED_KEPT));
@@ -107,7 +109,7 @@ impl HlsManager {
 
     /// Lets the dumps of a stream write what is new; `end`: their last
     /// write (the stream or the dump ends), after which they are dropped.
-    fn poll_dumps(&mut self, id: StreamId, reg: &mut Registry, now: Now, end: bool) {
+    fn poll_dumps(&mut self, id: StreamId, now: Now, end: bool) {
         if !self.dumps.iter().any(|d| d.stream == id) {
             return;
         }
@@ -116,7 +118,7 @@ impl HlsManager {
         };
         let (files, ops, offset) = (&mut self.dump_files, &mut self.file_ops, self.utc_offset);
         for d in self.dumps.iter_mut().filter(|d| d.stream == id) {
-            if let Some(task) = reg.dumps.get_mut(&d.key) {
+            if let Some(task) = self.dump_tasks.get_mut(&d.key) {
                 d.poll(h, task, end, now.unix_ms, offset, files, ops);
             }
         }
@@ -128,7 +130,7 @@ impl HlsManager {
     /// Starts a dump the API added (its task is in the registry): false
     /// when its stream has no LL-HLS output.
     pub fn start_dump(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) -> bool {
-        let Some(task) = reg.dumps.get(key) else {
+        let Some(task) = self.dump_tasks.get(key) else {
             return false;
         };
         let spec = task.spec.clone();
@@ -149,17 +151,17 @@ impl HlsManager {
         );
         self.dumps
             .push(DumpWriter::new(key.clone(), id, spec.output_path.clone()));
-        self.poll_dumps(id, reg, now, false);
+        self.poll_dumps(id, now, false);
         true
     }
 
     /// `:stopHlsDump`: the dump's playlists end (`EXT-X-ENDLIST`), its
     /// info file says Completed, and its id is free.
-    pub fn stop_dump(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) {
+    pub fn stop_dump(&mut self, key: &TaskKey, now: Now) {
         if let Some(i) = self.dumps.iter().position(|d| &d.key == key) {
             let mut d = self.dumps.remove(i);
             let h = self.outputs.get(&d.stream).and_then(|o| o.hls.as_ref());
-            if let (Some(h), Some(task)) = (h, reg.dumps.get_mut(key)) {
+            if let (Some(h), Some(task)) = (h, self.dump_tasks.get_mut(key)) {
                 d.poll(
                     h,
                     task,
@@ -171,20 +173,20 @@ impl HlsManager {
                 );
             }
         }
-        reg.dumps.remove(key);
+        self.dump_tasks.remove(key);
         crate::info!("hls dump [{key}] stopped");
     }
 
     /// The writer's answer about a dump file: a failure puts the dump in
     /// error (its info file says so) and stops it.
-    pub fn on_file_event(&mut self, ev: FileEvent, reg: &mut Registry) {
+    pub fn on_file_event(&mut self, ev: FileEvent) {
         let Some(key) = self.dump_files.owner(&ev) else {
             return;
         };
         let FileEvent::Failed { reason, .. } = ev else {
             return;
         };
-        let Some(task) = reg.dumps.get_mut(&key) else {
+        let Some(task) = self.dump_tasks.get_mut(&key) else {
             return;
         };
         if task.status == DumpStatus::Error {
@@ -208,7 +210,7 @@ impl HlsManager {
     /// new key (the URLs of the old tracks end).
     fn start(&mut self, id: StreamId, reg: &mut Registry, now: Now) {
         // The dumps of the old tracks end with them.
-        self.poll_dumps(id, reg, now, true);
+        self.poll_dumps(id, now, true);
         let Some(s) = reg.streams.get(id) else {
             return;
         };
@@ -264,7 +266,7 @@ impl HlsManager {
                 app: spec.app.clone(),
                 id: spec.id.clone(),
             };
-            reg.dumps.insert(spec);
+            self.dump_tasks.insert(spec);
             self.start_dump(&key, reg, now);
         }
     }

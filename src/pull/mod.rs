@@ -14,6 +14,21 @@ pub mod table;
 pub use request::{PullSpec, Source};
 pub use table::{PullKey, PullTable};
 
+/// The pull feature's state: every pull's course and the origin maps
+/// (one per Redis the hosts' `originMapStore` name).
+#[derive(Debug, Default)]
+pub struct Pulls {
+    pub table: PullTable,
+    pub maps: Vec<origin_map::OriginMap>,
+}
+
+/// How the state file keeps persistent pulls (`"pulls"`, `addPull`/`deletePull`).
+pub static KIND: crate::state::store::TaskKind = crate::state::store::TaskKind {
+    list: "pulls",
+    item: "pull",
+    id_field: "name",
+};
+
 /// Fuzz entry: any Redis reply bytes into the RESP parser and an origin
 /// map with a registration and a lookup in flight; never panics, bounded.
 pub fn fuzz(data: &[u8]) {

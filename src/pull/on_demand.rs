@@ -6,7 +6,7 @@
 
 use super::origins::origin_urls;
 use super::table::{PullKey, PullState};
-use super::{PullSpec, Source};
+use super::{PullSpec, Pulls, Source};
 use crate::state::vhost::OriginProperties;
 use crate::state::Registry;
 use std::time::Instant;
@@ -24,13 +24,19 @@ pub enum OnDemand {
 }
 
 /// Pulls `key` for `waiter` (see the module docs).
-pub fn request(reg: &mut Registry, key: &PullKey, waiter: usize, now: Instant) -> OnDemand {
-    match reg.pulls.get(key).map(|t| t.state) {
+pub fn request(
+    reg: &Registry,
+    pulls: &mut Pulls,
+    key: &PullKey,
+    waiter: usize,
+    now: Instant,
+) -> OnDemand {
+    match pulls.table.get(key).map(|t| t.state) {
         // Live, yet not under the name asked (an output profile renames
         // it): nothing to wait for.
         Some(PullState::Live) => return OnDemand::NotFound,
         Some(_) => {
-            reg.pulls.add_waiter(key, waiter);
+            pulls.table.add_waiter(key, waiter);
             return OnDemand::Waiting;
         }
         None => {}
@@ -40,8 +46,8 @@ pub fn request(reg: &mut Registry, key: &PullKey, waiter: usize, now: Instant) -
         .and_then(|v| origin_urls(&v.spec, &key.app, &key.name));
     let Some(urls) = urls else {
         // Not under an origin: ask the host's origin map, if any.
-        return match reg
-            .origin_maps
+        return match pulls
+            .maps
             .iter_mut()
             .find(|m| m.vhosts.contains(&key.vhost))
         {
@@ -54,7 +60,7 @@ pub fn request(reg: &mut Registry, key: &PullKey, waiter: usize, now: Instant) -
     };
     let sources: Result<Vec<Source>, String> = urls.iter().map(|u| Source::parse(u)).collect();
     match sources {
-        Ok(sources) => start(reg, key, urls, sources, waiter, now),
+        Ok(sources) => start(reg, pulls, key, urls, sources, waiter, now),
         Err(why) => {
             crate::warn!("origin of [{key}]: {why}");
             OnDemand::Refused(502, format!("Bad origin URL: {why}"))
@@ -65,12 +71,13 @@ pub fn request(reg: &mut Registry, key: &PullKey, waiter: usize, now: Instant) -
 /// A player asks for `key`, which is not live: `Ok` when it waits for a
 /// pull (its answer comes to `waiter`), else why it cannot play.
 pub fn wait_for(
-    reg: &mut Registry,
+    reg: &Registry,
+    pulls: &mut Pulls,
     key: &PullKey,
     waiter: usize,
     now: Instant,
 ) -> Result<(), String> {
-    match request(reg, key, waiter, now) {
+    match request(reg, pulls, key, waiter, now) {
         OnDemand::Waiting => Ok(()),
         OnDemand::NotFound => Err(format!(
             "No such stream: [{}/{}/{}]",
@@ -82,14 +89,15 @@ pub fn wait_for(
 
 /// The origin map said where `key` is: pull it for `waiter`.
 pub fn from_map(
-    reg: &mut Registry,
+    reg: &Registry,
+    pulls: &mut Pulls,
     key: &PullKey,
     url: &str,
     waiter: usize,
     now: Instant,
 ) -> OnDemand {
-    if reg.pulls.get(key).is_some() {
-        reg.pulls.add_waiter(key, waiter);
+    if pulls.table.get(key).is_some() {
+        pulls.table.add_waiter(key, waiter);
         return OnDemand::Waiting;
     }
     if url.starts_with("ovt://") {
@@ -102,13 +110,22 @@ pub fn from_map(
         );
     }
     match Source::parse(url) {
-        Ok(source) => start(reg, key, vec![url.to_string()], vec![source], waiter, now),
+        Ok(source) => start(
+            reg,
+            pulls,
+            key,
+            vec![url.to_string()],
+            vec![source],
+            waiter,
+            now,
+        ),
         Err(why) => OnDemand::Refused(502, format!("the origin map's URL: {why}")),
     }
 }
 
 fn start(
-    reg: &mut Registry,
+    reg: &Registry,
+    pulls: &mut Pulls,
     key: &PullKey,
     urls: Vec<String>,
     sources: Vec<Source>,
@@ -119,14 +136,14 @@ fn start(
     let props = reg
         .vhost(&key.vhost)
         .and_then(|v| v.spec.origins.as_ref()?.properties.clone());
-    if !reg
-        .pulls
+    if !pulls
+        .table
         .insert_on_demand(spec(key, urls, props), sources, now)
     {
         return OnDemand::Refused(503, "Too many streams are being pulled".into());
     }
     crate::info!("pull [{key}] on demand from {}", shown.join(", "));
-    reg.pulls.add_waiter(key, waiter);
+    pulls.table.add_waiter(key, waiter);
     OnDemand::Waiting
 }
 

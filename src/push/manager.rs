@@ -71,6 +71,8 @@ pub(crate) enum After {
 
 #[derive(Default)]
 pub(crate) struct PushManager {
+    /// The push tasks (the API adds and removes them).
+    pub tasks: crate::push::task::PushTable,
     slots: Slab<Slot>,
     by_task: HashMap<TaskKey, SessionId>,
     /// Stream -> the sessions reading it.
@@ -91,8 +93,12 @@ static NO_FEED: std::sync::LazyLock<Feed> = std::sync::LazyLock::new(Feed::defau
 
 /// The stream a task reads, its tracks, and the task's tracks among them
 /// (one function for a start and for every track change).
-fn selection(reg: &Registry, key: &TaskKey) -> Option<(StreamId, Vec<Track>, Vec<TrackId>)> {
-    let task = reg.pushes.get(&key.vhost, &key.app, &key.id)?;
+fn selection(
+    reg: &Registry,
+    tasks: &crate::push::task::PushTable,
+    key: &TaskKey,
+) -> Option<(StreamId, Vec<Track>, Vec<TrackId>)> {
+    let task = tasks.get(&key.vhost, &key.app, &key.id)?;
     let (stream, profile) = reg.output_stream(&key.vhost, &key.app, &task.spec.stream_name)?;
     let tracks = reg.streams.get(stream)?.tracks().to_vec();
     let named = output_tracks(&tracks, profile);
@@ -130,7 +136,7 @@ impl PushManager {
         let mut to_ready = Vec::new();
         self.retry_at = None;
         let outputs = reg.live_outputs();
-        for task in reg.pushes.iter() {
+        for task in self.tasks.iter() {
             if task.state == PushState::Error {
                 if let Some(at) = task.retry_at.filter(|at| *at > now.instant) {
                     self.retry_at = Some(self.retry_at.map_or(at, |r| r.min(at)));
@@ -152,7 +158,7 @@ impl PushManager {
             }
         }
         for key in to_ready {
-            if let Some(t) = reg.pushes.get_mut(&key.vhost, &key.app, &key.id) {
+            if let Some(t) = self.tasks.get_mut(&key.vhost, &key.app, &key.id) {
                 t.state = PushState::Ready;
             }
         }
@@ -183,13 +189,13 @@ impl PushManager {
     }
 
     fn start(&mut self, key: TaskKey, reg: &mut Registry, now: Now) {
-        let Some((stream, tracks, selected)) = selection(reg, &key) else {
+        let Some((stream, tracks, selected)) = selection(reg, &self.tasks, &key) else {
             return;
         };
         let Some(live) = reg.streams.get(stream) else {
             return;
         };
-        let Some(task) = reg.pushes.get_mut(&key.vhost, &key.app, &key.id) else {
+        let Some(task) = self.tasks.get_mut(&key.vhost, &key.app, &key.id) else {
             return;
         };
         let feed = self
@@ -281,7 +287,9 @@ impl PushManager {
                         let Some(slot) = self.slots.get_mut(id) else {
                             continue;
                         };
-                        if let Some((_, tracks, selected)) = selection(reg, &slot.session.key) {
+                        if let Some((_, tracks, selected)) =
+                            selection(reg, &self.tasks, &slot.session.key)
+                        {
                             slot.session.on_tracks(tracks, selected);
                         }
                     }
@@ -399,7 +407,7 @@ impl PushManager {
 
     /// Applies a session's reports to its task; a finished session is
     /// removed and a failed task's retry armed.
-    pub(crate) fn after(&mut self, id: SessionId, reg: &mut Registry, now: Now) -> After {
+    pub(crate) fn after(&mut self, id: SessionId, now: Now) -> After {
         let Some(slot) = self.slots.get_mut(id) else {
             return After::Finished(None);
         };
@@ -414,7 +422,7 @@ impl PushManager {
                 .is_none_or(|at| now.instant.saturating_duration_since(at) >= SYNC_INTERVAL);
         if due && !s.detached && !slot.task_done {
             slot.synced = Some(now.instant);
-            if let Some(task) = reg.pushes.get_mut(&s.key.vhost, &s.key.app, &s.key.id) {
+            if let Some(task) = self.tasks.get_mut(&s.key.vhost, &s.key.app, &s.key.id) {
                 // A new session starts from 0: then all of it is new.
                 let new_bytes = s
                     .sent_bytes

@@ -2,11 +2,17 @@
 //! ([`Destination`]) and track selection (specification "Push publishing
 //! task", DECISIONS section 7). Pure functions; no state, no sockets.
 
-pub use crate::state::task::{select, Protocol, StreamSelector};
 use crate::media::{Track, TrackId};
+pub use crate::state::task::{select, Protocol, StreamSelector};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// How the state file keeps push tasks (`"pushes"`, `addPush`/`deletePush`).
+pub static KIND: crate::state::store::TaskKind = crate::state::store::TaskKind {
+    list: "pushes",
+    item: "push",
+    id_field: "id",
+};
 
 /// Where a task sends, parsed from its URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +82,6 @@ pub struct StartPushRequest {
     pub url: Option<String>,
     pub stream_key: Option<String>,
 }
-
 
 /// Why a `:startPush` body is refused (the API answers 400 with the text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,7 +219,6 @@ fn split_url(url: &str) -> Result<(&str, &str, Option<u16>, &str, &str), String>
     Ok((scheme, host, port, path, query))
 }
 
-
 pub use crate::http::host::valid_host_name;
 pub use crate::http::url::{redacted_url, split_authority};
 
@@ -231,7 +235,6 @@ fn query_pairs(query: &str) -> Result<Vec<(&str, &str)>, String> {
     }
     Ok(pairs)
 }
-
 
 /// Parses a destination URL for a protocol (400 text on error).
 pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
@@ -429,7 +432,6 @@ pub fn select_tracks(
         named,
     )
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -479,7 +479,7 @@ impl World {
         let (spec, dest) = destination(&format!(
             r#"{{"id":"{id}","stream":{{"name":"s"}},"protocol":"rtmp","url":"rtmp://192.0.2.1/live","streamKey":"k"}}"#
         ));
-        self.reg.pushes.insert(PushTask::new(spec, dest));
+        self.pushes.tasks.insert(PushTask::new(spec, dest));
     }
 
     fn publish(&mut self, ms: u64) -> u64 {
@@ -509,7 +509,7 @@ impl World {
     }
 
     fn state(&self, id: &str) -> PushState {
-        self.reg.pushes.get("default", "app", id).unwrap().state
+        self.pushes.tasks.get("default", "app", id).unwrap().state
     }
 
     /// Lets every woken session act (connects fail when `refuse`), and
@@ -532,7 +532,7 @@ impl World {
         for (id, _) in woken {
             self.pushes
                 .transmit(id, now.instant, &mut SimWire::default());
-            if let After::Finished(_) = self.pushes.after(id, &mut self.reg, now) {
+            if let After::Finished(_) = self.pushes.after(id, now) {
                 finished += 1;
             }
         }
@@ -591,7 +591,7 @@ fn failures_retry_with_doubling_back_off() {
     for (g, base) in gaps.iter().zip([1000u64, 2000, 4000, 8000]) {
         assert!((base..=base * 5 / 4).contains(g), "{gaps:?}");
     }
-    let task = w.reg.pushes.get("default", "app", "a").unwrap();
+    let task = w.pushes.tasks.get("default", "app", "a").unwrap();
     assert_eq!(task.last_error.as_deref(), Some("cannot connect: refused"));
 }
 

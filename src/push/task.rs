@@ -37,7 +37,6 @@ impl PushState {
     }
 }
 
-
 pub use crate::state::task::{backoff, TaskKey};
 
 impl TaskKey {
@@ -49,7 +48,6 @@ impl TaskKey {
         }
     }
 }
-
 
 /// A task: its spec, state and counters.
 #[derive(Debug, Clone)]
@@ -285,9 +283,9 @@ impl PushTable {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
     use super::*;
     use crate::push::request::{validate_start, StartPushRequest};
+    use std::time::Duration;
 
     fn req(json: &str) -> StartPushRequest {
         serde_json::from_str(json).unwrap()

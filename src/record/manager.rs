@@ -16,9 +16,9 @@ use super::task::{info_xml, FileInfo, RecordState, RecordTask};
 use crate::clock::Now;
 pub use crate::files::{FileEvent, FileId, FileOp};
 use crate::media::{Frame, MediaKind, Track, TICKS_PER_SECOND};
-use crate::state::task::{select, Protocol};
-use crate::state::task::TaskKey;
 use crate::state::streams::{IngestOutput, StreamId};
+use crate::state::task::TaskKey;
+use crate::state::task::{select, Protocol};
 use crate::state::Registry;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -54,6 +54,8 @@ struct Recording {
 
 #[derive(Default)]
 pub struct RecordManager {
+    /// The record tasks (the API adds and removes them).
+    pub tasks: crate::record::task::RecordTable,
     recordings: HashMap<TaskKey, Recording>,
     out: FileOut,
 }
@@ -102,6 +104,7 @@ fn selection(reg: &Registry, task: &RecordTask) -> Option<(StreamId, Vec<Track>)
 impl RecordManager {
     pub fn new(utc_offset: i32) -> Self {
         RecordManager {
+            tasks: Default::default(),
             recordings: HashMap::new(),
             out: FileOut {
                 utc_offset,
@@ -120,7 +123,7 @@ impl RecordManager {
         if self.recordings.contains_key(key) {
             return;
         }
-        let Some(task) = reg.records.get(key) else {
+        let Some(task) = self.tasks.get(key) else {
             return;
         };
         if task.state != RecordState::Ready {
@@ -131,7 +134,11 @@ impl RecordManager {
         };
         let container = Container::of(&task.spec.file_path).unwrap_or(Container::Ts);
         if tracks.is_empty() {
-            fail(key, reg, "none of the stream's tracks is selected".into());
+            fail(
+                key,
+                &mut self.tasks,
+                "none of the stream's tracks is selected".into(),
+            );
             return;
         }
         let has_video = tracks.iter().any(|t| t.kind() == MediaKind::Video);
@@ -148,7 +155,7 @@ impl RecordManager {
                 last_dts: HashMap::new(),
             },
         );
-        if let Some(t) = reg.records.get_mut(key) {
+        if let Some(t) = self.tasks.get_mut(key) {
             t.state = RecordState::Recording;
             t.last_error = None;
         }
@@ -160,7 +167,7 @@ impl RecordManager {
             .map(|s| s.gop().to_vec())
             .unwrap_or_default();
         for f in &gop {
-            self.write(key, f, reg, now);
+            self.write(key, f, now);
         }
     }
 
@@ -171,22 +178,22 @@ impl RecordManager {
             if out.tracks_changed {
                 // New tracks: the open files end; the records go on in
                 // new files.
-                self.end_recordings(id, reg, now, false);
+                self.end_recordings(id, now, false);
             }
             if out.tracks_changed || out.started == Some(id) {
-                for k in reg.records.keys() {
+                for k in self.tasks.keys() {
                     self.start_if_live(&k, reg, now);
                 }
             }
             let keys = self.keys_of(id);
             for f in &out.frames {
                 for k in &keys {
-                    self.write(k, f, reg, now);
+                    self.write(k, f, now);
                 }
             }
         }
         if let Some(id) = out.ended {
-            self.end_recordings(id, reg, now, true);
+            self.end_recordings(id, now, true);
         }
     }
 
@@ -202,11 +209,11 @@ impl RecordManager {
     /// Closes the files of a stream's recordings; their records wait for
     /// the stream (again) in `ready`. `ended`: the stream ended (its files
     /// are the records' last until it returns).
-    fn end_recordings(&mut self, stream: StreamId, reg: &mut Registry, now: Now, ended: bool) {
+    fn end_recordings(&mut self, stream: StreamId, now: Now, ended: bool) {
         for k in self.keys_of(stream) {
-            self.finish(&k, reg, now, ended);
+            self.finish(&k, now, ended);
             self.recordings.remove(&k);
-            if let Some(t) = reg.records.get_mut(&k) {
+            if let Some(t) = self.tasks.get_mut(&k) {
                 if t.state == RecordState::Recording {
                     t.state = RecordState::Ready;
                 }
@@ -220,10 +227,10 @@ impl RecordManager {
     /// `:stopRecord` (or its application went): the open file is closed
     /// (the writer is told, and the info XML goes with it) and the task
     /// leaves the table: its id is free at once.
-    pub fn stop(&mut self, key: &TaskKey, reg: &mut Registry, now: Now) {
-        self.finish(key, reg, now, true);
+    pub fn stop(&mut self, key: &TaskKey, now: Now) {
+        self.finish(key, now, true);
         self.recordings.remove(key);
-        if let Some(t) = reg.records.remove(key) {
+        if let Some(t) = self.tasks.remove(key) {
             crate::info!(
                 "record [{key}] stopped: {} file(s), {} bytes",
                 t.files,
@@ -232,7 +239,7 @@ impl RecordManager {
         }
     }
 
-    pub fn on_file_event(&mut self, ev: FileEvent, reg: &mut Registry) {
+    pub fn on_file_event(&mut self, ev: FileEvent) {
         match ev {
             FileEvent::Failed {
                 file,
@@ -258,12 +265,12 @@ impl RecordManager {
                         }
                     }
                 }
-                if let (true, Some(n), Some(task)) = (current, written, reg.records.get_mut(&key)) {
+                if let (true, Some(n), Some(task)) = (current, written, self.tasks.get_mut(&key)) {
                     // What reached the file, not what was handed to the
                     // writer (a file that exists holds none of it).
                     task.record_bytes = n;
                 }
-                fail(&key, reg, reason);
+                fail(&key, &mut self.tasks, reason);
             }
             FileEvent::Closed { file } => {
                 self.out.files.remove(&file);
@@ -272,14 +279,14 @@ impl RecordManager {
     }
 
     /// Ends the recording's open file (if any).
-    fn finish(&mut self, key: &TaskKey, reg: &mut Registry, now: Now, last: bool) {
-        if let (Some(r), Some(task)) = (self.recordings.get_mut(key), reg.records.get_mut(key)) {
+    fn finish(&mut self, key: &TaskKey, now: Now, last: bool) {
+        if let (Some(r), Some(task)) = (self.recordings.get_mut(key), self.tasks.get_mut(key)) {
             self.out.close_file(key, r, task, now, last);
         }
     }
 
-    fn write(&mut self, key: &TaskKey, frame: &Frame, reg: &mut Registry, now: Now) {
-        let Some(task) = reg.records.get_mut(key) else {
+    fn write(&mut self, key: &TaskKey, frame: &Frame, now: Now) {
+        let Some(task) = self.tasks.get_mut(key) else {
             return;
         };
         let Some(r) = self.recordings.get_mut(key) else {
@@ -318,7 +325,7 @@ impl RecordManager {
             if let Err(why) = self.out.open_file(key, r, task, frame, now) {
                 // Not openable (path or tracks): the record fails.
                 self.recordings.remove(key);
-                fail(key, reg, why);
+                fail(key, &mut self.tasks, why);
                 return;
             }
         }
@@ -356,8 +363,8 @@ impl RecordManager {
 }
 
 /// A record whose file cannot be written goes to `error` with the reason.
-fn fail(key: &TaskKey, reg: &mut Registry, reason: String) {
-    if let Some(t) = reg.records.get_mut(key) {
+fn fail(key: &TaskKey, tasks: &mut crate::record::task::RecordTable, reason: String) {
+    if let Some(t) = tasks.get_mut(key) {
         crate::warn!("record [{key}]: {reason}");
         t.state = RecordState::Error;
         t.last_error = Some(reason);

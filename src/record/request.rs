@@ -120,6 +120,13 @@ impl std::fmt::Display for RequestError {
 
 pub use crate::files::{resolve, PathError};
 
+/// How the state file keeps record tasks (`"records"`, `addRecord`/`deleteRecord`).
+pub static KIND: crate::state::store::TaskKind = crate::state::store::TaskKind {
+    list: "records",
+    item: "record",
+    id_field: "id",
+};
+
 /// A split schedule: OME's `"<second> <minute> <hour>"`, each field `*`,
 /// `*/n` or a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -165,7 +165,7 @@ impl ApiConn {
     /// The deadline passed (the loop checked it is due).
     pub(crate) fn on_deadline(&mut self, api: &mut Api, now: Instant) -> Status {
         if let Some(p) = self.parked.take() {
-            api.registry.pulls.forget_waiter(&p.key, self.token);
+            api.pulls.table.forget_waiter(&p.key, self.token);
             let mut resp = ApiError::http(
                 504,
                 format_args!(
@@ -262,7 +262,7 @@ impl ApiConn {
                     let mut resp = api.handle(&req, info, crate::clock::Now::read(now));
                     let close = !req.keep_alive() || self.phase == Phase::Closing;
                     if let Some(key) = api.take_parked() {
-                        if api.registry.pulls.add_waiter(&key, self.token) {
+                        if api.pulls.table.add_waiter(&key, self.token) {
                             self.parked = Some(Parked {
                                 key,
                                 head: req.method == "HEAD",

@@ -10,8 +10,6 @@ use super::resolver::Resolver;
 use super::Service;
 use crate::admission::manager::{AccessManager, CheckId, Verdict};
 use crate::api::Api;
-use crate::hls::manager::HlsManager;
-use crate::push::manager::PushManager;
 use crate::state::streams::{IngestOutput, StreamId};
 use mio::net::TcpStream;
 use mio::Token;
@@ -25,9 +23,8 @@ pub(crate) struct Cx<'a> {
     /// The endpoint's own token (its socket's registration).
     pub token: Token,
     pub poll: &'a mio::Registry,
+    /// The API, the registry and every feature's state.
     pub api: &'a mut Api,
-    pub pushes: &'a mut PushManager,
-    pub hls: &'a mut HlsManager,
     pub access: &'a mut AccessManager,
     pub players: &'a mut Players,
     pub resolver: &'a Resolver,
@@ -51,6 +48,19 @@ pub(crate) struct Output {
     pub accepted: Vec<Accepted>,
     /// The listener that ran out of descriptors (its token).
     pub descriptors_short: Option<Token>,
+}
+
+impl Output {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ingest.is_empty() && self.accepted.is_empty() && self.descriptors_short.is_none()
+    }
+
+    /// Adds `other`'s after this one's.
+    pub(crate) fn append(&mut self, mut other: Output) {
+        self.ingest.append(&mut other.ingest);
+        self.accepted.append(&mut other.accepted);
+        self.descriptors_short = self.descriptors_short.or(other.descriptors_short);
+    }
 }
 
 pub(crate) trait Endpoint {

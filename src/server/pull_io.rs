@@ -476,7 +476,7 @@ impl PullIo {
                 crate::info!("stream [{k}] started by a pull");
                 self.stream = Some(id);
                 out.started = Some(id);
-                registry.pulls.on_live(self.session);
+                cx.api.pulls.table.on_live(self.session);
                 id
             }
         };
@@ -567,7 +567,7 @@ impl PullIo {
                 ..Default::default()
             });
         }
-        cx.api.registry.pulls.on_failed(self.session, &why, cx.now);
+        cx.api.pulls.table.on_failed(self.session, &why, cx.now);
     }
 
     /// Closes politely (RTSP TEARDOWN, RTMP deleteStream, SRT shutdown)

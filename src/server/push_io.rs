@@ -79,7 +79,7 @@ impl PushIo {
         if let Some(addrs) = cx.resolver.resolve(cx.token, &new.host, new.port) {
             io.resolved(Ok(addrs), cx);
         }
-        cx.pushes.wake(io.id);
+        cx.api.pushes.wake(io.id);
         io
     }
 
@@ -87,7 +87,7 @@ impl PushIo {
         let registry = cx.poll;
         loop {
             if self.addrs.is_empty() {
-                if let Some(s) = cx.pushes.session_mut(self.id) {
+                if let Some(s) = cx.api.pushes.session_mut(self.id) {
                     s.handle_connect_failed(
                         "no address of the destination could be reached".into(),
                     );
@@ -116,14 +116,14 @@ impl PushIo {
                 Ok(socket) => {
                     self.socket = socket;
                     if let Socket::Udp(_) = self.socket {
-                        if let Some(s) = cx.pushes.session_mut(self.id) {
+                        if let Some(s) = cx.api.pushes.session_mut(self.id) {
                             s.handle_connected(addr, cx.now);
                         }
                     }
                     return;
                 }
                 Err(e) if self.addrs.is_empty() => {
-                    if let Some(s) = cx.pushes.session_mut(self.id) {
+                    if let Some(s) = cx.api.pushes.session_mut(self.id) {
                         s.handle_connect_failed(format!("cannot connect to {addr}: {e}"));
                     }
                     return;
@@ -147,7 +147,7 @@ impl PushIo {
             let _ = cx.poll.deregister(stream);
             self.socket = Socket::None;
             if self.addrs.is_empty() {
-                if let Some(s) = cx.pushes.session_mut(self.id) {
+                if let Some(s) = cx.api.pushes.session_mut(self.id) {
                     s.handle_connect_failed(format!("cannot connect: {e}"));
                 }
             } else {
@@ -159,7 +159,7 @@ impl PushIo {
             Ok(p) => p,
             Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
             Err(e) => {
-                if let Some(s) = cx.pushes.session_mut(self.id) {
+                if let Some(s) = cx.api.pushes.session_mut(self.id) {
                     s.handle_connect_failed(format!("cannot connect: {e}"));
                 }
                 return;
@@ -184,7 +184,7 @@ impl PushIo {
                     }
                 }
                 Err(why) => {
-                    if let Some(s) = cx.pushes.session_mut(self.id) {
+                    if let Some(s) = cx.api.pushes.session_mut(self.id) {
                         s.handle_connect_failed(why);
                     }
                     return;
@@ -194,13 +194,13 @@ impl PushIo {
         if let Socket::Tcp { connected, .. } = &mut self.socket {
             *connected = true;
         }
-        if let Some(s) = cx.pushes.session_mut(self.id) {
+        if let Some(s) = cx.api.pushes.session_mut(self.id) {
             s.handle_connected(peer, cx.now);
         }
     }
 
     fn read(&mut self, cx: &mut Cx<'_>) {
-        let Some(session) = cx.pushes.session_mut(self.id) else {
+        let Some(session) = cx.api.pushes.session_mut(self.id) else {
             return;
         };
         let now = cx.now;
@@ -242,14 +242,14 @@ impl Endpoint for PushIo {
     fn ready(&mut self, cx: &mut Cx<'_>, _peer_closed: bool) {
         self.check_connected(cx);
         self.read(cx);
-        cx.pushes.wake(self.id);
+        cx.api.pushes.wake(self.id);
     }
 
     fn timeout(&mut self, cx: &mut Cx<'_>) {
-        if let Some(s) = cx.pushes.session_mut(self.id) {
+        if let Some(s) = cx.api.pushes.session_mut(self.id) {
             s.handle_timeout(cx.now);
         }
-        cx.pushes.wake(self.id);
+        cx.api.pushes.wake(self.id);
     }
 
     fn flush(&mut self, cx: &mut Cx<'_>) {
@@ -258,11 +258,14 @@ impl Endpoint for PushIo {
             Socket::Tcp {
                 transport,
                 connected: true,
-            } => cx.pushes.transmit(self.id, now, &mut TcpWire(transport)),
-            Socket::Udp(socket) => cx.pushes.transmit(self.id, now, &mut UdpWire(socket)),
+            } => cx
+                .api
+                .pushes
+                .transmit(self.id, now, &mut TcpWire(transport)),
+            Socket::Udp(socket) => cx.api.pushes.transmit(self.id, now, &mut UdpWire(socket)),
             _ => {}
         }
-        match cx.pushes.session(self.id) {
+        match cx.api.pushes.session(self.id) {
             Some(s) => self.deadline = s.poll_timeout(),
             None => self.closed = true,
         }
@@ -294,7 +297,8 @@ impl Endpoint for PushIo {
     }
 
     fn abort(&mut self, cx: &mut Cx<'_>) {
-        cx.pushes
+        cx.api
+            .pushes
             .abort(self.id, "internal error (see the server log)");
     }
 
@@ -304,7 +308,7 @@ impl Endpoint for PushIo {
         }
         match result {
             Err(e) => {
-                if let Some(s) = cx.pushes.session_mut(self.id) {
+                if let Some(s) = cx.api.pushes.session_mut(self.id) {
                     s.handle_connect_failed(e);
                 }
             }
@@ -313,7 +317,7 @@ impl Endpoint for PushIo {
                 self.connect_next(cx);
             }
         }
-        cx.pushes.wake(self.id);
+        cx.api.pushes.wake(self.id);
     }
 }
 

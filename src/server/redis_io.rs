@@ -45,7 +45,7 @@ impl RedisIo {
     }
 
     fn map<'a>(&self, cx: &'a mut Cx<'_>) -> Option<&'a mut OriginMap> {
-        cx.api.registry.origin_maps.get_mut(self.index)
+        cx.api.pulls.maps.get_mut(self.index)
     }
 
     /// Starts a connection when the core wants one.
@@ -133,7 +133,7 @@ impl RedisIo {
         let Conn::Up { transport, .. } = &mut self.conn else {
             return;
         };
-        let map = cx.api.registry.origin_maps.get_mut(self.index);
+        let map = cx.api.pulls.maps.get_mut(self.index);
         let Some(map) = map else { return };
         let now = cx.now;
         let result = transport.read(drain, |data| {
@@ -154,7 +154,7 @@ impl RedisIo {
         let Conn::Up { transport, out } = &mut self.conn else {
             return;
         };
-        if let Some(map) = cx.api.registry.origin_maps.get_mut(self.index) {
+        if let Some(map) = cx.api.pulls.maps.get_mut(self.index) {
             map.poll_transmit(out);
         }
         if let Err(e) = transport.write_from(out) {

@@ -526,7 +526,9 @@ impl RtmpIngest {
                 app: app.clone(),
                 name: name.clone(),
             };
-            let Err(why) = on_demand::wait_for(&mut cx.api.registry, &key, cx.token.0, now) else {
+            let Err(why) =
+                on_demand::wait_for(&cx.api.registry, &mut cx.api.pulls, &key, cx.token.0, now)
+            else {
                 crate::info!("rtmp {}: play waits for [{key}] from its origin", self.peer);
                 self.waiting_pull = Some(key);
                 self.setup_deadline = Some(now + PULL_WAIT);

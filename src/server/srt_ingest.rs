@@ -478,7 +478,13 @@ impl SrtIngest {
                 app: app.clone(),
                 name: name.clone(),
             };
-            let why = match on_demand::wait_for(&mut cx.api.registry, &key, cx.token.0, now) {
+            let why = match on_demand::wait_for(
+                &cx.api.registry,
+                &mut cx.api.pulls,
+                &key,
+                cx.token.0,
+                now,
+            ) {
                 Ok(()) if self.pulling.len() < MAX_PULLING => {
                     crate::info!("srt {peer}: play waits for [{key}] from its origin");
                     self.pulling.push((key, conn, peer, admit));

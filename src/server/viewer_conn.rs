@@ -191,12 +191,20 @@ impl ViewerConn {
         };
         let offset = cx.api.utc_offset;
         let session = admitted.map(|(s, t)| (s.to_string(), t.clone()));
-        if !cx.api.registry.pulls.is_empty() {
+        if !cx.api.pulls.table.is_empty() {
             if let Some(key) = stream_key(&req, &cx.api.registry) {
-                cx.api.registry.pulls.touch(&key, cx.now);
+                cx.api.pulls.table.touch(&key, cx.now);
             }
         }
-        match serve::answer(&req, cx.hls, &cx.api.registry, cx.now, since, offset, gate) {
+        match serve::answer(
+            &req,
+            &cx.api.hls,
+            &cx.api.registry,
+            cx.now,
+            since,
+            offset,
+            gate,
+        ) {
             Answer::Reply(r) => {
                 if let Some(m) = r.viewer {
                     if let Some(a) = cx.api.registry.streams.audience_mut(m.stream) {
@@ -210,7 +218,7 @@ impl ViewerConn {
                 true
             }
             Answer::Wait { stream, until } => {
-                cx.hls.wait(stream, cx.token.0);
+                cx.api.hls.wait(stream, cx.token.0);
                 self.parked = Some(Parked {
                     req,
                     since: since.unwrap_or(cx.now),
@@ -246,7 +254,13 @@ impl ViewerConn {
         session: Option<Admitted>,
         cx: &mut Cx<'_>,
     ) -> bool {
-        match on_demand::request(&mut cx.api.registry, &key, cx.token.0, cx.now) {
+        match on_demand::request(
+            &cx.api.registry,
+            &mut cx.api.pulls,
+            &key,
+            cx.token.0,
+            cx.now,
+        ) {
             OnDemand::Waiting => self.park_for_pull(req, key, session, cx.now),
             OnDemand::NotFound => {
                 self.queue(&req, &Reply::error(404, "No such stream"));

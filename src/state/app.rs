@@ -83,10 +83,12 @@ struct EncodesIn {
 impl From<EncodesIn> for Encodes {
     fn from(e: EncodesIn) -> Self {
         let name = |mut list: Vec<Encode>, prefix: &str| {
-            let mut unnamed = 0;
-            for enc in list.iter_mut().filter(|enc| enc.name.is_empty()) {
+            for (unnamed, enc) in list
+                .iter_mut()
+                .filter(|enc| enc.name.is_empty())
+                .enumerate()
+            {
                 enc.name = format!("{prefix}_{unnamed}");
-                unnamed += 1;
             }
             list
         };
@@ -273,8 +275,6 @@ pub struct CacheControlSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial_segment_max_age: Option<i32>,
 }
-
-
 
 /// Which kind of media an encode names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

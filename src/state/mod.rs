@@ -1,8 +1,8 @@
-//! The registry: one plain-data table of everything kiln manages: virtual
-//! hosts (from the config file or the API) with their applications, the live
-//! streams, and (as they land) push tasks. API handlers and the ingest glue
-//! read and change it; the loop carries out the effects. [`store`] keeps
-//! its API-made part on disk.
+//! The model: one plain-data registry of the virtual hosts (from the config
+//! file or the API) with their applications, and the live streams. Every
+//! feature reads it; each keeps its own tasks. [`store`] keeps the API-made
+//! part on disk, the features' tasks by kind ([`store::TaskKind`]), and
+//! [`task`] is what every kind of task shares.
 
 pub mod app;
 pub mod store;
@@ -66,16 +66,6 @@ pub struct Registry {
     pub server_name: Option<String>,
     /// Live streams (run-time only).
     pub streams: Streams,
-    /// Push publishing tasks.
-    pub pushes: crate::push::task::PushTable,
-    /// Record tasks.
-    pub records: crate::record::task::RecordTable,
-    /// HLS dumps (run-time only).
-    pub dumps: crate::hls::dump::DumpTable,
-    /// Pulled streams (`persistent` ones are durable).
-    pub pulls: crate::pull::PullTable,
-    /// The origin maps (`originMapStore`), one per Redis (run-time only).
-    pub origin_maps: Vec<crate::pull::origin_map::OriginMap>,
 }
 
 impl Registry {
@@ -93,19 +83,15 @@ impl Registry {
                 .collect(),
             server_name,
             streams: Streams::default(),
-            pushes: crate::push::task::PushTable::default(),
-            records: crate::record::task::RecordTable::default(),
-            pulls: crate::pull::PullTable::default(),
-            origin_maps: Vec::new(),
-            dumps: crate::hls::dump::DumpTable::default(),
         }
     }
 
-    /// Adds the API-made hosts of a loaded state file. Returns the names
-    /// skipped because the config file now declares them.
-    pub fn restore(&mut self, state: DurableState) -> Vec<String> {
+    /// Adds the API-made hosts of a loaded state file (its tasks are the
+    /// features' to restore). Returns the names skipped because the config
+    /// file now declares them.
+    pub fn restore(&mut self, vhosts: Vec<VhostSpec>) -> Vec<String> {
         let mut skipped = Vec::new();
-        for spec in state.vhosts {
+        for spec in vhosts {
             if self.vhost(&spec.name).is_some() {
                 skipped.push(format!(
                     "virtual host [{}] in the state file is now declared in the configuration file; the configuration wins",
@@ -113,58 +99,6 @@ impl Registry {
                 ));
             } else {
                 self.add_api_vhost(spec);
-            }
-        }
-        for spec in state.pushes {
-            if self.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!(
-                    "push [{}/{}/{}] in the state file: the application is gone; dropped",
-                    spec.vhost, spec.app, spec.id
-                ));
-                continue;
-            }
-            match crate::push::request::parse_url(spec.protocol, &spec.url) {
-                Ok(dest) => self
-                    .pushes
-                    .insert(crate::push::task::PushTask::new(spec, dest)),
-                Err(e) => skipped.push(format!(
-                    "push [{}/{}/{}] in the state file: {e}; dropped",
-                    spec.vhost, spec.app, spec.id
-                )),
-            }
-        }
-        for spec in state.records {
-            if self.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!(
-                    "record [{}/{}/{}] in the state file: the application is gone; dropped",
-                    spec.vhost, spec.app, spec.id
-                ));
-                continue;
-            }
-            self.records
-                .insert(crate::record::task::RecordTask::new(spec));
-        }
-        for spec in state.pulls {
-            let name = format!("{}/{}/{}", spec.vhost, spec.app, spec.name);
-            if self.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!(
-                    "pull [{name}] in the state file: the application is gone; dropped"
-                ));
-                continue;
-            }
-            let sources: Result<Vec<_>, _> = spec
-                .urls
-                .iter()
-                .map(|u| crate::pull::Source::parse(u))
-                .collect();
-            match sources {
-                Ok(sources) if !sources.is_empty() => {
-                    self.pulls.insert(spec, sources, std::time::Instant::now())
-                }
-                Ok(_) => skipped.push(format!(
-                    "pull [{name}] in the state file has no URL; dropped"
-                )),
-                Err(e) => skipped.push(format!("pull [{name}] in the state file: {e}; dropped")),
             }
         }
         skipped
@@ -295,7 +229,7 @@ impl Registry {
     }
 
     /// The part of the registry the state file keeps: API-made hosts with
-    /// their applications.
+    /// their applications (the features add their tasks).
     pub fn durable(&self) -> DurableState {
         DurableState {
             format: FORMAT,
@@ -313,9 +247,7 @@ impl Registry {
                     spec
                 })
                 .collect(),
-            pushes: self.pushes.specs(),
-            records: self.records.specs(),
-            pulls: self.pulls.specs(),
+            tasks: Default::default(),
             journal_seq: 0,
         }
     }

@@ -18,10 +18,11 @@
 
 use super::app::AppSpec;
 use super::vhost::VhostSpec;
-use crate::pull::PullSpec;
-use crate::push::request::PushSpec;
-use crate::record::request::RecordSpec;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -36,81 +37,312 @@ const MODE: u32 = 0o600;
 
 pub const FORMAT: u32 = 1;
 
+/// A kind of durable task a feature keeps in the state file. The store
+/// knows kinds only by these names: the feature that declares one parses
+/// and writes its tasks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TaskKind {
+    /// The snapshot's list of them (`pushes`).
+    pub list: &'static str,
+    /// The journal's name of one: records `add<Item>` (the task under
+    /// `"<item>"`) and `delete<Item>` (`push`: `addPush`, `deletePush`).
+    pub item: &'static str,
+    /// The field that names a task in its application: `id` or `name`.
+    pub id_field: &'static str,
+}
+
+impl TaskKind {
+    fn op(&self, verb: &str) -> String {
+        let mut op = String::from(verb);
+        let mut chars = self.item.chars();
+        if let Some(c) = chars.next() {
+            op.extend(c.to_uppercase());
+            op.push_str(chars.as_str());
+        }
+        op
+    }
+
+    /// (vhost, app, id) of a task's JSON; `None` if it does not name them.
+    fn key_of(&self, task: &RawValue) -> Option<Key> {
+        #[derive(Deserialize)]
+        struct Fields {
+            vhost: String,
+            app: String,
+            id: Option<String>,
+            name: Option<String>,
+        }
+        let f: Fields = serde_json::from_str(task.get()).ok()?;
+        let id = match self.id_field {
+            "name" => f.name,
+            _ => f.id,
+        }?;
+        Some((f.vhost, f.app, id))
+    }
+}
+
+/// One task as the state file holds it: its JSON, for its feature to read.
+pub type TaskJson = Box<RawValue>;
+
+/// (vhost, app, id) of a task.
+type Key = (String, String, String);
+
 /// What the state file holds.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, Default)]
 pub struct DurableState {
     pub format: u32,
     /// API-made virtual hosts in creation order.
-    #[serde(default)]
     pub vhosts: Vec<VhostSpec>,
-    /// Push tasks in creation order (counters and states are not kept).
-    #[serde(default)]
-    pub pushes: Vec<PushSpec>,
-    /// Record tasks in creation order (as push tasks).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub records: Vec<RecordSpec>,
-    /// Persistent pulled streams (as push tasks).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pulls: Vec<PullSpec>,
+    /// Tasks by kind ([`TaskKind::list`]), each kind in creation order
+    /// (counters and states are not kept).
+    pub tasks: BTreeMap<String, Vec<TaskJson>>,
     /// The last journal record folded into this snapshot.
-    #[serde(default)]
     pub journal_seq: u64,
 }
 
+impl DurableState {
+    /// The tasks of a kind.
+    pub fn tasks_of(&self, kind: &TaskKind) -> &[TaskJson] {
+        self.tasks.get(kind.list).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// `{"format":1,"vhosts":[...],"pushes":[...],...,"journalSeq":n}`: the
+/// kinds' lists are fields beside the hosts, as the file always had them.
+impl Serialize for DurableState {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("format", &self.format)?;
+        m.serialize_entry("vhosts", &self.vhosts)?;
+        for (kind, tasks) in self.tasks.iter().filter(|(_, t)| !t.is_empty()) {
+            m.serialize_entry(kind, tasks)?;
+        }
+        m.serialize_entry("journalSeq", &self.journal_seq)?;
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for DurableState {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DurableState;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a kiln state file (an object with format and vhosts)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DurableState, A::Error> {
+                let mut state = DurableState::default();
+                let mut format = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "format" => format = Some(map.next_value()?),
+                        "vhosts" => state.vhosts = map.next_value()?,
+                        "journalSeq" => state.journal_seq = map.next_value()?,
+                        _ => {
+                            let tasks: Vec<TaskJson> = map.next_value()?;
+                            if state.tasks.insert(key.clone(), tasks).is_some() {
+                                return Err(de::Error::custom(format!("duplicate field `{key}`")));
+                            }
+                        }
+                    }
+                }
+                state.format = format.ok_or_else(|| de::Error::missing_field("format"))?;
+                Ok(state)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// One change made through the API: a journal record. Each is applied to
-/// the registry by its handler and, on replay, to [`DurableState`] by
-/// [`DurableState::apply`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+/// the running state by its handler and, on replay, to [`DurableState`].
+#[derive(Debug, Clone)]
 pub enum Change {
     /// API-made hosts created in one call, in order.
-    AddVhosts {
-        vhosts: Vec<VhostSpec>,
-    },
-    /// A host and its push tasks removed.
-    DeleteVhost {
-        name: String,
-    },
-    /// A host's applications replaced; `removed_app`'s push tasks go too.
+    AddVhosts { vhosts: Vec<VhostSpec> },
+    /// A host and its tasks removed.
+    DeleteVhost { name: String },
+    /// A host's applications replaced; `removed_app`'s tasks go too.
     SetApps {
         vhost: String,
         applications: Option<Vec<AppSpec>>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         removed_app: Option<String>,
     },
-    AddPush {
-        push: PushSpec,
+    /// A task of a kind added (its JSON).
+    AddTask {
+        kind: &'static TaskKind,
+        task: TaskJson,
     },
-    DeletePush {
+    DeleteTask {
+        kind: &'static TaskKind,
         vhost: String,
         app: String,
         id: String,
-    },
-    AddRecord {
-        record: RecordSpec,
-    },
-    DeleteRecord {
-        vhost: String,
-        app: String,
-        id: String,
-    },
-    /// A persistent pull added (others are not durable).
-    AddPull {
-        pull: PullSpec,
-    },
-    DeletePull {
-        vhost: String,
-        app: String,
-        name: String,
     },
 }
 
-#[derive(Serialize, Deserialize)]
-struct Record {
+impl Change {
+    /// A task added: `task` is what its kind's list holds.
+    pub fn add_task(kind: &'static TaskKind, task: &impl Serialize) -> Self {
+        Change::AddTask {
+            kind,
+            // A spec of plain fields always serializes.
+            task: serde_json::value::to_raw_value(task)
+                .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON")),
+        }
+    }
+
+    pub fn delete_task(kind: &'static TaskKind, vhost: &str, app: &str, id: &str) -> Self {
+        Change::DeleteTask {
+            kind,
+            vhost: vhost.into(),
+            app: app.into(),
+            id: id.into(),
+        }
+    }
+
+    /// The journal line of this change as record `seq` (no newline).
+    fn line(&self, seq: u64) -> serde_json::Result<Vec<u8>> {
+        let model = |c: ModelChange<'_>| serde_json::to_vec(&ModelRecord { seq, change: c });
+        match self {
+            Change::AddVhosts { vhosts } => model(ModelChange::AddVhosts { vhosts }),
+            Change::DeleteVhost { name } => model(ModelChange::DeleteVhost { name }),
+            Change::SetApps {
+                vhost,
+                applications,
+                removed_app,
+            } => model(ModelChange::SetApps {
+                vhost,
+                applications,
+                removed_app,
+            }),
+            Change::AddTask { kind, task } => {
+                let mut m = serde_json::Map::new();
+                m.insert("seq".into(), seq.into());
+                m.insert("op".into(), kind.op("add").into());
+                let mut line = serde_json::to_vec(&m)?;
+                // `{"op":..,"seq":..}` + `,"push":<task>}`
+                line.pop();
+                line.extend_from_slice(b",");
+                line.extend(serde_json::to_vec(kind.item)?);
+                line.push(b':');
+                line.extend_from_slice(task.get().as_bytes());
+                line.push(b'}');
+                Ok(line)
+            }
+            Change::DeleteTask {
+                kind,
+                vhost,
+                app,
+                id,
+            } => {
+                let mut m = serde_json::Map::new();
+                m.insert("seq".into(), seq.into());
+                m.insert("op".into(), kind.op("delete").into());
+                m.insert("vhost".into(), vhost.as_str().into());
+                m.insert("app".into(), app.as_str().into());
+                m.insert(kind.id_field.into(), id.as_str().into());
+                serde_json::to_vec(&m)
+            }
+        }
+    }
+
+    /// A journal line back into a change; `kinds` are the task kinds known.
+    fn parse(line: &[u8], kinds: &[&'static TaskKind]) -> serde_json::Result<(u64, Change)> {
+        use serde::de::Error as _;
+        let mut m: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(line)?;
+        let seq = m
+            .get("seq")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| serde_json::Error::custom("a record without a seq"))?;
+        let op = match m.get("op") {
+            Some(serde_json::Value::String(op)) => op.clone(),
+            _ => return Err(serde_json::Error::custom("a record without an op")),
+        };
+        let text = |m: &mut serde_json::Map<String, serde_json::Value>, f: &str| match m.remove(f) {
+            Some(serde_json::Value::String(s)) => Ok(s),
+            _ => Err(serde_json::Error::custom(format!("{op}: no {f}"))),
+        };
+        for &kind in kinds {
+            if op == kind.op("add") {
+                let task = m
+                    .remove(kind.item)
+                    .ok_or_else(|| serde_json::Error::custom(format!("{op}: no {}", kind.item)))?;
+                let task = serde_json::value::to_raw_value(&task)?;
+                return Ok((seq, Change::AddTask { kind, task }));
+            }
+            if op == kind.op("delete") {
+                let (vhost, app) = (text(&mut m, "vhost")?, text(&mut m, "app")?);
+                let id = text(&mut m, kind.id_field)?;
+                return Ok((
+                    seq,
+                    Change::DeleteTask {
+                        kind,
+                        vhost,
+                        app,
+                        id,
+                    },
+                ));
+            }
+        }
+        let model: OwnedModelChange = serde_json::from_value(serde_json::Value::Object(m))?;
+        let change = match model {
+            OwnedModelChange::AddVhosts { vhosts } => Change::AddVhosts { vhosts },
+            OwnedModelChange::DeleteVhost { name } => Change::DeleteVhost { name },
+            OwnedModelChange::SetApps {
+                vhost,
+                applications,
+                removed_app,
+            } => Change::SetApps {
+                vhost,
+                applications,
+                removed_app,
+            },
+        };
+        Ok((seq, change))
+    }
+}
+
+/// The model's own records as the journal writes them.
+#[derive(Serialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+enum ModelChange<'a> {
+    AddVhosts {
+        vhosts: &'a [VhostSpec],
+    },
+    DeleteVhost {
+        name: &'a str,
+    },
+    SetApps {
+        vhost: &'a str,
+        applications: &'a Option<Vec<AppSpec>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        removed_app: &'a Option<String>,
+    },
+}
+
+#[derive(Serialize)]
+struct ModelRecord<'a> {
     seq: u64,
     #[serde(flatten)]
-    change: Change,
+    change: ModelChange<'a>,
+}
+
+/// ... and as it reads them (`seq` is read before, and ignored here).
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+enum OwnedModelChange {
+    AddVhosts {
+        vhosts: Vec<VhostSpec>,
+    },
+    DeleteVhost {
+        name: String,
+    },
+    SetApps {
+        vhost: String,
+        applications: Option<Vec<AppSpec>>,
+        #[serde(default)]
+        removed_app: Option<String>,
+    },
 }
 
 #[cfg(test)]
@@ -118,13 +350,14 @@ impl DurableState {
     /// Applies one change the plain way (the reference [`replay`] is
     /// checked against).
     pub fn apply(&mut self, change: Change) {
+        let key = |k: &TaskKind, t: &RawValue| k.key_of(t).unwrap_or_default();
         match change {
             Change::AddVhosts { vhosts } => self.vhosts.extend(vhosts),
             Change::DeleteVhost { name } => {
                 self.vhosts.retain(|v| v.name != name);
-                self.pushes.retain(|p| p.vhost != name);
-                self.records.retain(|p| p.vhost != name);
-                self.pulls.retain(|p| p.vhost != name);
+                for (_, tasks) in self.tasks.iter_mut() {
+                    tasks.retain(|t| TEST_KIND.key_of(t).is_none_or(|(v, _, _)| v != name));
+                }
             }
             Change::SetApps {
                 vhost,
@@ -135,26 +368,39 @@ impl DurableState {
                     v.applications = applications;
                 }
                 if let Some(app) = removed_app {
-                    self.pushes.retain(|p| !(p.vhost == vhost && p.app == app));
-                    self.records.retain(|p| !(p.vhost == vhost && p.app == app));
-                    self.pulls.retain(|p| !(p.vhost == vhost && p.app == app));
+                    for (_, tasks) in self.tasks.iter_mut() {
+                        tasks.retain(|t| {
+                            TEST_KIND
+                                .key_of(t)
+                                .is_none_or(|(v, a, _)| !(v == vhost && a == app))
+                        });
+                    }
                 }
             }
-            Change::AddPush { push } => self.pushes.push(push),
-            Change::DeletePush { vhost, app, id } => self
-                .pushes
-                .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id)),
-            Change::AddRecord { record } => self.records.push(record),
-            Change::DeleteRecord { vhost, app, id } => self
-                .records
-                .retain(|p| !(p.vhost == vhost && p.app == app && p.id == id)),
-            Change::AddPull { pull } => self.pulls.push(pull),
-            Change::DeletePull { vhost, app, name } => self
-                .pulls
-                .retain(|p| !(p.vhost == vhost && p.app == app && p.name == name)),
+            Change::AddTask { kind, task } => {
+                self.tasks.entry(kind.list.into()).or_default().push(task)
+            }
+            Change::DeleteTask {
+                kind,
+                vhost,
+                app,
+                id,
+            } => {
+                if let Some(tasks) = self.tasks.get_mut(kind.list) {
+                    tasks.retain(|t| key(kind, t) != (vhost.clone(), app.clone(), id.clone()));
+                }
+            }
         }
     }
 }
+
+/// The kind the store's own tests use.
+#[cfg(test)]
+pub(crate) static TEST_KIND: TaskKind = TaskKind {
+    list: "pushes",
+    item: "push",
+    id_field: "id",
+};
 
 #[derive(Debug)]
 pub enum StateError {
@@ -163,6 +409,8 @@ pub enum StateError {
     Format(PathBuf, u32),
     /// A journal record that does not parse (not a torn last line): line.
     Journal(PathBuf, usize, serde_json::Error),
+    /// A list of tasks of a kind this kiln does not know.
+    Kind(PathBuf, String),
 }
 
 impl std::fmt::Display for StateError {
@@ -178,6 +426,12 @@ impl std::fmt::Display for StateError {
                 f,
                 "the state journal {} is corrupt at line {line} ({e}); kiln will not start over it. Fix or move the file; it has not been changed",
                 p.display()
+            ),
+            StateError::Kind(p, k) => write!(
+                f,
+                "the state file {} holds [{}], which this kiln does not know; kiln will not start over it. It has not been changed",
+                p.display(),
+                k.escape_debug()
             ),
             StateError::Format(p, v) => write!(
                 f,
@@ -204,6 +458,8 @@ pub struct StateStore {
     /// Kept in memory only (fuzzing and in-process tests): nothing is
     /// written.
     memory: bool,
+    /// The task kinds the features keep here.
+    kinds: Vec<&'static TaskKind>,
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -213,7 +469,8 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 }
 
 impl StateStore {
-    pub fn new(path: PathBuf) -> Self {
+    /// A store over `path` for tasks of `kinds` (the features' own).
+    pub fn new(path: PathBuf, kinds: &[&'static TaskKind]) -> Self {
         StateStore {
             tmp: with_suffix(&path, ".tmp"),
             journal_path: with_suffix(&path, ".journal"),
@@ -223,12 +480,13 @@ impl StateStore {
             snapshot_bytes: 0,
             seq: 0,
             memory: false,
+            kinds: kinds.to_vec(),
         }
     }
 
     /// A store that writes nothing (fuzzing and in-process tests).
-    pub fn in_memory() -> Self {
-        let mut s = StateStore::new(PathBuf::from("(memory)"));
+    pub fn in_memory(kinds: &[&'static TaskKind]) -> Self {
+        let mut s = StateStore::new(PathBuf::from("(memory)"), kinds);
         s.memory = true;
         s
     }
@@ -259,6 +517,7 @@ impl StateStore {
         let state = replay(
             snapshot.as_deref(),
             &journal,
+            &self.kinds,
             &self.path,
             &self.journal_path,
         )?;
@@ -327,11 +586,7 @@ impl StateStore {
             self.write_snapshot(current())?;
             self.open_journal(true)?;
         }
-        let mut line = serde_json::to_vec(&Record {
-            seq: self.seq + 1,
-            change: change.clone(),
-        })
-        .map_err(io::Error::other)?;
+        let mut line = change.line(self.seq + 1).map_err(io::Error::other)?;
         line.push(b'\n');
         let Some(journal) = self.journal.as_mut() else {
             return Err(io::Error::other("the state journal is not open"));
@@ -373,11 +628,13 @@ impl StateStore {
 }
 
 /// The state a snapshot and a journal hold together (pure: the fuzz target
-/// `state_journal` drives it). `journal_seq` of the result is the last
-/// record applied. The paths only name the files in errors.
+/// `state_journal` drives it), for tasks of `kinds`. `journal_seq` of the
+/// result is the last record applied. The paths only name the files in
+/// errors.
 pub fn replay(
     snapshot: Option<&[u8]>,
     journal: &[u8],
+    kinds: &[&'static TaskKind],
     snapshot_path: &Path,
     journal_path: &Path,
 ) -> Result<DurableState, StateError> {
@@ -391,6 +648,13 @@ pub fn replay(
                     state.format,
                 ));
             }
+            if let Some(k) = state
+                .tasks
+                .keys()
+                .find(|k| !kinds.iter().any(|x| x.list == *k))
+            {
+                return Err(StateError::Kind(snapshot_path.to_path_buf(), k.clone()));
+            }
             state
         }
         None => DurableState {
@@ -398,7 +662,7 @@ pub fn replay(
             ..Default::default()
         },
     };
-    let mut replayer = Replayer::new(state);
+    let mut replayer = Replayer::new(state, kinds);
     let mut lines = journal.split(|b| *b == b'\n').enumerate().peekable();
     while let Some((i, line)) = lines.next() {
         // The piece after the last newline: empty, or a torn append.
@@ -406,7 +670,7 @@ pub fn replay(
         if line.is_empty() && last {
             break;
         }
-        let record: Record = match serde_json::from_slice(line) {
+        let (seq, change) = match Change::parse(line, kinds) {
             Ok(r) => r,
             Err(_) if last => {
                 crate::warn!(
@@ -418,113 +682,71 @@ pub fn replay(
             }
             Err(e) => return Err(StateError::Journal(journal_path.to_path_buf(), i + 1, e)),
         };
-        replayer.apply(record);
+        replayer.apply(seq, change);
     }
     Ok(replayer.finish())
 }
 
-/// A durable task (push or record), keyed by vhost/app/id.
-trait DurableTask {
-    /// (vhost, app, id) borrowed.
-    fn key_ref(&self) -> (&str, &str, &str);
-
-    fn key(&self) -> (String, String, String) {
-        let (v, a, i) = self.key_ref();
-        (v.to_string(), a.to_string(), i.to_string())
-    }
-}
-
-impl DurableTask for PushSpec {
-    fn key_ref(&self) -> (&str, &str, &str) {
-        (&self.vhost, &self.app, &self.id)
-    }
-}
-
-impl DurableTask for RecordSpec {
-    fn key_ref(&self) -> (&str, &str, &str) {
-        (&self.vhost, &self.app, &self.id)
-    }
-}
-
-impl DurableTask for PullSpec {
-    fn key_ref(&self) -> (&str, &str, &str) {
-        (&self.vhost, &self.app, &self.name)
-    }
-}
-
 /// Tasks of one kind being replayed: (task, sequence number it was added
 /// at); `None` once deleted.
-struct Replayed<T> {
-    tasks: Vec<Option<(T, u64)>>,
-    /// Built at the first journal record: a snapshot alone holds each task
-    /// once and needs no index (start-up with 10,000 tasks skips 30,000
-    /// string copies and their hashing).
-    index: Option<std::collections::HashMap<(String, String, String), usize>>,
+struct Replayed {
+    kind: &'static TaskKind,
+    tasks: Vec<Option<(TaskJson, u64)>>,
+    /// Built at the first journal record that needs it: a snapshot alone
+    /// needs no index (start-up with 10,000 tasks reads no key).
+    index: Option<HashMap<Key, usize>>,
 }
 
-impl<T: DurableTask> Replayed<T> {
-    fn new(tasks: Vec<T>) -> Self {
+impl Replayed {
+    fn new(kind: &'static TaskKind, tasks: Vec<TaskJson>) -> Self {
         Replayed {
+            kind,
             tasks: tasks.into_iter().map(|t| Some((t, 0))).collect(),
             index: None,
         }
     }
 
-    fn index(&mut self) -> &mut std::collections::HashMap<(String, String, String), usize> {
-        let tasks = &self.tasks;
+    fn index(&mut self) -> &mut HashMap<Key, usize> {
+        let (tasks, kind) = (&self.tasks, self.kind);
         self.index.get_or_insert_with(|| {
-            let mut index = std::collections::HashMap::with_capacity(tasks.len());
+            let mut index = HashMap::with_capacity(tasks.len());
             for (i, t) in tasks.iter().enumerate() {
-                if let Some((t, _)) = t {
-                    // A snapshot written by an older kiln could name a task
-                    // twice: the later wins, as it always did.
-                    index.insert(t.key(), i);
+                // A snapshot written by an older kiln could name a task
+                // twice: the later wins, as it always did.
+                if let Some(key) = t.as_ref().and_then(|(t, _)| kind.key_of(t)) {
+                    index.insert(key, i);
                 }
             }
             index
         })
     }
 
-    fn add(&mut self, task: T, seq: u64) {
+    fn add(&mut self, task: TaskJson, seq: u64) {
         let at = self.tasks.len();
-        if let Some(old) = self.index().insert(task.key(), at) {
-            self.tasks[old] = None;
+        if let Some(key) = self.kind.key_of(&task) {
+            if let Some(old) = self.index().insert(key, at) {
+                self.tasks[old] = None;
+            }
         }
         self.tasks.push(Some((task, seq)));
     }
 
-    fn delete(&mut self, key: (String, String, String)) {
+    fn delete(&mut self, key: Key) {
         if let Some(i) = self.index().remove(&key) {
             self.tasks[i] = None;
         }
     }
 
     /// The tasks still there: added after every deletion of their host
-    /// or application.
+    /// or application. (A snapshot alone may name a task twice; the
+    /// feature that reads the tasks keeps the later.)
     fn finish(
-        mut self,
-        vhost_deleted: &std::collections::HashMap<String, u64>,
-        app_deleted: &std::collections::HashMap<(String, String), u64>,
-    ) -> Vec<T> {
-        if self.index.is_none() {
-            // The snapshot alone: a hand-edited file may name a task twice;
-            // the later wins, found by borrowed keys (no copies).
-            let mut last: std::collections::HashMap<(&str, &str, &str), usize> =
-                std::collections::HashMap::with_capacity(self.tasks.len());
-            let mut shadowed = Vec::new();
-            for (i, t) in self.tasks.iter().enumerate() {
-                if let Some((t, _)) = t {
-                    if let Some(earlier) = last.insert(t.key_ref(), i) {
-                        shadowed.push(earlier);
-                    }
-                }
-            }
-            drop(last);
-            for i in shadowed {
-                self.tasks[i] = None;
-            }
-        }
+        self,
+        vhost_deleted: &HashMap<String, u64>,
+        app_deleted: &HashMap<(String, String), u64>,
+    ) -> Vec<TaskJson> {
         let nothing_deleted = vhost_deleted.is_empty() && app_deleted.is_empty();
+        let kind = self.kind;
         self.tasks
             .into_iter()
             .flatten()
@@ -532,7 +754,9 @@ impl<T: DurableTask> Replayed<T> {
                 if nothing_deleted {
                     return true;
                 }
-                let (vhost, app, _) = t.key();
+                let Some((vhost, app, _)) = kind.key_of(t) else {
+                    return true;
+                };
                 let host_gone = vhost_deleted.get(&vhost).is_some_and(|d| d > added);
                 let app_gone = app_deleted.get(&(vhost, app)).is_some_and(|d| d > added);
                 !host_gone && !app_gone
@@ -549,32 +773,35 @@ impl<T: DurableTask> Replayed<T> {
 /// covers it.
 struct Replayer {
     state: DurableState,
-    pushes: Replayed<PushSpec>,
-    records: Replayed<RecordSpec>,
-    pulls: Replayed<PullSpec>,
-    vhost_deleted: std::collections::HashMap<String, u64>,
-    app_deleted: std::collections::HashMap<(String, String), u64>,
+    kinds: Vec<Replayed>,
+    vhost_deleted: HashMap<String, u64>,
+    app_deleted: HashMap<(String, String), u64>,
 }
 
 impl Replayer {
-    fn new(mut state: DurableState) -> Self {
+    fn new(mut state: DurableState, kinds: &[&'static TaskKind]) -> Self {
+        let kinds = kinds
+            .iter()
+            .map(|k| Replayed::new(k, state.tasks.remove(k.list).unwrap_or_default()))
+            .collect();
         Replayer {
-            pushes: Replayed::new(std::mem::take(&mut state.pushes)),
-            records: Replayed::new(std::mem::take(&mut state.records)),
-            pulls: Replayed::new(std::mem::take(&mut state.pulls)),
             state,
+            kinds,
             vhost_deleted: Default::default(),
             app_deleted: Default::default(),
         }
     }
 
-    fn apply(&mut self, record: Record) {
-        if record.seq <= self.state.journal_seq {
+    fn of(&mut self, kind: &TaskKind) -> Option<&mut Replayed> {
+        self.kinds.iter_mut().find(|r| std::ptr::eq(r.kind, kind))
+    }
+
+    fn apply(&mut self, seq: u64, change: Change) {
+        if seq <= self.state.journal_seq {
             return; // already in the snapshot
         }
-        let seq = record.seq;
         self.state.journal_seq = seq;
-        match record.change {
+        match change {
             Change::AddVhosts { vhosts } => self.state.vhosts.extend(vhosts),
             Change::DeleteVhost { name } => {
                 self.state.vhosts.retain(|v| v.name != name);
@@ -592,20 +819,33 @@ impl Replayer {
                     self.app_deleted.insert((vhost, app), seq);
                 }
             }
-            Change::AddPush { push } => self.pushes.add(push, seq),
-            Change::DeletePush { vhost, app, id } => self.pushes.delete((vhost, app, id)),
-            Change::AddRecord { record } => self.records.add(record, seq),
-            Change::DeleteRecord { vhost, app, id } => self.records.delete((vhost, app, id)),
-            Change::AddPull { pull } => self.pulls.add(pull, seq),
-            Change::DeletePull { vhost, app, name } => self.pulls.delete((vhost, app, name)),
+            Change::AddTask { kind, task } => {
+                if let Some(r) = self.of(kind) {
+                    r.add(task, seq);
+                }
+            }
+            Change::DeleteTask {
+                kind,
+                vhost,
+                app,
+                id,
+            } => {
+                if let Some(r) = self.of(kind) {
+                    r.delete((vhost, app, id));
+                }
+            }
         }
     }
 
     fn finish(self) -> DurableState {
         let mut state = self.state;
-        state.pushes = self.pushes.finish(&self.vhost_deleted, &self.app_deleted);
-        state.records = self.records.finish(&self.vhost_deleted, &self.app_deleted);
-        state.pulls = self.pulls.finish(&self.vhost_deleted, &self.app_deleted);
+        for r in self.kinds {
+            let list = r.kind.list;
+            let tasks = r.finish(&self.vhost_deleted, &self.app_deleted);
+            if !tasks.is_empty() {
+                state.tasks.insert(list.to_string(), tasks);
+            }
+        }
         state
     }
 }
@@ -633,15 +873,25 @@ mod tests {
         serde_json::from_value(serde_json::json!({"name": name, "host": {"names": ["*"]}})).unwrap()
     }
 
-    fn push(id: &str) -> PushSpec {
-        serde_json::from_value(serde_json::json!({"id": id, "vhost": "a", "app": "app",
-            "streamName": "s", "protocol": "mpegts", "url": "udp://127.0.0.1:9", "createdMs": 1}))
-        .unwrap()
+    fn push(id: &str) -> serde_json::Value {
+        serde_json::json!({"id": id, "vhost": "a", "app": "app",
+            "streamName": "s", "protocol": "mpegts", "url": "udp://127.0.0.1:9", "createdMs": 1})
+    }
+
+    fn add(p: serde_json::Value) -> Change {
+        Change::add_task(&TEST_KIND, &p)
+    }
+
+    /// The tasks of a state, as JSON values.
+    fn pushes(s: &DurableState) -> Vec<serde_json::Value> {
+        (s.tasks_of(&TEST_KIND).iter())
+            .map(|t| serde_json::from_str(t.get()).unwrap())
+            .collect()
     }
 
     /// Opens a store over `path` as start-up does; returns it and the state.
     fn start(path: &Path) -> (StateStore, DurableState) {
-        let mut store = StateStore::new(path.to_path_buf());
+        let mut store = StateStore::new(path.to_path_buf(), &[&TEST_KIND]);
         let state = store.load().unwrap().unwrap_or(DurableState {
             format: FORMAT,
             ..Default::default()
@@ -660,13 +910,9 @@ mod tests {
             Change::AddVhosts {
                 vhosts: vec![vhost("a"), vhost("b")],
             },
-            Change::AddPush { push: push("p1") },
-            Change::AddPush { push: push("p2") },
-            Change::DeletePush {
-                vhost: "a".into(),
-                app: "app".into(),
-                id: "p1".into(),
-            },
+            add(push("p1")),
+            add(push("p2")),
+            Change::delete_task(&TEST_KIND, "a", "app", "p1"),
             Change::DeleteVhost { name: "b".into() },
         ];
         for c in changes {
@@ -682,7 +928,7 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let (_, loaded) = start(&p);
         assert_eq!(loaded.vhosts, vec![vhost("a")]);
-        assert_eq!(loaded.pushes, vec![push("p2")]);
+        assert_eq!(pushes(&loaded), vec![push("p2")]);
         // start-up folded the journal into the snapshot
         assert_eq!(fs::metadata(d.join("state.json.journal")).unwrap().len(), 0);
         let mode = fs::metadata(&p).unwrap().permissions().mode();
@@ -707,9 +953,7 @@ mod tests {
             vhosts: vec![vhost("a")],
         });
         for i in 0..3000 {
-            let c = Change::AddPush {
-                push: push(&format!("p{i}")),
-            };
+            let c = add(push(&format!("p{i}")));
             let snapshot = state.clone();
             store.record(&c, || snapshot).unwrap();
             state.apply(c);
@@ -717,24 +961,38 @@ mod tests {
         }
         assert!(store.snapshot_bytes > 0, "compaction ran");
         let (_, loaded) = start(&p);
-        assert_eq!(loaded.pushes.len(), 3000);
-        assert_eq!(loaded.pushes, state.pushes);
+        assert_eq!(pushes(&loaded).len(), 3000);
+        assert_eq!(pushes(&loaded), pushes(&state));
     }
 
+    /// A snapshot of today's shape (OME users' files: written by kiln
+    /// before the store knew no feature) reads back field for field, and
+    /// a list of a kind no feature declares stops start-up.
     #[test]
-    fn a_task_named_twice_in_a_snapshot_is_kept_once_the_later() {
-        let mut first = push("x");
-        first.stream_name = "first".into();
-        let second = push("x");
-        let state = DurableState {
-            format: FORMAT,
-            pushes: vec![first, push("y"), second.clone()],
-            ..Default::default()
-        };
-        let text = serde_json::to_vec(&state).unwrap();
-        let d = temp_dir("dup");
-        let got = replay(Some(&text), b"", &d.join("s"), &d.join("j")).unwrap();
-        assert_eq!(got.pushes, vec![push("y"), second]);
+    fn a_snapshot_keeps_its_lists_by_kind_and_refuses_an_unknown_one() {
+        let text = br#"{"format":1,"vhosts":[],"pushes":[{"id":"x","vhost":"a","app":"app"}],"journalSeq":4}"#;
+        let d = temp_dir("kinds");
+        let got = replay(Some(text), b"", &[&TEST_KIND], &d.join("s"), &d.join("j")).unwrap();
+        assert_eq!(got.journal_seq, 4);
+        assert_eq!(
+            pushes(&got),
+            vec![serde_json::json!({"id":"x","vhost":"a","app":"app"})]
+        );
+        let again = serde_json::to_string(&got).unwrap();
+        assert_eq!(
+            again,
+            r#"{"format":1,"vhosts":[],"pushes":[{"id":"x","vhost":"a","app":"app"}],"journalSeq":4}"#
+        );
+        let err = replay(
+            Some(br#"{"format":1,"widgets":[]}"#),
+            b"",
+            &[&TEST_KIND],
+            &d.join("s"),
+            &d.join("j"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("[widgets]"), "{err}");
     }
 
     #[test]
@@ -759,15 +1017,16 @@ mod tests {
         let (mut store, loaded) = start(&p);
         assert_eq!(loaded.vhosts, vec![vhost("a")], "applied once");
         // appends go on from seq 2 after the fold
-        store
-            .record(&Change::AddPush { push: push("x") }, || loaded.clone())
-            .unwrap();
+        store.record(&add(push("x")), || loaded.clone()).unwrap();
         drop(store);
         let (_, again) = start(&p);
-        assert_eq!(again.pushes, vec![push("x")]);
+        assert_eq!(pushes(&again), vec![push("x")]);
         // a bad line that is not the last one is corruption
         fs::write(d.join("state.json.journal"), b"{bad}\n{\"seq\":9}\n").unwrap();
-        let err = StateStore::new(p.clone()).load().unwrap_err().to_string();
+        let err = StateStore::new(p.clone(), &[&TEST_KIND])
+            .load()
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("journal") && err.contains("line 1"), "{err}");
     }
 
@@ -788,23 +1047,23 @@ mod tests {
                     1 if exists(&plain) => Change::DeleteVhost { name: h.clone() },
                     2 if exists(&plain) => Change::SetApps { vhost: h.clone(), applications: None, removed_app: Some(a.clone()) },
                     3 | 4 if exists(&plain)
-                        && !plain.pushes.iter().any(|p| p.vhost == h && p.app == a && p.id == id) =>
+                        && !pushes(&plain).iter().any(|p| p["vhost"] == h.as_str() && p["app"] == a.as_str() && p["id"] == id.as_str()) =>
                     {
                         let mut p = push(&id);
-                        p.vhost = h.clone();
-                        p.app = a.clone();
-                        Change::AddPush { push: p }
+                        p["vhost"] = h.clone().into();
+                        p["app"] = a.clone().into();
+                        add(p)
                     }
-                    5 => Change::DeletePush { vhost: h.clone(), app: a.clone(), id },
+                    5 => Change::delete_task(&TEST_KIND, &h, &a, &id),
                     _ => continue,
                 };
-                journal.extend(serde_json::to_vec(&Record { seq: seq as u64 + 1, change: change.clone() }).unwrap());
+                journal.extend(change.line(seq as u64 + 1).unwrap());
                 journal.push(b'\n');
                 plain.apply(change);
             }
-            let got = replay(None, &journal, Path::new("s"), Path::new("j")).unwrap();
+            let got = replay(None, &journal, &[&TEST_KIND], Path::new("s"), Path::new("j")).unwrap();
+            proptest::prop_assert_eq!(pushes(&got), pushes(&plain));
             proptest::prop_assert_eq!(got.vhosts, plain.vhosts);
-            proptest::prop_assert_eq!(got.pushes, plain.pushes);
         }
     }
 
@@ -826,7 +1085,10 @@ mod tests {
         let d = temp_dir("corrupt");
         let p = d.join("state.json");
         fs::write(&p, b"{not json").unwrap();
-        let err = StateStore::new(p.clone()).load().unwrap_err().to_string();
+        let err = StateStore::new(p.clone(), &[&TEST_KIND])
+            .load()
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("corrupt"), "{err}");
         assert_eq!(fs::read(&p).unwrap(), b"{not json");
     }

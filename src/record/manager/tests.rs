@@ -54,7 +54,7 @@ impl World {
             .clone();
         let spec = validate_start(req, "default", "app", &file, 0).unwrap();
         let k = key(&spec.id);
-        self.reg.records.insert(RecordTask::new(spec));
+        self.rec.tasks.insert(RecordTask::new(spec));
         let now = self.now(0);
         self.rec.start_if_live(&k, &mut self.reg, now);
     }
@@ -133,7 +133,7 @@ impl World {
     }
 
     fn task(&self, id: &str) -> &RecordTask {
-        self.reg.records.get(&key(id)).unwrap()
+        self.rec.tasks.get(&key(id)).unwrap()
     }
 }
 
@@ -264,8 +264,8 @@ fn stop_closes_the_file_and_frees_the_id() {
     w.publish("s", 0);
     w.media(0, 2_000);
     let now = w.now(2_000);
-    w.rec.stop(&key("r"), &mut w.reg, now);
-    assert!(w.reg.records.get(&key("r")).is_none());
+    w.rec.stop(&key("r"), now);
+    assert!(w.rec.tasks.get(&key("r")).is_none());
     let ops = w.ops();
     let closed = closes(&ops);
     assert_eq!(closed.len(), 1);
@@ -275,8 +275,7 @@ fn stop_closes_the_file_and_frees_the_id() {
         .unwrap()
         .contains("<recordTime>1980</recordTime>"));
     // The writer's late answer for a stopped record is harmless.
-    w.rec
-        .on_file_event(FileEvent::Closed { file: closed[0].0 }, &mut w.reg);
+    w.rec.on_file_event(FileEvent::Closed { file: closed[0].0 });
     assert_eq!(w.rec.open_files(), 0);
     // More media: nothing is written for it.
     w.media(2_000, 3_000);
@@ -299,14 +298,11 @@ fn a_write_failure_puts_only_that_record_in_error() {
         })
         .unwrap();
     let reason = "cannot write [/tmp/kiln/records/a.ts]: No space left on device (os error 28)";
-    w.rec.on_file_event(
-        FileEvent::Failed {
-            file,
-            reason: reason.into(),
-            written: Some(0),
-        },
-        &mut w.reg,
-    );
+    w.rec.on_file_event(FileEvent::Failed {
+        file,
+        reason: reason.into(),
+        written: Some(0),
+    });
     assert_eq!(w.task("full").state, RecordState::Error);
     // What reached the disk, not what was handed to the writer.
     assert_eq!(w.task("full").record_bytes, 0);
@@ -394,7 +390,7 @@ fn frames_of_the_batch_that_starts_a_record_are_written_once() {
     let now = w.now(0);
     w.rec.on_ingest(&out, &mut w.reg, now);
     let now = w.now(1_000);
-    w.rec.stop(&key("once"), &mut w.reg, now);
+    w.rec.stop(&key("once"), now);
     let ops = w.ops();
     let data = written(&ops).into_values().next().unwrap();
     // trun: version/flags, then sample_count.

@@ -1,0 +1,166 @@
+//! What the server listens on, and binding it: each listener and shared
+//! UDP port becomes an endpoint before the loop runs, so a failed start
+//! (a port taken) writes nothing.
+
+use super::core::Entry;
+use super::listener::Listener;
+use super::srt_ingest::SrtIngest;
+use super::tokens::TokenTable;
+use super::ts_ingest::TsPort;
+use mio::net::{TcpListener, UdpSocket};
+use mio::{Interest, Poll};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a TCP listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Api,
+    Rtmp,
+    /// LL-HLS and HLS viewers.
+    Viewer,
+}
+
+/// A TCP listener to open: what it serves, where, and for TLS ports the
+/// rustls config.
+pub struct ListenerSpec {
+    pub service: Service,
+    pub addr: SocketAddr,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// Everything the server listens on.
+#[derive(Default)]
+pub struct Listen {
+    pub tcp: Vec<ListenerSpec>,
+    /// MPEG-TS over UDP: one address per port.
+    pub mpegts: Vec<SocketAddr>,
+    /// How long an MPEG-TS port may be quiet before its stream ends.
+    pub mpegts_quiet: Duration,
+    /// The SRT listener's address.
+    pub srt: Option<SocketAddr>,
+    /// Its passphrase, when callers must encrypt.
+    pub srt_crypto: Option<crate::srt::crypto::CryptoConfig>,
+    /// SRT sockets from one address (0: no cap).
+    pub srt_max_per_address: usize,
+}
+
+/// Binds every listener and port of `listen` as an endpoint of `endpoints`.
+pub(crate) fn bind_all(
+    poll: &Poll,
+    listen: &Listen,
+    endpoints: &mut TokenTable<Entry>,
+) -> io::Result<()> {
+    for spec in &listen.tcp {
+        // What it is (for a bind error: its config element) and what
+        // the log says it serves.
+        let (element, what) = match (spec.service, spec.tls.is_some()) {
+            (Service::Api, false) => (
+                "API server (<Bind><Managers><API><Port>)",
+                "API server listening on http",
+            ),
+            (Service::Api, true) => (
+                "API server (<Bind><Managers><API><TLSPort>)",
+                "API server listening on https",
+            ),
+            (Service::Rtmp, false) => (
+                "RTMP ingest (<Bind><Providers><RTMP><Port>)",
+                "RTMP ingest listening on rtmp",
+            ),
+            (Service::Rtmp, true) => (
+                "RTMPS ingest (<Bind><Providers><RTMP><TLSPort>)",
+                "RTMPS ingest listening on rtmps",
+            ),
+            (Service::Viewer, false) => (
+                "LL-HLS viewers (<Bind><Publishers><LLHLS><Port>)",
+                "LL-HLS viewers served on http",
+            ),
+            (Service::Viewer, true) => (
+                "LL-HLS viewers (<Bind><Publishers><LLHLS><TLSPort>)",
+                "LL-HLS viewers served on https",
+            ),
+        };
+        let mut listener = bind_listener(spec.addr, element)?;
+        crate::info!("{what}://{}", listener.local_addr()?);
+        let token = endpoints.vacant_token();
+        poll.registry()
+            .register(&mut listener, token, Interest::READABLE)?;
+        endpoints.insert(Entry::new(Box::new(Listener::new(
+            spec.service,
+            listener,
+            spec.tls.clone(),
+        ))));
+    }
+    for &addr in &listen.mpegts {
+        let mut socket = bind_udp(addr, "MPEG-TS ingest (<Bind><Providers><MPEGTS><Port>)")?;
+        let token = endpoints.vacant_token();
+        poll.registry()
+            .register(&mut socket, token, Interest::READABLE)?;
+        crate::info!("MPEG-TS ingest listening on udp://{addr}");
+        endpoints.insert(Entry::new(Box::new(TsPort::new(
+            socket,
+            addr.port(),
+            listen.mpegts_quiet,
+            token.0 as u64,
+        ))));
+    }
+    if let Some(addr) = listen.srt {
+        let mut socket = bind_udp(addr, "SRT ingest (<Bind><Providers><SRT><Port>)")?;
+        let token = endpoints.vacant_token();
+        poll.registry()
+            .register(&mut socket, token, Interest::READABLE | Interest::WRITABLE)?;
+        crate::info!("SRT ingest listening on srt://{addr}");
+        endpoints.insert(Entry::new(Box::new(SrtIngest::new(
+            socket,
+            token.0 as u64,
+            listen.srt_crypto.clone(),
+            listen.srt_max_per_address,
+            Instant::now(),
+        ))));
+    }
+    Ok(())
+}
+
+/// A non-blocking UDP socket with a large receive buffer (ingest bursts);
+/// an error names `what` it is for (its config element) and the address.
+fn bind_udp(addr: SocketAddr, what: &str) -> io::Result<UdpSocket> {
+    bind_udp_socket(addr)
+        .map_err(|e| io::Error::new(e.kind(), format!("{what} on {addr}/udp: {e}")))
+}
+
+fn bind_udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    socket.set_reuse_address(true)?;
+    let _ = socket.set_recv_buffer_size(4 * 1024 * 1024);
+    socket.bind(&addr.into())?;
+    socket.set_nonblocking(true)?;
+    Ok(UdpSocket::from_std(socket.into()))
+}
+
+/// A non-blocking listener with SO_REUSEADDR and a deep backlog; an error
+/// names `what` it is for (its config element) and the address.
+fn bind_listener(addr: SocketAddr, what: &str) -> io::Result<TcpListener> {
+    bind_tcp_listener(addr).map_err(|e| io::Error::new(e.kind(), format!("{what} on {addr}: {e}")))
+}
+
+fn bind_tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        let _ = socket.set_only_v6(false);
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(4096)?;
+    socket.set_nonblocking(true)?;
+    Ok(TcpListener::from_std(socket.into()))
+}

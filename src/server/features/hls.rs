@@ -1,0 +1,78 @@
+//! LL-HLS and HLS: the packager takes ingest output; viewers parked on a
+//! part are answered when it exists; dumps' files go to the writer.
+
+use crate::api::Effect;
+use crate::clock::Now;
+use crate::files::{FileEvent, FileOp, DUMP_FILE};
+use crate::server::core::Core;
+use crate::server::feature::Feature;
+use crate::state::streams::IngestOutput;
+use std::time::Instant;
+
+pub(crate) struct Hls;
+
+impl Feature for Hls {
+    fn on_ingest(&mut self, o: &IngestOutput, core: &mut Core, now: Instant) {
+        let api = &mut core.api;
+        api.hls.on_ingest(o, &mut api.registry, Now::read(now));
+    }
+
+    fn on_effect(&mut self, effect: &Effect, core: &mut Core, now: Instant) {
+        let api = &mut core.api;
+        let wall = Now::read(now);
+        match effect {
+            Effect::SendEvent { stream, event } => {
+                let sent = api.hls.send_event(*stream, event);
+                if !sent {
+                    crate::debug!("event for stream {stream}: no LL-HLS output, dropped");
+                }
+            }
+            Effect::ConcludeHls { stream } => api.hls.conclude(*stream),
+            Effect::StartHlsDump(key) => {
+                let started = api.hls.start_dump(key, &mut api.registry, wall);
+                if !started {
+                    if let Some(d) = api.hls.dump_tasks.get_mut(key) {
+                        d.status = crate::hls::dump::DumpStatus::Error;
+                        d.last_error = Some("the stream has no LL-HLS output".into());
+                    }
+                }
+            }
+            Effect::StopHlsDump(key) => api.hls.stop_dump(key, wall),
+            _ => {}
+        }
+    }
+
+    fn on_file_event(&mut self, e: FileEvent, core: &mut Core) -> Option<FileEvent> {
+        let file = match &e {
+            FileEvent::Failed { file, .. } | FileEvent::Closed { file } => *file,
+        };
+        if file & DUMP_FILE == 0 {
+            return Some(e);
+        }
+        let api = &mut core.api;
+        api.hls.on_file_event(e);
+        None
+    }
+
+    /// Answers the viewers parked on what now exists (a new part, a part
+    /// cut by an urgent event, ended playlists); hands the dumps' file
+    /// operations to the writer (one it cannot take fails its dump).
+    fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
+        let woken = core.api.hls.take_woken();
+        core.flush_all(&woken, now);
+        loop {
+            let ops: Vec<FileOp> = core.api.hls.poll_file_ops().collect();
+            let refused: Vec<FileEvent> = ops
+                .into_iter()
+                .filter_map(|op| core.files.submit(op))
+                .collect();
+            if refused.is_empty() {
+                return None;
+            }
+            let api = &mut core.api;
+            for e in refused {
+                api.hls.on_file_event(e);
+            }
+        }
+    }
+}

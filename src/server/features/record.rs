@@ -1,0 +1,62 @@
+//! Recording: the recordings take ingest output as file operations for
+//! the writer thread, which alone touches disk.
+
+use crate::api::Effect;
+use crate::clock::Now;
+use crate::files::{FileEvent, FileOp, DUMP_FILE};
+use crate::server::core::Core;
+use crate::server::feature::Feature;
+use crate::state::streams::IngestOutput;
+use std::time::Instant;
+
+pub(crate) struct Record;
+
+impl Feature for Record {
+    fn on_ingest(&mut self, o: &IngestOutput, core: &mut Core, now: Instant) {
+        let api = &mut core.api;
+        api.records.on_ingest(o, &mut api.registry, Now::read(now));
+    }
+
+    fn on_effect(&mut self, effect: &Effect, core: &mut Core, now: Instant) {
+        let api = &mut core.api;
+        match effect {
+            Effect::RecordAdded(key) => {
+                api.records
+                    .start_if_live(key, &mut api.registry, Now::read(now))
+            }
+            Effect::StopRecord(key) => api.records.stop(key, Now::read(now)),
+            _ => {}
+        }
+    }
+
+    fn on_file_event(&mut self, e: FileEvent, core: &mut Core) -> Option<FileEvent> {
+        let file = match &e {
+            FileEvent::Failed { file, .. } | FileEvent::Closed { file } => *file,
+        };
+        if file & DUMP_FILE != 0 {
+            return Some(e);
+        }
+        let api = &mut core.api;
+        api.records.on_file_event(e);
+        None
+    }
+
+    /// Hands the recordings' file operations to the writer thread; one it
+    /// cannot take fails its recording at once.
+    fn drive(&mut self, core: &mut Core, _now: Instant) -> Option<Instant> {
+        loop {
+            let ops: Vec<FileOp> = core.api.records.poll_ops().collect();
+            let refused: Vec<FileEvent> = ops
+                .into_iter()
+                .filter_map(|op| core.files.submit(op))
+                .collect();
+            if refused.is_empty() {
+                return None;
+            }
+            let api = &mut core.api;
+            for e in refused {
+                api.records.on_file_event(e);
+            }
+        }
+    }
+}
