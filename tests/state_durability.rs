@@ -196,3 +196,63 @@ fn state_files_are_private_journaled_and_limited() {
     assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0);
     assert_eq!(mode(&state), 0o600);
 }
+
+/// A state file written by kiln before the store kept tasks by kind
+/// (`tests/fixtures/state-format-1`, made by that kiln through its API: a
+/// snapshot it folded at start-up plus a journal cut by `kill -9`) loads
+/// whole, and the snapshot written from it reads the same.
+#[test]
+fn a_state_file_of_the_previous_kiln_loads() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/state-format-1");
+    let mut s = Server::start("format1");
+    s.kill9();
+    let journal = s.dir.join("kiln-state.json.journal");
+    std::fs::copy(fixture.join("kiln-state.json"), s.state_file()).unwrap();
+    std::fs::copy(fixture.join("kiln-state.json.journal"), &journal).unwrap();
+    s.spawn();
+    let check = |s: &Server| {
+        let hosts = s.request("GET", "/v1/vhosts", None).json();
+        assert_eq!(hosts["response"], serde_json::json!(["default", "saved"]));
+        let app = s.request("GET", "/v1/vhosts/saved/apps/live", None).json();
+        assert_eq!(
+            app["response"]["publishers"]["file"]["rootPath"],
+            "/tmp/kiln-fixture-rec"
+        );
+        let pushes = s
+            .request("POST", "/v1/vhosts/saved/apps/live:pushes", Some("{}"))
+            .json();
+        let ids: Vec<&str> = (pushes["response"].as_array().unwrap().iter())
+            .map(|p| p["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["to-udp", "to-srt"], "{pushes}");
+        let srt = &pushes["response"][1];
+        assert_eq!(
+            srt["url"],
+            "srt://127.0.0.1:40003?streamid=x&latency=200000"
+        );
+        assert_eq!(srt["stream"]["trackIds"], serde_json::json!([1]));
+        let records = s
+            .request("POST", "/v1/vhosts/saved/apps/live:records", Some("{}"))
+            .json();
+        let ids: Vec<&str> = (records["response"].as_array().unwrap().iter())
+            .map(|p| p["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["rec2"], "{records}");
+        assert_eq!(records["response"][0]["interval"], 60000);
+    };
+    check(&s);
+    // The start folded the journal: the new snapshot holds the same, the
+    // persistent pull `door` kept and the deleted `gate` gone.
+    assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0);
+    let snapshot: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.state_file()).unwrap()).unwrap();
+    let pulls: Vec<&str> = (snapshot["pulls"].as_array().unwrap().iter())
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(pulls, ["door"], "{snapshot}");
+    assert_eq!(snapshot["journalSeq"], 11);
+    s.terminate();
+    s.spawn();
+    check(&s);
+}
