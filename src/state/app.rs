@@ -287,7 +287,7 @@ pub enum EncodeTarget {
 impl AppSpec {
     /// Checks what serde cannot. The message names the field.
     pub fn validate(&self) -> Result<(), SpecError> {
-        if !super::vhost::valid_name(&self.name) {
+        if !super::name::valid_name(&self.name) {
             return Err(SpecError::BadName(self.name.clone()));
         }
         if self.app_type != "live" {

@@ -5,6 +5,7 @@
 //! [`task`] is what every kind of task shares.
 
 pub mod app;
+pub mod name;
 pub mod store;
 pub mod streams;
 pub mod task;

@@ -38,6 +38,7 @@ pub struct HostSpec {
     pub tls: Option<TlsSpec>,
 }
 
+pub use super::name::{valid_name, STREAM_NAME_RULE};
 pub use crate::tls::TlsSpec;
 
 /// Who is admitted: a provider (a publisher coming in) or a publisher in
@@ -179,26 +180,6 @@ pub struct RedisServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<String>,
 }
-
-/// Is `name` a valid virtual host (or application) name: 1-255 characters of
-/// letters, digits, `-`, `_`, `.`, and not `.` or `..` (they would name a
-/// path segment, not a host).
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name.len() <= 255
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-/// Why a stream name from an ingest (RTMP publish or play, SRT streamid)
-/// is refused: the API's name rules apply to every way a name arrives, so
-/// no name can be longer than 255 bytes or hold a NUL, `/`, a control or
-/// bidi character, or be `.` or `..`.
-pub const STREAM_NAME_RULE: &str =
-    "The stream name must be 1-255 letters, digits, '-', '_' or '.' (not . or ..)";
 
 /// A `host.names` entry: a host name, IP address or wildcard pattern of
 /// them (never a path, a port or control characters).
