@@ -239,6 +239,23 @@ impl Api {
         }
     }
 
+    /// Makes a task's addition durable, as [`Api::record`].
+    pub(super) fn record_added(
+        &mut self,
+        kind: &'static TaskKind,
+        task: &impl serde::Serialize,
+        what: &str,
+    ) -> Result<(), ApiError> {
+        let change = Change::add_task(kind, task).map_err(|e| {
+            crate::error!(
+                "cannot write a {} to the state file: {e}; {what}",
+                kind.item
+            );
+            ApiError::internal()
+        })?;
+        self.record(change, what)
+    }
+
     /// The API-made hosts and every feature's tasks of a loaded state
     /// file; what was skipped, and why (to be logged).
     pub fn restore(&mut self, saved: DurableState) -> Vec<String> {

@@ -43,10 +43,7 @@ impl Api {
             )));
         }
         if spec.persistent {
-            self.record(
-                Change::add_task(&crate::pull::KIND, &spec),
-                "pull not started",
-            )?;
+            self.record_added(&crate::pull::KIND, &spec, "pull not started")?;
         }
         crate::info!(
             "pull [{key}] created: {}",

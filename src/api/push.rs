@@ -152,10 +152,7 @@ impl Api {
                 self.limits.max_push_tasks
             )));
         }
-        self.record(
-            Change::add_task(&crate::push::request::KIND, &spec),
-            "push not started",
-        )?;
+        self.record_added(&crate::push::request::KIND, &spec, "push not started")?;
         let id = spec.id.clone();
         info!(
             "push [{vhost}/{app}/{id}] created: {} {} for stream [{}]",

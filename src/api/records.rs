@@ -143,10 +143,7 @@ impl Api {
                 self.limits.max_push_tasks
             )));
         }
-        self.record(
-            Change::add_task(&crate::record::request::KIND, &spec),
-            "record not started",
-        )?;
+        self.record_added(&crate::record::request::KIND, &spec, "record not started")?;
         info!(
             "record [{key}] created: stream [{}] to {}",
             spec.stream_name, spec.file_path

@@ -182,13 +182,11 @@ pub enum Change {
 
 impl Change {
     /// A task added: `task` is what its kind's list holds.
-    pub fn add_task(kind: &'static TaskKind, task: &impl Serialize) -> Self {
-        Change::AddTask {
+    pub fn add_task(kind: &'static TaskKind, task: &impl Serialize) -> serde_json::Result<Self> {
+        Ok(Change::AddTask {
             kind,
-            // A spec of plain fields always serializes.
-            task: serde_json::value::to_raw_value(task)
-                .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON")),
-        }
+            task: serde_json::value::to_raw_value(task)?,
+        })
     }
 
     pub fn delete_task(kind: &'static TaskKind, vhost: &str, app: &str, id: &str) -> Self {
@@ -879,7 +877,7 @@ mod tests {
     }
 
     fn add(p: serde_json::Value) -> Change {
-        Change::add_task(&TEST_KIND, &p)
+        Change::add_task(&TEST_KIND, &p).unwrap()
     }
 
     /// The tasks of a state, as JSON values.
