@@ -2,8 +2,10 @@
 //! is set once at start (`KILN_LOG` or `--log-level`). No crate: kiln logs
 //! little, and a logger it owns cannot surprise it.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::Mutex;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
@@ -25,6 +27,11 @@ impl Level {
             "trace" => Level::Trace,
             _ => return None,
         })
+    }
+
+    /// The name a reader sees (`WARN`, `ERROR`, ...).
+    pub fn name(self) -> &'static str {
+        self.label().trim_end()
     }
 
     fn label(self) -> &'static str {
@@ -56,18 +63,66 @@ pub fn enabled(level: Level) -> bool {
 
 #[doc(hidden)]
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
-    let ts = crate::clock::IsoTime::new(
-        crate::clock::unix_millis_now(),
-        OFFSET.load(Ordering::Relaxed),
-    );
+    let unix_ms = crate::clock::unix_millis_now();
+    let ts = crate::clock::IsoTime::new(unix_ms, OFFSET.load(Ordering::Relaxed));
     let mut line = String::with_capacity(128);
     line.push_str(ts.as_str());
     line.push(' ');
     line.push_str(level.label());
     line.push(' ');
+    let start = line.len();
     let _ = std::fmt::Write::write_fmt(&mut Escaped(&mut line), args);
+    if level <= Level::Warn {
+        keep_recent(unix_ms, level, &line[start..]);
+    }
     line.push('\n');
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// How many WARN and ERROR lines are kept in memory for the console.
+pub const RECENT_LINES: usize = 200;
+/// The longest kept line (bytes; a longer one is cut and says so).
+const RECENT_LINE_BYTES: usize = 1024;
+
+/// A WARN or ERROR line as it was logged (escaped, without its time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recent {
+    pub unix_ms: i64,
+    pub level: Level,
+    pub text: String,
+}
+
+/// The last [`RECENT_LINES`] WARN and ERROR lines, oldest first: at most
+/// 200 KiB, whatever is logged (`GET /v1/logs`; no file is read).
+static RECENT: Mutex<VecDeque<Recent>> = Mutex::new(VecDeque::new());
+
+fn keep_recent(unix_ms: i64, level: Level, text: &str) {
+    let text = if text.len() > RECENT_LINE_BYTES {
+        let mut end = RECENT_LINE_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{} [cut at {RECENT_LINE_BYTES} bytes]", &text[..end])
+    } else {
+        text.to_string()
+    };
+    // A thread that panicked while holding the lock left a ring that is
+    // still whole (each change is one push or pop).
+    let mut ring = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    if ring.len() == RECENT_LINES {
+        ring.pop_front();
+    }
+    ring.push_back(Recent {
+        unix_ms,
+        level,
+        text,
+    });
+}
+
+/// The kept WARN and ERROR lines, oldest first.
+pub fn recent() -> Vec<Recent> {
+    let ring = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    ring.iter().cloned().collect()
 }
 
 /// Writes text with every control character escaped (`\n`, `\r`, `\t`,
@@ -257,6 +312,41 @@ macro_rules! trace { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Trac
 
 #[cfg(test)]
 mod tests {
+    use super::{recent, write, Level, RECENT_LINES, RECENT_LINE_BYTES};
+
+    /// The ring keeps the last 200 WARN/ERROR lines, each bounded, escaped
+    /// as the log writes them; INFO lines are not kept.
+    #[test]
+    fn the_recent_ring_keeps_the_last_warnings_bounded() {
+        for i in 0..(RECENT_LINES + 30) {
+            write(Level::Warn, format_args!("ring test {i}"));
+        }
+        write(Level::Info, format_args!("ring test info"));
+        write(
+            Level::Error,
+            format_args!("ring test\nforged {}", "x".repeat(5000)),
+        );
+        let kept = recent();
+        assert!(kept.len() <= RECENT_LINES);
+        // (other tests log too: find this test's lines by their text)
+        let last = (kept.iter().rev())
+            .find(|r| r.text.starts_with("ring test\\n"))
+            .unwrap();
+        assert_eq!(last.level, Level::Error);
+        assert!(
+            last.text.starts_with("ring test\\nforged xxx"),
+            "{}",
+            last.text
+        );
+        assert!(last.text.len() < RECENT_LINE_BYTES + 40);
+        assert!(last.text.ends_with("[cut at 1024 bytes]"));
+        assert!(!kept.iter().any(|r| r.text == "ring test info"));
+        assert!(kept
+            .iter()
+            .any(|r| r.text == format!("ring test {}", RECENT_LINES + 29)));
+        assert!(!kept.iter().any(|r| r.text == "ring test 0"));
+    }
+
     use super::Escaped;
     use std::fmt::Write;
 

@@ -120,6 +120,19 @@ pub enum Effect {
     ClosePull { io: usize },
 }
 
+/// The 401 for a request without good credentials: with the Basic
+/// challenge, except for a script's request (`X-Requested-With`, as the
+/// console sends), which a browser must not answer with its own password
+/// prompt: the page asks for the token itself.
+fn challenge(req: &Request, e: ApiError) -> Response {
+    let resp = e.to_response();
+    if req.header_str("x-requested-with").is_some() {
+        resp
+    } else {
+        resp.with_header("WWW-Authenticate", access::REALM_HEADER)
+    }
+}
+
 /// The task kinds the state file keeps, one per feature with durable tasks.
 pub static TASK_KINDS: [&TaskKind; 3] = [
     &crate::push::request::KIND,
@@ -152,30 +165,42 @@ fn durable(
     state
 }
 
+/// A durable task's key in its application: (vhost, app, id), borrowed.
+trait Keyed {
+    fn key(&self) -> (&str, &str, &str);
+}
+
+impl Keyed for crate::push::request::PushSpec {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.vhost, &self.app, &self.id)
+    }
+}
+
+impl Keyed for crate::record::request::RecordSpec {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.vhost, &self.app, &self.id)
+    }
+}
+
+impl Keyed for crate::pull::PullSpec {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.vhost, &self.app, &self.name)
+    }
+}
+
 /// Reads the tasks of `kind` in a loaded state file: each that parses,
-/// the later of two with the same key; what was dropped and why.
-fn tasks_of<T: serde::de::DeserializeOwned, K: Eq + std::hash::Hash>(
+/// the later of two with the same key (a hand-edited file); what was
+/// dropped and why. Keys are borrowed: 10,000 tasks copy no string.
+fn tasks_of<T: serde::de::DeserializeOwned + Keyed>(
     saved: &DurableState,
     kind: &TaskKind,
-    key: impl Fn(&T) -> K,
     skipped: &mut Vec<String>,
 ) -> Vec<T> {
-    let mut specs: Vec<T> = Vec::new();
-    let mut at: std::collections::HashMap<K, usize> = Default::default();
-    for (i, raw) in saved.tasks_of(kind).iter().enumerate() {
-        match serde_json::from_str::<T>(raw.get()) {
-            Ok(spec) => {
-                if let Some(earlier) = at.insert(key(&spec), specs.len()) {
-                    // A hand-edited file may name a task twice: the later wins.
-                    skipped.push(format!(
-                        "{} #{} in the state file names the same task as #{}; the later is kept",
-                        kind.item,
-                        i + 1,
-                        earlier + 1
-                    ));
-                }
-                specs.push(spec);
-            }
+    let raw = saved.tasks_of(kind);
+    let mut specs: Vec<T> = Vec::with_capacity(raw.len());
+    for (i, task) in raw.iter().enumerate() {
+        match serde_json::from_str::<T>(task.get()) {
+            Ok(spec) => specs.push(spec),
             Err(e) => skipped.push(format!(
                 "{} #{} in the state file: {e}; dropped",
                 kind.item,
@@ -183,11 +208,28 @@ fn tasks_of<T: serde::de::DeserializeOwned, K: Eq + std::hash::Hash>(
             )),
         }
     }
-    let last: std::collections::HashSet<usize> = at.into_values().collect();
+    let mut last: std::collections::HashMap<(&str, &str, &str), usize> =
+        std::collections::HashMap::with_capacity(specs.len());
+    let mut shadowed = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if let Some(earlier) = last.insert(spec.key(), i) {
+            let (vhost, app, id) = spec.key();
+            skipped.push(format!(
+                "{} [{vhost}/{app}/{id}] is in the state file twice; the later is kept",
+                kind.item
+            ));
+            shadowed.push(earlier);
+        }
+    }
+    drop(last);
+    if shadowed.is_empty() {
+        return specs;
+    }
+    let shadowed: std::collections::HashSet<usize> = shadowed.into_iter().collect();
     specs
         .into_iter()
         .enumerate()
-        .filter(|(i, _)| last.contains(i))
+        .filter(|(i, _)| !shadowed.contains(i))
         .map(|(_, s)| s)
         .collect()
 }
@@ -260,24 +302,11 @@ impl Api {
     /// file; what was skipped, and why (to be logged).
     pub fn restore(&mut self, saved: DurableState) -> Vec<String> {
         let mut skipped = Vec::new();
-        let pushes: Vec<crate::push::request::PushSpec> = tasks_of(
-            &saved,
-            &crate::push::request::KIND,
-            |p: &crate::push::request::PushSpec| (p.vhost.clone(), p.app.clone(), p.id.clone()),
-            &mut skipped,
-        );
-        let records: Vec<crate::record::request::RecordSpec> = tasks_of(
-            &saved,
-            &crate::record::request::KIND,
-            |r: &crate::record::request::RecordSpec| (r.vhost.clone(), r.app.clone(), r.id.clone()),
-            &mut skipped,
-        );
-        let pulls: Vec<crate::pull::PullSpec> = tasks_of(
-            &saved,
-            &crate::pull::KIND,
-            |p: &crate::pull::PullSpec| (p.vhost.clone(), p.app.clone(), p.name.clone()),
-            &mut skipped,
-        );
+        let pushes: Vec<crate::push::request::PushSpec> =
+            tasks_of(&saved, &crate::push::request::KIND, &mut skipped);
+        let records: Vec<crate::record::request::RecordSpec> =
+            tasks_of(&saved, &crate::record::request::KIND, &mut skipped);
+        let pulls: Vec<crate::pull::PullSpec> = tasks_of(&saved, &crate::pull::KIND, &mut skipped);
         skipped.extend(self.registry.restore(saved.vhosts));
         let reg = &self.registry;
         for spec in pushes {
@@ -335,6 +364,27 @@ impl Api {
             }
         }
         skipped
+    }
+
+    /// The last WARN and ERROR lines, oldest first, in the server's time
+    /// zone (`GET /v1/logs`, kiln extension; read from memory, no file).
+    fn recent_log(&self) -> Response {
+        #[derive(serde::Serialize)]
+        struct Line {
+            time: String,
+            level: &'static str,
+            message: String,
+        }
+        let lines: Vec<Line> = (crate::log::recent().into_iter())
+            .map(|r| Line {
+                time: crate::clock::IsoTime::new(r.unix_ms, self.utc_offset)
+                    .as_str()
+                    .to_string(),
+                level: r.level.name(),
+                message: r.text,
+            })
+            .collect();
+        envelope::ok(lines)
     }
 
     /// How many push tasks there are.
@@ -403,10 +453,7 @@ impl Api {
         let refusal = match access::check_host(req, info.sni, &self.host_names) {
             Err(e) => e.to_response(),
             Ok(()) if console::serve(req).is_some() => return None,
-            Ok(()) => access::authenticate(req, &self.access_token)
-                .err()?
-                .to_response()
-                .with_header("WWW-Authenticate", access::REALM_HEADER),
+            Ok(()) => challenge(req, access::authenticate(req, &self.access_token).err()?),
         };
         let mut resp = refusal;
         resp.headers
@@ -427,9 +474,7 @@ impl Api {
             return resp;
         }
         if let Err(e) = access::authenticate(req, &self.access_token) {
-            return e
-                .to_response()
-                .with_header("WWW-Authenticate", access::REALM_HEADER);
+            return challenge(req, e);
         }
         if req
             .path()
@@ -470,6 +515,7 @@ impl Api {
         }
         let result = match (&route, method) {
             (Route::Version, _) => Ok(envelope::ok(Version::CURRENT)),
+            (Route::Logs, _) => Ok(self.recent_log()),
             (Route::Profiles(vh, app), "GET") => self.list_profiles(vh, app),
             (Route::Profiles(vh, app), _) => self.create_profiles(vh, app, &req.body),
             (Route::Profile(vh, app, p), "GET") => self.get_profile(vh, app, p),
@@ -563,6 +609,8 @@ enum AppAction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
     Version,
+    /// `/v1/logs`: the last WARN and ERROR lines (kiln extension).
+    Logs,
     Vhosts,
     ReloadAllCertificates,
     Vhost(String),
@@ -604,6 +652,7 @@ pub const OPENAPI: &str = include_str!("openapi.yaml");
 /// unit test holds both to each other and to the router).
 pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/version",
+    "/v1/logs",
     "/v1/vhosts",
     "/v1/vhosts:reloadAllCertificates",
     "/v1/vhosts/{vhost}",
@@ -647,6 +696,7 @@ impl Route {
         let segments: Vec<&str> = rest.split('/').collect();
         Some(match segments.as_slice() {
             ["version"] => Route::Version,
+            ["logs"] => Route::Logs,
             ["stats", "current"] => Route::Stats(None, None, None),
             ["stats", "current", "vhosts", vh] => {
                 Route::Stats(Some(percent_decode(vh)?), None, None)
@@ -732,7 +782,9 @@ impl Route {
 
     fn methods(&self) -> &'static [&'static str] {
         match self {
-            Route::Version | Route::Stats(..) | Route::Metrics | Route::OpenApi => &["GET"],
+            Route::Version | Route::Logs | Route::Stats(..) | Route::Metrics | Route::OpenApi => {
+                &["GET"]
+            }
             Route::Vhosts => &["GET", "POST"],
             Route::Vhost(_) => &["GET", "DELETE"],
             Route::ReloadAllCertificates
@@ -752,6 +804,41 @@ impl Route {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A snapshot that names a task twice (a hand-edited file) keeps the
+    /// later, says so, and drops a task that does not parse with its
+    /// reason; the others stay in order.
+    #[test]
+    fn a_task_named_twice_in_a_snapshot_is_kept_once_the_later() {
+        let push = |id: &str, stream: &str| {
+            format!(
+                r#"{{"id":"{id}","vhost":"a","app":"app","streamName":"{stream}","protocol":"mpegts","url":"udp://127.0.0.1:9","createdMs":1}}"#
+            )
+        };
+        let text = format!(
+            r#"{{"format":1,"vhosts":[],"pushes":[{},{},{{"id":1}},{}]}}"#,
+            push("x", "first"),
+            push("y", "s"),
+            push("x", "second")
+        );
+        let saved: DurableState = serde_json::from_str(&text).unwrap();
+        let mut skipped = Vec::new();
+        let got: Vec<crate::push::request::PushSpec> =
+            tasks_of(&saved, &crate::push::request::KIND, &mut skipped);
+        let names: Vec<(&str, &str)> = (got.iter())
+            .map(|p| (p.id.as_str(), p.stream_name.as_str()))
+            .collect();
+        assert_eq!(names, [("y", "s"), ("x", "second")]);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(
+            skipped[0].starts_with("push #3 in the state file"),
+            "{skipped:?}"
+        );
+        assert!(
+            skipped[1].contains("[a/app/x] is in the state file twice"),
+            "{skipped:?}"
+        );
+    }
 
     /// The OpenAPI document's paths are exactly [`ROUTE_TEMPLATES`], each
     /// of which the router takes, with the methods the document lists.

@@ -24,6 +24,7 @@ schemas = {
                 ["name", "urls"]),
     "Names": S("array", items=STR),
     "Version": obj({"name": STR, "version": STR, "apiVersion": STR}, ["name", "version", "apiVersion"]),
+    "LogLine": obj({"time": TIME, "level": S("string", enum=["WARN", "ERROR"]), "message": STR}, ["time", "level", "message"]),
     "Vhost": obj({
         "name": STR, "distribution": STR,
         "host": obj({"names": S("array", items=STR), "tls": obj({"certPath": STR, "keyPath": STR, "chainCertPath": STR})}, ["names"]),
@@ -55,7 +56,7 @@ schemas = {
         "stream": obj({"name": STR, "trackIds": S("array", items=INT), "variantNames": S("array", items=STR)}, ["name"]),
         "protocol": S("string", enum=["rtmp", "srt", "mpegts"]), "url": STR, "streamKey": STR,
         "sentBytes": INT, "sentTime": INT, "sequence": INT, "totalsentBytes": INT, "totalsentTime": INT,
-        "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR, "droppedFrames": INT,
+        "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR, "lastErrorTime": TIME, "droppedFrames": INT,
     }, ["id", "state", "vhost", "app", "stream", "protocol", "url", "sentBytes", "sentTime", "sequence", "totalsentBytes", "totalsentTime", "createdTime", "startTime", "finishTime"]),
     "Record": obj({
         "state": S("string", enum=["ready", "recording", "stopping", "error"]),
@@ -64,7 +65,7 @@ schemas = {
         "filePath": STR, "infoPath": STR, "outputFilePath": STR, "outputInfoPath": STR,
         "interval": INT, "schedule": STR, "segmentationRule": S("string", enum=["continuity", "discontinuity"]), "metadata": STR,
         "sequence": INT, "recordBytes": INT, "recordTime": INT, "totalRecordBytes": INT, "totalRecordTime": INT,
-        "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR,
+        "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR, "lastErrorTime": TIME,
     }, ["state", "id", "vhost", "app", "stream", "filePath", "infoPath", "segmentationRule", "sequence", "recordBytes", "recordTime", "totalRecordBytes", "totalRecordTime", "createdTime"]),
     "StartRecord": obj({
         "id": STR,
@@ -146,6 +147,7 @@ P = lambda *names: [{"name": n, "in": "path", "required": True, "schema": STR} f
 
 paths = {
     "/v1/version": {"get": op("kiln's version", {"200": json_response("OK", envelope(ref("Version"))), **errs("401")})},
+    "/v1/logs": {"get": op("The last 200 WARN and ERROR log lines, oldest first (kiln extension; kept in memory)", {"200": json_response("OK", envelope(S("array", items=ref("LogLine")))), **errs("401")})},
     "/v1/vhosts": {
         "get": op("Virtual host names, creation order", {"200": json_response("OK", envelope(ref("Names"))), **errs("401")}),
         "post": op("Create virtual hosts (one envelope per item)", {**batch(ref("Vhost")), **errs("401")}, S("array", items=ref("Vhost"))),

@@ -38,6 +38,9 @@ pub struct PushView<'a> {
     finish_time: clock::IsoTime,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_error: Option<&'a str>,
+    /// When `lastError` happened (kiln extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error_time: Option<clock::IsoTime>,
     /// Frames this destination could not take in time (kiln extension).
     dropped_frames: u64,
 }
@@ -76,6 +79,7 @@ impl<'a> PushView<'a> {
             start_time: time(t.start_ms),
             finish_time: time(t.finish_ms),
             last_error: t.last_error.as_deref(),
+            last_error_time: t.last_error_ms.map(|ms| time(Some(ms))),
             dropped_frames: t.dropped_frames,
         }
     }

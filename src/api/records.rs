@@ -46,6 +46,9 @@ pub(super) struct RecordView<'a> {
     finish_time: Option<clock::IsoTime>,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_error: Option<&'a str>,
+    /// When `lastError` happened (kiln extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error_time: Option<clock::IsoTime>,
 }
 
 #[derive(Serialize)]
@@ -87,6 +90,7 @@ impl<'a> RecordView<'a> {
             start_time: time(t.start_ms),
             finish_time: time(t.finish_ms),
             last_error: t.last_error.as_deref(),
+            last_error_time: time(t.last_error_ms),
         }
     }
 }

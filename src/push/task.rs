@@ -67,6 +67,8 @@ pub struct PushTask {
     pub start_ms: Option<i64>,
     pub finish_ms: Option<i64>,
     pub last_error: Option<String>,
+    /// Unix ms when `last_error` happened.
+    pub last_error_ms: Option<i64>,
     /// Consecutive failures, for the back-off.
     pub failures: u32,
     /// When to try again (state `error`).
@@ -93,6 +95,7 @@ impl PushTask {
             start_ms: None,
             finish_ms: None,
             last_error: None,
+            last_error_ms: None,
             failures: 0,
             retry_at: None,
             dropped_frames: 0,
@@ -123,6 +126,7 @@ impl PushTask {
         self.state = PushState::Pushing;
         self.pushing_since = Some(now);
         self.last_error = None;
+        self.last_error_ms = None;
     }
 
     /// The current session ended; `error` says why if it failed. Returns
@@ -148,6 +152,7 @@ impl PushTask {
                 }
                 self.failures = self.failures.saturating_add(1);
                 self.last_error = Some(e);
+                self.last_error_ms = Some(now_ms);
                 self.state = PushState::Error;
                 let at = now + backoff(self.failures, jitter);
                 self.retry_at = Some(at);

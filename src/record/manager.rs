@@ -138,6 +138,7 @@ impl RecordManager {
                 key,
                 &mut self.tasks,
                 "none of the stream's tracks is selected".into(),
+                now,
             );
             return;
         }
@@ -158,6 +159,7 @@ impl RecordManager {
         if let Some(t) = self.tasks.get_mut(key) {
             t.state = RecordState::Recording;
             t.last_error = None;
+            t.last_error_ms = None;
         }
         crate::info!("record [{key}]: recording");
         // From the stream's last GOP: the file starts at once.
@@ -239,7 +241,7 @@ impl RecordManager {
         }
     }
 
-    pub fn on_file_event(&mut self, ev: FileEvent) {
+    pub fn on_file_event(&mut self, ev: FileEvent, now: Now) {
         match ev {
             FileEvent::Failed {
                 file,
@@ -270,7 +272,7 @@ impl RecordManager {
                     // writer (a file that exists holds none of it).
                     task.record_bytes = n;
                 }
-                fail(&key, &mut self.tasks, reason);
+                fail(&key, &mut self.tasks, reason, now);
             }
             FileEvent::Closed { file } => {
                 self.out.files.remove(&file);
@@ -325,7 +327,7 @@ impl RecordManager {
             if let Err(why) = self.out.open_file(key, r, task, frame, now) {
                 // Not openable (path or tracks): the record fails.
                 self.recordings.remove(key);
-                fail(key, &mut self.tasks, why);
+                fail(key, &mut self.tasks, why, now);
                 return;
             }
         }
@@ -363,11 +365,12 @@ impl RecordManager {
 }
 
 /// A record whose file cannot be written goes to `error` with the reason.
-fn fail(key: &TaskKey, tasks: &mut crate::record::task::RecordTable, reason: String) {
+fn fail(key: &TaskKey, tasks: &mut crate::record::task::RecordTable, reason: String, now: Now) {
     if let Some(t) = tasks.get_mut(key) {
         crate::warn!("record [{key}]: {reason}");
         t.state = RecordState::Error;
         t.last_error = Some(reason);
+        t.last_error_ms = Some(now.unix_ms);
     } else {
         crate::warn!("record [{key}] (stopped): {reason}");
     }

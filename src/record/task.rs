@@ -71,6 +71,8 @@ pub struct RecordTask {
     pub file_start_ms: Option<i64>,
     pub finish_ms: Option<i64>,
     pub last_error: Option<String>,
+    /// Unix ms when `last_error` happened.
+    pub last_error_ms: Option<i64>,
     pub finished: Vec<FileInfo>,
     /// Creation order (set by the table).
     pub seq: u64,
@@ -95,6 +97,7 @@ impl RecordTask {
             file_start_ms: None,
             finish_ms: None,
             last_error: None,
+            last_error_ms: None,
             finished: Vec::new(),
             seq: 0,
         }

@@ -25,7 +25,12 @@ pub(crate) trait Feature {
 
     /// A file operation the writer finished or could not do: `None` when
     /// it was this feature's, else the event back for the next.
-    fn on_file_event(&mut self, event: FileEvent, _core: &mut Core) -> Option<FileEvent> {
+    fn on_file_event(
+        &mut self,
+        event: FileEvent,
+        _core: &mut Core,
+        _now: Instant,
+    ) -> Option<FileEvent> {
         Some(event)
     }
 

@@ -160,7 +160,7 @@ impl Server {
                     }
                     WAKER_TOKEN => {
                         self.on_resolved(now);
-                        self.on_files();
+                        self.on_files(now);
                     }
                     token => {
                         let closed = event.is_read_closed() || event.is_error();
@@ -298,13 +298,13 @@ impl Server {
 
     /// What the writer thread finished or could not do, to the feature
     /// whose file it was.
-    fn on_files(&mut self) {
+    fn on_files(&mut self, now: Instant) {
         let events: Vec<_> = self.core.files.events().collect();
         for e in events {
             let mut left = Some(e);
             for f in &mut self.features {
                 let Some(e) = left.take() else { break };
-                left = f.on_file_event(e, &mut self.core);
+                left = f.on_file_event(e, &mut self.core, now);
             }
         }
     }

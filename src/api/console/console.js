@@ -1,143 +1,531 @@
-// kiln's operator console: plain JavaScript, no framework. It talks to the
-// management API of the server that serves it, with the same Basic auth
-// (the token is asked for once and kept for this tab only). A token can
-// also be given as #token=user:password (for scripts and tests).
+// kiln's operator console: plain JavaScript, no framework, nothing fetched
+// from outside kiln. It talks to the management API of the server that
+// serves it. The access token is typed once per tab (kept in
+// sessionStorage, never in the URL); a page opened with the browser's own
+// Basic-auth prompt uses those credentials. Every request says
+// X-Requested-With, so a refusal never raises the browser's prompt.
+// Every text from the server (names, errors, log lines) is inserted as
+// text, never as markup.
 "use strict";
 
-const state = { auth: sessionStorage.getItem("kiln-auth") || "" };
+const POLL_MS = 1000;
+const HISTORY = 300; // samples: 5 minutes at one a second
+const SLOW_EVERY = 5; // stream details, dumps and the log: every 5th poll
+const STATE_COLORS = {
+  ready: "#9aa5b1", connecting: "#e0b020", pushing: "#2e9e4f", recording: "#2e9e4f",
+  stopping: "#8e7cc3", stopped: "#6b7480", error: "#d0383a", missing: "#ffffff",
+};
+const PROTOCOL_COLORS = {
+  llhls: "#1f77b4", hls: "#17becf", rtmp: "#ff7f0e", srt: "#2ca02c", webrtc: "#9467bd",
+  push: "#8c564b", file: "#7f7f7f",
+};
+
+const state = {
+  auth: sessionStorage.getItem("kiln-auth") || "",
+  tick: 0,
+  history: new Map(), // key -> [values], one per poll (null: absent)
+  vhosts: new Map(), // vhost -> its section (kept: a form being typed in stays)
+  apps: new Map(), // "vh/app" -> the app's section and its parts
+  details: new Map(), // "vh/app/stream" -> the stream's last details
+  dumps: new Map(), // "vh/app" -> [dumps]
+  busy: false,
+};
+
+// ---- plumbing -------------------------------------------------------------
+
+function $(id) {
+  return document.getElementById(id);
+}
 
 function setStatus(text, error) {
-  const s = document.getElementById("status");
+  const s = $("status");
   s.textContent = text;
   s.className = error ? "error" : "";
 }
 
+class AuthError extends Error {}
+
 async function api(method, path, body) {
-  const init = { method, headers: { Authorization: "Basic " + state.auth } };
+  const headers = { "X-Requested-With": "kiln-console" };
+  if (state.auth) headers.Authorization = "Basic " + state.auth;
+  const init = { method, headers, credentials: "same-origin" };
   if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
+    headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
   const r = await fetch(path, init);
-  const json = await r.json();
-  if (r.status === 401) throw new Error("wrong or missing access token");
-  return json;
+  if (r.status === 401) throw new AuthError("wrong access token: the server refused it (401)");
+  return r.json();
 }
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? "" : v);
   }
+  for (const c of children) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
   for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return e;
 }
 
-function bitrate(t) {
-  const m = t.video || t.audio || {};
-  const b = Number(m.bitrate || 0);
-  return b ? (b / 1000).toFixed(0) + " kb/s" : "";
-}
+const enc = encodeURIComponent;
 
-function trackText(t) {
-  if (t.video) return `${t.name}: ${t.video.codec} ${t.video.width}x${t.video.height} ${bitrate(t)}`;
-  if (t.audio) return `${t.name}: ${t.audio.codec} ${t.audio.samplerate} Hz ${bitrate(t)}`;
-  return `${t.name}: ${t.type}`;
+function appBase(vh, app) {
+  return `/v1/vhosts/${enc(vh)}/apps/${enc(app)}`;
 }
 
 function redacted(url) {
-  return url.replace(/(^|[?&])(passphrase)=[^&]*/gi, "$1$2=***");
+  return String(url).replace(/(^|[?&])(passphrase)=[^&]*/gi, "$1$2=***");
 }
 
-async function renderApp(vh, app) {
-  const base = `/v1/vhosts/${encodeURIComponent(vh)}/apps/${encodeURIComponent(app)}`;
-  const sec = el("section", { class: "app", "data-app": app }, el("h3", {}, `Application ${app}`));
-  const names = (await api("GET", base + "/streams")).response || [];
-  const streams = el("table", { class: "streams" },
-    el("tr", {}, el("th", {}, "Stream"), el("th", {}, "Source"), el("th", {}, "Tracks")));
-  for (const name of names) {
-    const s = (await api("GET", `${base}/streams/${encodeURIComponent(name)}`)).response;
-    if (!s) continue;
-    streams.append(el("tr", { class: "stream", "data-stream": name },
-      el("td", {}, name), el("td", {}, s.input.sourceType),
-      el("td", {}, s.input.tracks.map(trackText).join("; "))));
+function bytes(n) {
+  n = Number(n || 0);
+  if (n >= 1e9) return (n / 1e9).toFixed(2) + " GB";
+  if (n >= 1e6) return (n / 1e6).toFixed(1) + " MB";
+  if (n >= 1e3) return (n / 1e3).toFixed(0) + " kB";
+  return n + " B";
+}
+
+function bps(n) {
+  n = Number(n || 0);
+  return n >= 1e6 ? (n / 1e6).toFixed(2) + " Mb/s" : (n / 1e3).toFixed(0) + " kb/s";
+}
+
+function clock(iso) {
+  // "2026-11-26T03:17:10.923+00:00" -> "03:17:10"
+  const m = /T(\d\d:\d\d:\d\d)/.exec(iso || "");
+  return m ? m[1] : "";
+}
+
+// ---- history and graphs ----------------------------------------------------
+
+/// Appends this poll's value of `key` (every series gets one sample per
+/// poll, so all graphs share one time axis).
+function sample(key, value) {
+  let h = state.history.get(key);
+  if (!h) {
+    h = [];
+    state.history.set(key, h);
   }
-  sec.append(names.length ? streams : el("p", { class: "empty" }, "No live streams."));
-  const pushes = await api("POST", base + ":pushes");
-  if (pushes.statusCode === 200) {
-    const table = el("table", { class: "pushes" },
-      el("tr", {}, ...["Push", "State", "Stream", "Protocol", "URL", "Sent", "Last error", ""].map((h) => el("th", {}, h))));
-    for (const p of pushes.response) {
-      table.append(el("tr", { class: "push", "data-push": p.id },
-        el("td", {}, p.id),
-        el("td", { class: "state-" + p.state }, p.state),
-        el("td", {}, p.stream.name),
-        el("td", {}, p.protocol),
-        el("td", {}, redacted(p.url)),
-        el("td", {}, `${(p.totalsentBytes / 1e6).toFixed(1)} MB`),
-        el("td", { class: p.lastError ? "error" : "" }, p.lastError || ""),
-        el("td", {}, el("button", { onclick: () => act(base + ":stopPush", { id: p.id }) }, "Stop"))));
-    }
-    sec.append(pushes.response.length ? table : el("p", { class: "empty" }, "No push tasks."));
-    const form = el("form", { class: "push" },
-      el("input", { name: "id", placeholder: "id", required: "" }),
-      el("input", { name: "stream", placeholder: "stream", required: "" }),
-      el("select", { name: "protocol" }, ...["rtmp", "srt", "mpegts"].map((p) => el("option", {}, p))),
-      el("input", { name: "url", placeholder: "rtmp://host/app", size: "30", required: "" }),
-      el("input", { name: "streamKey", placeholder: "stream key (rtmp)" }),
-      el("button", {}, "Start push"));
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      const f = new FormData(form);
-      const body = { id: f.get("id"), stream: { name: f.get("stream") }, protocol: f.get("protocol"), url: f.get("url") };
-      if (f.get("streamKey")) body.streamKey = f.get("streamKey");
-      act(base + ":startPush", body);
+  h.push(value);
+  if (h.length > HISTORY) h.splice(0, h.length - HISTORY);
+  h.seen = state.tick;
+  return h;
+}
+
+/// Series not sampled for a minute go (a deleted stream or task).
+function forgetStale() {
+  for (const [k, h] of state.history) if (state.tick - h.seen > 60) state.history.delete(k);
+}
+
+/// A line graph of one or more series: [{values, color, label}].
+function lineGraph(series, opts) {
+  const w = opts.width || 300, h = opts.height || 48;
+  const max = Math.max(opts.min || 1, ...series.flatMap((s) => s.values.filter((v) => v !== null)));
+  const g = svg("svg", {
+    viewBox: `0 0 ${w} ${h}`, width: w, height: h, class: "graph", role: "img",
+    "aria-label": opts.label, "data-points": series.reduce((n, s) => n + s.values.filter((v) => v !== null).length, 0),
+  });
+  g.append(svg("title", {}, opts.label));
+  g.append(svg("line", { x1: 0, y1: h - 0.5, x2: w, y2: h - 0.5, class: "axis" }));
+  for (const s of series) {
+    const step = w / (HISTORY - 1);
+    const offset = HISTORY - s.values.length;
+    let d = "";
+    s.values.forEach((v, i) => {
+      if (v === null) return;
+      const x = ((offset + i) * step).toFixed(1);
+      const y = (h - 2 - (v / max) * (h - 6)).toFixed(1);
+      d += (d && s.values[i - 1] !== null && i > 0 ? " L" : " M") + x + " " + y;
     });
-    sec.append(form);
+    if (d) g.append(svg("path", { d: d.trim(), stroke: s.color, fill: "none", "stroke-width": 1.5 }));
   }
-  return sec;
+  g.append(svg("text", { x: 2, y: 10, class: "max" }, opts.format(max)));
+  return g;
 }
 
-async function act(path, body) {
-  const r = await api("POST", path, body);
-  setStatus(r.message, r.statusCode !== 200);
-  refresh();
-}
-
-let busy = false;
-async function refresh() {
-  if (!state.auth || busy) return;
-  busy = true;
-  try {
-    const v = (await api("GET", "/v1/version")).response;
-    document.getElementById("version").textContent = `${v.name} ${v.version}`;
-    const hosts = el("div", { id: "hosts-list" });
-    for (const vh of (await api("GET", "/v1/vhosts")).response) {
-      const sec = el("section", { class: "vhost", "data-vhost": vh }, el("h2", {}, `Virtual host ${vh}`));
-      const apps = (await api("GET", `/v1/vhosts/${encodeURIComponent(vh)}/apps`)).response || [];
-      for (const app of apps) sec.append(await renderApp(vh, app));
-      if (!apps.length) sec.append(el("p", { class: "empty" }, "No applications."));
-      hosts.append(sec);
-    }
-    document.getElementById("hosts").replaceChildren(hosts);
-    if (!document.getElementById("status").classList.contains("error")) setStatus("connected");
-  } catch (e) {
-    setStatus(e.message, true);
-  } finally {
-    busy = false;
+/// A strip coloured by state, one cell per poll.
+function stateStrip(values, label) {
+  const w = 300, h = 12, step = w / HISTORY;
+  const g = svg("svg", { viewBox: `0 0 ${w} ${h}`, width: w, height: h, class: "strip", role: "img", "aria-label": label });
+  g.append(svg("title", {}, label));
+  const offset = HISTORY - values.length;
+  let start = 0;
+  for (let i = 1; i <= values.length; i++) {
+    if (i < values.length && values[i] === values[start]) continue;
+    const v = values[start] || "missing";
+    g.append(svg("rect", {
+      x: ((offset + start) * step).toFixed(1), y: 0, width: ((i - start) * step).toFixed(1), height: h,
+      fill: STATE_COLORS[v] || "#444", "data-state": v,
+    }));
+    start = i;
   }
+  return g;
 }
 
-document.getElementById("login").addEventListener("submit", (ev) => {
+// ---- login -----------------------------------------------------------------
+
+function showLogin(message) {
+  $("main").hidden = true;
+  $("logout").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+  setStatus(message ? "not connected" : "");
+  $("token").focus();
+}
+
+function showMain() {
+  $("login").hidden = true;
+  $("main").hidden = false;
+  $("logout").hidden = false;
+}
+
+$("login-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
-  state.auth = btoa(document.getElementById("token").value);
+  const token = $("token").value;
+  state.auth = btoa(unescape(encodeURIComponent(token)));
+  try {
+    await api("GET", "/v1/version");
+  } catch (e) {
+    state.auth = "";
+    $("token").value = "";
+    showLogin(e instanceof AuthError ? "Wrong access token: the server refused it." : "Cannot reach the server: " + e.message);
+    return;
+  }
   sessionStorage.setItem("kiln-auth", state.auth);
-  setStatus("");
-  refresh();
+  $("token").value = "";
+  showMain();
+  poll();
 });
 
-const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
-if (fromHash) state.auth = btoa(fromHash);
-refresh();
-setInterval(refresh, 2000);
+$("logout").addEventListener("click", () => {
+  state.auth = "";
+  sessionStorage.removeItem("kiln-auth");
+  state.apps.clear();
+  state.vhosts.clear();
+  $("hosts").replaceChildren();
+  showLogin("");
+});
+
+// ---- one application -------------------------------------------------------
+
+/// Posts an action and shows the API's answer beside the form it came from
+/// (the API's own validation is the form's).
+async function act(method, path, body, where) {
+  let r;
+  try {
+    r = await api(method, path, body);
+  } catch (e) {
+    r = { statusCode: 0, message: e.message };
+  }
+  const ok = r.statusCode === 200;
+  if (where) {
+    where.textContent = ok ? "OK" : r.message;
+    where.className = "answer " + (ok ? "ok" : "error");
+  }
+  setStatus(r.message, !ok);
+  poll();
+  return ok;
+}
+
+function form(cls, fields, button, submit) {
+  const answer = el("span", { class: "answer", role: "status" });
+  const f = el("form", { class: "task-form " + cls, "aria-label": button },
+    ...fields.map(([name, label, attrs]) =>
+      el("label", {}, label, attrs && attrs.options
+        ? el("select", { name }, ...attrs.options.map((o) => el("option", {}, o)))
+        : el("input", Object.assign({ name }, attrs || {})))),
+    el("button", {}, button), answer);
+  f.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (await submit(new FormData(f), answer)) f.reset();
+  });
+  return f;
+}
+
+function appSection(vh, app) {
+  const key = `${vh}/${app}`;
+  let a = state.apps.get(key);
+  if (a) return a;
+  const base = appBase(vh, app);
+  a = {
+    streams: el("div", { class: "scroll" }),
+    pushes: el("div", { class: "scroll" }),
+    records: el("div", { class: "scroll" }),
+    dumps: el("div", { class: "scroll" }),
+    pulls: el("div", { class: "scroll" }),
+  };
+  const pushForm = form("push", [
+    ["id", "Id", { required: true, size: 10 }],
+    ["stream", "Stream", { required: true, size: 10 }],
+    ["protocol", "Protocol", { options: ["rtmp", "srt", "mpegts"] }],
+    ["url", "URL", { required: true, size: 28, placeholder: "rtmp://host/app" }],
+    ["streamKey", "Stream key", { size: 10 }],
+  ], "Start push", (f, answer) => {
+    const body = { id: f.get("id"), stream: { name: f.get("stream") }, protocol: f.get("protocol"), url: f.get("url") };
+    if (f.get("streamKey")) body.streamKey = f.get("streamKey");
+    return act("POST", base + ":startPush", body, answer);
+  });
+  const recordForm = form("record", [
+    ["id", "Id", { required: true, size: 10 }],
+    ["stream", "Stream", { required: true, size: 10 }],
+    ["filePath", "File path", { size: 24, placeholder: "(the app's default)" }],
+    ["interval", "Split every (ms)", { type: "number", min: 1, size: 8 }],
+  ], "Start recording", (f, answer) => {
+    const body = { id: f.get("id"), stream: { name: f.get("stream") } };
+    if (f.get("filePath")) body.filePath = f.get("filePath");
+    if (f.get("interval")) body.interval = Number(f.get("interval"));
+    return act("POST", base + ":startRecord", body, answer);
+  });
+  const dumpForm = form("dump", [
+    ["stream", "Stream", { required: true, size: 10 }],
+    ["id", "Id", { required: true, size: 10 }],
+    ["outputPath", "Output path", { required: true, size: 24 }],
+  ], "Start HLS dump", (f, answer) => {
+    return act("POST", `${base}/streams/${enc(f.get("stream"))}:startHlsDump`,
+      { id: f.get("id"), outputPath: f.get("outputPath"), playlist: ["llhls.m3u8"] }, answer);
+  });
+  const pullForm = form("pull", [
+    ["name", "Stream", { required: true, size: 10 }],
+    ["url", "URL", { required: true, size: 28, placeholder: "rtsp://camera/stream" }],
+    ["persistent", "Persistent", { type: "checkbox" }],
+  ], "Pull", (f, answer) => {
+    return act("POST", `${base}/streams`, {
+      name: f.get("name"), urls: [f.get("url")], properties: { persistent: f.get("persistent") === "on" },
+    }, answer);
+  });
+  a.section = el("section", { class: "app", "data-app": app },
+    el("h3", {}, `Application ${app}`),
+    el("h4", {}, "Live streams"), a.streams,
+    el("h4", {}, "Push tasks"), a.pushes, pushForm,
+    el("h4", {}, "Recordings"), a.records, recordForm,
+    el("h4", {}, "HLS dumps"), a.dumps, dumpForm,
+    el("h4", {}, "Pulled streams"), a.pulls, pullForm);
+  state.apps.set(key, a);
+  return a;
+}
+
+function trackText(t) {
+  const rate = (m) => (m && m.bitrate ? " " + bps(m.bitrate) : "");
+  if (t.video) return `${t.name}: ${t.video.codec} ${t.video.width}x${t.video.height}${rate(t.video)}`;
+  if (t.audio) return `${t.name}: ${t.audio.codec} ${t.audio.samplerate} Hz${rate(t.audio)}`;
+  return `${t.name}: ${t.type}`;
+}
+
+function errorCell(item) {
+  if (!item.lastError) return el("td", {});
+  const when = item.lastErrorTime ? ` (at ${clock(item.lastErrorTime)})` : "";
+  return el("td", { class: "error" }, item.lastError + when);
+}
+
+/// Replaces what a box shows, unless the keyboard is in it (a focused
+/// button would be lost); it is brought up to date once the focus leaves.
+function show(box, content) {
+  if (box.contains(document.activeElement)) return;
+  box.replaceChildren(content);
+}
+
+function table(cls, heads, rows, empty) {
+  if (!rows.length) return el("p", { class: "empty" }, empty);
+  return el("table", { class: cls }, el("tr", {}, ...heads.map((h) => el("th", { scope: "col" }, h))), ...rows);
+}
+
+async function renderApp(vh, app, slow) {
+  const a = appSection(vh, app);
+  const base = appBase(vh, app);
+  const names = (await api("GET", base + "/streams")).response || [];
+  const rows = [];
+  const pulled = [];
+  for (const name of names) {
+    const k = `${vh}/${app}/${name}`;
+    if (slow || !state.details.has(k)) {
+      const d = (await api("GET", `${base}/streams/${enc(name)}`)).response;
+      if (d) state.details.set(k, d);
+    }
+    const s = state.details.get(k);
+    if (!s) continue;
+    const st = (await api("GET", `/v1/stats/current/vhosts/${enc(vh)}/apps/${enc(app)}/streams/${enc(name)}`)).response || {};
+    const video = (s.input.tracks || []).find((t) => t.video);
+    const inRate = sample("in:" + k, Number(st.lastThroughputIn || 0));
+    const fps = sample("fps:" + k, video ? Number(video.video.framerate || 0) : null);
+    rows.push(el("tr", { class: "stream", "data-stream": name },
+      el("td", {}, name),
+      el("td", {}, s.input.sourceType),
+      el("td", {}, (s.input.tracks || []).map(trackText).join("; ")),
+      el("td", { class: "bitrate" }, lineGraph([{ values: inRate, color: "#1f77b4" }],
+        { label: `input bit rate of ${name}, last 5 minutes`, format: bps, min: 1000 }), " ", bps(inRate[inRate.length - 1])),
+      el("td", { class: "fps" }, lineGraph([{ values: fps, color: "#2ca02c" }],
+        { label: `frame rate of ${name}, last 5 minutes`, format: (v) => v.toFixed(0) + " fps", min: 1, width: 120 }),
+        " ", video ? `${Number(video.video.framerate || 0).toFixed(1)} fps` : "")));
+    if (/pull/i.test(s.input.sourceType)) pulled.push(name);
+  }
+  show(a.streams, table("streams", ["Stream", "Source", "Tracks", "Input bit rate (5 min)", "Frame rate"], rows, "No live streams."));
+
+  const pushes = await api("POST", base + ":pushes", {});
+  const pushRows = (pushes.response || []).map((p) => {
+    const strip = sample(`push:${vh}/${app}/${p.id}`, p.state);
+    return el("tr", { class: "push", "data-push": p.id },
+      el("td", {}, p.id),
+      el("td", { class: "state-" + p.state }, p.state),
+      el("td", {}, stateStrip(strip, `states of push ${p.id}, last 5 minutes`)),
+      el("td", {}, p.stream.name),
+      el("td", {}, p.protocol),
+      el("td", { class: "url" }, redacted(p.url)),
+      el("td", {}, bytes(p.totalsentBytes)),
+      errorCell(p),
+      el("td", {}, el("button", { type: "button", onclick: () => act("POST", base + ":stopPush", { id: p.id }) }, "Stop")));
+  });
+  show(a.pushes, table("pushes",
+    ["Push", "State", "State (5 min)", "Stream", "Protocol", "URL", "Sent", "Last error", ""], pushRows, "No push tasks."));
+
+  const records = await api("POST", base + ":records", {});
+  const recordRows = (records.response || []).map((r) => {
+    const strip = sample(`record:${vh}/${app}/${r.id}`, r.state);
+    return el("tr", { class: "record", "data-record": r.id },
+      el("td", {}, r.id),
+      el("td", { class: "state-" + r.state }, r.state),
+      el("td", {}, stateStrip(strip, `states of record ${r.id}, last 5 minutes`)),
+      el("td", {}, r.stream.name),
+      el("td", { class: "url" }, r.outputFilePath || r.filePath),
+      el("td", {}, bytes(r.totalRecordBytes)),
+      errorCell(r),
+      el("td", {}, el("button", { type: "button", onclick: () => act("POST", base + ":stopRecord", { id: r.id }) }, "Stop")));
+  });
+  show(a.records, table("records",
+    ["Record", "State", "State (5 min)", "Stream", "File", "Written", "Last error", ""], recordRows,
+    records.statusCode === 200 ? "No recordings." : records.message));
+
+  if (slow || !state.dumps.has(`${vh}/${app}`)) {
+    const dumps = [];
+    for (const name of names) {
+      const d = await api("POST", `${base}/streams/${enc(name)}:hlsDumps`, {});
+      for (const x of d.response || []) dumps.push(Object.assign({ stream: name }, x));
+    }
+    state.dumps.set(`${vh}/${app}`, dumps);
+  }
+  const dumpRows = state.dumps.get(`${vh}/${app}`).map((d) => el("tr", { class: "dump", "data-dump": d.id },
+    el("td", {}, d.id), el("td", {}, d.stream), el("td", { class: "state-" + d.status }, d.status),
+    el("td", { class: "url" }, d.outputPath), el("td", {}, bytes(d.bytes)), errorCell(d),
+    el("td", {}, el("button", { type: "button", onclick: () => act("POST", `${base}/streams/${enc(d.stream)}:stopHlsDump`, { id: d.id }) }, "Stop"))));
+  show(a.dumps, table("dumps", ["Dump", "Stream", "Status", "Output", "Written", "Last error", ""], dumpRows, "No HLS dumps."));
+
+  const pullRows = pulled.map((name) => el("tr", { class: "pulled", "data-pull": name },
+    el("td", {}, name), el("td", {}, state.details.get(`${vh}/${app}/${name}`).input.sourceType),
+    el("td", {}, el("button", { type: "button", onclick: () => act("DELETE", `${base}/streams/${enc(name)}`) }, "Delete"))));
+  show(a.pulls, table("pulls", ["Stream", "Source", ""], pullRows, "No pulled stream is live."));
+  return a.section;
+}
+
+// ---- the whole page --------------------------------------------------------
+
+async function renderViewers() {
+  const st = (await api("GET", "/v1/stats/current")).response || {};
+  const c = st.connections || {};
+  const series = Object.keys(PROTOCOL_COLORS).map((p) => ({
+    values: sample("viewers:" + p, Number(c[p] || 0)), color: PROTOCOL_COLORS[p], label: p,
+  }));
+  const swatch = (color) => {
+    // (a style attribute would be refused by the page's CSP; the property is not)
+    const e = el("span", { class: "swatch" });
+    e.style.background = color;
+    return e;
+  };
+  const legend = el("ul", { class: "legend" }, ...series.map((s) =>
+    el("li", {}, swatch(s.color), `${s.label} ${s.values[s.values.length - 1]}`)));
+  $("viewers").replaceChildren(lineGraph(series, {
+    label: "viewers by protocol, last 5 minutes", format: (v) => v.toFixed(0), min: 1, width: 600, height: 90,
+  }), legend);
+}
+
+async function renderLog() {
+  const lines = ((await api("GET", "/v1/logs")).response || []).slice().reverse();
+  $("log-lines").replaceChildren(...lines.map((l) =>
+    el("li", { class: "log-" + l.level.toLowerCase() }, el("time", {}, clock(l.time)), ` ${l.level} `, l.message)));
+  if (!lines.length) $("log-lines").replaceChildren(el("li", { class: "empty" }, "Nothing since kiln started."));
+}
+
+async function poll() {
+  if (state.busy) return;
+  state.busy = true;
+  const slow = state.tick % SLOW_EVERY === 0;
+  state.tick++;
+  try {
+    const v = (await api("GET", "/v1/version")).response;
+    $("version").textContent = `${v.name} ${v.version}`;
+    await renderViewers();
+    // Sections are kept and updated in place, never rebuilt.
+    const hostsSeen = new Set();
+    for (const vh of (await api("GET", "/v1/vhosts")).response || []) {
+      hostsSeen.add(vh);
+      let sec = state.vhosts.get(vh);
+      if (!sec) {
+        sec = el("section", { class: "vhost", "data-vhost": vh }, el("h2", {}, `Virtual host ${vh}`));
+        sec.apps = el("div", {});
+        sec.append(sec.apps);
+        state.vhosts.set(vh, sec);
+        $("hosts").append(sec);
+      }
+      const apps = (await api("GET", `/v1/vhosts/${enc(vh)}/apps`)).response || [];
+      const appsSeen = new Set();
+      for (const app of apps) {
+        const a = await renderApp(vh, app, slow);
+        appsSeen.add(a);
+        if (a.parentNode !== sec.apps) sec.apps.append(a);
+      }
+      for (const child of [...sec.apps.children]) if (!appsSeen.has(child)) child.remove();
+      if (!apps.length) sec.apps.replaceChildren(el("p", { class: "empty" }, "No applications."));
+    }
+    for (const [vh, sec] of state.vhosts) {
+      if (hostsSeen.has(vh)) continue;
+      sec.remove();
+      state.vhosts.delete(vh);
+      for (const k of state.apps.keys()) if (k.startsWith(vh + "/")) state.apps.delete(k);
+    }
+    if (slow) await renderLog();
+    forgetStale();
+    if (!$("status").classList.contains("error")) setStatus("connected");
+  } catch (e) {
+    if (e instanceof AuthError) {
+      state.auth = "";
+      sessionStorage.removeItem("kiln-auth");
+      showLogin("Wrong access token: the server refused it.");
+    } else {
+      setStatus("cannot reach the server: " + e.message, true);
+    }
+  } finally {
+    state.busy = false;
+  }
+}
+
+/// At start: the token this tab was given, or the browser's own
+/// credentials (a page opened through its Basic-auth prompt), or the form.
+async function start() {
+  const hadToken = Boolean(state.auth);
+  try {
+    await api("GET", "/v1/version");
+  } catch (e) {
+    sessionStorage.removeItem("kiln-auth");
+    state.auth = "";
+    if (!(e instanceof AuthError)) showLogin("Cannot reach the server: " + e.message);
+    else showLogin(hadToken ? "Wrong access token: the server refused it." : "");
+    return;
+  }
+  showMain();
+  poll();
+}
+
+start();
+setInterval(() => {
+  if (!$("main").hidden) poll();
+}, POLL_MS);

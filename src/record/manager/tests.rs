@@ -275,7 +275,8 @@ fn stop_closes_the_file_and_frees_the_id() {
         .unwrap()
         .contains("<recordTime>1980</recordTime>"));
     // The writer's late answer for a stopped record is harmless.
-    w.rec.on_file_event(FileEvent::Closed { file: closed[0].0 });
+    w.rec
+        .on_file_event(FileEvent::Closed { file: closed[0].0 }, w.now(1_990));
     assert_eq!(w.rec.open_files(), 0);
     // More media: nothing is written for it.
     w.media(2_000, 3_000);
@@ -298,12 +299,17 @@ fn a_write_failure_puts_only_that_record_in_error() {
         })
         .unwrap();
     let reason = "cannot write [/tmp/kiln/records/a.ts]: No space left on device (os error 28)";
-    w.rec.on_file_event(FileEvent::Failed {
-        file,
-        reason: reason.into(),
-        written: Some(0),
-    });
+    let when = w.now(1_000);
+    w.rec.on_file_event(
+        FileEvent::Failed {
+            file,
+            reason: reason.into(),
+            written: Some(0),
+        },
+        when,
+    );
     assert_eq!(w.task("full").state, RecordState::Error);
+    assert_eq!(w.task("full").last_error_ms, Some(when.unix_ms));
     // What reached the disk, not what was handed to the writer.
     assert_eq!(w.task("full").record_bytes, 0);
     assert_eq!(w.task("full").last_error.as_deref(), Some(reason));

@@ -29,7 +29,7 @@ impl Feature for Record {
         }
     }
 
-    fn on_file_event(&mut self, e: FileEvent, core: &mut Core) -> Option<FileEvent> {
+    fn on_file_event(&mut self, e: FileEvent, core: &mut Core, now: Instant) -> Option<FileEvent> {
         let file = match &e {
             FileEvent::Failed { file, .. } | FileEvent::Closed { file } => *file,
         };
@@ -37,13 +37,13 @@ impl Feature for Record {
             return Some(e);
         }
         let api = &mut core.api;
-        api.records.on_file_event(e);
+        api.records.on_file_event(e, Now::read(now));
         None
     }
 
     /// Hands the recordings' file operations to the writer thread; one it
     /// cannot take fails its recording at once.
-    fn drive(&mut self, core: &mut Core, _now: Instant) -> Option<Instant> {
+    fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
         loop {
             let ops: Vec<FileOp> = core.api.records.poll_ops().collect();
             let refused: Vec<FileEvent> = ops
@@ -55,7 +55,7 @@ impl Feature for Record {
             }
             let api = &mut core.api;
             for e in refused {
-                api.records.on_file_event(e);
+                api.records.on_file_event(e, Now::read(now));
             }
         }
     }

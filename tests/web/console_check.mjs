@@ -1,0 +1,92 @@
+// Drives kiln's console in the system's headless Chromium (puppeteer-core)
+// as an operator would, for tests/console.rs:
+//
+//   node console_check.mjs BASE_URL TOKEN OUT_DIR UDP_URL
+//
+// It logs in through the form (a wrong token first), waits for the live
+// stream `cam` and its bit-rate graph, starts a push from the form and
+// waits for it to reach `pushing` (its state strip too), checks that text
+// carrying markup is shown as text and runs nothing, saves screenshots at
+// 1280x900 and 360x740, and prints one JSON line of what it saw. Every
+// wait is bounded; a failure prints {"error": ...} and exits 1.
+import puppeteer from "puppeteer-core";
+
+const [base, token, outDir, udpUrl] = process.argv.slice(2);
+const seen = {};
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM || "chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const wait = { timeout: 20000 };
+try {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("dialog", async (d) => {
+    errors.push("dialog: " + d.message());
+    await d.dismiss();
+  });
+  await page.setViewport({ width: 1280, height: 900 });
+  await page.goto(base + "/console/", { waitUntil: "load" });
+  await page.waitForSelector("#login:not([hidden])", wait);
+  seen.loginHint = await page.$eval("#login-hint", (e) => e.textContent);
+
+  // A wrong token: the page says so (no browser prompt, no hang).
+  await page.type("#token", "kiln:wrong");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.getElementById("login-error").textContent.includes("Wrong access token"), wait);
+  seen.wrongToken = await page.$eval("#login-error", (e) => e.textContent);
+
+  // The right one, typed once: it is kept for this tab only.
+  await page.type("#token", token);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#main:not([hidden])", wait);
+  seen.url = page.url();
+  seen.storage = await page.evaluate(() => ({
+    session: Boolean(sessionStorage.getItem("kiln-auth")),
+    local: localStorage.length,
+  }));
+  await page.waitForSelector('tr[data-stream="cam"]', wait);
+  await page.waitForFunction(
+    () => Number(document.querySelector('tr[data-stream="cam"] td.bitrate svg')?.dataset.points || 0) >= 3, wait);
+  seen.bitratePoints = await page.$eval('tr[data-stream="cam"] td.bitrate svg', (e) => Number(e.dataset.points));
+  seen.streamRow = await page.$eval('tr[data-stream="cam"]', (e) => e.textContent);
+
+  // A push started from the form reaches `pushing`, and its strip shows it.
+  const form = 'section[data-app="app"] form.push';
+  await page.type(`${form} input[name=id]`, "from-form");
+  await page.type(`${form} input[name=stream]`, "cam");
+  await page.select(`${form} select[name=protocol]`, "mpegts");
+  await page.type(`${form} input[name=url]`, udpUrl);
+  await page.click(`${form} button`);
+  await page.waitForSelector('tr[data-push="from-form"] td.state-pushing', wait);
+  await page.waitForSelector('tr[data-push="from-form"] svg.strip rect[data-state="pushing"]', wait);
+  seen.pushRow = await page.$eval('tr[data-push="from-form"]', (e) => e.textContent);
+
+  // Markup from a peer or caller is text: the push whose URL carries an
+  // <img onerror> is listed literally and its handler never runs.
+  await page.waitForSelector('tr[data-push="markup"]', wait);
+  seen.markupRow = await page.$eval('tr[data-push="markup"] td.url', (e) => e.textContent);
+  seen.markupImages = await page.$$eval('tr[data-push="markup"] img', (e) => e.length);
+  seen.pwned = await page.evaluate(() => window.pwned === undefined ? null : window.pwned);
+
+  // The log section has the lines kiln warned about (the failing push).
+  await page.waitForFunction(() => document.querySelectorAll("#log-lines li.log-warn, #log-lines li.log-error").length > 0, wait);
+  seen.logLines = await page.$$eval("#log-lines li", (l) => l.length);
+  seen.viewersGraph = await page.$eval("#viewers svg", (e) => Number(e.dataset.points));
+
+  await page.screenshot({ path: `${outDir}/console-1280x900.png`, fullPage: false });
+  await page.setViewport({ width: 360, height: 740, isMobile: true });
+  await new Promise((r) => setTimeout(r, 1500));
+  seen.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await page.screenshot({ path: `${outDir}/console-360x740.png`, fullPage: false });
+  seen.errors = errors;
+  console.log(JSON.stringify(seen));
+} catch (e) {
+  console.log(JSON.stringify({ error: String(e), seen }));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
