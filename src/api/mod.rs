@@ -397,6 +397,20 @@ impl Api {
         durable(&self.registry, &self.pushes, &self.records, &self.pulls)
     }
 
+    /// Opens the state store with what was restored (written out only when
+    /// the journal must be folded: most starts serialize nothing).
+    pub fn open_store(&mut self) -> std::io::Result<()> {
+        let Api {
+            store,
+            registry,
+            pushes,
+            records,
+            pulls,
+            ..
+        } = self;
+        store.open(|| durable(registry, pushes, records, pulls))
+    }
+
     /// Makes a change durable (the state journal) before it is applied;
     /// on failure logs why (`what` did not happen) and gives the 500 to
     /// answer. Every API change goes through here.

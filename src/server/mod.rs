@@ -115,9 +115,7 @@ impl Server {
     pub fn open_state(&mut self) -> io::Result<()> {
         let api = &mut self.core.api;
         let path = api.store.path().display().to_string();
-        let current = api.durable();
-        api.store
-            .open(|| current)
+        api.open_store()
             .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))
     }
 
