@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +21,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console"}
 CLUSTER_NS=${BENCH_CLUSTER_N:-"0 300 1000"}
 RECORD_NS=${BENCH_RECORD_N:-"1 10 50"}
 PLAY_NS=${BENCH_PLAY_N:-"10 100"}
@@ -54,10 +54,14 @@ if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc || want play; then need srt-live-transmit srt-tools; fi
 if want play || want pull; then need rtmpdump rtmpdump; fi
 if want cluster; then need redis-server redis-server; need redis-cli redis-tools; fi
+if want console; then
+    need node nodejs; need chromium chromium
+    [[ -e $ROOT/tests/web/node_modules/puppeteer-core ]] || missing+=("puppeteer-core (npm ci --prefix tests/web)")
+fi
 if want pull && ! /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0')" 2>/dev/null; then
     missing+=("gst-rtsp-server for Python (apt-get install python3-gi gir1.2-gst-rtsp-server-1.0)")
 fi
-if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play || want pull || want cluster; then
+if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play || want pull || want cluster || want console; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -372,7 +376,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull || want cluster) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull || want cluster || want console) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -1461,6 +1465,44 @@ published to it; the time until edge 1 serves parts of the stream from B
 (a new stream key in its chunklist's name): **$fo s**. The map's key for A
 expires 10 s after its last refresh (\`EX 10\`); B registers then.
 "
+fi
+
+# --- the operator console: what an open page costs kiln -----------------------------
+if want console; then
+    CONSOLE_STREAMS=${BENCH_CONSOLE_STREAMS:-20}
+    start_kiln
+    SOURCES=()
+    for i in $(seq "$CONSOLE_STREAMS"); do
+        start_source "rtmp://127.0.0.1:$RTMP_IN/app/s$i"
+        SOURCES+=("$SRC_PID")
+    done
+    for _ in $(seq 100); do
+        n=$(api GET /v1/vhosts/default/apps/app/streams | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["response"]))')
+        ((n >= CONSOLE_STREAMS)) && break
+        sleep 0.1
+    done
+    log "console: $n streams live"
+    sleep "$WARM"
+    a=$(cpu_ns "$KILN_PID"); sleep "$SECS"; b=$(cpu_ns "$KILN_PID")
+    idle_pct=$(calc "($b - $a) / ($SECS * 1e9) * 100")
+    CHROMIUM=$(command -v chromium) node "$ROOT/tests/web/console_open.mjs" \
+        "http://127.0.0.1:$API_P" "$TOKEN" $((WARM + SECS + 2)) >"$WORK/console.json" &
+    NODE_PID=$!; PIDS+=("$NODE_PID")
+    sleep $((WARM + 3))
+    a=$(cpu_ns "$KILN_PID"); sleep "$SECS"; b=$(cpu_ns "$KILN_PID")
+    open_pct=$(calc "($b - $a) / ($SECS * 1e9) * 100")
+    wait "$NODE_PID" || true
+    read -r reqs secs shown < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["requests"], d["seconds"], d["streams"])' "$WORK/console.json")
+    added=$(calc "$open_pct - $idle_pct")
+    log "console: kiln $(fmt "$idle_pct") % without the page, $(fmt "$open_pct") % with it ($reqs API requests in $secs s, $shown streams shown)"
+    SECTIONS+=("### The operator console open (${CONSOLE_STREAMS} live streams, page in headless Chromium)
+
+| streams live / shown | kiln CPU % of a core, no page | with the console open | added by the page (target < 1) | API requests per second |
+|---|---|---|---|---|
+| $n / $shown | $(fmt "$idle_pct") | $(fmt "$open_pct") | **$(fmt "$added")** ($(python3 -c "print('yes' if $added < 1 else 'no')")) | $(calc "round($reqs / $secs, 1)") |
+")
+    for p in "${SOURCES[@]}"; do stop "$p"; done
+    stop_kiln
 fi
 
 # --- report -----------------------------------------------------------------------
