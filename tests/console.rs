@@ -113,6 +113,17 @@ fn an_operator_logs_in_watches_a_stream_and_starts_a_push_in_a_real_browser() {
         "streamKey":"k"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
+    // A persistent pull whose camera is down: listed with its state.
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/streams",
+        Some(
+            &json!({"name":"door","urls":[format!("rtsp://127.0.0.1:{}/cam", free_port())],
+            "properties":{"persistent":true}})
+            .to_string(),
+        ),
+    );
+    assert_eq!(r.status, 502, "{}", r.body);
     let udp = format!("udp://127.0.0.1:{}", free_udp_port());
     let chromium = Command::new("sh")
         .args(["-c", "command -v chromium"])
@@ -158,6 +169,11 @@ fn an_operator_logs_in_watches_a_stream_and_starts_a_push_in_a_real_browser() {
         .contains("<img src=x onerror=window.pwned=1>"));
     assert_eq!(seen["markupImages"], 0);
     assert_eq!(seen["pwned"], serde_json::Value::Null);
+    let pull = seen["pullRow"].as_str().unwrap();
+    assert!(
+        (pull.contains("waiting") || pull.contains("connecting")) && pull.contains("persistent"),
+        "{pull}"
+    );
     assert!(seen["logLines"].as_u64().unwrap() > 0);
     assert!(seen["viewersGraph"].as_u64().unwrap() > 0);
     assert!(

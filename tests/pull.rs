@@ -849,3 +849,39 @@ fn a_push_on_an_edge_pulls_its_stream_from_the_origin() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+/// `:pulls` (kiln extension) lists every pull of an application, live or
+/// not: a persistent pull whose camera is down is there with its state, its
+/// URL (secrets masked) and its last error, until it is deleted.
+#[test]
+fn pulls_that_are_not_live_are_listed_with_their_last_error() {
+    let s = Server::start("pull-list");
+    let dead = free_port();
+    let r = pull(
+        &s,
+        json!({"name": "door", "urls": [format!("rtsp://cam:s3cret@127.0.0.1:{dead}/cam")],
+               "properties": {"persistent": true}}),
+    );
+    assert_eq!(r.status, 502, "{}", r.body);
+    let list = |s: &Server| {
+        s.request("POST", "/v1/vhosts/default/apps/app:pulls", Some("{}"))
+            .json()["response"]
+            .clone()
+    };
+    let pulls = list(&s);
+    assert_eq!(pulls.as_array().unwrap().len(), 1, "{pulls}");
+    let p = &pulls[0];
+    assert_eq!(p["name"], "door");
+    assert!(p["state"] == "connecting" || p["state"] == "waiting", "{p}");
+    assert_eq!(p["persistent"], true);
+    assert_eq!(p["onDemand"], false);
+    assert!(!p.to_string().contains("s3cret"), "{p}");
+    assert!(p["lastError"].as_str().unwrap().contains("refused"), "{p}");
+    assert_eq!(
+        s.request("DELETE", &format!("{STREAMS}/door"), None).status,
+        200
+    );
+    assert_eq!(list(&s), json!([]));
+    let r = s.request("POST", "/v1/vhosts/default/apps/nope:pulls", Some("{}"));
+    assert_eq!(r.status, 404);
+}

@@ -571,6 +571,7 @@ impl Api {
             (Route::AppAction(vh, app, AppAction::StopRecord), _) => {
                 self.stop_record(vh, app, &req.body)
             }
+            (Route::AppAction(vh, app, AppAction::Pulls), _) => self.list_pulls(vh, app),
             (Route::AppAction(vh, app, AppAction::Records), _) => {
                 self.list_records(vh, app, &req.body)
             }
@@ -617,6 +618,8 @@ enum AppAction {
     StartRecord,
     StopRecord,
     Records,
+    /// Every pull of the application, live or not (kiln extension).
+    Pulls,
 }
 
 /// The resources the API knows.
@@ -690,6 +693,7 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}:startRecord",
     "/v1/vhosts/{vhost}/apps/{app}:stopRecord",
     "/v1/vhosts/{vhost}/apps/{app}:records",
+    "/v1/vhosts/{vhost}/apps/{app}:pulls",
     "/v1/stats/current",
     "/v1/stats/current/vhosts/{vhost}",
     "/v1/stats/current/vhosts/{vhost}/apps/{app}",
@@ -740,6 +744,7 @@ impl Route {
                             "startRecord" => AppAction::StartRecord,
                             "stopRecord" => AppAction::StopRecord,
                             "records" => AppAction::Records,
+                            "pulls" => AppAction::Pulls,
                             _ => return None,
                         };
                         Route::AppAction(vh, name.to_string(), action)

@@ -23,6 +23,9 @@ schemas = {
                  "properties": obj({"persistent": BOOL, "noInputFailoverTimeoutMs": INT, "unusedStreamDeletionTimeoutMs": INT})},
                 ["name", "urls"]),
     "Names": S("array", items=STR),
+    "PullState": obj({"name": STR, "state": S("string", enum=["connecting", "live", "waiting"]), "urls": S("array", items=STR),
+                      "url": STR, "persistent": BOOL, "onDemand": BOOL, "lastError": STR},
+                     ["name", "state", "urls", "url", "persistent", "onDemand"]),
     "Version": obj({"name": STR, "version": STR, "apiVersion": STR}, ["name", "version", "apiVersion"]),
     "LogLine": obj({"time": TIME, "level": S("string", enum=["WARN", "ERROR"]), "message": STR}, ["time", "level", "message"]),
     "Vhost": obj({
@@ -205,6 +208,8 @@ paths = {
         "post": op("Stop and remove a push task", {"200": status("OK"), **errs("400", "401", "404", "500")}, obj({"id": STR}, ["id"]))},
     "/v1/vhosts/{vhost}/apps/{app}:pushes": {"parameters": P("vhost", "app"),
         "post": op("Push tasks, creation order (a body {id} selects one)", {"200": json_response("OK", envelope(S("array", items=ref("Push")))), **errs("400", "401", "404")})},
+    "/v1/vhosts/{vhost}/apps/{app}:pulls": {"parameters": P("vhost", "app"),
+        "post": op("Every pull of the application, live or not, by name (kiln extension)", {"200": json_response("OK", envelope(S("array", items=ref("PullState")))), **errs("401", "404")})},
     "/v1/vhosts/{vhost}/apps/{app}:startRecord": {"parameters": P("vhost", "app"),
         "post": op("Start (or reserve) a record", {"200": json_response("OK", envelope(S("array", items=ref("Record")))), **errs("400", "401", "404", "500")}, ref("StartRecord"))},
     "/v1/vhosts/{vhost}/apps/{app}:stopRecord": {"parameters": P("vhost", "app"),

@@ -121,3 +121,41 @@ impl Api {
         }
     }
 }
+
+/// A pull as `:pulls` shows it (kiln extension). URLs are shown with their
+/// secrets masked.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PullView<'a> {
+    name: &'a str,
+    state: &'static str,
+    urls: Vec<String>,
+    /// The URL being tried, or live.
+    url: String,
+    persistent: bool,
+    /// A viewer's request started it; it ends when unused.
+    on_demand: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<&'a str>,
+}
+
+impl Api {
+    /// `POST .../apps/{app}:pulls`: every pull of the application, live or
+    /// not, by name.
+    pub(super) fn list_pulls(&self, vhost: &str, app: &str) -> Result<Response, ApiError> {
+        self.app_or_404(vhost, app)?;
+        let redacted = crate::pull::request::redacted;
+        let pulls: Vec<PullView<'_>> = (self.pulls.table.of_app(vhost, app).into_iter())
+            .map(|t| PullView {
+                name: &t.spec.name,
+                state: t.state.name(),
+                urls: t.spec.urls.iter().map(|u| redacted(u)).collect(),
+                url: redacted(t.url()),
+                persistent: t.spec.persistent,
+                on_demand: t.on_demand(),
+                last_error: t.last_error.as_deref(),
+            })
+            .collect();
+        Ok(envelope::ok(pulls))
+    }
+}

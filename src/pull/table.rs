@@ -58,6 +58,16 @@ pub enum PullState {
     Waiting,
 }
 
+impl PullState {
+    pub fn name(self) -> &'static str {
+        match self {
+            PullState::Connecting => "connecting",
+            PullState::Live => "live",
+            PullState::Waiting => "waiting",
+        }
+    }
+}
+
 /// One session of a pull: an attempt at one URL.
 pub type SessionId = u64;
 
@@ -88,6 +98,11 @@ impl PullTask {
         (self.on_demand && self.state == PullState::Live).then(|| {
             self.last_used + Duration::from_millis(self.spec.unused_stream_deletion_timeout_ms)
         })
+    }
+
+    /// A viewer's request started it (it ends when unused).
+    pub fn on_demand(&self) -> bool {
+        self.on_demand
     }
 
     pub fn url(&self) -> &str {
@@ -136,6 +151,15 @@ impl PullTable {
 
     pub fn get(&self, key: &PullKey) -> Option<&PullTask> {
         self.tasks.get(key)
+    }
+
+    /// The pulls of an application (on-demand ones too), by name.
+    pub fn of_app(&self, vhost: &str, app: &str) -> Vec<&PullTask> {
+        let mut v: Vec<&PullTask> = (self.tasks.values())
+            .filter(|t| t.spec.vhost == vhost && t.spec.app == app)
+            .collect();
+        v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        v
     }
 
     /// The specs to keep in the state file.

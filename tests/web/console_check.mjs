@@ -5,7 +5,8 @@
 //
 // It logs in through the form (a wrong token first), waits for the live
 // stream `cam` and its bit-rate graph, starts a push from the form and
-// waits for it to reach `pushing` (its state strip too), checks that text
+// waits for it to reach `pushing` (its state strip too), finds a pull that
+// is not live, checks that text
 // carrying markup is shown as text and runs nothing, saves screenshots at
 // 1280x900 and 360x740, and prints one JSON line of what it saw. Every
 // wait is bounded; a failure prints {"error": ...} and exits 1.
@@ -71,6 +72,10 @@ try {
   seen.markupRow = await page.$eval('tr[data-push="markup"] td.url', (e) => e.textContent);
   seen.markupImages = await page.$$eval('tr[data-push="markup"] img', (e) => e.length);
   seen.pwned = await page.evaluate(() => window.pwned === undefined ? null : window.pwned);
+
+  // A pull that is not live is listed too, with its state and error.
+  await page.waitForSelector('tr[data-pull="door"]', wait);
+  seen.pullRow = await page.$eval('tr[data-pull="door"]', (e) => e.textContent);
 
   // The log section has the lines kiln warned about (the failing push).
   await page.waitForFunction(() => document.querySelectorAll("#log-lines li.log-warn, #log-lines li.log-error").length > 0, wait);

@@ -12,7 +12,8 @@ const POLL_MS = 1000;
 const HISTORY = 300; // samples: 5 minutes at one a second
 const SLOW_EVERY = 5; // stream details, dumps and the log: every 5th poll
 const STATE_COLORS = {
-  ready: "#9aa5b1", connecting: "#e0b020", pushing: "#2e9e4f", recording: "#2e9e4f",
+  ready: "#9aa5b1", connecting: "#e0b020", pushing: "#2e9e4f", recording: "#2e9e4f", live: "#2e9e4f",
+  waiting: "#d0383a", running: "#2e9e4f",
   stopping: "#8e7cc3", stopped: "#6b7480", error: "#d0383a", missing: "#ffffff",
 };
 const PROTOCOL_COLORS = {
@@ -311,7 +312,7 @@ function appSection(vh, app) {
     el("h4", {}, "Push tasks"), a.pushes, pushForm,
     el("h4", {}, "Recordings"), a.records, recordForm,
     el("h4", {}, "HLS dumps"), a.dumps, dumpForm,
-    el("h4", {}, "Pulled streams"), a.pulls, pullForm);
+    el("h4", {}, "Pulls"), a.pulls, pullForm);
   state.apps.set(key, a);
   return a;
 }
@@ -346,7 +347,6 @@ async function renderApp(vh, app, slow) {
   const base = appBase(vh, app);
   const names = (await api("GET", base + "/streams")).response || [];
   const rows = [];
-  const pulled = [];
   for (const name of names) {
     const k = `${vh}/${app}/${name}`;
     if (slow || !state.details.has(k)) {
@@ -368,7 +368,6 @@ async function renderApp(vh, app, slow) {
       el("td", { class: "fps" }, lineGraph([{ values: fps, color: "#2ca02c" }],
         { label: `frame rate of ${name}, last 5 minutes`, format: (v) => v.toFixed(0) + " fps", min: 1, width: 120 }),
         " ", video ? `${Number(video.video.framerate || 0).toFixed(1)} fps` : "")));
-    if (/pull/i.test(s.input.sourceType)) pulled.push(name);
   }
   show(a.streams, table("streams", ["Stream", "Source", "Tracks", "Input bit rate (5 min)", "Frame rate"], rows, "No live streams."));
 
@@ -420,10 +419,19 @@ async function renderApp(vh, app, slow) {
     el("td", {}, el("button", { type: "button", onclick: () => act("POST", `${base}/streams/${enc(d.stream)}:stopHlsDump`, { id: d.id }) }, "Stop"))));
   show(a.dumps, table("dumps", ["Dump", "Stream", "Status", "Output", "Written", "Last error", ""], dumpRows, "No HLS dumps."));
 
-  const pullRows = pulled.map((name) => el("tr", { class: "pulled", "data-pull": name },
-    el("td", {}, name), el("td", {}, state.details.get(`${vh}/${app}/${name}`).input.sourceType),
-    el("td", {}, el("button", { type: "button", onclick: () => act("DELETE", `${base}/streams/${enc(name)}`) }, "Delete"))));
-  show(a.pulls, table("pulls", ["Stream", "Source", ""], pullRows, "No pulled stream is live."));
+  const pulls = await api("POST", base + ":pulls", {});
+  const pullRows = (pulls.response || []).map((p) => {
+    const strip = sample(`pull:${vh}/${app}/${p.name}`, p.state);
+    return el("tr", { class: "pulled", "data-pull": p.name },
+      el("td", {}, p.name),
+      el("td", { class: "state-" + p.state }, p.state),
+      el("td", {}, stateStrip(strip, `states of pull ${p.name}, last 5 minutes`)),
+      el("td", { class: "url" }, p.url),
+      el("td", {}, p.persistent ? "persistent" : p.onDemand ? "on demand" : ""),
+      errorCell(p),
+      el("td", {}, el("button", { type: "button", onclick: () => act("DELETE", `${base}/streams/${enc(p.name)}`) }, "Delete")));
+  });
+  show(a.pulls, table("pulls", ["Pull", "State", "State (5 min)", "URL", "Kind", "Last error", ""], pullRows, "No pulls."));
   return a.section;
 }
 
