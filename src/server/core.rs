@@ -22,6 +22,7 @@ use super::{api_conn::ApiConn, Service};
 use crate::admission::manager::AccessManager;
 use crate::api::Api;
 use crate::config::ApiLimits;
+use crate::files::{FileEvent, FileOp};
 use mio::{Interest, Poll, Token};
 use std::sync::Arc;
 use std::time::Instant;
@@ -189,6 +190,14 @@ impl Core {
             self.arm(token, d);
         }
         Some(token)
+    }
+
+    /// Hands file operations to the writer thread; those it cannot take
+    /// come back as failures, for their owner to hear at once.
+    pub(crate) fn submit_files(&mut self, ops: Vec<FileOp>) -> Vec<FileEvent> {
+        ops.into_iter()
+            .filter_map(|op| self.files.submit(op))
+            .collect()
     }
 
     /// Drops an endpoint (closing its socket).

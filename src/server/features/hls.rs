@@ -3,7 +3,7 @@
 
 use crate::api::Effect;
 use crate::clock::Now;
-use crate::files::{FileEvent, FileOp, DUMP_FILE};
+use crate::files::{FileEvent, DUMP_FILE};
 use crate::server::core::Core;
 use crate::server::feature::Feature;
 use crate::state::streams::IngestOutput;
@@ -61,17 +61,13 @@ impl Feature for Hls {
         let woken = core.api.hls.take_woken();
         core.flush_all(&woken, now);
         loop {
-            let ops: Vec<FileOp> = core.api.hls.poll_file_ops().collect();
-            let refused: Vec<FileEvent> = ops
-                .into_iter()
-                .filter_map(|op| core.files.submit(op))
-                .collect();
+            let ops = core.api.hls.poll_file_ops().collect();
+            let refused = core.submit_files(ops);
             if refused.is_empty() {
                 return None;
             }
-            let api = &mut core.api;
             for e in refused {
-                api.hls.on_file_event(e);
+                core.api.hls.on_file_event(e);
             }
         }
     }

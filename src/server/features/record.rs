@@ -3,7 +3,7 @@
 
 use crate::api::Effect;
 use crate::clock::Now;
-use crate::files::{FileEvent, FileOp, DUMP_FILE};
+use crate::files::{FileEvent, DUMP_FILE};
 use crate::server::core::Core;
 use crate::server::feature::Feature;
 use crate::state::streams::IngestOutput;
@@ -45,17 +45,13 @@ impl Feature for Record {
     /// cannot take fails its recording at once.
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
         loop {
-            let ops: Vec<FileOp> = core.api.records.poll_ops().collect();
-            let refused: Vec<FileEvent> = ops
-                .into_iter()
-                .filter_map(|op| core.files.submit(op))
-                .collect();
+            let ops = core.api.records.poll_ops().collect();
+            let refused = core.submit_files(ops);
             if refused.is_empty() {
                 return None;
             }
-            let api = &mut core.api;
             for e in refused {
-                api.records.on_file_event(e, Now::read(now));
+                core.api.records.on_file_event(e, Now::read(now));
             }
         }
     }
