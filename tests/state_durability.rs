@@ -208,8 +208,8 @@ fn a_state_file_of_the_previous_kiln_loads() {
     let mut s = Server::start("format1");
     s.kill9();
     let journal = s.dir.join("kiln-state.json.journal");
-    std::fs::copy(fixture.join("kiln-state.json"), s.state_file()).unwrap();
-    std::fs::copy(fixture.join("kiln-state.json.journal"), &journal).unwrap();
+    std::fs::copy(fixture.join("snapshot.json"), s.state_file()).unwrap();
+    std::fs::copy(fixture.join("journal"), &journal).unwrap();
     s.spawn();
     let check = |s: &Server| {
         let hosts = s.request("GET", "/v1/vhosts", None).json();
