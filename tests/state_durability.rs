@@ -211,6 +211,12 @@ fn a_state_file_of_the_previous_kiln_loads() {
     std::fs::copy(fixture.join("snapshot.json"), s.state_file()).unwrap();
     std::fs::copy(fixture.join("journal"), &journal).unwrap();
     s.spawn();
+    // The ids of a `:pushes` or `:records` answer, in order.
+    let ids = |answer: &serde_json::Value| -> Vec<String> {
+        (answer["response"].as_array().unwrap().iter())
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
     let check = |s: &Server| {
         let hosts = s.request("GET", "/v1/vhosts", None).json();
         assert_eq!(hosts["response"], serde_json::json!(["default", "saved"]));
@@ -222,10 +228,7 @@ fn a_state_file_of_the_previous_kiln_loads() {
         let pushes = s
             .request("POST", "/v1/vhosts/saved/apps/live:pushes", Some("{}"))
             .json();
-        let ids: Vec<&str> = (pushes["response"].as_array().unwrap().iter())
-            .map(|p| p["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, ["to-udp", "to-srt"], "{pushes}");
+        assert_eq!(ids(&pushes), ["to-udp", "to-srt"], "{pushes}");
         let srt = &pushes["response"][1];
         assert_eq!(
             srt["url"],
@@ -235,10 +238,7 @@ fn a_state_file_of_the_previous_kiln_loads() {
         let records = s
             .request("POST", "/v1/vhosts/saved/apps/live:records", Some("{}"))
             .json();
-        let ids: Vec<&str> = (records["response"].as_array().unwrap().iter())
-            .map(|p| p["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, ["rec2"], "{records}");
+        assert_eq!(ids(&records), ["rec2"], "{records}");
         assert_eq!(records["response"][0]["interval"], 60000);
     };
     check(&s);

@@ -392,14 +392,9 @@ impl Api {
         self.pushes.tasks.len()
     }
 
-    /// The whole durable state as it is now.
-    pub fn durable(&self) -> DurableState {
-        durable(&self.registry, &self.pushes, &self.records, &self.pulls)
-    }
-
-    /// Opens the state store with what was restored (written out only when
-    /// the journal must be folded: most starts serialize nothing).
-    pub fn open_store(&mut self) -> std::io::Result<()> {
+    /// The state store, and the whole durable state as it is now for the
+    /// store to write when it folds its journal (built only then).
+    fn store_and_state(&mut self) -> (&mut StateStore, impl FnOnce() -> DurableState + '_) {
         let Api {
             store,
             registry,
@@ -408,30 +403,28 @@ impl Api {
             pulls,
             ..
         } = self;
-        store.open(|| durable(registry, pushes, records, pulls))
+        (store, move || durable(registry, pushes, records, pulls))
+    }
+
+    /// Opens the state store with what was restored (written out only when
+    /// the journal must be folded: most starts serialize nothing).
+    pub fn open_store(&mut self) -> std::io::Result<()> {
+        let (store, current) = self.store_and_state();
+        store.open(current)
     }
 
     /// Makes a change durable (the state journal) before it is applied;
     /// on failure logs why (`what` did not happen) and gives the 500 to
     /// answer. Every API change goes through here.
     pub(super) fn record(&mut self, change: Change, what: &str) -> Result<(), ApiError> {
-        let Api {
-            store,
-            registry,
-            pushes,
-            records,
-            pulls,
-            ..
-        } = self;
-        store
-            .record(&change, || durable(registry, pushes, records, pulls))
-            .map_err(|e| {
-                crate::error!(
-                    "cannot write the state file {}: {e}; {what}",
-                    self.store.path().display()
-                );
-                ApiError::internal()
-            })
+        let (store, current) = self.store_and_state();
+        store.record(&change, current).map_err(|e| {
+            crate::error!(
+                "cannot write the state file {}: {e}; {what}",
+                self.store.path().display()
+            );
+            ApiError::internal()
+        })
     }
 
     /// Answers one request at `now` (handlers never read a clock).
