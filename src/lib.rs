@@ -10,7 +10,7 @@
 //!
 //! layer cores (shared): clock codec files fmp4 http log media ports rate rtmp rtsp srt sys tls ts wildcard
 //! layer model (shared): config state
-//! layer features (apart): admission hls metrics pull push record
+//! layer features (apart): admission hls metrics pull push record webrtc
 //! layer api (apart): api
 //! layer server (apart): server
 //!
@@ -46,4 +46,6 @@ pub mod state;
 pub mod sys;
 pub mod tls;
 pub mod ts;
+#[cfg(feature = "webrtc")]
+pub mod webrtc;
 pub(crate) mod wildcard;

@@ -272,6 +272,9 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
             });
         }
     }
+    if let Some(w) = &config.providers.webrtc {
+        webrtc_listen(w, &config, &vhost_certs, &mut listen);
+    }
     for port in &config.providers.mpegts_ports {
         listen.mpegts.push(SocketAddr::new(config.ip, *port));
     }
@@ -461,5 +464,52 @@ fn load_certificates(config: &Config) -> StartCerts {
         api,
         vhosts,
         failed,
+    }
+}
+
+/// `<Bind><Publishers><WebRTC>`: its signalling ports (viewer listeners,
+/// unless they are LL-HLS's own) and one UDP socket per ICE candidate
+/// address (`*` and `[::]` expanded to the machine's addresses).
+fn webrtc_listen(
+    w: &kiln::config::WebRtcBind,
+    config: &kiln::config::Config,
+    vhost_certs: &Arc<VhostCertResolver>,
+    listen: &mut Listen,
+) {
+    if !cfg!(feature = "webrtc") {
+        warn!(
+            "<Bind><Publishers><WebRTC>: this kiln was built without the webrtc feature; ignored"
+        );
+        return;
+    }
+    let llhls = [config.providers.llhls_port, config.providers.llhls_tls_port];
+    for (port, tls) in [(w.port, false), (w.tls_port, true)] {
+        let Some(port) = port.filter(|p| !llhls.contains(&Some(*p))) else {
+            continue;
+        };
+        listen.tcp.push(ListenerSpec {
+            service: Service::Viewer,
+            addr: SocketAddr::new(config.ip, port),
+            tls: tls.then(|| tls::server_config(vhost_certs.clone())),
+        });
+    }
+    for (host, ports) in &w.candidates {
+        let ips: Vec<std::net::IpAddr> = match host.as_str() {
+            "*" => kiln::sys::interface_addresses(false),
+            "[::]" => kiln::sys::interface_addresses(true),
+            h => h
+                .trim_matches(|c| c == '[' || c == ']')
+                .parse()
+                .into_iter()
+                .collect(),
+        };
+        for ip in ips {
+            for port in ports {
+                let addr = SocketAddr::new(ip, *port);
+                if !listen.ice.contains(&addr) && listen.ice.len() < 256 {
+                    listen.ice.push(addr);
+                }
+            }
+        }
     }
 }

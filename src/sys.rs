@@ -515,3 +515,18 @@ fn prefetch_line(address: *const u8) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;
 }
+
+/// The machine's interface addresses of one family (for `*` and `[::]`
+/// in an ICE candidate): link-local IPv6 left out, loopback last.
+pub fn interface_addresses(v6: bool) -> Vec<std::net::IpAddr> {
+    let mut out: Vec<std::net::IpAddr> = local_addresses()
+        .into_iter()
+        .filter(|ip| match ip {
+            std::net::IpAddr::V4(_) => !v6,
+            std::net::IpAddr::V6(a) => v6 && a.segments()[0] & 0xffc0 != 0xfe80,
+        })
+        .collect();
+    out.sort_by_key(|ip| ip.is_loopback());
+    out.dedup();
+    out
+}

@@ -44,6 +44,9 @@ pub struct Api {
     pub records: crate::record::manager::RecordManager,
     pub hls: crate::hls::manager::HlsManager,
     pub pulls: crate::pull::Pulls,
+    /// WebRTC viewers' sessions.
+    #[cfg(feature = "webrtc")]
+    pub webrtc: crate::webrtc::WebRtc,
     access_token: Vec<u8>,
     cross_domains: Vec<String>,
     host_names: Vec<String>,
@@ -257,6 +260,8 @@ impl Api {
             records: crate::record::manager::RecordManager::new(utc_offset),
             hls: crate::hls::manager::HlsManager::new(utc_offset),
             pulls: crate::pull::Pulls::default(),
+            #[cfg(feature = "webrtc")]
+            webrtc: crate::webrtc::WebRtc::new(),
             access_token: api
                 .map(|a| a.access_token.as_bytes().to_vec())
                 .unwrap_or_default(),

@@ -113,6 +113,21 @@ pub struct ProviderBinds {
     /// (LL-HLS and HLS).
     pub llhls_port: Option<u16>,
     pub llhls_tls_port: Option<u16>,
+    /// `<Bind><Publishers><WebRTC>`: signalling ports and ICE candidates.
+    pub webrtc: Option<WebRtcBind>,
+}
+
+/// `<Bind><Publishers><WebRTC>` (OME's shape): where viewers signal
+/// (`<Signalling><Port>`/`<TLSPort>`, shared with LL-HLS when the same
+/// number) and the UDP ICE candidates media flows through.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WebRtcBind {
+    pub port: Option<u16>,
+    pub tls_port: Option<u16>,
+    /// `<IceCandidates><IceCandidate>host:ports/udp`: the host as written
+    /// (`*` for every IPv4 address of the machine, `[::]` for every IPv6
+    /// one, or an address) and its UDP ports.
+    pub candidates: Vec<(String, Vec<u16>)>,
 }
 
 impl Default for ProviderBinds {
@@ -127,6 +142,7 @@ impl Default for ProviderBinds {
             mpegts_quiet: Duration::from_secs(5),
             llhls_port: None,
             llhls_tls_port: None,
+            webrtc: None,
         }
     }
 }
@@ -158,6 +174,8 @@ pub struct AppConfig {
     pub llhls: Option<crate::state::app::LlhlsSpec>,
     /// `<Publishers><HLS>`: and over HLS with MPEG-TS segments.
     pub hls: Option<crate::state::app::HlsSpec>,
+    /// `<Publishers><WebRTC>`: and over WebRTC.
+    pub webrtc: Option<crate::state::app::WebRtcSpec>,
     /// `<Publishers><FILE>`: recording through the API.
     pub file: Option<crate::state::app::FileSpec>,
 }
@@ -336,16 +354,8 @@ const UNSUPPORTED_SERVER: &[&str] = &[
     "Analytics",
 ];
 const UNSUPPORTED_BIND: &[&str] = &[];
-const UNSUPPORTED_BIND_PUBLISHERS: &[&str] = &[
-    "WebRTC",
-    "OVT",
-    "HLS",
-    "DASH",
-    "LLDASH",
-    "Thumbnail",
-    "SRT",
-    "WHEP",
-];
+const UNSUPPORTED_BIND_PUBLISHERS: &[&str] =
+    &["OVT", "HLS", "DASH", "LLDASH", "Thumbnail", "SRT", "WHEP"];
 const UNSUPPORTED_BIND_PROVIDERS: &[&str] = &[
     "WebRTC",
     "OVT",
@@ -374,7 +384,6 @@ const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "AppWorkerCount",
     "StreamWorkerCount",
     "OVT",
-    "WebRTC",
     "DASH",
     "LLDASH",
     "Thumbnail",
@@ -568,6 +577,106 @@ impl Walker<'_> {
     /// `<CrossDomains><Url>...` of a viewer publisher.
     fn cross_domains(&mut self, el: &Element, path: &str) -> Vec<String> {
         self.repeated(el, path, &[], "Url", |w, c, p| w.nonempty_text(c, p))
+    }
+
+    /// `<Bind><Publishers><WebRTC>`.
+    fn webrtc_bind(&mut self, el: &Element, path: &str) -> WebRtcBind {
+        let mut bind = WebRtcBind::default();
+        self.children(el, path, &["IceServers"], &[], |w, c, p| {
+            match c.name.as_str() {
+                "Signalling" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                    match c.name.as_str() {
+                        "Port" => bind.port = w.tcp_port(c, p),
+                        "TLSPort" => bind.tls_port = w.tcp_port(c, p),
+                        _ => return false,
+                    }
+                    true
+                }),
+                "IceCandidates" => w.children(
+                    c,
+                    p,
+                    &[
+                        "TcpRelay",
+                        "TcpForce",
+                        "TcpRelayForce",
+                        "TcpRelayWorkerCount",
+                        "TcpIceWorkerCount",
+                        "IceWorkerCount",
+                        "EnableLinkLocalAddress",
+                        "DefaultTransport",
+                    ],
+                    &["IceCandidate"],
+                    |w, c, p| {
+                        if c.name != "IceCandidate" {
+                            return false;
+                        }
+                        if let Some(t) = w.text(c, p) {
+                            match ice_candidate(&t) {
+                                Ok(Some(cand)) => bind.candidates.push(cand),
+                                Ok(None) => w.warn(
+                                    c,
+                                    p,
+                                    "ICE-TCP candidates are not supported by kiln (UDP only); ignored",
+                                ),
+                                Err(e) => w.error(c, p, e),
+                            }
+                        }
+                        true
+                    },
+                ),
+                _ => return false,
+            }
+            true
+        });
+        if bind.candidates.is_empty() && !el.children.iter().any(|c| c.name == "IceCandidates") {
+            // OME's default.
+            bind.candidates.push(("*".into(), vec![10000]));
+        }
+        bind
+    }
+
+    /// An application's `<Publishers><WebRTC>`.
+    fn webrtc_app(&mut self, el: &Element, path: &str) -> crate::state::app::WebRtcSpec {
+        let mut spec = crate::state::app::WebRtcSpec::default();
+        self.children(
+            el,
+            path,
+            &[
+                "Ulpfec",
+                "JitterBuffer",
+                "PlayoutDelay",
+                "BandwidthEstimation",
+                "CreateDefaultPlaylist",
+                "MaxConnection",
+            ],
+            &[],
+            |w, c, p| {
+                match c.name.as_str() {
+                    "Timeout" => {
+                        if let Some(ms) = w.number::<u64>(c, p) {
+                            if !(1000..=600_000).contains(&ms) {
+                                w.error(c, p, "must be 1000 to 600000 (ms)");
+                            } else {
+                                spec.timeout = Some(ms);
+                            }
+                        }
+                    }
+                    "Rtx" => {
+                        // str0m answers NACKs from its packet history (RTX
+                        // when the browser offers it) whatever this says.
+                        if let Some(on) = w.bool_text(c, p) {
+                            if !on {
+                                w.warn(c, p, "kiln always answers NACKs (RTX when the viewer offers it); false is ignored");
+                            }
+                            spec.rtx = Some(on);
+                        }
+                    }
+                    _ => return false,
+                }
+                true
+            },
+        );
+        spec
     }
 
     /// `<LLHLS><CacheControl>`: max-age seconds, 0 or -1 and up.
@@ -877,6 +986,27 @@ impl Walker<'_> {
                 .llhls_tls_port
                 .map(|p| (p, "LLHLS TLSPort")),
         );
+        if let Some(w) = &config.providers.webrtc {
+            // The signalling port may be LL-HLS's own (one listener serves both).
+            let llhls = [config.providers.llhls_port, config.providers.llhls_tls_port];
+            for (port, what) in [
+                (w.port, "WebRTC Signalling Port"),
+                (w.tls_port, "WebRTC Signalling TLSPort"),
+            ] {
+                if let Some(p) = port.filter(|p| !llhls.contains(&Some(*p))) {
+                    tcp.push((p, what));
+                }
+            }
+            let mut udp: Vec<u16> = config.providers.mpegts_ports.clone();
+            udp.extend(config.providers.srt_port);
+            for (_, ports) in &w.candidates {
+                if let Some(p) = ports.iter().find(|p| udp.contains(p)) {
+                    let msg =
+                        format!("WebRTC IceCandidate UDP port {p} is also an SRT or MPEGTS port");
+                    self.error(root, "Server/Bind/Publishers/WebRTC", msg);
+                }
+            }
+        }
         for i in 0..tcp.len() {
             for j in 0..i {
                 if tcp[i].0 == tcp[j].0 {
@@ -940,6 +1070,10 @@ impl Walker<'_> {
                 }
                 "Publishers" => {
                     w.children(c, p, UNSUPPORTED_BIND_PUBLISHERS, &[], |w, c, p| {
+                        if c.name == "WebRTC" {
+                            providers.webrtc = Some(w.webrtc_bind(c, p));
+                            return true;
+                        }
                         if c.name != "LLHLS" {
                             return false;
                         }
@@ -1549,6 +1683,7 @@ impl Walker<'_> {
             mpegts: None,
             push: false,
             llhls: None,
+            webrtc: None,
             hls: None,
             file: None,
         };
@@ -1620,6 +1755,10 @@ impl Walker<'_> {
                     true
                 }),
                 "Publishers" => w.children(c, p, UNSUPPORTED_APP_PUBLISHERS, &[], |w, c, p| {
+                    if c.name == "WebRTC" {
+                        app.webrtc = Some(w.webrtc_app(c, p));
+                        return true;
+                    }
                     if c.name == "LLHLS" {
                         app.llhls = Some(w.llhls(c, p));
                         return true;
@@ -1840,6 +1979,7 @@ impl AppConfig {
             publishers: Publishers {
                 push: c.push.then(Empty::default),
                 llhls: c.llhls.clone(),
+                webrtc: c.webrtc.clone(),
                 hls: c.hls.clone(),
                 file: c.file.clone(),
             },
@@ -1892,3 +2032,39 @@ fn default_state_file(file: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests;
+
+/// One `<IceCandidate>`: `host:port[-port][/udp|/tcp]`. `Ok(None)`: a TCP
+/// candidate (OME's default when the suffix is missing), which kiln does
+/// not serve.
+fn ice_candidate(text: &str) -> Result<Option<(String, Vec<u16>)>, String> {
+    let t = text.trim();
+    let (addr, proto) = match t.rsplit_once('/') {
+        Some((a, p)) if p.eq_ignore_ascii_case("udp") => (a, "udp"),
+        Some((a, p)) if p.eq_ignore_ascii_case("tcp") => (a, "tcp"),
+        Some(_) => return Err(format!("[{t}] must be host:port[-port]/udp")),
+        None => (t, "tcp"),
+    };
+    let Some((host, ports)) = addr.rsplit_once(':') else {
+        return Err(format!("[{t}] must be host:port[-port]/udp"));
+    };
+    if proto == "tcp" {
+        return Ok(None);
+    }
+    let host = host.trim();
+    if host != "*"
+        && host != "[::]"
+        && host
+            .trim_matches(|c| c == '[' || c == ']')
+            .parse::<IpAddr>()
+            .is_err()
+    {
+        return Err(format!(
+            "[{host}] must be *, [::] or an IP address (kiln does not resolve ${{PublicIP}})"
+        ));
+    }
+    let (ports, _) = crate::ports::parse_ports(ports)?;
+    if ports.len() > 64 {
+        return Err(format!("[{t}] names more than 64 ports"));
+    }
+    Ok(Some((host.to_string(), ports)))
+}

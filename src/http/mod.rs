@@ -6,6 +6,7 @@ pub mod host;
 pub mod request;
 pub mod response;
 pub mod url;
+pub mod ws;
 
 pub use request::{ReaderLimits, Request, RequestError, RequestReader};
 pub use response::{write_response, Response};

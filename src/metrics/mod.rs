@@ -106,6 +106,7 @@ impl Totals {
         t.connections.llhls = llhls;
         t.connections.hls = hls;
         t.connections.rtmp = s.audience.rtmp;
+        t.connections.webrtc = s.audience.webrtc;
         t.connections.srt = s.audience.srt;
         for p in pushes {
             t.add_push(p, now);

@@ -45,6 +45,8 @@ pub struct Listen {
     pub srt_crypto: Option<crate::srt::crypto::CryptoConfig>,
     /// SRT sockets from one address (0: no cap).
     pub srt_max_per_address: usize,
+    /// WebRTC's ICE candidates: one UDP socket each.
+    pub ice: Vec<SocketAddr>,
 }
 
 /// Binds every listener and port of `listen` as an endpoint of `endpoints`.
@@ -52,6 +54,7 @@ pub(crate) fn bind_all(
     poll: &Poll,
     listen: &Listen,
     endpoints: &mut TokenTable<Entry>,
+    #[allow(unused_variables)] api: &mut crate::api::Api,
 ) -> io::Result<()> {
     for spec in &listen.tcp {
         // What it is (for a bind error: its config element) and what
@@ -119,6 +122,29 @@ pub(crate) fn bind_all(
             listen.srt_max_per_address,
             Instant::now(),
         ))));
+    }
+    #[cfg(feature = "webrtc")]
+    {
+        let mut ports = Vec::new();
+        for (i, &addr) in listen.ice.iter().enumerate() {
+            let mut socket =
+                bind_udp(addr, "WebRTC ICE candidate (<IceCandidates><IceCandidate>)")?;
+            let token = endpoints.vacant_token();
+            poll.registry().register(
+                &mut socket,
+                token,
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            endpoints.insert(Entry::new(Box::new(super::webrtc_io::IceSocket::new(
+                socket, addr, i,
+            ))));
+            ports.push((addr, token.0));
+        }
+        if !ports.is_empty() {
+            let list: Vec<String> = ports.iter().map(|(a, _)| a.to_string()).collect();
+            crate::info!("WebRTC ICE candidates on udp: {}", list.join(", "));
+        }
+        api.webrtc.set_ports(ports);
     }
     Ok(())
 }

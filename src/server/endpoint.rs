@@ -113,6 +113,9 @@ pub(crate) trait Endpoint {
     /// failed.
     fn pull_answered(&mut self, _answer: crate::pull::table::PullAnswer, _cx: &mut Cx<'_>) {}
 
+    /// The WebRTC session `key` this endpoint signalled for has ended.
+    fn webrtc_ended(&mut self, _key: &str, _cx: &mut Cx<'_>) {}
+
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
 

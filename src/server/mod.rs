@@ -41,6 +41,10 @@ pub(crate) mod transport;
 pub(crate) mod ts_ingest;
 pub(crate) mod viewer_conn;
 pub(crate) mod webhook_io;
+#[cfg(feature = "webrtc")]
+pub(crate) mod webrtc_io;
+#[cfg(feature = "webrtc")]
+pub(crate) mod webrtc_signal;
 
 pub use bind::{Listen, ListenerSpec, Service};
 
@@ -79,11 +83,11 @@ pub struct Server {
 
 impl Server {
     /// Binds the listeners. Nothing is served until [`Server::run`].
-    pub fn bind(api: Api, listen: Listen, limits: ApiLimits) -> io::Result<Self> {
+    pub fn bind(mut api: Api, listen: Listen, limits: ApiLimits) -> io::Result<Self> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
         let mut endpoints: TokenTable<Entry> = TokenTable::default();
-        bind::bind_all(&poll, &listen, &mut endpoints)?;
+        bind::bind_all(&poll, &listen, &mut endpoints, &mut api)?;
         let features = features::all();
         Ok(Server {
             core: Core {

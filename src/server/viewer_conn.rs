@@ -35,7 +35,8 @@ const IDLE: Duration = Duration::from_secs(30);
 const OUTPUT_HIGH_WATER: usize = 1024 * 1024;
 const LIMITS: ReaderLimits = ReaderLimits {
     max_head_bytes: 8 * 1024,
-    max_body_bytes: 0,
+    // A WHEP offer (an SDP of a few KB); LL-HLS requests have no body.
+    max_body_bytes: 32 * 1024,
 };
 
 struct Parked {
@@ -76,6 +77,9 @@ pub(crate) struct ViewerConn {
     /// When it was accepted, until a whole request head has arrived (then
     /// `None`).
     unproven_since: Option<Instant>,
+    /// Upgraded to OME's WebRTC signalling (a WebSocket).
+    #[cfg(feature = "webrtc")]
+    signal: Option<Box<super::webrtc_signal::WsSignal>>,
 }
 
 impl ViewerConn {
@@ -97,15 +101,24 @@ impl ViewerConn {
             closing: false,
             closed: false,
             unproven_since: Some(now),
+            #[cfg(feature = "webrtc")]
+            signal: None,
         }
     }
 
     fn read(&mut self, peer_closed: bool, now: Instant) {
         let reader = &mut self.reader;
+        #[cfg(feature = "webrtc")]
+        let mut signal = self.signal.as_deref_mut();
         let result = self.transport.read(peer_closed, |data| {
+            #[cfg(feature = "webrtc")]
+            if let Some(s) = signal.as_deref_mut() {
+                return s.feed(data, now);
+            }
             reader.feed(data);
             // Two request heads at most wait unanswered (a parked request
-            // holds the rest back): an unauthenticated peer pins ~16 KiB.
+            // holds the rest back): an unauthenticated peer pins ~16 KiB
+            // (plus one WHEP offer's body).
             reader.buffered() <= 2 * LIMITS.max_head_bytes
         });
         match result {
@@ -127,6 +140,12 @@ impl ViewerConn {
     /// Answers the parked request if it can be now, then every complete
     /// request in order, until one must wait.
     fn answer(&mut self, cx: &mut Cx<'_>) {
+        #[cfg(feature = "webrtc")]
+        if let Some(s) = self.signal.as_deref_mut() {
+            let frames = s.process(self.peer, cx);
+            self.signalled(frames);
+            return;
+        }
         if let Some(p) = self.parked.take() {
             if p.pull.is_some() {
                 if cx.now >= p.until {
@@ -184,6 +203,10 @@ impl ViewerConn {
         admitted: Option<(&str, &(String, String, String))>,
         cx: &mut Cx<'_>,
     ) -> bool {
+        #[cfg(feature = "webrtc")]
+        if let Some(route) = super::webrtc_signal::route(&req) {
+            return self.signalling(req, route, cx);
+        }
         let gate = Gate {
             sessions: cx.access,
             wall: Now::read(cx.now),
@@ -382,12 +405,90 @@ impl ViewerConn {
                 }
             },
         };
+        #[cfg(feature = "webrtc")]
+        if super::webrtc_signal::route(&req) == Some(super::webrtc_signal::Route::WhepOffer) {
+            let close = !req.keep_alive() || self.closing;
+            let r = super::webrtc_signal::whep_answer(&req, &target, &admit, close, cx);
+            self.queue_raw(&req, r, close);
+            return true;
+        }
         let names = (target.0.as_str(), target.1.as_str(), target.2.as_str());
         let Some(token) = cx.access.open_viewer(names, &admit, wall) else {
             self.queue(&req, &Reply::error(503, "Too many viewer sessions"));
             return true;
         };
         self.respond(req, None, Some((&token, &target)), cx)
+    }
+
+    /// A WebRTC signalling request (WHEP, or the upgrade to OME's
+    /// WebSocket): answered here, or parked for its admission.
+    #[cfg(feature = "webrtc")]
+    fn signalling(
+        &mut self,
+        req: Request,
+        route: super::webrtc_signal::Route,
+        cx: &mut Cx<'_>,
+    ) -> bool {
+        use super::webrtc_signal::{self as sig, Route};
+        let close = !req.keep_alive() || self.closing;
+        if !cx.api.webrtc.enabled() {
+            let r = sig::error(
+                404,
+                "WebRTC is not configured (<Bind><Publishers><WebRTC>)",
+                close,
+            );
+            self.queue_raw(&req, r, close);
+            return true;
+        }
+        let reply = match route {
+            Route::WhepOptions => sig::preflight(&req, close),
+            Route::WhepDelete(key) => sig::whep_delete(&key, close, cx),
+            Route::WhepPatch(key) => sig::whep_patch(&key, close, cx),
+            Route::WhepOffer => {
+                let Some(target) = sig::target(&req, cx) else {
+                    let r = sig::error(404, "No virtual host or stream here", close);
+                    self.queue_raw(&req, r, close);
+                    return true;
+                };
+                return self.admit(req, Protocol::WebRtc, target, cx);
+            }
+            Route::WebSocket => {
+                let (Some(target), Some(head)) =
+                    (sig::target(&req, cx), crate::http::ws::accept_head(&req))
+                else {
+                    let r = sig::error(400, "Not a WebSocket upgrade kiln can take", true);
+                    self.queue_raw(&req, r, true);
+                    return true;
+                };
+                let url = self.request_url(&req).replacen("http", "ws", 1);
+                self.push_body(Bytes::from(head).into());
+                self.signal = Some(Box::new(sig::WsSignal::new(&req, target, url, cx.now)));
+                return true;
+            }
+        };
+        self.queue_raw(&req, reply, close);
+        true
+    }
+
+    /// Frames the signalling socket has to send.
+    #[cfg(feature = "webrtc")]
+    fn signalled(&mut self, frames: Vec<Vec<u8>>) {
+        for f in frames {
+            self.push_body(Bytes::from(f).into());
+        }
+        if self.signal.as_ref().is_some_and(|s| s.closing) {
+            self.closing = true;
+        }
+    }
+
+    /// A response made whole elsewhere (WebRTC signalling).
+    #[cfg(feature = "webrtc")]
+    fn queue_raw(&mut self, req: &Request, bytes: Vec<u8>, close: bool) {
+        crate::debug!("viewer {} {} {}", self.peer, req.method, req.target);
+        self.push_body(Bytes::from(bytes).into());
+        if close {
+            self.closing = true;
+        }
     }
 
     fn queue(&mut self, req: &Request, r: &Reply) {
@@ -537,14 +638,38 @@ impl ViewerConn {
     }
 }
 
+impl ViewerConn {
+    /// A signalling socket that closes ends its WebRTC session.
+    #[cfg(feature = "webrtc")]
+    fn end_signal(&mut self, cx: &mut Cx<'_>) {
+        if self.closing || self.closed {
+            if let Some(s) = self.signal.as_deref_mut() {
+                s.end(cx);
+            }
+        }
+    }
+
+    #[cfg(not(feature = "webrtc"))]
+    fn end_signal(&mut self, _cx: &mut Cx<'_>) {}
+}
+
 impl Endpoint for ViewerConn {
     fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool) {
         self.read(peer_closed, cx.now);
         self.answer(cx);
         self.write(cx.now);
+        self.end_signal(cx);
     }
 
     fn timeout(&mut self, cx: &mut Cx<'_>) {
+        #[cfg(feature = "webrtc")]
+        if let Some(s) = self.signal.as_deref_mut() {
+            let frames = s.timeout(cx);
+            self.signalled(frames);
+            self.write(cx.now);
+            self.end_signal(cx);
+            return;
+        }
         if self.parked.as_ref().is_some_and(|p| cx.now >= p.until) {
             // Answered 503 now.
             self.answer(cx);
@@ -570,6 +695,10 @@ impl Endpoint for ViewerConn {
     }
 
     fn deadline(&self) -> Option<Instant> {
+        #[cfg(feature = "webrtc")]
+        if let Some(s) = &self.signal {
+            return Some(s.deadline());
+        }
         match &self.parked {
             Some(p) => Some(p.until),
             None if self.reader.in_head() => Some(self.last_activity + HEAD_TIMEOUT),
@@ -590,11 +719,29 @@ impl Endpoint for ViewerConn {
         let _ = poll.deregister(self.transport.stream_mut());
     }
 
-    fn abort(&mut self, _cx: &mut Cx<'_>) {
+    fn abort(&mut self, cx: &mut Cx<'_>) {
         self.closed = true;
+        self.end_signal(cx);
+    }
+
+    #[cfg(feature = "webrtc")]
+    fn webrtc_ended(&mut self, key: &str, cx: &mut Cx<'_>) {
+        if let Some(s) = self.signal.as_deref_mut() {
+            s.session_ended(key);
+            self.signalled(Vec::new());
+            self.write(cx.now);
+        }
     }
 
     fn admitted(&mut self, check: CheckId, verdict: Verdict, cx: &mut Cx<'_>) {
+        #[cfg(feature = "webrtc")]
+        if let Some(s) = self.signal.as_deref_mut() {
+            let frames = s.admitted(check, verdict, cx);
+            self.signalled(frames);
+            self.write(cx.now);
+            self.end_signal(cx);
+            return;
+        }
         let waiting =
             matches!(&self.parked, Some(Parked { admission: Some((c, _)), .. }) if *c == check);
         if !waiting || self.closed {

@@ -163,9 +163,26 @@ pub struct Publishers {
     /// HLS (MPEG-TS segments) viewers: OME's `publishers.hls`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hls: Option<HlsSpec>,
+    /// WebRTC viewers: OME's `publishers.webrtc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webrtc: Option<WebRtcSpec>,
     /// Recording (`:startRecord`): OME's `publishers.file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<FileSpec>,
+}
+
+/// An application's WebRTC playback settings (`<Publishers><WebRTC>`,
+/// OME's `publishers.webrtc`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebRtcSpec {
+    /// ICE must complete, and the viewer keep answering, within this (ms;
+    /// OME's default 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// RTX (NACK answers): always on in kiln.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtx: Option<bool>,
 }
 
 /// An application's recording settings (`<Publishers><FILE>`): the root

@@ -104,6 +104,8 @@ pub struct LiveStream {
 pub struct Audience {
     pub rtmp: u64,
     pub srt: u64,
+    /// Connected WebRTC viewers.
+    pub webrtc: u64,
     /// (address, HLS rather than LL-HLS) -> (last request, how long it
     /// counts as a viewer).
     http: HashMap<(std::net::IpAddr, bool), (std::time::Instant, std::time::Duration)>,

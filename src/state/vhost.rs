@@ -53,6 +53,8 @@ pub enum Protocol {
     RtmpPlay,
     /// An SRT caller in request mode (`srt` in `enables.publishers`).
     SrtPlay,
+    /// A WebRTC viewer (`webrtc` in `enables.publishers`).
+    WebRtc,
 }
 
 impl Protocol {
@@ -63,6 +65,7 @@ impl Protocol {
             Protocol::Srt | Protocol::SrtPlay => "srt",
             Protocol::Llhls => "llhls",
             Protocol::Hls => "hls",
+            Protocol::WebRtc => "webrtc",
         }
     }
 
@@ -73,6 +76,7 @@ impl Protocol {
             Protocol::Srt | Protocol::SrtPlay => "SRT",
             Protocol::Llhls => "LLHLS",
             Protocol::Hls => "HLS",
+            Protocol::WebRtc => "WEBRTC",
         }
     }
 

@@ -10,6 +10,8 @@ mod players;
 mod pull;
 mod push;
 mod record;
+#[cfg(feature = "webrtc")]
+mod webrtc;
 
 use super::feature::Feature;
 
@@ -17,6 +19,8 @@ use super::feature::Feature;
 pub(crate) fn all() -> Vec<Box<dyn Feature>> {
     vec![
         Box::new(players::Players),
+        #[cfg(feature = "webrtc")]
+        Box::new(webrtc::WebRtc),
         Box::new(push::Push::default()),
         Box::new(hls::Hls),
         Box::new(record::Record),

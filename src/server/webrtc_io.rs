@@ -1,0 +1,142 @@
+//! One ICE socket (a UDP address of `<IceCandidates>`): the glue between
+//! it and the WebRTC session table ([`crate::webrtc::WebRtc`]). Every
+//! datagram goes to the table, which finds its session; what the table has
+//! for this socket is sent with `sendmmsg`, in batches. A socket that takes
+//! no more keeps a bounded backlog (the rest is dropped, as UDP would).
+
+use super::endpoint::{Cx, Endpoint};
+use crate::webrtc::Datagram;
+use mio::net::UdpSocket;
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+
+/// Largest datagram read (UDP's maximum payload).
+const MAX_DATAGRAM: usize = 65_536;
+/// Datagrams read per readiness turn before the loop serves others.
+const READ_BUDGET: usize = 512;
+/// Datagrams kept when the socket would block.
+const MAX_BACKLOG: usize = 4096;
+
+pub(crate) struct IceSocket {
+    socket: UdpSocket,
+    addr: SocketAddr,
+    /// This socket's index in the table's ports.
+    index: usize,
+    buf: Vec<u8>,
+    backlog: VecDeque<Datagram>,
+    pub dropped: u64,
+}
+
+impl IceSocket {
+    pub(crate) fn new(socket: UdpSocket, addr: SocketAddr, index: usize) -> Self {
+        IceSocket {
+            socket,
+            addr,
+            index,
+            buf: vec![0u8; MAX_DATAGRAM],
+            backlog: VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    fn read(&mut self, cx: &mut Cx<'_>) {
+        for _ in 0..READ_BUDGET {
+            let (n, from) = match self.socket.recv_from(&mut self.buf) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // ICMP errors from a viewer gone away surface here.
+                    crate::debug!("webrtc udp {}: recv: {e}", self.addr);
+                    continue;
+                }
+            };
+            let api = &mut *cx.api;
+            api.webrtc.handle_datagram(
+                self.addr,
+                from,
+                &self.buf[..n],
+                &mut api.registry.streams,
+                cx.now,
+            );
+        }
+    }
+
+    fn write(&mut self, cx: &mut Cx<'_>) {
+        let fresh = cx.api.webrtc.take_outbox(self.index);
+        if self.backlog.is_empty() {
+            let sent = send_batch(&self.socket, self.addr, &fresh);
+            if sent < fresh.len() {
+                self.backlog.extend(fresh.into_iter().skip(sent));
+            }
+        } else {
+            self.backlog.extend(fresh);
+            let list = self.backlog.make_contiguous();
+            let sent = send_batch(&self.socket, self.addr, list);
+            self.backlog.drain(..sent);
+        }
+        while self.backlog.len() > MAX_BACKLOG {
+            self.backlog.pop_front();
+            self.dropped += 1;
+        }
+    }
+}
+
+/// Sends from the front of `list` until the socket would block; returns
+/// how many left (a datagram the kernel refused counts as gone).
+fn send_batch(socket: &UdpSocket, addr: SocketAddr, list: &[Datagram]) -> usize {
+    {
+        let mut done = 0;
+        while done < list.len() {
+            let batch: Vec<(SocketAddr, &[u8])> = list[done..]
+                .iter()
+                .take(64)
+                .map(|d| (d.to, d.data.as_slice()))
+                .collect();
+            match crate::sys::send_datagrams_to(socket.as_raw_fd(), &batch) {
+                Ok(0) => return done,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return done,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // One bad destination (unreachable): skip it.
+                    crate::debug!("webrtc udp {addr}: send: {e}");
+                    done += 1;
+                }
+            }
+        }
+        done
+    }
+}
+
+impl Endpoint for IceSocket {
+    fn ready(&mut self, cx: &mut Cx<'_>, _peer_closed: bool) {
+        self.read(cx);
+        self.write(cx);
+    }
+
+    fn timeout(&mut self, _cx: &mut Cx<'_>) {}
+
+    fn deadline(&self) -> Option<std::time::Instant> {
+        None
+    }
+
+    fn is_closed(&self) -> bool {
+        false
+    }
+
+    fn deregister(&mut self, poll: &mio::Registry) {
+        let _ = poll.deregister(&mut self.socket);
+    }
+
+    fn abort(&mut self, _cx: &mut Cx<'_>) {
+        // The socket serves every session: it stays; what it held is gone.
+        self.backlog.clear();
+    }
+
+    fn flush(&mut self, cx: &mut Cx<'_>) {
+        self.write(cx);
+    }
+}

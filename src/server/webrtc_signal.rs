@@ -1,0 +1,547 @@
+//! WebRTC signalling on the viewer port, beside LL-HLS: WHEP (an SDP offer
+//! POSTed to `/{app}/{stream}?direction=whep`, answered `201` with the
+//! answer and a `Location` to DELETE) and OvenMediaEngine's JSON over a
+//! WebSocket (`ws://host:port/{app}/{stream}`, kiln offers). Both admit
+//! the viewer as LL-HLS does (signed policy, admission webhook; protocol
+//! `webrtc`), then open a session in the table ([`crate::webrtc`]).
+//! [`super::viewer_conn::ViewerConn`] routes requests here; a WebSocket
+//! upgrade turns the connection into a [`WsSignal`].
+
+use super::endpoint::Cx;
+use crate::admission::manager::{Admit, CheckId, Verdict};
+use crate::admission::webhook::{Protocol, Subject};
+use crate::clock::Now;
+use crate::http::response::reason;
+use crate::http::ws;
+use crate::http::Request;
+use crate::state::streams::LiveStream;
+use crate::webrtc::signal::{self, Command, Refusal};
+use crate::webrtc::SessionOptions;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// What a viewer-port request is for, when it is WebRTC signalling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    WhepOffer,
+    WhepOptions,
+    WhepDelete(String),
+    WhepPatch(String),
+    WebSocket,
+}
+
+/// Routes WHEP requests (`direction=whep`) and WebSocket upgrades.
+pub(crate) fn route(req: &Request) -> Option<Route> {
+    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    if ws::is_upgrade(req) {
+        return Some(Route::WebSocket);
+    }
+    let direction = crate::admission::policy::query_value(query, "direction")?;
+    if direction != "whep" {
+        return None;
+    }
+    let key = || {
+        req.path()
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    match req.method.as_str() {
+        "POST" => Some(Route::WhepOffer),
+        "OPTIONS" => Some(Route::WhepOptions),
+        "DELETE" => Some(Route::WhepDelete(key())),
+        "PATCH" => Some(Route::WhepPatch(key())),
+        _ => None,
+    }
+}
+
+/// (vhost, app, stream) a request names: the vhost serving its `Host`,
+/// the first two path segments.
+pub(crate) fn target(req: &Request, cx: &Cx<'_>) -> Option<(String, String, String)> {
+    let host = crate::http::host::host_without_port(req.header_str("host").unwrap_or(""));
+    let vhost = cx.api.registry.vhost_serving(host)?.spec.name.clone();
+    let mut parts = req.path().trim_start_matches('/').split('/');
+    let app = parts.next().filter(|s| !s.is_empty())?.to_string();
+    let stream = parts.next().filter(|s| !s.is_empty())?.to_string();
+    Some((vhost, app, stream))
+}
+
+/// The live stream a viewer may play over WebRTC, and the app's options;
+/// `Err` with the reason otherwise.
+fn playable<'a>(
+    cx: &'a Cx<'_>,
+    (vhost, app, stream): &(String, String, String),
+) -> Result<(&'a LiveStream, SessionOptions), &'static str> {
+    let spec = cx
+        .api
+        .registry
+        .app(vhost, app)
+        .ok_or("No such application")?;
+    let Some(w) = &spec.publishers.webrtc else {
+        return Err("WebRTC is not enabled for this application");
+    };
+    let live = cx
+        .api
+        .registry
+        .streams
+        .find(vhost, app, stream)
+        .ok_or("No such stream")?;
+    let opts = SessionOptions {
+        timeout: Duration::from_millis(w.timeout.unwrap_or(30_000)),
+        ..SessionOptions::default()
+    };
+    Ok((live, opts))
+}
+
+/// A whole HTTP response (head and body) for WHEP.
+pub(crate) fn response(
+    status: u16,
+    content_type: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    close: bool,
+) -> Vec<u8> {
+    let mut h = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nAccess-Control-Allow-Origin: *\r\n",
+        reason(status),
+        body.len()
+    );
+    for (k, v) in headers {
+        h.push_str(k);
+        h.push_str(": ");
+        h.push_str(v);
+        h.push_str("\r\n");
+    }
+    if close {
+        h.push_str("Connection: close\r\n");
+    }
+    h.push_str("\r\n");
+    let mut out = h.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+pub(crate) fn error(status: u16, text: &str, close: bool) -> Vec<u8> {
+    response(
+        status,
+        "text/plain; charset=utf-8",
+        &[],
+        text.as_bytes(),
+        close,
+    )
+}
+
+/// The CORS preflight answer (a player page on another origin).
+pub(crate) fn preflight(req: &Request, close: bool) -> Vec<u8> {
+    // Echo the asked headers only when they are plain header names.
+    let asked = req
+        .header_str("access-control-request-headers")
+        .filter(|h| {
+            h.len() <= 256
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_, ".contains(&b))
+        })
+        .unwrap_or("Content-Type, Authorization, If-Match");
+    response(
+        204,
+        "text/plain",
+        &[
+            (
+                "Access-Control-Allow-Methods",
+                "OPTIONS, POST, PATCH, DELETE",
+            ),
+            ("Access-Control-Allow-Headers", asked),
+            ("Access-Control-Max-Age", "86400"),
+            ("Access-Control-Allow-Private-Network", "true"),
+            ("Accept-Post", "application/sdp"),
+        ],
+        b"",
+        close,
+    )
+}
+
+/// The session options an admission adds (its end, its closing).
+fn admitted_options(mut opts: SessionOptions, admit: &Admit, now: Instant) -> SessionOptions {
+    if let Some(at_ms) = admit.expire_at {
+        let wall = Now::read(now).unix_ms.max(0) as u64;
+        opts.end_by = Some(now + Duration::from_millis(at_ms.saturating_sub(wall)));
+    }
+    opts.tag = admit.admission.map_or(0, |a| a.0);
+    opts
+}
+
+/// An admitted WHEP offer: the session and its `201`.
+pub(crate) fn whep_answer(
+    req: &Request,
+    target: &(String, String, String),
+    admit: &Admit,
+    close: bool,
+    cx: &mut Cx<'_>,
+) -> Vec<u8> {
+    let close_admission = |cx: &mut Cx<'_>| {
+        if let Some(a) = admit.admission {
+            cx.access.close(a, Now::read(cx.now));
+        }
+    };
+    let (live, opts) = match playable(cx, target) {
+        Ok((live, opts)) => (live.id, opts),
+        Err(why) => {
+            close_admission(cx);
+            return error(404, why, close);
+        }
+    };
+    let opts = admitted_options(opts, admit, cx.now);
+    let offer = String::from_utf8_lossy(&req.body).into_owned();
+    let api = &mut *cx.api;
+    let Some(stream) = api.registry.streams.get(live) else {
+        close_admission(cx);
+        return error(404, "No such stream", close);
+    };
+    match api.webrtc.accept_offer(stream, &offer, opts, cx.now) {
+        Ok((key, answer)) => {
+            let location = format!("/{}/{}/{key}?direction=whep", target.1, target.2);
+            crate::info!(
+                "webrtc: WHEP viewer of {}/{}/{} (session {key})",
+                &target.0,
+                &target.1,
+                &target.2
+            );
+            response(
+                201,
+                "application/sdp",
+                &[
+                    ("Location", &location),
+                    ("ETag", &format!("\"{key}\"")),
+                    ("Access-Control-Expose-Headers", "Location, ETag, Link"),
+                ],
+                answer.as_bytes(),
+                close,
+            )
+        }
+        Err(e) => {
+            close_admission(cx);
+            error(e.status(), &e.to_string(), close)
+        }
+    }
+}
+
+/// WHEP DELETE: ends the session its key names.
+pub(crate) fn whep_delete(key: &str, close: bool, cx: &mut Cx<'_>) -> Vec<u8> {
+    match cx.api.webrtc.stop(key) {
+        Ok(()) => response(200, "text/plain", &[], b"", close),
+        Err(e) => error(e.status(), &e.to_string(), close),
+    }
+}
+
+/// WHEP PATCH: trickled candidates are not needed (kiln is ICE-lite and
+/// learns the viewer's address from its STUN requests): `204`, as OME
+/// answers WHIP's.
+pub(crate) fn whep_patch(key: &str, close: bool, cx: &mut Cx<'_>) -> Vec<u8> {
+    if cx.api.webrtc.session_stream(key).is_none() {
+        return error(404, "No such WebRTC session", close);
+    }
+    response(204, "application/trickle-ice-sdpfrag", &[], b"", close)
+}
+
+/// Server Pings at most this often; a connection that sends nothing for
+/// `IDLE` closes (OME's figures).
+const PING_EVERY: Duration = Duration::from_secs(20);
+const IDLE: Duration = Duration::from_secs(60);
+
+/// One OME signalling WebSocket: its session, its admission in flight,
+/// its keep-alive.
+pub(crate) struct WsSignal {
+    reader: ws::Reader,
+    target: (String, String, String),
+    /// The upgrade request's URL (for the signed policy and webhook).
+    url: String,
+    user_agent: Option<String>,
+    id: i64,
+    session: Option<String>,
+    check: Option<CheckId>,
+    last_rx: Instant,
+    last_ping: Instant,
+    /// Close once what is queued is written.
+    pub closing: bool,
+}
+
+impl WsSignal {
+    pub(crate) fn new(
+        req: &Request,
+        target: (String, String, String),
+        url: String,
+        now: Instant,
+    ) -> Self {
+        WsSignal {
+            reader: ws::Reader::new(signal::MAX_MESSAGE),
+            target,
+            url,
+            user_agent: req.header_str("user-agent").map(str::to_string),
+            id: i64::from(1 + (random_u32() & 0x7fff_fffe)),
+            session: None,
+            check: None,
+            last_rx: now,
+            last_ping: now,
+            closing: false,
+        }
+    }
+
+    /// Bytes from the socket; false when too much is held (read no more).
+    pub(crate) fn feed(&mut self, data: &[u8], now: Instant) -> bool {
+        self.last_rx = now;
+        self.reader.feed(data)
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        (self.last_ping + PING_EVERY).min(self.last_rx + IDLE)
+    }
+
+    /// The keep-alive: a Ping frame to send, or the socket closes.
+    pub(crate) fn timeout(&mut self, cx: &mut Cx<'_>) -> Vec<Vec<u8>> {
+        if cx.now >= self.last_rx + IDLE {
+            self.end(cx);
+            return Vec::new();
+        }
+        if cx.now >= self.last_ping + PING_EVERY {
+            self.last_ping = cx.now;
+            return vec![ws::ping(b"kiln")];
+        }
+        Vec::new()
+    }
+
+    /// Every whole message received: the frames to send back.
+    pub(crate) fn process(&mut self, peer: SocketAddr, cx: &mut Cx<'_>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while !self.closing {
+            let msg = match self.reader.next_message() {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(e) => {
+                    crate::debug!("webrtc signalling {peer}: {e}");
+                    self.end(cx);
+                    break;
+                }
+            };
+            match msg {
+                ws::Message::Text(t) => self.command(&t, peer, cx, &mut out),
+                ws::Message::Binary(_) | ws::Message::Pong(_) => {}
+                ws::Message::Ping(p) => out.push(ws::pong(&p)),
+                ws::Message::Close(_) => {
+                    out.push(ws::frame(0x8, &1000u16.to_be_bytes()));
+                    self.end(cx);
+                }
+            }
+        }
+        out
+    }
+
+    fn refuse(&mut self, r: Refusal, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
+        out.push(ws::text(&r.to_json()));
+        self.end(cx);
+    }
+
+    fn command(&mut self, text: &str, peer: SocketAddr, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
+        let cmd = match signal::parse(text) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                crate::debug!("webrtc signalling {peer}: not a command");
+                return;
+            }
+            Err(r) => return self.refuse(r, cx, out),
+        };
+        match cmd {
+            Command::RequestOffer => {
+                if self.session.is_some() || self.check.is_some() {
+                    return;
+                }
+                self.request_offer(peer, cx, out);
+            }
+            Command::Answer { id, sdp } => {
+                if id != self.id {
+                    return self.refuse(Refusal::new(400, "Invalid ID"), cx, out);
+                }
+                let Some(key) = self.session.clone() else {
+                    return self.refuse(Refusal::new(404, "Could not find peer id"), cx, out);
+                };
+                let api = &mut *cx.api;
+                let Some(stream) =
+                    api.registry
+                        .streams
+                        .find(&self.target.0, &self.target.1, &self.target.2)
+                else {
+                    return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
+                };
+                let info = rendition(stream);
+                match api.webrtc.accept_answer(&key, &sdp, stream, cx.now) {
+                    Ok(()) => {
+                        out.push(ws::text(&signal::playlist_notification(
+                            &self.target.2,
+                            &info,
+                        )));
+                        out.push(ws::text(&signal::rendition_changed(false)));
+                    }
+                    Err(e) => self.refuse(Refusal::new(400, &e.to_string()), cx, out),
+                }
+            }
+            Command::Candidate { id } => {
+                if id != self.id {
+                    self.refuse(Refusal::new(400, "Invalid ID"), cx, out);
+                }
+            }
+            Command::Stop { .. } => self.end(cx),
+            Command::ChangeRendition { auto, .. } => {
+                if self.session.is_some() {
+                    out.push(ws::text(&signal::rendition_changed(auto.unwrap_or(false))));
+                }
+            }
+            Command::Pong => {}
+        }
+    }
+
+    fn request_offer(&mut self, peer: SocketAddr, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
+        if let Err(why) = playable(cx, &self.target) {
+            crate::debug!("webrtc signalling {peer}: {why}");
+            return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
+        }
+        let Some(spec) = cx
+            .api
+            .registry
+            .vhost(&self.target.0)
+            .map(|v| v.spec.clone())
+        else {
+            return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
+        };
+        let subject = Subject {
+            protocol: Protocol::WebRtc,
+            client: peer,
+            user_agent: self.user_agent.clone(),
+            url: self.url.clone(),
+            new_url: None,
+        };
+        match cx
+            .access
+            .check(&spec, subject, cx.token.0, Now::read(cx.now))
+        {
+            Verdict::Allowed(admit) => self.offer(&admit, cx, out),
+            Verdict::Refused(why) => {
+                crate::info!("webrtc signalling {peer}: refused: {}", &why);
+                self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
+            }
+            Verdict::Pending(check) => self.check = Some(check),
+        }
+    }
+
+    /// The decision on the admission this socket waits for.
+    pub(crate) fn admitted(
+        &mut self,
+        check: CheckId,
+        verdict: Verdict,
+        cx: &mut Cx<'_>,
+    ) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        if self.check != Some(check) || self.closing {
+            if let Verdict::Allowed(Admit {
+                admission: Some(a), ..
+            }) = verdict
+            {
+                cx.access.close(a, Now::read(cx.now));
+            }
+            return out;
+        }
+        self.check = None;
+        match verdict {
+            Verdict::Allowed(admit) => self.offer(&admit, cx, &mut out),
+            _ => self.refuse(Refusal::new(404, "Cannot create offer"), cx, &mut out),
+        }
+        out
+    }
+
+    fn offer(&mut self, admit: &Admit, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
+        let target = match &admit.new_url {
+            None => self.target.clone(),
+            Some(url) => match crate::admission::redirect(&cx.api.registry, url) {
+                Ok(t) => t,
+                Err(_) => {
+                    if let Some(a) = admit.admission {
+                        cx.access.close(a, Now::read(cx.now));
+                    }
+                    return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
+                }
+            },
+        };
+        let (live, opts) = match playable(cx, &target) {
+            Ok((l, o)) => (l.id, o),
+            Err(_) => {
+                if let Some(a) = admit.admission {
+                    cx.access.close(a, Now::read(cx.now));
+                }
+                return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
+            }
+        };
+        let mut opts = admitted_options(opts, admit, cx.now);
+        opts.owner = Some(cx.token.0);
+        let api = &mut *cx.api;
+        let Some(stream) = api.registry.streams.get(live) else {
+            return;
+        };
+        match api.webrtc.create_offer(stream, opts, cx.now) {
+            Ok((key, sdp)) => {
+                self.target = target;
+                self.session = Some(key);
+                out.push(ws::text(&signal::offer(self.id, &sdp, api.webrtc.ports())));
+            }
+            Err(e) => {
+                if let Some(a) = admit.admission {
+                    cx.access.close(a, Now::read(cx.now));
+                }
+                let code = if e.status() == 503 { 503 } else { 404 };
+                self.refuse(Refusal::new(code, "Cannot create offer"), cx, out);
+            }
+        }
+    }
+
+    /// Its session ended (stream gone, viewer silent): the socket closes.
+    pub(crate) fn session_ended(&mut self, key: &str) {
+        if self.session.as_deref() == Some(key) {
+            self.session = None;
+            self.closing = true;
+        }
+    }
+
+    /// Ends the session (if any) and closes the socket.
+    pub(crate) fn end(&mut self, cx: &mut Cx<'_>) {
+        if let Some(key) = self.session.take() {
+            let _ = cx.api.webrtc.stop(&key);
+        }
+        if let Some(check) = self.check.take() {
+            cx.access.cancel(check);
+        }
+        self.closing = true;
+    }
+}
+
+/// The stream's tracks as OME's `playlist` notification shows them.
+fn rendition(stream: &LiveStream) -> signal::RenditionInfo {
+    let mut info = signal::RenditionInfo::default();
+    for t in stream.tracks() {
+        match (t.codec, t.video, t.audio) {
+            (crate::media::Codec::H264, Some(v), _) => {
+                info.video = Some(("H264".into(), v.width, v.height, t.bitrate, v.framerate));
+            }
+            (crate::media::Codec::Aac | crate::media::Codec::Opus, _, a) => {
+                let ch = a.map_or(2, |a| u32::from(a.channels).clamp(1, 2));
+                info.audio = Some(("OPUS".into(), 48_000, ch, t.bitrate));
+            }
+            _ => {}
+        }
+    }
+    info
+}
+
+fn random_u32() -> u32 {
+    let mut raw = [0u8; 4];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut raw);
+    u32::from_be_bytes(raw)
+}

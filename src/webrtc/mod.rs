@@ -1,0 +1,934 @@
+//! WebRTC playback (issue 30): every viewer is a str0m [`Rtc`] (ICE-lite,
+//! DTLS, SRTP, RTP/RTCP, NACK/RTX, sender reports), fed by this table
+//! with datagrams and `now` and drained for datagrams to send, events and
+//! its next timeout, like every other core of kiln. Sans-IO: the loop
+//! owns the UDP sockets (one per ICE candidate address), hands each
+//! datagram to [`WebRtc::handle_datagram`] and sends what
+//! [`WebRtc::take_outbox`] returns.
+//!
+//! Media reaches viewers once per stream: a video frame becomes Annex B
+//! (parameter sets before each keyframe) once, AAC becomes Opus once
+//! ([`audio`]), and each viewer's `Rtc` packetizes and encrypts it. A new
+//! viewer starts at the stream's last keyframe at once (the GOP kiln
+//! keeps, sent with its timestamps squeezed so the browser shows the
+//! current picture without waiting).
+//!
+//! Sessions are found by the ufrag of the peer's first STUN request, then
+//! by its address; a session that does not connect within the app's
+//! `Timeout`, or whose peer stops answering (ICE consent), ends.
+
+pub mod audio;
+pub mod signal;
+pub mod stun;
+
+use crate::media::{Codec, CodecConfig, Frame, MediaKind as Kind, Ticks};
+use crate::state::streams::{IngestOutput, LiveStream, StreamId, StreamMap, Streams};
+use slab::Slab;
+use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use str0m::change::{SdpAnswer, SdpOffer, SdpPendingOffer};
+use str0m::format::Codec as RtcCodec;
+use str0m::media::{Direction, MediaKind, MediaTime, Mid, Pt};
+use str0m::net::{Protocol, Receive};
+use str0m::{Candidate, Event, IceConnectionState, IceCreds, Input, Output, Rtc, RtcConfig};
+
+/// Sessions at most at once (every viewer, connected or not).
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// Peer addresses one session may be reached from (ICE tries a few).
+const MAX_ADDRS_PER_SESSION: usize = 8;
+/// Datagrams waiting for one socket; past it the oldest are dropped (UDP:
+/// a viewer that cannot keep up loses packets, kiln does not grow).
+const MAX_OUTBOX: usize = 8192;
+
+/// How a session ended, for the log and the signalling socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndReason {
+    /// The viewer said so (WHEP DELETE, `stop`, socket closed).
+    Stopped,
+    /// The stream it plays ended.
+    StreamEnded,
+    /// ICE never completed or consent was lost.
+    TimedOut,
+    /// The WebRTC stack failed (the message says how).
+    Failed(String),
+}
+
+/// A session that ended: the loop closes what it held (its admission,
+/// its signalling socket).
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub key: String,
+    pub stream: StreamId,
+    pub tag: u64,
+    /// The signalling connection that made it (OME's WebSocket), if any.
+    pub owner: Option<usize>,
+    /// It had connected (it counted as a viewer).
+    pub connected: bool,
+    pub reason: EndReason,
+}
+
+/// Why an offer or answer was refused (HTTP-like statuses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebRtcError {
+    /// 400: the SDP could not be parsed or used.
+    BadSdp(String),
+    /// 503: too many sessions.
+    Full,
+    /// 404: no such session.
+    NoSession,
+    /// 500: the stack refused (its message).
+    Internal(String),
+}
+
+impl WebRtcError {
+    pub fn status(&self) -> u16 {
+        match self {
+            WebRtcError::BadSdp(_) => 400,
+            WebRtcError::Full => 503,
+            WebRtcError::NoSession => 404,
+            WebRtcError::Internal(_) => 500,
+        }
+    }
+}
+
+impl std::fmt::Display for WebRtcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WebRtcError::BadSdp(e) => write!(f, "Could not use the SDP: {e}"),
+            WebRtcError::Full => f.write_str("Too many WebRTC sessions"),
+            WebRtcError::NoSession => f.write_str("No such WebRTC session"),
+            WebRtcError::Internal(e) => write!(f, "WebRTC: {e}"),
+        }
+    }
+}
+
+/// A datagram to send from one of kiln's ICE sockets.
+pub struct Datagram {
+    pub to: SocketAddr,
+    pub data: Vec<u8>,
+}
+
+/// Per-session options from the application (`<Publishers><WebRTC>`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionOptions {
+    /// ICE must complete, and the peer keep answering, within this.
+    pub timeout: Duration,
+    /// The session ends then (signed policy's `stream_expire`, a
+    /// webhook's `lifetime`).
+    pub end_by: Option<Instant>,
+    /// The loop's tag (its admission id), handed back when it ends.
+    pub tag: u64,
+    /// The signalling connection that owns it, told when it ends.
+    pub owner: Option<usize>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            timeout: Duration::from_secs(30),
+            end_by: None,
+            tag: 0,
+            owner: None,
+        }
+    }
+}
+
+/// What the stream gives a new session (its tracks as the SDP states them).
+#[derive(Debug, Clone, Copy, Default)]
+struct Offerable {
+    video: bool,
+    audio: bool,
+    /// Opus channels for the audio (the source's, or the transcoder's).
+    stereo: bool,
+}
+
+struct Session {
+    rtc: Rtc,
+    stream: StreamId,
+    key: String,
+    ufrag: String,
+    tag: u64,
+    owner: Option<usize>,
+    end_by: Option<Instant>,
+    video: Option<(Mid, Pt)>,
+    audio: Option<(Mid, Pt)>,
+    /// Waiting for the answer to kiln's offer (OME's signalling).
+    pending: Option<SdpPendingOffer>,
+    /// The m-lines, as the offer has them.
+    mids: Vec<(Mid, MediaKind)>,
+    connected: bool,
+    /// The GOP has been sent; live frames flow.
+    started: bool,
+    /// Until ICE completes; then consent (the stack's) keeps it.
+    connect_by: Instant,
+    addrs: Vec<(SocketAddr, SocketAddr)>,
+    /// The deadline this session has in [`WebRtc::deadlines`].
+    deadline: Option<Instant>,
+    /// Keyframe requests (PLI/FIR) received.
+    keyframe_requests: u64,
+}
+
+/// What is kept per stream with at least one WebRTC viewer.
+#[derive(Default)]
+struct Feed {
+    sessions: Vec<usize>,
+    audio: Option<audio::AacToOpus>,
+    /// The source's audio cannot be transcoded (its reason, logged once).
+    audio_broken: bool,
+}
+
+/// A playback endpoint's ICE socket: its address (what candidates name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IcePort {
+    pub addr: SocketAddr,
+}
+
+pub struct WebRtc {
+    sessions: Slab<Session>,
+    by_key: HashMap<String, usize>,
+    by_ufrag: HashMap<String, usize>,
+    by_addr: HashMap<(SocketAddr, SocketAddr), usize>,
+    feeds: StreamMap<Feed>,
+    /// The ICE sockets' addresses, in the order the loop bound them.
+    ports: Vec<SocketAddr>,
+    /// Their endpoints (the loop's tokens).
+    port_tokens: Vec<usize>,
+    /// Per port: what waits to be sent.
+    outbox: Vec<Vec<Datagram>>,
+    deadlines: BTreeSet<(Instant, usize)>,
+    ended: Vec<Ended>,
+    /// Streams a session just connected to (one entry each).
+    joined: Vec<StreamId>,
+    cert: Option<str0m::config::DtlsCert>,
+    pub max_sessions: usize,
+    /// Datagrams dropped because an outbox was full.
+    pub dropped: u64,
+}
+
+impl Default for WebRtc {
+    fn default() -> Self {
+        WebRtc::new()
+    }
+}
+
+impl WebRtc {
+    pub fn new() -> WebRtc {
+        let provider = str0m::crypto::from_feature_flags();
+        // One certificate for every session (as OME has one per app): a
+        // new ECDSA key per viewer would cost a key generation each.
+        let cert = provider.dtls_provider.generate_certificate();
+        provider.install_process_default();
+        WebRtc {
+            sessions: Slab::new(),
+            by_key: HashMap::new(),
+            by_ufrag: HashMap::new(),
+            by_addr: HashMap::new(),
+            feeds: StreamMap::default(),
+            ports: Vec::new(),
+            port_tokens: Vec::new(),
+            outbox: Vec::new(),
+            deadlines: BTreeSet::new(),
+            ended: Vec::new(),
+            joined: Vec::new(),
+            cert,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            dropped: 0,
+        }
+    }
+
+    /// The ICE sockets the loop bound (their addresses are the
+    /// candidates) and their endpoints' tokens.
+    pub fn set_ports(&mut self, ports: Vec<(SocketAddr, usize)>) {
+        self.outbox = ports.iter().map(|_| Vec::new()).collect();
+        self.ports = ports.iter().map(|p| p.0).collect();
+        self.port_tokens = ports.iter().map(|p| p.1).collect();
+    }
+
+    /// The tokens of the ICE sockets with datagrams waiting.
+    pub fn ports_with_output(&self) -> Vec<usize> {
+        self.outbox
+            .iter()
+            .zip(&self.port_tokens)
+            .filter(|(o, _)| !o.is_empty())
+            .map(|(_, t)| *t)
+            .collect()
+    }
+
+    pub fn ports(&self) -> &[SocketAddr] {
+        &self.ports
+    }
+
+    /// Is WebRTC playback possible (at least one ICE socket)?
+    pub fn enabled(&self) -> bool {
+        !self.ports.is_empty()
+    }
+
+    /// Sessions now (connected or not).
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Connected viewers of `stream`.
+    pub fn viewers(&self, stream: StreamId) -> u64 {
+        self.feeds.get(&stream).map_or(0, |f| {
+            f.sessions
+                .iter()
+                .filter(|&&i| self.sessions.get(i).is_some_and(|s| s.connected))
+                .count() as u64
+        })
+    }
+
+    fn new_rtc(&self, ufrag: &str, now: Instant) -> Rtc {
+        let mut config = RtcConfig::new()
+            .set_ice_lite(true)
+            .clear_codecs()
+            .enable_h264(true)
+            .enable_opus(true, false)
+            .set_local_ice_credentials(IceCreds {
+                ufrag: ufrag.to_string(),
+                pass: random_string(24),
+            })
+            // Sessions only send: no receive-side reordering buffers.
+            .set_reordering_size_audio(0)
+            .set_reordering_size_video(0)
+            .set_stats_interval(None);
+        if let Some(cert) = &self.cert {
+            config = config.set_dtls_cert(cert.clone());
+        }
+        let mut rtc = config.build(now);
+        for addr in &self.ports {
+            if let Ok(c) = Candidate::host(*addr, "udp") {
+                let _ = rtc.add_local_candidate(c);
+            }
+        }
+        rtc
+    }
+
+    fn offerable(stream: &LiveStream) -> Offerable {
+        let mut o = Offerable::default();
+        for t in stream.tracks() {
+            match t.codec {
+                Codec::H264 => o.video = true,
+                Codec::Opus => {
+                    o.audio = true;
+                    o.stereo = t.audio.is_none_or(|a| a.channels != 1);
+                }
+                Codec::Aac => {
+                    o.audio = true;
+                    o.stereo = t.audio.is_none_or(|a| a.channels != 1);
+                }
+                _ => {}
+            }
+        }
+        o
+    }
+
+    fn insert(
+        &mut self,
+        rtc: Rtc,
+        stream: StreamId,
+        ufrag: String,
+        opts: SessionOptions,
+        now: Instant,
+    ) -> Result<usize, WebRtcError> {
+        if self.sessions.len() >= self.max_sessions {
+            return Err(WebRtcError::Full);
+        }
+        let key = random_string(16);
+        let idx = self.sessions.insert(Session {
+            rtc,
+            stream,
+            key: key.clone(),
+            ufrag: ufrag.clone(),
+            tag: opts.tag,
+            owner: opts.owner,
+            end_by: opts.end_by,
+            video: None,
+            audio: None,
+            pending: None,
+            mids: Vec::new(),
+            connected: false,
+            started: false,
+            connect_by: now + opts.timeout,
+            addrs: Vec::new(),
+            deadline: None,
+            keyframe_requests: 0,
+        });
+        self.by_key.insert(key, idx);
+        self.by_ufrag.insert(ufrag, idx);
+        self.feeds.entry(stream).or_default().sessions.push(idx);
+        Ok(idx)
+    }
+
+    /// A viewer's offer (WHEP): a session for `stream` and its answer.
+    /// Returns the session key (the WHEP resource) and the answer SDP.
+    pub fn accept_offer(
+        &mut self,
+        stream: &LiveStream,
+        offer: &str,
+        opts: SessionOptions,
+        now: Instant,
+    ) -> Result<(String, String), WebRtcError> {
+        if self.sessions.len() >= self.max_sessions {
+            return Err(WebRtcError::Full);
+        }
+        // str0m's parse errors show parser internals: say what is wrong plainly.
+        let offer_text = offer;
+        let offer = SdpOffer::from_sdp_string(offer)
+            .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
+        let ufrag = random_string(8);
+        let mut rtc = self.new_rtc(&ufrag, now);
+        let answer = rtc
+            .sdp_api()
+            .accept_offer(offer)
+            .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
+        // The offer's m-lines, in order (str0m names them in events only
+        // after DTLS; the payloads are chosen now).
+        let mids: Vec<(Mid, MediaKind)> = offer_text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("a=mid:"))
+            .filter_map(|m| {
+                let mid = Mid::from(m.trim());
+                rtc.media(mid).map(|media| (mid, media.kind()))
+            })
+            .collect();
+        let idx = self.insert(rtc, stream.id, ufrag, opts, now)?;
+        self.sessions[idx].mids = mids;
+        self.choose_payloads(idx, Self::offerable(stream));
+        self.poll_session(idx, None, now);
+        let s = &self.sessions[idx];
+        crate::debug!(
+            "webrtc session {}: m-lines {:?}, video {:?}, audio {:?}",
+            s.key,
+            s.mids,
+            s.video,
+            s.audio
+        );
+        let key = s.key.clone();
+        Ok((key, answer.to_sdp_string()))
+    }
+
+    /// kiln makes the offer (OME's WebSocket signalling): a session for
+    /// `stream`, its key and the offer SDP.
+    pub fn create_offer(
+        &mut self,
+        stream: &LiveStream,
+        opts: SessionOptions,
+        now: Instant,
+    ) -> Result<(String, String), WebRtcError> {
+        if self.sessions.len() >= self.max_sessions {
+            return Err(WebRtcError::Full);
+        }
+        let what = Self::offerable(stream);
+        if !what.video && !what.audio {
+            return Err(WebRtcError::Internal(
+                "the stream has no track a browser plays".into(),
+            ));
+        }
+        let ufrag = random_string(8);
+        let mut rtc = self.new_rtc(&ufrag, now);
+        let mut api = rtc.sdp_api();
+        let video = what
+            .video
+            .then(|| api.add_media(MediaKind::Video, Direction::SendOnly, None, None, None));
+        let audio = what
+            .audio
+            .then(|| api.add_media(MediaKind::Audio, Direction::SendOnly, None, None, None));
+        let Some((offer, pending)) = api.apply() else {
+            return Err(WebRtcError::Internal("no offer".into()));
+        };
+        let idx = self.insert(rtc, stream.id, ufrag, opts, now)?;
+        let s = &mut self.sessions[idx];
+        s.pending = Some(pending);
+        s.mids.extend(video.map(|m| (m, MediaKind::Video)));
+        s.mids.extend(audio.map(|m| (m, MediaKind::Audio)));
+        let key = self.sessions[idx].key.clone();
+        Ok((key, offer.to_sdp_string()))
+    }
+
+    /// The viewer's answer to [`create_offer`](Self::create_offer).
+    pub fn accept_answer(
+        &mut self,
+        key: &str,
+        answer: &str,
+        stream: &LiveStream,
+        now: Instant,
+    ) -> Result<(), WebRtcError> {
+        let idx = *self.by_key.get(key).ok_or(WebRtcError::NoSession)?;
+        let answer = SdpAnswer::from_sdp_string(answer)
+            .map_err(|_| WebRtcError::BadSdp("the answer is not valid SDP".into()))?;
+        let s = &mut self.sessions[idx];
+        let Some(pending) = s.pending.take() else {
+            return Err(WebRtcError::BadSdp("the offer was answered already".into()));
+        };
+        s.rtc
+            .sdp_api()
+            .accept_answer(pending, answer)
+            .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
+        self.choose_payloads(idx, Self::offerable(stream));
+        self.poll_session(idx, None, now);
+        Ok(())
+    }
+
+    /// Picks each m-line's payload type: H.264 packetization-mode 1 for
+    /// video, Opus for audio.
+    fn choose_payloads(&mut self, idx: usize, what: Offerable) {
+        let s = &mut self.sessions[idx];
+        let mids = s.mids.clone();
+        for (mid, kind) in mids {
+            let Some(w) = s.rtc.writer(mid) else { continue };
+            let pick = |want: RtcCodec| {
+                w.payload_params()
+                    .filter(|p| p.spec().codec == want)
+                    .filter(|p| {
+                        want != RtcCodec::H264 || p.spec().format.packetization_mode == Some(1)
+                    })
+                    .map(|p| p.pt())
+                    .next()
+            };
+            match kind {
+                MediaKind::Video if what.video && s.video.is_none() => {
+                    s.video = pick(RtcCodec::H264).map(|pt| (mid, pt));
+                }
+                MediaKind::Audio if what.audio && s.audio.is_none() => {
+                    s.audio = pick(RtcCodec::Opus).map(|pt| (mid, pt));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Ends a session (WHEP DELETE, `stop`, its socket closed).
+    pub fn stop(&mut self, key: &str) -> Result<(), WebRtcError> {
+        let idx = *self.by_key.get(key).ok_or(WebRtcError::NoSession)?;
+        self.end(idx, EndReason::Stopped);
+        Ok(())
+    }
+
+    /// Does this key name a session of `stream`?
+    pub fn session_stream(&self, key: &str) -> Option<StreamId> {
+        self.by_key.get(key).map(|&i| self.sessions[i].stream)
+    }
+
+    fn end(&mut self, idx: usize, reason: EndReason) {
+        let Some(mut s) = self.sessions.try_remove(idx) else {
+            return;
+        };
+        s.rtc.disconnect();
+        self.by_key.remove(&s.key);
+        self.by_ufrag.remove(&s.ufrag);
+        for a in &s.addrs {
+            self.by_addr.remove(a);
+        }
+        if let Some(d) = s.deadline {
+            self.deadlines.remove(&(d, idx));
+        }
+        if let Some(feed) = self.feeds.get_mut(&s.stream) {
+            feed.sessions.retain(|&i| i != idx);
+            if feed.sessions.is_empty() {
+                self.feeds.remove(&s.stream);
+            }
+        }
+        crate::debug!("webrtc session {} ended: {reason:?}", s.key);
+        self.ended.push(Ended {
+            key: s.key,
+            stream: s.stream,
+            tag: s.tag,
+            owner: s.owner,
+            connected: s.connected,
+            reason,
+        });
+    }
+
+    /// The streams sessions connected to since the last call (one entry
+    /// per session).
+    pub fn take_joined(&mut self) -> Vec<StreamId> {
+        std::mem::take(&mut self.joined)
+    }
+
+    /// Sessions that ended since the last call.
+    pub fn take_ended(&mut self) -> Vec<Ended> {
+        std::mem::take(&mut self.ended)
+    }
+
+    /// A datagram arrived on the ICE socket at `local` from `from`.
+    pub fn handle_datagram(
+        &mut self,
+        local: SocketAddr,
+        from: SocketAddr,
+        data: &[u8],
+        streams: &mut Streams,
+        now: Instant,
+    ) {
+        let idx = match self.by_addr.get(&(local, from)) {
+            Some(&i) => i,
+            None => {
+                let Some(ufrag) = stun::local_ufrag(data) else {
+                    return;
+                };
+                let Some(&i) = self.by_ufrag.get(ufrag) else {
+                    return;
+                };
+                let s = &mut self.sessions[i];
+                if s.addrs.len() >= MAX_ADDRS_PER_SESSION {
+                    return;
+                }
+                s.addrs.push((local, from));
+                self.by_addr.insert((local, from), i);
+                i
+            }
+        };
+        let Ok(contents) = data.try_into() else {
+            return;
+        };
+        let input = Input::Receive(
+            now,
+            Receive {
+                proto: Protocol::Udp,
+                source: from,
+                destination: local,
+                contents,
+            },
+        );
+        let s = &mut self.sessions[idx];
+        if !s.rtc.accepts(&input) {
+            return;
+        }
+        if let Err(e) = s.rtc.handle_input(input) {
+            self.end(idx, EndReason::Failed(e.to_string()));
+            return;
+        }
+        self.poll_session(idx, Some(streams), now);
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(at, _)| *at)
+    }
+
+    pub fn handle_timeout(&mut self, streams: &mut Streams, now: Instant) {
+        while let Some(&(at, idx)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            let Some(s) = self.sessions.get_mut(idx) else {
+                continue;
+            };
+            s.deadline = None;
+            if (!s.connected && now >= s.connect_by) || s.end_by.is_some_and(|t| now >= t) {
+                self.end(idx, EndReason::TimedOut);
+                continue;
+            }
+            if let Err(e) = s.rtc.handle_input(Input::Timeout(now)) {
+                self.end(idx, EndReason::Failed(e.to_string()));
+                continue;
+            }
+            self.poll_session(idx, Some(streams), now);
+        }
+    }
+
+    /// Datagrams waiting for the socket of port `i`.
+    pub fn take_outbox(&mut self, i: usize) -> Vec<Datagram> {
+        self.outbox
+            .get_mut(i)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Is anything waiting to be sent?
+    pub fn has_output(&self) -> bool {
+        self.outbox.iter().any(|o| !o.is_empty())
+    }
+
+    /// Drains a session's output: datagrams to the outbox, events, its
+    /// next timeout.
+    fn poll_session(&mut self, idx: usize, mut streams: Option<&mut Streams>, now: Instant) {
+        loop {
+            let Some(s) = self.sessions.get_mut(idx) else {
+                return;
+            };
+            let out = match s.rtc.poll_output() {
+                Ok(o) => o,
+                Err(e) => {
+                    self.end(idx, EndReason::Failed(e.to_string()));
+                    return;
+                }
+            };
+            if let Output::Event(e) = &out {
+                crate::debug!("webrtc session {}: {e:?}", s.key);
+            }
+            match out {
+                Output::Timeout(at) => {
+                    let mut at = if s.connected {
+                        at
+                    } else {
+                        at.min(s.connect_by)
+                    };
+                    if let Some(t) = s.end_by {
+                        at = at.min(t);
+                    }
+                    if s.deadline != Some(at) {
+                        if let Some(d) = s.deadline.take() {
+                            self.deadlines.remove(&(d, idx));
+                        }
+                        s.deadline = Some(at);
+                        self.deadlines.insert((at, idx));
+                    }
+                    return;
+                }
+                Output::Transmit(t) => {
+                    if let Some(i) = self.ports.iter().position(|p| *p == t.source) {
+                        let q = &mut self.outbox[i];
+                        if q.len() >= MAX_OUTBOX {
+                            self.dropped += 1;
+                        } else {
+                            q.push(Datagram {
+                                to: t.destination,
+                                data: t.contents.into(),
+                            });
+                        }
+                    }
+                }
+                Output::Event(Event::Connected) => {
+                    s.connected = true;
+                    self.joined.push(s.stream);
+                    if let Some(streams) = streams.as_deref_mut() {
+                        self.start_session(idx, streams, now);
+                    }
+                }
+                Output::Event(Event::IceConnectionStateChange(
+                    IceConnectionState::Disconnected,
+                )) => {
+                    let reason = if s.connected {
+                        EndReason::TimedOut
+                    } else {
+                        EndReason::Failed("ICE failed".into())
+                    };
+                    self.end(idx, reason);
+                    return;
+                }
+                Output::Event(Event::KeyframeRequest(_)) => {
+                    s.keyframe_requests += 1;
+                }
+                Output::Event(_) => {}
+            }
+        }
+    }
+
+    /// A session just connected: the stream's GOP from its keyframe, with
+    /// timestamps squeezed to end at the latest frame's, so the browser
+    /// decodes up to now and shows it at once.
+    fn start_session(&mut self, idx: usize, streams: &mut Streams, now: Instant) {
+        let Some(s) = self.sessions.get_mut(idx) else {
+            return;
+        };
+        let Some(stream) = streams.get(s.stream) else {
+            return;
+        };
+        let video_track = stream
+            .tracks()
+            .iter()
+            .find(|t| t.kind() == Kind::Video)
+            .map(|t| (t.id, t.config.clone()));
+        s.started = true;
+        let (Some((mid, pt)), Some((track, config))) = (s.video, video_track) else {
+            return;
+        };
+        let gop: Vec<&Frame> = stream.gop().iter().filter(|f| f.track == track).collect();
+        let Some(last) = gop.last().map(|f| f.pts) else {
+            return;
+        };
+        let n = gop.len() as Ticks;
+        for (i, f) in gop.iter().enumerate() {
+            let Some(data) = annexb(f, &config) else {
+                continue;
+            };
+            let ts = (last - (n - 1 - i as Ticks)).max(0) as u64;
+            if let Some(w) = s.rtc.writer(mid) {
+                let _ = w.write(
+                    pt,
+                    now,
+                    MediaTime::new(ts, str0m::media::Frequency::NINETY_KHZ),
+                    data,
+                );
+            }
+        }
+    }
+
+    /// A stream's output: its frames to every connected session, its end
+    /// to all of them.
+    pub fn on_ingest(&mut self, out: &IngestOutput, streams: &mut Streams, now: Instant) {
+        if let Some(id) = out.ended {
+            if let Some(feed) = self.feeds.remove(&id) {
+                for idx in feed.sessions {
+                    self.end(idx, EndReason::StreamEnded);
+                }
+            }
+            return;
+        }
+        let Some(id) = out.stream else { return };
+        if out.frames.is_empty() || !self.feeds.contains_key(&id) {
+            return;
+        }
+        let Some(stream) = streams.get(id) else {
+            return;
+        };
+        if out.tracks_changed {
+            if let Some(f) = self.feeds.get_mut(&id) {
+                f.audio = None;
+                f.audio_broken = false;
+            }
+        }
+        let tracks: Vec<crate::media::Track> = stream.tracks().to_vec();
+        for frame in &out.frames {
+            let Some(track) = tracks.iter().find(|t| t.id == frame.track) else {
+                continue;
+            };
+            match track.codec {
+                Codec::H264 => {
+                    let Some(data) = annexb(frame, &track.config) else {
+                        continue;
+                    };
+                    let ts = MediaTime::new(
+                        frame.pts.max(0) as u64,
+                        str0m::media::Frequency::NINETY_KHZ,
+                    );
+                    self.write_all(id, true, ts, &data, frame.keyframe, now);
+                }
+                Codec::Opus => {
+                    let data: Arc<[u8]> = Arc::from(&frame.data[..]);
+                    self.write_all(id, false, opus_time(frame.pts), &data, true, now);
+                }
+                Codec::Aac => {
+                    for p in self.transcode(id, track, frame) {
+                        let data: Arc<[u8]> = Arc::from(&p.data[..]);
+                        self.write_all(id, false, opus_time(p.pts), &data, true, now);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let sessions = self
+            .feeds
+            .get(&id)
+            .map(|f| f.sessions.clone())
+            .unwrap_or_default();
+        for idx in sessions {
+            self.poll_session(idx, Some(streams), now);
+        }
+    }
+
+    fn transcode(
+        &mut self,
+        id: StreamId,
+        track: &crate::media::Track,
+        frame: &Frame,
+    ) -> Vec<audio::OpusPacket> {
+        let Some(feed) = self.feeds.get_mut(&id) else {
+            return Vec::new();
+        };
+        if feed.audio_broken {
+            return Vec::new();
+        }
+        if feed.audio.is_none() {
+            let CodecConfig::Aac { asc } = &track.config else {
+                return Vec::new();
+            };
+            match audio::AacToOpus::new(asc) {
+                Ok(t) => feed.audio = Some(t),
+                Err(e) => {
+                    crate::warn!("webrtc: stream {id}: AAC audio not offered as Opus: {e}");
+                    feed.audio_broken = true;
+                    return Vec::new();
+                }
+            }
+        }
+        match feed.audio.as_mut().map(|t| t.push(frame)) {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => {
+                crate::debug!("webrtc: stream {id}: {e}");
+                Vec::new()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn write_all(
+        &mut self,
+        id: StreamId,
+        video: bool,
+        ts: MediaTime,
+        data: &Arc<[u8]>,
+        keyframe: bool,
+        now: Instant,
+    ) {
+        let Some(feed) = self.feeds.get(&id) else {
+            return;
+        };
+        for &idx in &feed.sessions {
+            let Some(s) = self.sessions.get_mut(idx) else {
+                continue;
+            };
+            if !s.connected || !s.started {
+                continue;
+            }
+            let target = if video { s.video } else { s.audio };
+            let Some((mid, pt)) = target else { continue };
+            let _ = keyframe;
+            if let Some(w) = s.rtc.writer(mid) {
+                if let Err(e) = w.write(pt, now, ts, data.clone()) {
+                    crate::debug!("webrtc session {}: write: {e}", s.key);
+                }
+            }
+        }
+    }
+
+    /// (keyframe requests received, datagrams dropped) over all sessions.
+    pub fn keyframe_requests(&self) -> u64 {
+        self.sessions.iter().map(|(_, s)| s.keyframe_requests).sum()
+    }
+}
+
+fn opus_time(pts: Ticks) -> MediaTime {
+    MediaTime::new(
+        (pts.max(0) as u64) * 8 / 15,
+        str0m::media::Frequency::FORTY_EIGHT_KHZ,
+    )
+}
+
+/// A video frame in Annex B (what the RTP packetizer splits), with the
+/// track's SPS/PPS before a keyframe that does not carry them.
+fn annexb(frame: &Frame, config: &CodecConfig) -> Option<Arc<[u8]>> {
+    let mut out = Vec::with_capacity(frame.data.len() + 64);
+    if frame.keyframe {
+        if let CodecConfig::H264 { sps, pps } = config {
+            let has_sps = crate::codec::nal::length_prefixed_units(&frame.data, 4)
+                .any(|n| n.is_ok_and(|n| crate::codec::h264::nal_type(n) == Some(7)));
+            if !has_sps {
+                for p in sps.iter().chain(pps) {
+                    out.extend_from_slice(&[0, 0, 0, 1]);
+                    out.extend_from_slice(p);
+                }
+            }
+        }
+    }
+    crate::codec::nal::length_prefixed_to_annexb(&frame.data, &mut out).ok()?;
+    Some(Arc::from(out))
+}
+
+/// Random letters and digits (ICE ufrag/pwd, session keys).
+pub fn random_string(len: usize) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut raw = vec![0u8; len];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut raw);
+    raw.iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}

@@ -1,0 +1,263 @@
+//! OvenMediaEngine's WebRTC signalling messages (JSON over a WebSocket;
+//! `../shared/spec/OME-WEBRTC.md` section 1), parsed and written. The
+//! client asks (`request_offer`), kiln offers (`offer` with its `id`, the
+//! SDP and the ICE candidates), the client answers (`answer`, `id` a JSON
+//! integer), may trickle (`candidate`, ignored: kiln learns the peer from
+//! STUN) and ends (`stop`). Errors are `{"code","error"}` replies after
+//! which kiln closes the socket.
+
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+
+/// The largest signalling message kiln reads (an SDP answer is a few KB).
+pub const MAX_MESSAGE: usize = 64 * 1024;
+
+/// What a client sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    RequestOffer,
+    Answer {
+        id: i64,
+        sdp: String,
+    },
+    Candidate {
+        id: i64,
+    },
+    Stop {
+        id: i64,
+    },
+    ChangeRendition {
+        id: i64,
+        rendition: Option<String>,
+        auto: Option<bool>,
+    },
+    /// OvenPlayer's legacy keep-alive answer; nothing to do.
+    Pong,
+}
+
+/// An error reply: OME's code and text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: u16,
+    pub error: String,
+}
+
+impl Refusal {
+    pub fn new(code: u16, error: &str) -> Refusal {
+        Refusal {
+            code,
+            error: error.to_string(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        json!({"code": self.code, "error": self.error}).to_string()
+    }
+}
+
+/// Parses one message. `Ok(None)`: not JSON or no `command` (OME only
+/// logs those; nothing is sent back).
+pub fn parse(text: &str) -> Result<Option<Command>, Refusal> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Ok(None);
+    };
+    let Some(command) = v.get("command").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    // OME reads `id` as an integer: a string reads as 0 ("Invalid ID").
+    let id = || v.get("id").and_then(Value::as_i64).unwrap_or(0);
+    match command {
+        "request_offer" => Ok(Some(Command::RequestOffer)),
+        "answer" => {
+            let sdp = v
+                .get("sdp")
+                .ok_or_else(|| Refusal::new(400, "There is no SDP"))?;
+            let ty = sdp.get("type").and_then(Value::as_str);
+            if ty != Some("answer") {
+                return Err(Refusal::new(400, "Invalid SDP type"));
+            }
+            let text = sdp
+                .get("sdp")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Refusal::new(400, "SDP must be a string"))?;
+            Ok(Some(Command::Answer {
+                id: id(),
+                sdp: text.to_string(),
+            }))
+        }
+        "candidate" => {
+            let list = v
+                .get("candidates")
+                .ok_or_else(|| Refusal::new(400, "There is no candidate list"))?;
+            let list = list
+                .as_array()
+                .ok_or_else(|| Refusal::new(400, "Candidates must be array"))?;
+            for c in list {
+                let s = c.get("candidate").and_then(Value::as_str).unwrap_or("");
+                if s.is_empty() {
+                    continue;
+                }
+                if !s.starts_with("candidate:") || s.split_whitespace().count() < 7 {
+                    return Err(Refusal::new(
+                        400,
+                        &format!("Invalid candidate: {}", truncate(s, 100)),
+                    ));
+                }
+            }
+            Ok(Some(Command::Candidate { id: id() }))
+        }
+        "stop" => Ok(Some(Command::Stop { id: id() })),
+        "change_rendition" => Ok(Some(Command::ChangeRendition {
+            id: id(),
+            rendition: v
+                .get("rendition_name")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            auto: v.get("auto").and_then(Value::as_bool),
+        })),
+        "pong" | "ping" => Ok(Some(Command::Pong)),
+        other => Err(Refusal::new(
+            400,
+            &format!("Unknown command: {}", truncate(other, 100)),
+        )),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+/// OME's candidate line for one ICE socket (the JSON form, no `sdpMid`).
+pub fn candidate_line(i: usize, addr: SocketAddr) -> String {
+    format!(
+        "candidate:{} 1 UDP 50 {} {} typ host",
+        1_000_000_000 + i,
+        addr.ip(),
+        addr.port()
+    )
+}
+
+/// The `offer` message.
+pub fn offer(id: i64, sdp: &str, ports: &[SocketAddr]) -> String {
+    let candidates: Vec<Value> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, a)| json!({"candidate": candidate_line(i, *a), "sdpMLineIndex": 0}))
+        .collect();
+    json!({
+        "code": 200,
+        "command": "offer",
+        "id": id,
+        "peer_id": 0,
+        "sdp": {"type": "offer", "sdp": sdp},
+        "candidates": candidates,
+    })
+    .to_string()
+}
+
+/// What a rendition's tracks are, for the `playlist` notification.
+#[derive(Debug, Clone, Default)]
+pub struct RenditionInfo {
+    pub video: Option<(String, u32, u32, u32, f64)>,
+    pub audio: Option<(String, u32, u32, u32)>,
+}
+
+/// The `playlist` notification after a good answer: one rendition
+/// (kiln relays the stream as it is).
+pub fn playlist_notification(stream: &str, r: &RenditionInfo) -> String {
+    let mut rendition = json!({"name": "source"});
+    if let Some((codec, width, height, bitrate, framerate)) = &r.video {
+        rendition["video_track"] = json!({
+            "id": 0, "name": "video", "type": "Video",
+            "video": {"codec": codec, "width": width, "height": height, "bitrate": bitrate, "framerate": framerate},
+        });
+    }
+    if let Some((codec, samplerate, channel, bitrate)) = &r.audio {
+        rendition["audio_track"] = json!({
+            "id": 1, "name": "audio", "type": "Audio",
+            "audio": {"codec": codec, "samplerate": samplerate, "channel": channel, "bitrate": bitrate},
+        });
+    }
+    json!({
+        "command": "notification",
+        "type": "playlist",
+        "message": {"name": stream, "file_name": "", "auto": false, "renditions": [rendition]},
+    })
+    .to_string()
+}
+
+pub fn rendition_changed(auto: bool) -> String {
+    json!({
+        "command": "notification",
+        "type": "rendition_changed",
+        "message": {"rendition_name": "source", "auto": auto},
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ome_messages() {
+        assert_eq!(
+            parse(r#"{"command":"request_offer"}"#),
+            Ok(Some(Command::RequestOffer))
+        );
+        assert_eq!(
+            parse(r#"{"command":"answer","id":5,"peer_id":0,"sdp":{"type":"answer","sdp":"v=0"}}"#),
+            Ok(Some(Command::Answer {
+                id: 5,
+                sdp: "v=0".into()
+            }))
+        );
+        // A string id reads as 0, as OME reads it.
+        assert_eq!(
+            parse(r#"{"command":"stop","id":"5"}"#),
+            Ok(Some(Command::Stop { id: 0 }))
+        );
+        assert_eq!(parse("not json"), Ok(None));
+        assert_eq!(parse(r#"{"id":1}"#), Ok(None));
+        assert_eq!(
+            parse(r#"{"command":"dance"}"#).unwrap_err().error,
+            "Unknown command: dance"
+        );
+        assert_eq!(
+            parse(r#"{"command":"answer","id":1}"#).unwrap_err().error,
+            "There is no SDP"
+        );
+        assert_eq!(
+            parse(r#"{"command":"answer","id":1,"sdp":{"type":"offer","sdp":""}}"#)
+                .unwrap_err()
+                .error,
+            "Invalid SDP type"
+        );
+        assert_eq!(
+            parse(r#"{"command":"candidate","id":1,"candidates":[{"candidate":"bad"}]}"#)
+                .unwrap_err()
+                .code,
+            400
+        );
+        assert_eq!(
+            parse(
+                r#"{"command":"candidate","id":1,"candidates":[{"candidate":"candidate:1 1 udp 1 1.2.3.4 5 typ host"},{"candidate":""}]}"#
+            ),
+            Ok(Some(Command::Candidate { id: 1 }))
+        );
+    }
+
+    #[test]
+    fn offer_has_candidates_without_mid() {
+        let o: Value =
+            serde_json::from_str(&offer(7, "v=0", &["127.0.0.1:10000".parse().unwrap()])).unwrap();
+        assert_eq!(o["command"], "offer");
+        assert_eq!(o["id"], 7);
+        assert_eq!(o["sdp"]["type"], "offer");
+        assert_eq!(
+            o["candidates"][0]["candidate"],
+            "candidate:1000000000 1 UDP 50 127.0.0.1 10000 typ host"
+        );
+        assert!(o["candidates"][0].get("sdpMid").is_none());
+    }
+}

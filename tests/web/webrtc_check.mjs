@@ -1,0 +1,154 @@
+// Plays a kiln stream over WebRTC in the system's headless Chromium
+// (puppeteer-core), with the browser's own RTCPeerConnection, for
+// tests/webrtc.rs:
+//
+//   node webrtc_check.mjs whep  URL SECONDS   (WHEP: POST the offer to URL)
+//   node webrtc_check.mjs ome   URL SECONDS   (OME's WebSocket signalling at URL)
+//   node webrtc_check.mjs ovenplayer URL SECONDS PLAYER_JS (OvenPlayer, webrtc source)
+//
+// After SECONDS of playing it prints one JSON line: what getStats says of
+// the inbound video (frames received, decoded, dropped, freezes, codec)
+// and audio (samples received, codec), plus the WHEP answer's status and
+// the signalling messages seen. Every wait is bounded; a failure prints
+// {"error": ...} and exits 1.
+import puppeteer from "puppeteer-core";
+
+const [mode, url, secondsArg, playerJs] = process.argv.slice(2);
+const seconds = Number(secondsArg || 20);
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM || "chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--autoplay-policy=no-user-gesture-required",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    // Loopback candidates are kiln's in the tests: let Chromium use them.
+    "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"],
+});
+try {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
+  // The page comes from another origin than the signalling URL (localhost
+  // against 127.0.0.1): WHEP's CORS is exercised as a player page's would be.
+  const origin = new URL(url.replace(/^ws/, "http")).origin.replace("127.0.0.1", "localhost");
+  await page.goto(origin + "/", { waitUntil: "load" }).catch(() => {});
+  if (mode === "ovenplayer") {
+    await page.setContent('<div id="player"></div>');
+    await page.addScriptTag({ path: playerJs });
+  }
+  const result = await page.evaluate(async (mode, url, seconds) => {
+    const out = { mode, messages: [] };
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    // What a player page does with the tracks: play them (audio samples
+    // are only counted when the audio is played out).
+    const media = new MediaStream();
+    const video = document.createElement("video");
+    video.autoplay = true;
+    video.playsInline = true;
+    video.srcObject = media;
+    document.body.appendChild(video);
+    const attach = (p) => { p.ontrack = (ev) => { media.addTrack(ev.track); video.play().catch(() => {}); }; };
+    let pc;
+    if (mode === "whep") {
+      pc = new RTCPeerConnection();
+      attach(pc);
+      pc.addTransceiver("video", { direction: "recvonly" });
+      pc.addTransceiver("audio", { direction: "recvonly" });
+      const offer = await pc.createOffer();
+      await pc.setLocalDescription(offer);
+      const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/sdp" }, body: offer.sdp });
+      out.status = r.status;
+      out.location = r.headers.get("Location");
+      const answer = await r.text();
+      if (r.status !== 201) {
+        out.body = answer;
+        return out;
+      }
+      await pc.setRemoteDescription({ type: "answer", sdp: answer });
+    } else if (mode === "ome") {
+      const ws = new WebSocket(url);
+      pc = new RTCPeerConnection();
+      attach(pc);
+      let id;
+      const done = new Promise((resolve, reject) => {
+        ws.onerror = () => reject(new Error("websocket error"));
+        ws.onclose = () => out.messages.push("closed");
+        ws.onmessage = async (ev) => {
+          const m = JSON.parse(ev.data);
+          out.messages.push(m.command || ("error " + m.code + " " + m.error));
+          if (m.error) return reject(new Error("server error " + m.code + ": " + m.error));
+          if (m.command === "offer") {
+            id = m.id;
+            await pc.setRemoteDescription(m.sdp);
+            for (const c of m.candidates || []) await pc.addIceCandidate(c);
+            const answer = await pc.createAnswer();
+            await pc.setLocalDescription(answer);
+            ws.send(JSON.stringify({ command: "answer", id, peer_id: 0, sdp: { type: "answer", sdp: answer.sdp } }));
+            resolve();
+          }
+        };
+      });
+      ws.onopen = () => ws.send(JSON.stringify({ command: "request_offer" }));
+      await Promise.race([done, sleep(10000).then(() => { throw new Error("no offer in 10 s"); })]);
+      out.ws = ws;
+    } else {
+      const player = OvenPlayer.create("player", {
+        autoStart: true, mute: true,
+        sources: [{ type: "webrtc", file: url }],
+      });
+      out.events = [];
+      player.on("stateChanged", (s) => out.events.push("state:" + s.newstate));
+      player.on("error", (e) => out.events.push("error:" + (e && e.message)));
+      await sleep(seconds * 1000);
+      const v = document.querySelector("video");
+      out.currentTime = v ? v.currentTime : -1;
+      out.videoWidth = v ? v.videoWidth : 0;
+      out.state = player.getState();
+      delete out.messages;
+      return out;
+    }
+    const start = Date.now();
+    out.connectedAfterMs = null;
+    while (Date.now() - start < seconds * 1000) {
+      if (out.connectedAfterMs === null && pc.connectionState === "connected") out.connectedAfterMs = Date.now() - start;
+      await sleep(250);
+    }
+    out.connectionState = pc.connectionState;
+    out.currentTime = video.currentTime;
+    out.videoWidth = video.videoWidth;
+    const stats = await pc.getStats();
+    const codecs = {};
+    stats.forEach((s) => { if (s.type === "codec") codecs[s.id] = s.mimeType; });
+    stats.forEach((s) => {
+      if (s.type !== "inbound-rtp") return;
+      if (s.kind === "video") {
+        out.video = { codec: codecs[s.codecId], framesReceived: s.framesReceived, framesDecoded: s.framesDecoded,
+          framesDropped: s.framesDropped, freezeCount: s.freezeCount, totalFreezesDuration: s.totalFreezesDuration,
+          packetsLost: s.packetsLost, nackCount: s.nackCount, pliCount: s.pliCount,
+          frameWidth: s.frameWidth, frameHeight: s.frameHeight, jitterBufferDelay: s.jitterBufferDelay,
+          jitterBufferEmittedCount: s.jitterBufferEmittedCount };
+      } else if (s.kind === "audio") {
+        out.audio = { codec: codecs[s.codecId], totalSamplesReceived: s.totalSamplesReceived,
+          packetsReceived: s.packetsReceived, concealedSamples: s.concealedSamples, audioLevel: s.audioLevel };
+      }
+    });
+    if (mode === "whep" && out.location) {
+      const r = await fetch(new URL(out.location, url), { method: "DELETE" });
+      out.deleteStatus = r.status;
+    }
+    if (out.ws) {
+      out.ws.send(JSON.stringify({ command: "stop", id: 0 }));
+      out.ws.close();
+      delete out.ws;
+    }
+    pc.close();
+    return out;
+  }, mode, url, seconds);
+  result.pageErrors = errors;
+  console.log(JSON.stringify(result));
+} catch (e) {
+  console.log(JSON.stringify({ error: String(e) }));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
