@@ -184,7 +184,7 @@ impl Api {
                 ("stream", s.name.clone()),
             ]
         };
-        let families: [Family<Totals>; 5] = [
+        let families: [Family<Totals>; 6] = [
             (
                 "kiln_stream_received_bytes_total",
                 "counter",
@@ -214,6 +214,12 @@ impl Api {
                 "gauge",
                 "Pushes of the stream that are pushing.",
                 |t| t.connections.push,
+            ),
+            (
+                "kiln_stream_webrtc_viewers",
+                "gauge",
+                "WebRTC viewers of the stream (connected sessions).",
+                |t| t.connections.webrtc,
             ),
         ];
         for (name, kind, help, value) in families {

@@ -434,12 +434,15 @@ impl WebRtc {
         let ufrag = random_string(8);
         let mut rtc = self.new_rtc(&ufrag, now);
         let mut api = rtc.sdp_api();
-        let video = what
-            .video
-            .then(|| api.add_media(MediaKind::Video, Direction::SendOnly, None, None, None));
-        let audio = what
-            .audio
-            .then(|| api.add_media(MediaKind::Audio, Direction::SendOnly, None, None, None));
+        // One media stream (msid) for both tracks: players take
+        // `ontrack`'s `streams[0]` as the whole stream (OvenPlayer does).
+        let label = random_string(16);
+        let mut add = |kind: MediaKind, track: &str| {
+            let track = Some(format!("{label}-{track}"));
+            api.add_media(kind, Direction::SendOnly, Some(label.clone()), track, None)
+        };
+        let video = what.video.then(|| add(MediaKind::Video, "video"));
+        let audio = what.audio.then(|| add(MediaKind::Audio, "audio"));
         let Some((offer, pending)) = api.apply() else {
             return Err(WebRtcError::Internal("no offer".into()));
         };
@@ -472,6 +475,13 @@ impl WebRtc {
             .accept_answer(pending, answer)
             .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
         self.choose_payloads(idx, Self::offerable(stream));
+        let s = &self.sessions[idx];
+        crate::debug!(
+            "webrtc session {}: answered; video {:?}, audio {:?}",
+            s.key,
+            s.video,
+            s.audio
+        );
         self.poll_session(idx, None, now);
         Ok(())
     }

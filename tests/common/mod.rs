@@ -97,6 +97,10 @@ pub struct ServerOptions {
     /// Inside the default virtual host after `<Host>` (e.g.
     /// `<SignedPolicy>`, `<AdmissionWebhooks>`).
     pub vhost_access: String,
+    /// The application's `<Publishers><WebRTC>` (its inner XML); the
+    /// bind gets signalling on the LL-HLS port and one ICE candidate on
+    /// 127.0.0.1 (`MediaPorts::ice`).
+    pub webrtc: Option<String>,
 }
 
 impl Default for ServerOptions {
@@ -116,6 +120,7 @@ impl Default for ServerOptions {
             file: None,
             wrap: None,
             vhost_access: String::new(),
+            webrtc: None,
         }
     }
 }
@@ -142,6 +147,8 @@ pub struct MediaPorts {
     pub llhls: u16,
     /// Its HTTPS port (with `vhost_tls`; 0: none).
     pub llhls_tls: u16,
+    /// WebRTC's ICE candidate (UDP), when the server has WebRTC.
+    pub ice: u16,
 }
 
 /// A free UDP port on 127.0.0.1.
@@ -194,8 +201,16 @@ pub fn write_config_with_media(
             0 => String::new(),
             p => format!("<TLSPort>{p}</TLSPort>"),
         };
+        let webrtc = if media.ice != 0 {
+            format!(
+                "<WebRTC><Signalling><Port>{}</Port></Signalling><IceCandidates><IceCandidate>127.0.0.1:{}/udp</IceCandidate></IceCandidates></WebRTC>",
+                media.llhls, media.ice
+            )
+        } else {
+            String::new()
+        };
         providers.push_str(&format!(
-            "<Publishers><LLHLS><Port>{}</Port>{tls}</LLHLS></Publishers>",
+            "<Publishers><LLHLS><Port>{}</Port>{tls}</LLHLS>{webrtc}</Publishers>",
             media.llhls
         ));
     }
@@ -209,6 +224,9 @@ pub fn write_config_with_media(
     }
     if let Some(f) = &opts.file {
         llhls_app.push_str(&format!("<FILE>{f}</FILE>"));
+    }
+    if let Some(w) = &opts.webrtc {
+        llhls_app.push_str(&format!("<WebRTC>{w}</WebRTC>"));
     }
     let stream_map = if media.mpegts != 0 {
         format!(
@@ -328,7 +346,12 @@ impl Server {
                     },
                     mpegts: free_udp_port(),
                     srt: free_udp_port(),
-                    llhls: if opts.llhls.is_some() || opts.hls.is_some() {
+                    ice: if opts.webrtc.is_some() {
+                        free_udp_port()
+                    } else {
+                        0
+                    },
+                    llhls: if opts.llhls.is_some() || opts.hls.is_some() || opts.webrtc.is_some() {
                         free_port()
                     } else {
                         0

@@ -33,7 +33,7 @@ try {
   const origin = new URL(url.replace(/^ws/, "http")).origin.replace("127.0.0.1", "localhost");
   await page.goto(origin + "/", { waitUntil: "load" }).catch(() => {});
   if (mode === "ovenplayer") {
-    await page.setContent('<div id="player"></div>');
+    await page.setContent('<div style="width:640px;height:360px"><div id="player"></div></div>');
     await page.addScriptTag({ path: playerJs });
   }
   const result = await page.evaluate(async (mode, url, seconds) => {
@@ -100,9 +100,14 @@ try {
       player.on("stateChanged", (s) => out.events.push("state:" + s.newstate));
       player.on("error", (e) => out.events.push("error:" + (e && e.message)));
       await sleep(seconds * 1000);
-      const v = document.querySelector("video");
+      // OvenPlayer makes its own <video>: the one that played.
+      const videos = [...document.querySelectorAll("video")];
+      const v = videos.sort((a, b) => b.currentTime - a.currentTime)[0];
       out.currentTime = v ? v.currentTime : -1;
       out.videoWidth = v ? v.videoWidth : 0;
+      out.totalVideoFrames = v && v.getVideoPlaybackQuality ? v.getVideoPlaybackQuality().totalVideoFrames : 0;
+      const so = v && v.srcObject;
+      out.tracks = so ? so.getTracks().map((t) => t.kind + ":" + t.readyState + ":" + t.muted) : [];
       out.state = player.getState();
       delete out.messages;
       return out;

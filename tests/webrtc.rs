@@ -1,0 +1,497 @@
+//! WebRTC playback (issue 30) with real clients: headless Chromium's own
+//! RTCPeerConnection over WHEP and over OME's WebSocket signalling, and
+//! OvenPlayer (npm, pinned) with a `webrtc` source, each playing an RTMP
+//! stream from ffmpeg (H.264 + AAC: the audio arrives as Opus); what the
+//! browser decoded is read from getStats. Without a browser: WHEP's and
+//! the signalling's answers and errors as OME's, signed policy, and a
+//! viewer that never connects being dropped.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+use common::*;
+use media::*;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const OFFER: &str = include_str!("fixtures/chromium-whep-offer.sdp");
+
+fn webrtc_server(tag: &str, app: &str, vhost_access: &str) -> Server {
+    Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(app.to_string()),
+            vhost_access: vhost_access.to_string(),
+            ..Default::default()
+        },
+    )
+}
+
+fn chromium_and_node() -> Option<(String, PathBuf)> {
+    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
+    if !have_tool("node") || !have_tool("chromium") || !have_tool("ffmpeg") {
+        return None;
+    }
+    for module in ["puppeteer-core", "ovenplayer"] {
+        if !web.join("node_modules").join(module).exists() {
+            if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+                panic!("{module} is required (KILN_REQUIRE_INTEROP=1): npm ci --prefix tests/web");
+            }
+            eprintln!("SKIP: {module} is not installed (npm ci --prefix tests/web)");
+            return None;
+        }
+    }
+    let out = Command::new("sh")
+        .args(["-c", "command -v chromium"])
+        .output()
+        .unwrap();
+    Some((String::from_utf8_lossy(&out.stdout).trim().to_string(), web))
+}
+
+/// Runs `webrtc_check.mjs` (mode, url, seconds): what the browser saw.
+fn browser(chromium: &str, web: &Path, args: &[&str]) -> std::process::Child {
+    Command::new("node")
+        .env("CHROMIUM", chromium)
+        .arg(web.join("webrtc_check.mjs"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node starts")
+}
+
+fn seen(child: std::process::Child) -> Value {
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or("");
+    serde_json::from_str(line).unwrap_or_else(|_| {
+        panic!(
+            "browser said: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn webrtc_viewers(s: &Server) -> u64 {
+    let r = s.request(
+        "GET",
+        "/v1/stats/current/vhosts/default/apps/app/streams/cam",
+        None,
+    );
+    r.json()["response"]["connections"]["webrtc"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_browser_plays_an_rtmp_stream_over_whep_with_h264_and_opus() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    let s = webrtc_server("webrtc-whep", "<Timeout>30000</Timeout>", "");
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
+    let secs = 20;
+    let child = browser(&chromium, &web, &["whep", &url, &secs.to_string()]);
+    // While it plays: one WebRTC viewer in the stats and the metrics.
+    let counted = wait_until(Duration::from_secs(15), || {
+        (webrtc_viewers(&s) == 1).then_some(())
+    });
+    let metrics = s.request("GET", "/metrics", None).body;
+    let got = seen(child);
+    let _ = src.kill();
+    println!("WHEP viewer: {got}");
+    assert!(counted.is_some(), "stats never counted the WebRTC viewer");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.contains("webrtc") && l.trim_end().ends_with(" 1")),
+        "no WebRTC viewer in /metrics"
+    );
+    assert_eq!(got["status"], 201, "{got}");
+    assert!(
+        got["location"].as_str().unwrap().starts_with("/app/cam/"),
+        "{got}"
+    );
+    let v = &got["video"];
+    assert_eq!(v["codec"], "video/H264", "{got}");
+    assert_eq!(v["frameWidth"], 640, "{got}");
+    let want = u64::from(FPS) * secs;
+    let decoded = v["framesDecoded"].as_u64().unwrap();
+    assert!(
+        decoded * 10 >= want * 9,
+        "{decoded} frames decoded of {want} sent: {got}"
+    );
+    assert_eq!(v["freezeCount"], 0, "{got}");
+    let a = &got["audio"];
+    assert_eq!(a["codec"], "audio/opus", "{got}");
+    let samples = a["totalSamplesReceived"].as_u64().unwrap();
+    assert!(
+        samples * 10 >= 48_000 * secs * 9,
+        "{samples} audio samples: {got}"
+    );
+    assert!(
+        a["audioLevel"].as_f64().unwrap() > 0.01,
+        "the tone is silent: {got}"
+    );
+    // DELETE ended the session: the viewer is gone from the stats.
+    assert_eq!(got["deleteStatus"], 200, "{got}");
+    assert!(
+        wait_until(Duration::from_secs(5), || (webrtc_viewers(&s) == 0)
+            .then_some(()))
+        .is_some()
+    );
+}
+
+#[test]
+fn a_browser_and_ovenplayer_play_over_omes_websocket_signalling() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    let s = webrtc_server("webrtc-ome", "", "");
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let url = format!("ws://127.0.0.1:{}/app/cam", s.media.llhls);
+    let secs = 10u64;
+    let got = seen(browser(&chromium, &web, &["ome", &url, &secs.to_string()]));
+    println!("OME signalling, own page: {got}");
+    assert_eq!(got["messages"][0], "offer", "{got}");
+    assert_eq!(got["messages"][1], "notification", "{got}");
+    let decoded = got["video"]["framesDecoded"].as_u64().unwrap();
+    assert!(decoded * 10 >= u64::from(FPS) * secs * 9, "{got}");
+    assert_eq!(got["audio"]["codec"], "audio/opus", "{got}");
+    assert!(
+        got["audio"]["totalSamplesReceived"].as_u64().unwrap() > 48_000 * (secs - 2),
+        "{got}"
+    );
+
+    let player = web.join("node_modules/ovenplayer/dist/ovenplayer.js");
+    let got = seen(browser(
+        &chromium,
+        &web,
+        &[
+            "ovenplayer",
+            &url,
+            &secs.to_string(),
+            player.to_str().unwrap(),
+        ],
+    ));
+    let _ = src.kill();
+    println!("OvenPlayer: {got}");
+    assert_eq!(got["state"], "playing", "{got}");
+    assert_eq!(got["videoWidth"], 640, "{got}");
+    let frames = got["totalVideoFrames"].as_u64().unwrap();
+    assert!(
+        frames * 10 >= u64::from(FPS) * (secs - 1) * 9,
+        "{frames} frames: {got}"
+    );
+    assert!(
+        got["currentTime"].as_f64().unwrap() > (secs - 2) as f64,
+        "{got}"
+    );
+}
+
+/// A WebSocket client speaking OME's signalling by hand.
+struct Ws {
+    r: BufReader<TcpStream>,
+}
+
+impl Ws {
+    fn open(port: u16, path: &str) -> Ws {
+        let mut t = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            t,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .unwrap();
+        let mut r = BufReader::new(t);
+        let mut status = String::new();
+        r.read_line(&mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 101"), "{status}");
+        let mut head = String::new();
+        loop {
+            let mut l = String::new();
+            r.read_line(&mut l).unwrap();
+            if l == "\r\n" {
+                break;
+            }
+            head.push_str(&l);
+        }
+        assert!(
+            head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
+            "{head}"
+        );
+        Ws { r }
+    }
+
+    fn send(&mut self, opcode: u8, payload: &[u8]) {
+        let mask = [9u8, 8, 7, 6];
+        let mut f = vec![0x80 | opcode];
+        if payload.len() < 126 {
+            f.push(0x80 | payload.len() as u8);
+        } else {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        }
+        f.extend_from_slice(&mask);
+        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.r.get_mut().write_all(&f).unwrap();
+    }
+
+    fn send_json(&mut self, v: Value) {
+        self.send(0x1, v.to_string().as_bytes());
+    }
+
+    /// (opcode, payload), or None when the server closed the socket.
+    fn recv(&mut self) -> Option<(u8, Vec<u8>)> {
+        let mut h = [0u8; 2];
+        self.r.read_exact(&mut h).ok()?;
+        let mut len = u64::from(h[1] & 0x7f);
+        if len == 126 {
+            let mut b = [0u8; 2];
+            self.r.read_exact(&mut b).ok()?;
+            len = u64::from(u16::from_be_bytes(b));
+        } else if len == 127 {
+            let mut b = [0u8; 8];
+            self.r.read_exact(&mut b).ok()?;
+            len = u64::from_be_bytes(b);
+        }
+        let mut p = vec![0u8; len as usize];
+        self.r.read_exact(&mut p).ok()?;
+        Some((h[0] & 0x0f, p))
+    }
+
+    fn recv_json(&mut self) -> Value {
+        let (op, p) = self.recv().expect("a message");
+        assert_eq!(op, 1);
+        serde_json::from_slice(&p).unwrap()
+    }
+
+    /// The server closes the socket (nothing more comes).
+    fn closed(&mut self) -> bool {
+        self.recv().is_none()
+    }
+}
+
+fn whep(s: &Server, method: &str, path: &str, body: &str) -> (u16, String, String) {
+    let (status, text, out) = curl(
+        &[
+            "-X",
+            method,
+            "-H",
+            "Content-Type: application/sdp",
+            "--data-binary",
+            body,
+            "-D",
+            "-",
+        ],
+        &format!("http://127.0.0.1:{}{path}", s.media.llhls),
+    );
+    let _ = out;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_string(), body.to_string())
+}
+
+#[test]
+fn whep_and_ome_signalling_answer_as_ome_does_without_a_browser() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    // Viewers that do not complete ICE within a second are dropped.
+    let s = webrtc_server("webrtc-api", "<Timeout>1000</Timeout>", "");
+    // No stream yet: WHEP 404, WebSocket 404 "Cannot create offer", closed.
+    let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
+    assert_eq!(st, 404, "{body}");
+    let mut ws = Ws::open(s.media.llhls, "/app/cam");
+    ws.send_json(json!({"command":"request_offer"}));
+    assert_eq!(
+        ws.recv_json(),
+        json!({"code":404,"error":"Cannot create offer"})
+    );
+    assert!(ws.closed());
+
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    // The CORS preflight a player page on another origin sends.
+    let (st, head, _) = whep(&s, "OPTIONS", "/app/cam?direction=whep", "");
+    assert_eq!(st, 204, "{head}");
+    assert!(
+        head.contains("Access-Control-Allow-Methods: OPTIONS, POST, PATCH, DELETE"),
+        "{head}"
+    );
+    assert!(head.contains("Access-Control-Allow-Origin: *"), "{head}");
+    // Bad SDP: 400 with a plain reason.
+    let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whep", "v=0\r\nnot sdp");
+    assert_eq!(st, 400);
+    assert!(body.contains("not valid SDP"), "{body}");
+    // An offer: 201, the answer, a Location to DELETE.
+    let (st, head, answer) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
+    assert_eq!(st, 201, "{head}");
+    assert!(head.contains("Content-Type: application/sdp"), "{head}");
+    assert!(
+        answer.contains("a=setup:passive") || answer.contains("a=setup:active"),
+        "{answer}"
+    );
+    assert!(answer.contains("H264"), "{answer}");
+    assert!(
+        answer.contains(&format!("127.0.0.1 {} typ host", s.media.ice)),
+        "{answer}"
+    );
+    let location = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        location.starts_with("/app/cam/") && location.ends_with("?direction=whep"),
+        "{location}"
+    );
+    // Trickle is accepted (and not needed: kiln is ICE-lite).
+    let (st, _, _) = whep(
+        &s,
+        "PATCH",
+        &location,
+        "a=candidate:1 1 udp 1 127.0.0.1 9 typ host",
+    );
+    assert_eq!(st, 204);
+    // Nobody connects: after the app's Timeout the session is gone.
+    std::thread::sleep(Duration::from_millis(2500));
+    let (st, _, _) = whep(&s, "DELETE", &location, "");
+    assert_eq!(st, 404, "the silent viewer's session outlived its timeout");
+    // DELETE of a live session: 200, then 404.
+    let (_, head, _) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
+    let location = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(whep(&s, "DELETE", &location, "").0, 200);
+    assert_eq!(whep(&s, "DELETE", &location, "").0, 404);
+
+    // OME's signalling: offer with id, candidates without sdpMid.
+    let mut ws = Ws::open(s.media.llhls, "/app/cam");
+    ws.send(0x9, b"are you there");
+    let (op, p) = ws.recv().unwrap();
+    assert_eq!(
+        (op, p.as_slice()),
+        (0xA, &b"are you there"[..]),
+        "a Ping is answered"
+    );
+    ws.send_json(json!({"command":"request_offer"}));
+    let offer = ws.recv_json();
+    assert_eq!(offer["command"], "offer", "{offer}");
+    assert_eq!(offer["code"], 200);
+    assert_eq!(offer["peer_id"], 0);
+    assert!(offer["id"].as_i64().unwrap() > 0);
+    assert_eq!(offer["sdp"]["type"], "offer");
+    assert!(offer["sdp"]["sdp"].as_str().unwrap().contains("a=sendonly"));
+    let cand = &offer["candidates"][0];
+    assert!(
+        cand["candidate"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("127.0.0.1 {} typ host", s.media.ice)),
+        "{offer}"
+    );
+    assert_eq!(cand["sdpMLineIndex"], 0);
+    assert!(cand.get("sdpMid").is_none());
+    // An answer with a string id is OME's "Invalid ID", then the socket closes.
+    ws.send_json(json!({"command":"answer","id":"1","sdp":{"type":"answer","sdp":"v=0"}}));
+    assert_eq!(ws.recv_json(), json!({"code":400,"error":"Invalid ID"}));
+    assert!(ws.closed());
+    // An unknown command.
+    let mut ws = Ws::open(s.media.llhls, "/app/cam");
+    ws.send_json(json!({"command":"dance"}));
+    assert_eq!(
+        ws.recv_json(),
+        json!({"code":400,"error":"Unknown command: dance"})
+    );
+    assert!(ws.closed());
+    // Not JSON: no answer, the socket stays.
+    let mut ws = Ws::open(s.media.llhls, "/app/cam");
+    ws.send(0x1, b"hello");
+    ws.send_json(json!({"command":"request_offer"}));
+    assert_eq!(ws.recv_json()["command"], "offer");
+    // A frame over the limit closes the socket.
+    ws.send(0x1, &vec![b' '; 65_000]);
+    ws.send(0x0, &vec![b' '; 2_000]);
+    assert!(ws.closed());
+    // An app without <WebRTC>: refused.
+    let _ = src.kill();
+    let log = s.log_text();
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+#[test]
+fn signed_policy_guards_webrtc_viewers_on_both_signalling_kinds() {
+    if !have_tool("ffmpeg") || !have_tool("curl") || !have_tool("python3") {
+        return;
+    }
+    let access = r#"<SignedPolicy><PolicyQueryKeyName>policy</PolicyQueryKeyName>
+        <SignatureQueryKeyName>signature</SignatureQueryKeyName><SecretKey>kiln-secret</SecretKey>
+        <Enables><Publishers>webrtc</Publishers></Enables></SignedPolicy>"#;
+    let s = webrtc_server("webrtc-policy", "", access);
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
+    assert_eq!(st, 401, "{body}");
+    assert!(body.contains("SignedPolicy"), "{body}");
+    let mut ws = Ws::open(s.media.llhls, "/app/cam");
+    ws.send_json(json!({"command":"request_offer"}));
+    assert_eq!(
+        ws.recv_json(),
+        json!({"code":404,"error":"Cannot create offer"})
+    );
+    // Signed URLs: http for WHEP, ws for the WebSocket (with the port).
+    let far = 4_102_444_800_000u64; // 2100-01-01
+    let policy = json!({"url_expire": far});
+    let port = s.media.llhls;
+    let signed = sign_url_python(
+        "kiln-secret",
+        &format!("http://127.0.0.1:{port}/app/cam?direction=whep"),
+        &policy,
+    );
+    let path = &signed[signed.find("/app/").unwrap()..];
+    let (st, head, _) = whep(&s, "POST", path, OFFER);
+    assert_eq!(st, 201, "{head}");
+    let signed = sign_url_python(
+        "kiln-secret",
+        &format!("ws://127.0.0.1:{port}/app/cam"),
+        &policy,
+    );
+    let path = &signed[signed.find("/app/").unwrap()..];
+    let mut ws = Ws::open(port, path);
+    ws.send_json(json!({"command":"request_offer"}));
+    assert_eq!(ws.recv_json()["command"], "offer");
+    let _ = src.kill();
+}
