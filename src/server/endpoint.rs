@@ -114,6 +114,7 @@ pub(crate) trait Endpoint {
     fn pull_answered(&mut self, _answer: crate::pull::table::PullAnswer, _cx: &mut Cx<'_>) {}
 
     /// The WebRTC session `key` this endpoint signalled for has ended.
+    #[cfg(feature = "webrtc")]
     fn webrtc_ended(&mut self, _key: &str, _cx: &mut Cx<'_>) {}
 
     /// End `stream` if this endpoint publishes it (its app restarted).

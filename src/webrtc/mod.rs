@@ -18,6 +18,8 @@
 //! `Timeout`, or whose peer stops answering (ICE consent), ends.
 
 pub mod audio;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod signal;
 pub mod stun;
 

@@ -1,0 +1,253 @@
+//! Entry points of the WebRTC fuzz targets (`fuzz/fuzz_targets/webrtc_*`):
+//! the WebSocket framing, OME's signalling JSON, the STUN ufrag lookup,
+//! WHEP's offer handling (str0m's SDP parser and kiln's payload choice),
+//! datagrams to a session, and the AAC to Opus transcoder. Each must
+//! return (no panic) on any input.
+
+use super::{SessionOptions, WebRtc};
+use crate::media::{AudioParams, Codec, CodecConfig, Frame, Track, VideoParams};
+use crate::state::streams::{SourceType, StreamId, Streams};
+use bytes::Bytes;
+use std::cell::RefCell;
+use std::time::Instant;
+
+/// WebSocket frames fed in pieces (sizes from the first byte).
+pub fn fuzz_ws(data: &[u8]) {
+    let Some((&step, rest)) = data.split_first() else {
+        return;
+    };
+    let mut r = crate::http::ws::Reader::new(super::signal::MAX_MESSAGE);
+    for piece in rest.chunks(usize::from(step).max(1)) {
+        if !r.feed(piece) {
+            return;
+        }
+        loop {
+            match r.next_message() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+pub fn fuzz_signal(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = super::signal::parse(text);
+    }
+}
+
+pub fn fuzz_stun(data: &[u8]) {
+    let _ = super::stun::local_ufrag(data);
+}
+
+struct Fixture {
+    webrtc: WebRtc,
+    streams: Streams,
+    stream: StreamId,
+}
+
+thread_local! {
+    static FIXTURE: RefCell<Option<Fixture>> = const { RefCell::new(None) };
+}
+
+fn with_fixture(f: impl FnOnce(&mut Fixture)) {
+    FIXTURE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let fx = slot.get_or_insert_with(|| {
+            let mut streams = Streams::default();
+            let stream = streams
+                .start("default", "app", "cam", SourceType::Rtmp, 1, 0)
+                .expect("a fresh name");
+            streams.set_tracks(
+                stream,
+                vec![
+                    Track {
+                        id: 1,
+                        codec: Codec::H264,
+                        config: CodecConfig::None,
+                        video: Some(VideoParams::default()),
+                        audio: None,
+                        bitrate: 0,
+                    },
+                    Track {
+                        id: 2,
+                        codec: Codec::Aac,
+                        config: CodecConfig::Aac {
+                            asc: Bytes::from_static(&[0x11, 0x90]),
+                        },
+                        video: None,
+                        audio: Some(AudioParams {
+                            sample_rate: 48_000,
+                            channels: 2,
+                        }),
+                        bitrate: 0,
+                    },
+                ],
+            );
+            let mut webrtc = WebRtc::new();
+            webrtc.set_ports(vec![("127.0.0.1:10000".parse().expect("an address"), 0)]);
+            Fixture {
+                webrtc,
+                streams,
+                stream,
+            }
+        });
+        f(fx);
+    });
+}
+
+/// An SDP offer as WHEP receives it; a session made is stopped again.
+pub fn fuzz_offer(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    with_fixture(|fx| {
+        let Some(stream) = fx.streams.get(fx.stream) else {
+            return;
+        };
+        let now = Instant::now();
+        if let Ok((key, _)) = fx
+            .webrtc
+            .accept_offer(stream, &text, SessionOptions::default(), now)
+        {
+            let _ = fx.webrtc.stop(&key);
+        }
+        fx.webrtc.take_ended();
+    });
+}
+
+/// Datagrams to the ICE socket from one peer: the first is made a STUN
+/// request naming a live session's ufrag (so the rest reach its ICE,
+/// DTLS and SRTP), then each piece (sizes from the first byte) as is.
+pub fn fuzz_datagrams(data: &[u8], offer: &str) {
+    let Some((&step, rest)) = data.split_first() else {
+        return;
+    };
+    with_fixture(|fx| {
+        let now = Instant::now();
+        let Some(stream) = fx.streams.get(fx.stream) else {
+            return;
+        };
+        let Ok((key, _)) = fx
+            .webrtc
+            .accept_offer(stream, offer, SessionOptions::default(), now)
+        else {
+            return;
+        };
+        let ufrag = fx
+            .webrtc
+            .by_key
+            .get(&key)
+            .map(|&i| fx.webrtc.sessions[i].ufrag.clone())
+            .unwrap_or_default();
+        let local = fx.webrtc.ports[0];
+        let peer = "127.0.0.1:5000".parse().expect("an address");
+        let mut first = stun_with_username(&format!("{ufrag}:peer"));
+        first.extend_from_slice(rest.get(..8).unwrap_or(&[]));
+        fx.webrtc
+            .handle_datagram(local, peer, &first, &mut fx.streams, now);
+        for piece in rest.chunks(usize::from(step).max(1)) {
+            fx.webrtc
+                .handle_datagram(local, peer, piece, &mut fx.streams, now);
+        }
+        fx.webrtc
+            .handle_timeout(&mut fx.streams, now + std::time::Duration::from_secs(1));
+        let _ = fx.webrtc.stop(&key);
+        fx.webrtc.take_ended();
+        for i in 0..fx.webrtc.ports.len() {
+            fx.webrtc.take_outbox(i);
+        }
+    });
+}
+
+fn stun_with_username(name: &str) -> Vec<u8> {
+    let mut attrs = vec![0x00, 0x06];
+    attrs.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    attrs.extend_from_slice(name.as_bytes());
+    while attrs.len() % 4 != 0 {
+        attrs.push(0);
+    }
+    let mut m = vec![0x00, 0x01];
+    m.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+    m.extend_from_slice(&[0x21, 0x12, 0xA4, 0x42]);
+    m.extend_from_slice(&[1; 12]);
+    m.extend_from_slice(&attrs);
+    m
+}
+
+/// AAC frames (lengths from a byte each) through the transcoder.
+pub fn fuzz_aac_to_opus(data: &[u8]) {
+    let Some((&conf, mut rest)) = data.split_first() else {
+        return;
+    };
+    // A few real configurations: LC 48 kHz stereo, 44.1 kHz stereo, mono.
+    let asc: &[u8] = match conf % 3 {
+        0 => &[0x11, 0x90],
+        1 => &[0x12, 0x10],
+        _ => &[0x11, 0x88],
+    };
+    let Ok(mut t) = super::audio::AacToOpus::new(asc) else {
+        return;
+    };
+    let mut pts = 0;
+    while let Some((&len, tail)) = rest.split_first() {
+        let n = usize::from(len).min(tail.len());
+        let f = Frame {
+            track: 2,
+            pts,
+            dts: pts,
+            keyframe: true,
+            data: Bytes::copy_from_slice(&tail[..n]),
+        };
+        let _ = t.push(&f);
+        pts += 1920;
+        rest = &tail[n..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OFFER: &str = include_str!("../../tests/fixtures/chromium-whep-offer.sdp");
+
+    /// Each entry point on a spread of inputs: the real offer cut and
+    /// garbled, and pseudo-random bytes.
+    #[test]
+    fn the_fuzz_entry_points_take_hostile_input() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect()
+        };
+        fuzz_offer(OFFER.as_bytes());
+        for cut in (0..OFFER.len()).step_by(97) {
+            fuzz_offer(&OFFER.as_bytes()[..cut]);
+        }
+        let mut garbled = OFFER.as_bytes().to_vec();
+        for i in (0..garbled.len()).step_by(53) {
+            garbled[i] = b'9';
+        }
+        fuzz_offer(&garbled);
+        for n in [0, 1, 20, 100, 1500] {
+            let d = noise(n);
+            fuzz_ws(&d);
+            fuzz_signal(&d);
+            fuzz_stun(&d);
+            fuzz_aac_to_opus(&d);
+            fuzz_datagrams(&d, OFFER);
+        }
+        // DTLS- and RTCP-looking datagrams.
+        let mut dtls = vec![7, 22, 254, 253];
+        dtls.extend(noise(200));
+        fuzz_datagrams(&dtls, OFFER);
+        let mut rtcp = vec![9, 0x80, 200];
+        rtcp.extend(noise(100));
+        fuzz_datagrams(&rtcp, OFFER);
+    }
+}
