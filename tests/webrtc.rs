@@ -495,3 +495,46 @@ fn signed_policy_guards_webrtc_viewers_on_both_signalling_kinds() {
     assert_eq!(ws.recv_json()["command"], "offer");
     let _ = src.kill();
 }
+
+#[test]
+fn a_viewer_that_vanishes_without_a_word_is_dropped_by_ice_consent() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("pkill") {
+        return;
+    }
+    let s = webrtc_server("webrtc-consent", "", "");
+    let mut src = ffmpeg_source(
+        90,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
+    // The browser is killed (no DELETE, no DTLS close): its main process
+    // is node's child, its own group; its renderers die with it.
+    let mut child = Command::new("node")
+        .env("CHROMIUM", &chromium)
+        .arg(web.join("webrtc_check.mjs"))
+        .args(["whep", &url, "60"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let playing = wait_until(Duration::from_secs(20), || {
+        (webrtc_viewers(&s) == 1).then_some(())
+    });
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-P", &child.id().to_string()])
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(playing.is_some(), "the viewer never connected");
+    let gone = wait_until(Duration::from_secs(45), || {
+        (webrtc_viewers(&s) == 0).then_some(())
+    });
+    let _ = src.kill();
+    assert!(gone.is_some(), "a vanished viewer still counts after 45 s");
+    assert!(s.log_text().contains("ended: TimedOut"));
+}
