@@ -1,6 +1,7 @@
 //! Micro benchmarks of the sans-IO cores (criterion): HTTP request parse,
 //! JSON rendering of 10,000 push tasks, RTMP chunking of a frame, MPEG-TS
-//! muxing of a frame, SRT data packet build and parse.
+//! muxing of a frame, SRT data packet build and parse, AAC to Opus (a
+//! frame, for WebRTC viewers).
 //!
 //! `cargo bench --bench micro` (add `-- --quick` for a short run, or a name
 //! filter such as `-- ts_mux`).
@@ -243,6 +244,75 @@ fn srt_packet(c: &mut Criterion) {
     g.finish();
 }
 
+/// Raw AAC frames (ADTS headers stripped) of a fixture, and its
+/// AudioSpecificConfig.
+#[cfg(feature = "webrtc")]
+fn adts_frames(file: &str) -> (Vec<Bytes>, Vec<u8>) {
+    let d = std::fs::read(format!(
+        "{}/tests/fixtures/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mut frames = Vec::new();
+    let mut i = 0;
+    let mut asc = Vec::new();
+    while i + 7 <= d.len() {
+        let len = (usize::from(d[i + 3] & 3) << 11)
+            | (usize::from(d[i + 4]) << 3)
+            | usize::from(d[i + 5] >> 5);
+        let header = if d[i + 1] & 1 == 1 { 7 } else { 9 };
+        if asc.is_empty() {
+            let profile = (d[i + 2] >> 6) + 1;
+            let index = (d[i + 2] >> 2) & 0x0f;
+            let channels = ((d[i + 2] & 1) << 2) | (d[i + 3] >> 6);
+            asc = vec![
+                (profile << 3) | (index >> 1),
+                ((index & 1) << 7) | (channels << 3),
+            ];
+        }
+        frames.push(Bytes::copy_from_slice(&d[i + header..i + len]));
+        i += len;
+    }
+    (frames, asc)
+}
+
+/// AAC to Opus for WebRTC viewers (once per stream): decode, resample
+/// when 44.1 kHz, encode 20 ms packets. Per AAC frame (1024 samples).
+#[cfg(feature = "webrtc")]
+fn aac_to_opus(c: &mut Criterion) {
+    let mut g = c.benchmark_group("aac_to_opus");
+    for (name, file) in [
+        ("48k_stereo_frame", "sine-48k-stereo-128k.aac"),
+        ("44k1_stereo_frame", "sine-44k-stereo-128k.aac"),
+    ] {
+        let (frames, asc) = adts_frames(file);
+        g.throughput(Throughput::Elements(frames.len() as u64));
+        let mut t = kiln::webrtc::audio::AacToOpus::new(&asc).unwrap();
+        let mut pts = 0;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut n = 0;
+                for data in &frames {
+                    let f = Frame {
+                        track: 2,
+                        pts,
+                        dts: pts,
+                        keyframe: true,
+                        data: data.clone(),
+                    };
+                    pts += 1920;
+                    n += t.push(&f).unwrap().len();
+                }
+                n
+            })
+        });
+    }
+    g.finish();
+}
+
+#[cfg(not(feature = "webrtc"))]
+fn aac_to_opus(_c: &mut Criterion) {}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(std::time::Duration::from_millis(500))
@@ -252,6 +322,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = http_parse, push_json, rtmp_chunk, ts_mux, srt_packet
+    targets = http_parse, push_json, rtmp_chunk, ts_mux, srt_packet, aac_to_opus
 }
 criterion_main!(benches);

@@ -66,6 +66,10 @@ pub(crate) struct Core {
     pub(crate) srt_port: Option<u16>,
     /// What endpoint calls produced, for the features (see the module).
     pub(crate) out: Output,
+    /// Wakes the poll from a worker thread (features' workers get a clone;
+    /// the loop then calls every feature's `on_wake`).
+    #[cfg_attr(not(feature = "webrtc"), allow(dead_code))]
+    pub(crate) waker: Arc<mio::Waker>,
 }
 
 impl Core {

@@ -34,6 +34,10 @@ pub(crate) trait Feature {
         Some(event)
     }
 
+    /// The poll was woken from another thread (a feature's worker may
+    /// have results).
+    fn on_wake(&mut self, _core: &mut Core, _now: Instant) {}
+
     /// Carries out what the feature has for the loop. Returns when its
     /// timer is next due.
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant>;

@@ -37,6 +37,8 @@ pub(crate) mod rtmp_ingest;
 pub mod srt_ingest;
 pub(crate) mod timers;
 pub(crate) mod tokens;
+#[cfg(feature = "webrtc")]
+pub(crate) mod transcoder;
 pub(crate) mod transport;
 pub(crate) mod ts_ingest;
 pub(crate) mod viewer_conn;
@@ -98,7 +100,8 @@ impl Server {
                 access: Default::default(),
                 players: Players::default(),
                 files: FileWriter::start(waker.clone())?,
-                resolver: Resolver::start(waker)?,
+                resolver: Resolver::start(waker.clone())?,
+                waker,
                 tls_client: crate::tls::client_config(),
                 conns: conns::ConnCaps::new(&limits, crate::sys::nofile_limit()),
                 limits,
@@ -163,6 +166,9 @@ impl Server {
                     WAKER_TOKEN => {
                         self.on_resolved(now);
                         self.on_files(now);
+                        for f in &mut self.features {
+                            f.on_wake(&mut self.core, now);
+                        }
                     }
                     token => {
                         let closed = event.is_read_closed() || event.is_error();

@@ -176,9 +176,24 @@ struct Session {
 #[derive(Default)]
 struct Feed {
     sessions: Vec<usize>,
-    audio: Option<audio::AacToOpus>,
-    /// The source's audio cannot be transcoded (its reason, logged once).
-    audio_broken: bool,
+    /// Bumped when the tracks change: the transcoder starts afresh.
+    audio_generation: u32,
+}
+
+/// Work for the AAC to Opus transcoder, which runs off the loop (the
+/// loop's worker thread keeps one [`audio::AacToOpus`] per stream).
+#[derive(Debug, Clone)]
+pub enum AudioWork {
+    /// Transcode this frame of `stream` (made with `asc`; a new
+    /// `generation` starts a new transcoder).
+    Frame {
+        stream: StreamId,
+        generation: u32,
+        asc: bytes::Bytes,
+        frame: Frame,
+    },
+    /// No viewer is left: drop the stream's transcoder.
+    Forget(StreamId),
 }
 
 /// A playback endpoint's ICE socket: its address (what candidates name).
@@ -203,6 +218,8 @@ pub struct WebRtc {
     ended: Vec<Ended>,
     /// Streams a session just connected to (one entry each).
     joined: Vec<StreamId>,
+    /// For the transcoder thread.
+    audio_work: Vec<AudioWork>,
     cert: Option<str0m::config::DtlsCert>,
     pub max_sessions: usize,
     /// Datagrams dropped because an outbox was full.
@@ -234,6 +251,7 @@ impl WebRtc {
             deadlines: BTreeSet::new(),
             ended: Vec::new(),
             joined: Vec::new(),
+            audio_work: Vec::new(),
             cert,
             max_sessions: DEFAULT_MAX_SESSIONS,
             dropped: 0,
@@ -545,6 +563,7 @@ impl WebRtc {
             feed.sessions.retain(|&i| i != idx);
             if feed.sessions.is_empty() {
                 self.feeds.remove(&s.stream);
+                self.audio_work.push(AudioWork::Forget(s.stream));
             }
         }
         crate::debug!("webrtc session {} ended: {reason:?}", s.key);
@@ -782,6 +801,7 @@ impl WebRtc {
                 for idx in feed.sessions {
                     self.end(idx, EndReason::StreamEnded);
                 }
+                self.audio_work.push(AudioWork::Forget(id));
             }
             return;
         }
@@ -794,8 +814,7 @@ impl WebRtc {
         };
         if out.tracks_changed {
             if let Some(f) = self.feeds.get_mut(&id) {
-                f.audio = None;
-                f.audio_broken = false;
+                f.audio_generation = f.audio_generation.wrapping_add(1);
             }
         }
         let tracks: Vec<crate::media::Track> = stream.tracks().to_vec();
@@ -818,12 +837,7 @@ impl WebRtc {
                     let data: Arc<[u8]> = Arc::from(&frame.data[..]);
                     self.write_all(id, false, opus_time(frame.pts), &data, true, now);
                 }
-                Codec::Aac => {
-                    for p in self.transcode(id, track, frame) {
-                        let data: Arc<[u8]> = Arc::from(&p.data[..]);
-                        self.write_all(id, false, opus_time(p.pts), &data, true, now);
-                    }
-                }
+                Codec::Aac => self.transcode(id, track, frame),
                 _ => {}
             }
         }
@@ -837,38 +851,50 @@ impl WebRtc {
         }
     }
 
-    fn transcode(
-        &mut self,
-        id: StreamId,
-        track: &crate::media::Track,
-        frame: &Frame,
-    ) -> Vec<audio::OpusPacket> {
+    /// An AAC frame for the transcoder (the loop's worker thread).
+    fn transcode(&mut self, id: StreamId, track: &crate::media::Track, frame: &Frame) {
         let Some(feed) = self.feeds.get_mut(&id) else {
-            return Vec::new();
+            return;
         };
-        if feed.audio_broken {
-            return Vec::new();
+        let CodecConfig::Aac { asc } = &track.config else {
+            return;
+        };
+        self.audio_work.push(AudioWork::Frame {
+            stream: id,
+            generation: feed.audio_generation,
+            asc: asc.clone(),
+            frame: frame.clone(),
+        });
+    }
+
+    /// Work for the transcoder since the last call.
+    pub fn take_audio_work(&mut self) -> Vec<AudioWork> {
+        std::mem::take(&mut self.audio_work)
+    }
+
+    /// Opus packets the transcoder made of `stream`'s AAC: to every
+    /// connected viewer of it.
+    pub fn on_opus(
+        &mut self,
+        stream: StreamId,
+        packets: &[audio::OpusPacket],
+        streams: &mut Streams,
+        now: Instant,
+    ) {
+        if !self.feeds.contains_key(&stream) {
+            return;
         }
-        if feed.audio.is_none() {
-            let CodecConfig::Aac { asc } = &track.config else {
-                return Vec::new();
-            };
-            match audio::AacToOpus::new(asc) {
-                Ok(t) => feed.audio = Some(t),
-                Err(e) => {
-                    crate::warn!("webrtc: stream {id}: AAC audio not offered as Opus: {e}");
-                    feed.audio_broken = true;
-                    return Vec::new();
-                }
-            }
+        for p in packets {
+            let data: Arc<[u8]> = Arc::from(&p.data[..]);
+            self.write_all(stream, false, opus_time(p.pts), &data, true, now);
         }
-        match feed.audio.as_mut().map(|t| t.push(frame)) {
-            Some(Ok(p)) => p,
-            Some(Err(e)) => {
-                crate::debug!("webrtc: stream {id}: {e}");
-                Vec::new()
-            }
-            None => Vec::new(),
+        let sessions = self
+            .feeds
+            .get(&stream)
+            .map(|f| f.sessions.clone())
+            .unwrap_or_default();
+        for idx in sessions {
+            self.poll_session(idx, Some(streams), now);
         }
     }
 

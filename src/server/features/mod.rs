@@ -20,7 +20,7 @@ pub(crate) fn all() -> Vec<Box<dyn Feature>> {
     vec![
         Box::new(players::Players),
         #[cfg(feature = "webrtc")]
-        Box::new(webrtc::WebRtc),
+        Box::new(webrtc::WebRtc::default()),
         Box::new(push::Push::default()),
         Box::new(hls::Hls),
         Box::new(record::Record),

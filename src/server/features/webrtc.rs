@@ -1,18 +1,44 @@
 //! WebRTC viewers: frames to the session table, its timer, its datagrams
-//! to the ICE sockets, and what ended sessions leave behind (a viewer
-//! count, an admission owed its closing, a signalling socket to close).
+//! to the ICE sockets, AAC to the transcoder thread and Opus back, and
+//! what ended sessions leave behind (a viewer count, an admission owed its
+//! closing, a signalling socket to close).
 
 use crate::admission::manager::AdmissionId;
 use crate::clock::Now;
 use crate::server::core::Core;
 use crate::server::feature::Feature;
+use crate::server::transcoder::Transcoder;
 use crate::state::streams::IngestOutput;
 use mio::Token;
 use std::time::Instant;
 
-pub(crate) struct WebRtc;
+#[derive(Default)]
+pub(crate) struct WebRtc {
+    /// AAC to Opus, on its own thread (started with the loop).
+    transcoder: Option<Transcoder>,
+}
 
 impl Feature for WebRtc {
+    fn start(&mut self, core: &mut Core, _now: Instant) {
+        match Transcoder::start(core.waker.clone()) {
+            Ok(t) => self.transcoder = Some(t),
+            Err(e) => crate::error!(
+                "webrtc: the audio transcoder thread did not start ({e}): AAC audio is not offered"
+            ),
+        }
+    }
+
+    fn on_wake(&mut self, core: &mut Core, now: Instant) {
+        let Some(t) = &mut self.transcoder else {
+            return;
+        };
+        let api = &mut core.api;
+        for (stream, packets) in t.results() {
+            api.webrtc
+                .on_opus(stream, &packets, &mut api.registry.streams, now);
+        }
+    }
+
     fn on_ingest(&mut self, o: &IngestOutput, core: &mut Core, now: Instant) {
         let api = &mut core.api;
         if api.webrtc.is_empty() {
@@ -27,6 +53,12 @@ impl Feature for WebRtc {
     }
 
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
+        let work = core.api.webrtc.take_audio_work();
+        if let Some(t) = &mut self.transcoder {
+            if !work.is_empty() {
+                t.submit(work, now);
+            }
+        }
         for token in core.api.webrtc.ports_with_output() {
             core.call(Token(token), now, |ep, cx| ep.flush(cx));
         }
