@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +21,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc"}
+WEBRTC_NS=${BENCH_WEBRTC_N:-"1 100 500"}
 CLUSTER_NS=${BENCH_CLUSTER_N:-"0 300 1000"}
 RECORD_NS=${BENCH_RECORD_N:-"1 10 50"}
 PLAY_NS=${BENCH_PLAY_N:-"10 100"}
@@ -54,6 +55,7 @@ if want api || want tls || want writes; then need wrk wrk; fi
 if want srt || want srtenc || want play; then need srt-live-transmit srt-tools; fi
 if want play || want pull; then need rtmpdump rtmpdump; fi
 if want cluster; then need redis-server redis-server; need redis-cli redis-tools; fi
+if want webrtc; then need janus janus; need ffmpeg ffmpeg; fi
 if want console; then
     need node nodejs; need chromium chromium
     [[ -e $ROOT/tests/web/node_modules/puppeteer-core ]] || missing+=("puppeteer-core (npm ci --prefix tests/web)")
@@ -1503,6 +1505,151 @@ if want console; then
 ")
     for p in "${SOURCES[@]}"; do stop "$p"; done
     stop_kiln
+fi
+
+# --- WebRTC fan-out: kiln against Janus (streaming plugin) -------------------------
+if want webrtc; then
+    log "building the WebRTC load generator (cargo bench --bench webrtc_viewers)"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench webrtc_viewers --no-run 2>"$WORK/webrtc-build.err") ||
+        { cat "$WORK/webrtc-build.err" >&2; exit 1; }
+    GEN=$(ls -t "$TARGET"/release/deps/webrtc_viewers-* | grep -v '\.d$' | head -1)
+    # One source for both: 640x360 30 fps H.264 (600 kb/s, no B-frames) and
+    # Opus 96 kb/s, so neither server transcodes and 500 viewers stay
+    # within what one load-generator thread decrypts.
+    RTC_SRC=$TARGET/bench-webrtc-source.ts
+    if [[ ! -s $RTC_SRC ]]; then
+        nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=640x360:rate=30 \
+            -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 -c:v libx264 -preset veryfast \
+            -tune zerolatency -b:v 600k -maxrate 600k -bufsize 600k -g 60 -pix_fmt yuv420p \
+            -c:a libopus -b:a 96k -ar 48000 -f mpegts "$RTC_SRC.tmp" && mv "$RTC_SRC.tmp" "$RTC_SRC"
+    fi
+    read -r RTC_SIG RTC_TS RTC_ICE J_HTTP J_V J_A <<<"$(free_ports 6)"
+    HOST_IP=$(hostname -I 2>/dev/null | awk '{print $1}')
+    rtc_kiln() {
+        local d=$WORK/kiln-webrtc
+        rm -rf "$d"; mkdir -p "$d"
+        cat >"$d/server.xml" <<EOF
+<?xml version="1.0"?>
+<Server version="8"><Name>kiln</Name><IP>127.0.0.1</IP><StateFile>$d/state.json</StateFile>
+  <Bind><Managers><API><Port>$API_P</Port></API></Managers>
+    <Providers><MPEGTS><Port>$RTC_TS/udp</Port></MPEGTS></Providers>
+    <Publishers><LLHLS><Port>$RTC_SIG</Port></LLHLS><WebRTC><Signalling><Port>$RTC_SIG</Port></Signalling>
+      <IceCandidates><IceCandidate>127.0.0.1:$RTC_ICE/udp</IceCandidate></IceCandidates></WebRTC></Publishers></Bind>
+  <Managers><Host><Names><Name>*</Name></Names></Host><API><AccessToken>$TOKEN</AccessToken></API></Managers>
+  <VirtualHosts><VirtualHost><Name>default</Name><Host><Names><Name>*</Name></Names></Host>
+    <Applications><Application><Name>app</Name><Type>live</Type>
+      <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes><Video><Name>v</Name><Bypass>true</Bypass></Video><Audio><Name>a</Name><Bypass>true</Bypass></Audio></Encodes></OutputProfile></OutputProfiles>
+      <Providers><MPEGTS><StreamMap><Stream><Name>src</Name><Port>$RTC_TS</Port></Stream></StreamMap></MPEGTS></Providers>
+      <Publishers><WebRTC/></Publishers>
+    </Application></Applications></VirtualHost></VirtualHosts></Server>
+EOF
+        "$KILN" -c "$d/server.xml" 2>"$d/log" &
+        KILN_PID=$!; PIDS+=("$KILN_PID")
+        wait_tcp "$API_P" 200
+        timeout $((WARM + SECS + 90)) ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 -i "$RTC_SRC" \
+            -c copy -f mpegts "udp://127.0.0.1:$RTC_TS?pkt_size=1316" &
+        SRC_PID=$!; PIDS+=("$SRC_PID")
+        wait_stream
+    }
+    JANUS_PID=
+    rtc_janus() {
+        local d=$WORK/janus
+        rm -rf "$d"; mkdir -p "$d"
+        local lib
+        lib=$(dirname "$(dirname "$(find /usr/lib -path '*janus/plugins/libjanus_streaming.so' | head -1)")")
+        cat >"$d/janus.jcfg" <<EOF
+general: { configs_folder = "$d" plugins_folder = "$lib/plugins" transports_folder = "$lib/transports"
+  events_folder = "$lib/events" loggers_folder = "$lib/loggers" debug_level = 2 protected_folders = [] }
+media: { rtp_port_range = "40000-59999" }
+plugins: { disable = "libjanus_audiobridge.so,libjanus_duktape.so,libjanus_echotest.so,libjanus_lua.so,libjanus_nosip.so,libjanus_recordplay.so,libjanus_sip.so,libjanus_textroom.so,libjanus_videocall.so,libjanus_videoroom.so,libjanus_voicemail.so" }
+transports: { disable = "libjanus_websockets.so,libjanus_mqtt.so,libjanus_nanomsg.so,libjanus_pfunix.so,libjanus_rabbitmq.so" }
+events: { broadcast = false }
+loggers: { disable = "libjanus_jsonlog.so" }
+EOF
+        cat >"$d/janus.transport.http.jcfg" <<EOF
+general: { base_path = "/janus" http = true port = $J_HTTP ip = "127.0.0.1" https = false }
+admin: { admin_http = false }
+EOF
+        cat >"$d/janus.plugin.streaming.jcfg" <<EOF
+general: { }
+bench: { type = "rtp" id = 1 description = "bench" media = (
+  { type = "video" mid = "v" port = $J_V pt = 100 codec = "h264" fmtp = "profile-level-id=42e01f;packetization-mode=1" },
+  { type = "audio" mid = "a" port = $J_A pt = 111 codec = "opus" } ) }
+EOF
+        janus -C "$d/janus.jcfg" -F "$d" >"$d/log" 2>&1 &
+        JANUS_PID=$!; PIDS+=("$JANUS_PID")
+        wait_tcp "$J_HTTP" 200
+        timeout $((WARM + SECS + 90)) ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 -i "$RTC_SRC" \
+            -map 0:v -c:v copy -f rtp -payload_type 100 "rtp://127.0.0.1:$J_V?pkt_size=1200" \
+            -map 0:a -c:a copy -f rtp -payload_type 111 "rtp://127.0.0.1:$J_A?pkt_size=1200" >/dev/null 2>&1 &
+        SRC_PID=$!; PIDS+=("$SRC_PID")
+        sleep 1
+    }
+    # One run: start the viewers, count the window: "cpu_s rss_kb <generator line>".
+    rtc_run() { # server-pid N generator-args...
+        local pid=$1 n=$2; shift 2
+        local out=$WORK/gen.out
+        "$GEN" "$@" --viewers "$n" --seconds "$SECS" --warm "$WARM" >"$out" 2>>"$WORK/gen.err" &
+        local g=$!; PIDS+=("$g")
+        # The viewers connect during the warm-up.
+        sleep "$WARM"
+        local c0 c1 rss; c0=$(cpu_ticks "$pid")
+        sleep "$SECS"
+        c1=$(cpu_ticks "$pid")
+        rss=$(rss_kb "$pid")
+        wait "$g" || true
+        echo "$(calc "($c1-$c0)/$TCK") $rss $(cat "$out")"
+    }
+    field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i+1)}' <<<"$2"; }
+    rows=""
+    declare -A RSS_K RSS_J
+    for N in $WEBRTC_NS; do
+        k_cpu=; j_cpu=; k_line=; j_line=
+        for rep in $(seq "$REPEAT"); do
+            rtc_kiln
+            r=$(rtc_run "$KILN_PID" "$N" --whep "http://127.0.0.1:$RTC_SIG/app/src?direction=whep")
+            stop "$SRC_PID"; stop_kiln
+            read -r c rss _ <<<"$r"
+            if [[ -z $k_cpu ]] || (($(calc "int($c < $k_cpu)"))); then k_cpu=$c; fi
+            RSS_K[$N]=$rss; k_line=$r
+            log "webrtc N=$N run $rep kiln: $r"
+            rtc_janus
+            r=$(rtc_run "$JANUS_PID" "$N" --janus "http://127.0.0.1:$J_HTTP/janus" --mountpoint 1 --local-ip "$HOST_IP")
+            stop "$SRC_PID"; stop "$JANUS_PID"
+            read -r c rss _ <<<"$r"
+            if [[ -z $j_cpu ]] || (($(calc "int($c < $j_cpu)"))); then j_cpu=$c; fi
+            RSS_J[$N]=$rss; j_line=$r
+            log "webrtc N=$N run $rep janus: $r"
+        done
+        ratio=$(calc "'n/a (< 5 ticks)' if max($k_cpu,$j_cpu) < 5/$TCK else '%.2f' % ($k_cpu/max($j_cpu,1/$TCK))")
+        kv=$(field viewers "$k_line"); jv=$(field viewers "$j_line")
+        kmin=$(field packets_min "$k_line"); kmax=$(field packets_max "$k_line")
+        jmin=$(field packets_min "$j_line"); jmax=$(field packets_max "$j_line")
+        kf=$(field frames_min "$k_line"); jf=$(field frames_min "$j_line")
+        rows+="| $N | $(fmt "$k_cpu") | $(fmt "$j_cpu") | **$ratio** | $(calc "'%.2f' % (1000*$k_cpu/$SECS/$N)") / $(calc "'%.2f' % (1000*$j_cpu/$SECS/$N)") | $kv / $jv | $(calc "'%.3f' % ($kmin/max($kmax,1))") / $(calc "'%.3f' % ($jmin/max($jmax,1))") | $kf / $jf | $(calc "${RSS_K[$N]}//1024") / $(calc "${RSS_J[$N]}//1024") |
+"
+        RATIOS+=("WebRTC N=$N CPU: kiln ${ratio}x Janus")
+    done
+    ns=($WEBRTC_NS); lo=${ns[0]}; hi=${ns[-1]}
+    mem=$(calc "'%.1f / %.1f' % ((${RSS_K[$hi]}-${RSS_K[$lo]})/max($hi-$lo,1), (${RSS_J[$hi]}-${RSS_J[$lo]})/max($hi-$lo,1))")
+    add "### WebRTC fan-out (1 source -> N viewers), kiln against Janus
+
+Source: 640x360 30 fps H.264 (600 kb/s, keyframe every 2 s) + Opus 96 kb/s,
+looped in real time: into kiln as MPEG-TS over UDP, into Janus $(janus --version 2>/dev/null | awk '/version/{print $4; exit}')
+(Debian; streaming plugin, an RTP mountpoint) as RTP. Viewers:
+\`cargo bench --bench webrtc_viewers\`, one thread, N str0m peers (full ICE,
+DTLS, SRTP) each on its own UDP socket; against kiln over WHEP, against
+Janus with its HTTP API (\`watch\`, its offer, our answer). CPU =
+utime+stime of the server (all threads) over ${SECS} s after ${WARM} s,
+alternated ${REPEAT} times, least kept; RSS at the end of the window.
+Packets: RTP packets each viewer received in the window (min / max over
+viewers: 1.000 means every viewer got as many as the best one); frames:
+the fewest video frames a viewer's str0m assembled. Memory per viewer
+(RSS from N=$lo to N=$hi, per added viewer): kiln / Janus **$mem KiB**.
+
+| N | kiln CPU s | Janus CPU s | ratio | CPU ms per s per viewer kiln / Janus | viewers connected kiln / Janus | packets min/max kiln / Janus | fewest frames kiln / Janus | RSS MiB kiln / Janus |
+|---|---|---|---|---|---|---|---|---|
+$rows"
 fi
 
 # --- report -----------------------------------------------------------------------

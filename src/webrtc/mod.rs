@@ -36,6 +36,9 @@ use str0m::media::{Direction, MediaKind, MediaTime, Mid, Pt};
 use str0m::net::{Protocol, Receive};
 use str0m::{Candidate, Event, IceConnectionState, IceCreds, Input, Output, Rtc, RtcConfig};
 
+/// Video packets each session keeps to answer NACKs from.
+const VIDEO_HISTORY: usize = 128;
+
 /// Sessions at most at once (every viewer, connected or not).
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 /// Peer addresses one session may be reached from (ICE tries a few).
@@ -317,6 +320,10 @@ impl WebRtc {
             // Sessions only send: no receive-side reordering buffers.
             .set_reordering_size_audio(0)
             .set_reordering_size_video(0)
+            // What NACKs are answered from: 128 video packets is half a
+            // second at 2.5 Mb/s, several round trips (str0m's default of
+            // 1000 held ~600 KiB per viewer).
+            .set_send_buffer_video(VIDEO_HISTORY)
             .set_stats_interval(None);
         if let Some(cert) = &self.cert {
             config = config.set_dtls_cert(cert.clone());

@@ -1,0 +1,377 @@
+//! Many WebRTC viewers of one stream (issue 30's fan-out bench): a bounded
+//! load generator on one thread, each viewer a str0m `Rtc` (full ICE, as
+//! a browser) on its own UDP socket, receiving and counting what arrives.
+//!
+//! Against kiln (`--whep URL`): each viewer offers (recvonly video and
+//! audio) and POSTs the offer to the WHEP URL. Against Janus
+//! (`--janus URL --mountpoint ID`): each viewer creates a session,
+//! attaches the streaming plugin, asks to `watch` the mountpoint, takes
+//! Janus's offer from the long poll and answers with `start`.
+//!
+//! ```text
+//! webrtc_viewers --whep http://127.0.0.1:3333/app/src?direction=whep --viewers 100 --seconds 20 --warm 5
+//! webrtc_viewers --janus http://127.0.0.1:8088/janus --mountpoint 1 --viewers 100 --seconds 20 --warm 5 --local-ip 192.0.2.2
+//! ```
+//!
+//! After `--warm` seconds it counts, for `--seconds`, per viewer: RTP
+//! packets (SRTP, told from SRTCP by the payload type byte), their bytes,
+//! and video frames str0m assembled. Prints `viewers <connected>
+//! packets_min <n> packets_max <n> frames_min <n> frames_max <n> bytes <total>
+//! setup_failed <n>` on one line. Every wait is bounded.
+
+use mio::net::UdpSocket;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+use str0m::change::{SdpAnswer, SdpOffer};
+use str0m::media::{Direction, MediaKind};
+use str0m::net::{Protocol, Receive};
+use str0m::{Candidate, Event, Input, Output, Rtc, RtcConfig};
+
+struct Args {
+    whep: Option<String>,
+    janus: Option<String>,
+    mountpoint: u64,
+    viewers: usize,
+    seconds: u64,
+    warm: u64,
+    /// The viewers' address (Janus gathers no loopback candidate: give it
+    /// the machine's address).
+    local_ip: String,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        whep: None,
+        janus: None,
+        mountpoint: 1,
+        viewers: 10,
+        seconds: 10,
+        warm: 3,
+        local_ip: "127.0.0.1".into(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut v = || it.next().expect("a value");
+        match k.as_str() {
+            "--whep" => a.whep = Some(v()),
+            "--janus" => a.janus = Some(v()),
+            "--mountpoint" => a.mountpoint = v().parse().unwrap(),
+            "--viewers" => a.viewers = v().parse().unwrap(),
+            "--seconds" => a.seconds = v().parse().unwrap(),
+            "--warm" => a.warm = v().parse().unwrap(),
+            "--local-ip" => a.local_ip = v(),
+            "--bench" => {}
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    a
+}
+
+/// A blocking HTTP/1.1 request (Connection: close): (status, headers, body).
+fn http(
+    method: &str,
+    url: &str,
+    content_type: &str,
+    body: &str,
+) -> Result<(u16, String, String), String> {
+    let rest = url.strip_prefix("http://").ok_or("http only")?;
+    let (authority, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let mut t = TcpStream::connect(authority).map_err(|e| e.to_string())?;
+    t.set_read_timeout(Some(Duration::from_secs(40))).ok();
+    write!(
+        t,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    t.read_to_end(&mut buf).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no head")?;
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or("no status")?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Ok((status, head.to_string(), body))
+}
+
+/// A chunked body, joined (Janus's HTTP transport sends them).
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || tail.len() < n {
+            break;
+        }
+        out.push_str(&tail[..n]);
+        rest = tail[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn new_rtc(socket: &UdpSocket, now: Instant) -> Rtc {
+    let mut rtc = RtcConfig::new()
+        .clear_codecs()
+        .enable_h264(true)
+        .enable_opus(true, false)
+        .set_stats_interval(None)
+        .build(now);
+    let local = socket.local_addr().unwrap();
+    rtc.add_local_candidate(Candidate::host(local, "udp").unwrap())
+        .unwrap();
+    rtc
+}
+
+/// WHEP: kiln answers our offer.
+fn whep_setup(url: &str, socket: &UdpSocket, now: Instant) -> Result<Rtc, String> {
+    let mut rtc = new_rtc(socket, now);
+    let mut api = rtc.sdp_api();
+    api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
+    api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
+    let (offer, pending) = api.apply().ok_or("no offer")?;
+    let (status, _, body) = http("POST", url, "application/sdp", &offer.to_sdp_string())?;
+    if status != 201 {
+        return Err(format!("WHEP {status}: {body}"));
+    }
+    let answer = SdpAnswer::from_sdp_string(&body).map_err(|e| e.to_string())?;
+    rtc.sdp_api()
+        .accept_answer(pending, answer)
+        .map_err(|e| e.to_string())?;
+    Ok(rtc)
+}
+
+fn janus_json(url: &str, body: serde_json::Value) -> Result<serde_json::Value, String> {
+    let (status, _, text) = http("POST", url, "application/json", &body.to_string())?;
+    if status != 200 {
+        return Err(format!("janus {status}: {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+fn txn() -> String {
+    format!(
+        "{:x}",
+        Instant::now().elapsed().as_nanos() ^ u128::from(std::process::id())
+    )
+}
+
+/// Janus's streaming plugin: it offers, we answer.
+fn janus_setup(
+    base: &str,
+    mountpoint: u64,
+    socket: &UdpSocket,
+    now: Instant,
+) -> Result<Rtc, String> {
+    let s = janus_json(
+        base,
+        serde_json::json!({"janus":"create","transaction":txn()}),
+    )?;
+    let sid = s["data"]["id"].as_u64().ok_or("no session")?;
+    let surl = format!("{base}/{sid}");
+    let h = janus_json(
+        &surl,
+        serde_json::json!({"janus":"attach","plugin":"janus.plugin.streaming","transaction":txn()}),
+    )?;
+    let hid = h["data"]["id"].as_u64().ok_or("no handle")?;
+    let hurl = format!("{surl}/{hid}");
+    janus_json(
+        &hurl,
+        serde_json::json!({"janus":"message","transaction":txn(),"body":{"request":"watch","id":mountpoint}}),
+    )?;
+    // The offer comes on the long poll.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let offer = loop {
+        if Instant::now() > deadline {
+            return Err("no offer from janus".into());
+        }
+        let (_, _, text) = http("GET", &format!("{surl}?maxev=1"), "application/json", "")?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        if let Some(sdp) = v["jsep"]["sdp"].as_str() {
+            break sdp.to_string();
+        }
+    };
+    let mut rtc = new_rtc(socket, now);
+    let offer = SdpOffer::from_sdp_string(&offer).map_err(|e| e.to_string())?;
+    let answer = rtc
+        .sdp_api()
+        .accept_offer(offer)
+        .map_err(|e| e.to_string())?;
+    janus_json(
+        &hurl,
+        serde_json::json!({"janus":"message","transaction":txn(),"body":{"request":"start"},
+            "jsep":{"type":"answer","sdp":answer.to_sdp_string()}}),
+    )?;
+    Ok(rtc)
+}
+
+struct Viewer {
+    rtc: Rtc,
+    socket: UdpSocket,
+    local: SocketAddr,
+    timeout: Instant,
+    packets: u64,
+    bytes: u64,
+    frames: u64,
+    connected: bool,
+}
+
+fn drain(v: &mut Viewer, counting: bool) {
+    loop {
+        match v.rtc.poll_output() {
+            Ok(Output::Timeout(t)) => {
+                v.timeout = t;
+                return;
+            }
+            Ok(Output::Transmit(t)) => {
+                let _ = v.socket.send_to(&t.contents, t.destination);
+            }
+            Ok(Output::Event(Event::Connected)) => v.connected = true,
+            Ok(Output::Event(Event::MediaData(m))) => {
+                if counting && m.params.spec().codec.is_video() {
+                    v.frames += 1;
+                }
+            }
+            Ok(Output::Event(_)) => {}
+            Err(_) => {
+                v.timeout = Instant::now() + Duration::from_secs(3600);
+                return;
+            }
+        }
+    }
+}
+
+fn main() {
+    let a = args();
+    str0m::crypto::from_feature_flags().install_process_default();
+    let mut poll = Poll::new().unwrap();
+    let mut viewers: Vec<Viewer> = Vec::new();
+    let mut failed = 0;
+    for i in 0..a.viewers {
+        let mut socket = UdpSocket::bind(format!("{}:0", a.local_ip).parse().unwrap()).unwrap();
+        let now = Instant::now();
+        let rtc = match (&a.whep, &a.janus) {
+            (Some(url), _) => whep_setup(url, &socket, now),
+            (_, Some(url)) => janus_setup(url, a.mountpoint, &socket, now),
+            _ => panic!("--whep URL or --janus URL"),
+        };
+        let rtc = match rtc {
+            Ok(r) => r,
+            Err(e) => {
+                if failed == 0 {
+                    eprintln!("viewer {i}: {e}");
+                }
+                failed += 1;
+                continue;
+            }
+        };
+        poll.registry()
+            .register(&mut socket, Token(viewers.len()), Interest::READABLE)
+            .unwrap();
+        let local = socket.local_addr().unwrap();
+        let mut v = Viewer {
+            rtc,
+            socket,
+            local,
+            timeout: now,
+            packets: 0,
+            bytes: 0,
+            frames: 0,
+            connected: false,
+        };
+        drain(&mut v, false);
+        viewers.push(v);
+    }
+    let start = Instant::now();
+    let count_from = start + Duration::from_secs(a.warm);
+    let end = count_from + Duration::from_secs(a.seconds);
+    let mut events = Events::with_capacity(1024);
+    let mut buf = vec![0u8; 2048];
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        let counting = now >= count_from;
+        let next = viewers
+            .iter()
+            .map(|v| v.timeout)
+            .min()
+            .unwrap_or(end)
+            .min(end);
+        let wait = next
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(20));
+        poll.poll(&mut events, Some(wait)).unwrap();
+        let now = Instant::now();
+        for ev in events.iter() {
+            let v = &mut viewers[ev.token().0];
+            loop {
+                let (n, from) = match v.socket.recv_from(&mut buf) {
+                    Ok(r) => r,
+                    Err(_) => break,
+                };
+                let data = &buf[..n];
+                // RTP (not RTCP: payload type byte 192-223) counted.
+                if counting
+                    && v.connected
+                    && n > 12
+                    && data[0] >> 6 == 2
+                    && !(192..=223).contains(&data[1])
+                {
+                    v.packets += 1;
+                    v.bytes += n as u64;
+                }
+                let Ok(contents) = data.try_into() else {
+                    continue;
+                };
+                let input = Input::Receive(
+                    now,
+                    Receive {
+                        proto: Protocol::Udp,
+                        source: from,
+                        destination: v.local,
+                        contents,
+                    },
+                );
+                if v.rtc.handle_input(input).is_ok() {
+                    drain(v, counting);
+                }
+            }
+        }
+        for v in viewers.iter_mut() {
+            if v.timeout <= now {
+                if v.rtc.handle_input(Input::Timeout(now)).is_ok() {
+                    drain(v, counting);
+                } else {
+                    v.timeout = now + Duration::from_secs(3600);
+                }
+            }
+        }
+    }
+    let connected = viewers.iter().filter(|v| v.connected).count();
+    let pk: Vec<u64> = viewers.iter().map(|v| v.packets).collect();
+    let fr: Vec<u64> = viewers.iter().map(|v| v.frames).collect();
+    println!(
+        "viewers {connected} packets_min {} packets_max {} frames_min {} frames_max {} bytes {} setup_failed {failed}",
+        pk.iter().min().unwrap_or(&0),
+        pk.iter().max().unwrap_or(&0),
+        fr.iter().min().unwrap_or(&0),
+        fr.iter().max().unwrap_or(&0),
+        viewers.iter().map(|v| v.bytes).sum::<u64>(),
+    );
+}
