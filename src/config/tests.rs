@@ -443,3 +443,66 @@ fn llhls_cross_domains_and_cache_control_are_applied() {
         "{err}"
     );
 }
+
+#[test]
+fn webrtc_publisher_binds_and_app_settings_as_ome_writes_them() {
+    let text = GOOD
+        .replace(
+            "</Providers>\n  </Bind>",
+            "</Providers>\n    <Publishers><LLHLS><Port>3334</Port></LLHLS><WebRTC>\
+             <Signalling><Port>3334</Port><TLSPort>3335</TLSPort><WorkerCount>1</WorkerCount></Signalling>\
+             <IceCandidates><IceCandidate>*:10000-10002/udp</IceCandidate>\
+             <IceCandidate>[::]:10010/udp</IceCandidate><IceCandidate>*:10020</IceCandidate>\
+             <TcpRelay>*:3478</TcpRelay></IceCandidates></WebRTC></Publishers>\n  </Bind>",
+        )
+        .replace(
+            "<Publishers><Push/>",
+            "<Publishers><Push/><WebRTC><Timeout>5000</Timeout><Rtx>false</Rtx><JitterBuffer>true</JitterBuffer></WebRTC>",
+        );
+    let loaded = load_str(&text).unwrap();
+    let w = loaded.config.providers.webrtc.clone().unwrap();
+    assert_eq!((w.port, w.tls_port), (Some(3334), Some(3335)));
+    assert_eq!(
+        w.candidates,
+        vec![
+            ("*".to_string(), vec![10000, 10001, 10002]),
+            ("[::]".to_string(), vec![10010])
+        ]
+    );
+    let app = &loaded.config.vhosts[0].applications[0];
+    assert_eq!(app.webrtc.as_ref().unwrap().timeout, Some(5000));
+    let warned: Vec<String> = loaded
+        .warnings
+        .iter()
+        .map(|w| format!("{}: {}", w.path, w.message))
+        .collect();
+    for what in [
+        "IceCandidate: ICE-TCP",
+        "TcpRelay",
+        "WorkerCount",
+        "JitterBuffer",
+        "Rtx",
+    ] {
+        assert!(
+            warned.iter().any(|w| w.contains(what)),
+            "{what}: {warned:#?}"
+        );
+    }
+    // A bad candidate and an out-of-range timeout are errors with a place.
+    let bad = text.replace("[::]:10010/udp", "nowhere:10010/udp");
+    assert!(load_str(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("[nowhere] must be"));
+    let bad = text.replace("<Timeout>5000</Timeout>", "<Timeout>5</Timeout>");
+    assert!(load_str(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("1000 to 600000"));
+    // An ICE port that is also SRT's is refused.
+    let bad = text.replace("*:10000-10002/udp", "*:9999/udp");
+    assert!(load_str(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("also an SRT or MPEGTS port"));
+}
