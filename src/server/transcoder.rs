@@ -68,6 +68,9 @@ impl Transcoder {
                                     let _ = waker.wake();
                                 }
                                 Ok(_) => {}
+                                Err(e @ crate::webrtc::audio::AudioError::Decoder) => {
+                                    crate::warn!("webrtc: stream {stream}: {e}")
+                                }
                                 Err(e) => crate::debug!("webrtc: stream {stream}: {e}"),
                             }
                         }

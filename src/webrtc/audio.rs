@@ -32,6 +32,9 @@ const MAX_PENDING: usize = OPUS_RATE as usize;
 pub enum AudioError {
     Config(String),
     Decode(String),
+    /// The decoder failed on malformed audio; this stream's audio is
+    /// not transcoded any more (until its tracks change).
+    Decoder,
 }
 
 impl std::fmt::Display for AudioError {
@@ -39,6 +42,9 @@ impl std::fmt::Display for AudioError {
         match self {
             AudioError::Config(e) => write!(f, "AAC configuration: {e}"),
             AudioError::Decode(e) => write!(f, "AAC frame: {e}"),
+            AudioError::Decoder => f.write_str(
+                "the AAC decoder failed on malformed audio; the stream's audio is no longer offered to WebRTC viewers",
+            ),
         }
     }
 }
@@ -63,6 +69,8 @@ pub struct AacToOpus {
     /// Where the next source frame is expected (drift check).
     expected: Option<Ticks>,
     scratch: Vec<u8>,
+    /// The decoder panicked once: nothing more is decoded.
+    broken: bool,
 }
 
 struct Resampling {
@@ -102,6 +110,7 @@ impl AacToOpus {
             pending_pts: None,
             expected: None,
             scratch: vec![0; 4000],
+            broken: false,
         })
     }
 
@@ -112,17 +121,33 @@ impl AacToOpus {
 
     /// Decodes one AAC frame; returns the Opus packets now complete.
     pub fn push(&mut self, frame: &Frame) -> Result<Vec<OpusPacket>, AudioError> {
+        if self.broken {
+            return Ok(Vec::new());
+        }
         let packet = Packet::new_from_slice(0, 0, 0, &frame.data);
-        let decoded = self
-            .decoder
-            .decode(&packet)
-            .map_err(|e| AudioError::Decode(e.to_string()))?;
-        let rate = decoded.spec().rate;
-        let frames = decoded.frames();
+        let channels = self.channels;
+        let decoder = &mut self.decoder;
+        // symphonia's AAC decoder can panic on malformed frames (an index
+        // out of bounds, found by fuzzing): a publisher's bytes must not
+        // take the transcoder down. The stream's audio stops instead.
+        let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            decoder.decode(&packet).map(|d| {
+                let rate = d.spec().rate;
+                let frames = d.frames();
+                (rate, frames, planar(d, channels))
+            })
+        }));
+        let (rate, frames, pcm) = match decoded {
+            Ok(Ok(d)) => d,
+            Ok(Err(e)) => return Err(AudioError::Decode(e.to_string())),
+            Err(_) => {
+                self.broken = true;
+                return Err(AudioError::Decoder);
+            }
+        };
         if frames == 0 {
             return Ok(Vec::new());
         }
-        let pcm = planar(decoded, self.channels);
         // The source clock: restart ours from it after a jump.
         let drifted = self
             .expected
@@ -243,6 +268,14 @@ mod tests {
     fn a_bad_config_is_an_error_not_a_panic() {
         assert!(AacToOpus::new(&[]).is_err());
         assert!(AacToOpus::new(&[0xff, 0xff]).is_err());
+    }
+
+    /// The input the fuzzer found making symphonia panic (kept in
+    /// fuzz/regressions): an error, and the stream's audio stops.
+    #[test]
+    fn a_decoder_panic_is_contained() {
+        let data = include_bytes!("../../tests/fixtures/aac-decoder-panic.bin");
+        crate::webrtc::fuzz::fuzz_aac_to_opus(data);
     }
 
     #[test]
