@@ -953,3 +953,95 @@ fn signed_policy_admits_rtmp_players() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+/// WebRTC viewers (WHEP) are admitted by the webhook as LL-HLS viewers
+/// are: protocol WEBRTC, the WHEP URL, the player's bearer token (kiln
+/// extension); a refusal is 401; a session's end sends the closing.
+#[test]
+fn webhooks_admit_whep_viewers_with_their_bearer_token() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    let hook = ControlServer::start(Arc::new(|b: &Value| {
+        let allowed = b["request"]["bearer"] == "let-me-in";
+        (
+            0,
+            200,
+            json!({"allowed": allowed, "reason": "bad token"}).to_string(),
+        )
+    }));
+    let s = Server::start_with(
+        "hooks-whep",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            vhost_access: hook_xml(&hook.url(), 2000, "<Publishers>webrtc</Publishers>"),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    assert!(wait_live(&s, "cam"), "{}", s.log_text());
+    let offer = include_str!("fixtures/chromium-whep-offer.sdp");
+    let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
+    let post = |token: &str| {
+        curl(
+            &[
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/sdp",
+                "-H",
+                &format!("Authorization: Bearer {token}"),
+                "--data-binary",
+                offer,
+                "-D",
+                "-",
+            ],
+            &url,
+        )
+    };
+    let (status, text, _) = post("wrong");
+    assert_eq!(status, 401, "{text}");
+    assert!(text.contains("bad token"), "{text}");
+    let (status, text, _) = post("let-me-in");
+    assert_eq!(status, 201, "{text}");
+    let location = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let opening = hook
+        .hits()
+        .into_iter()
+        .find(|h| h.body["request"]["bearer"] == "let-me-in")
+        .expect("an opening with the token");
+    assert_eq!(opening.body["request"]["protocol"], "WEBRTC");
+    assert_eq!(opening.body["request"]["direction"], "outgoing");
+    assert!(opening.body["request"]["url"]
+        .as_str()
+        .unwrap()
+        .ends_with("/app/cam?direction=whep"));
+    assert!(opening.signed);
+    // DELETE ends the session: its closing follows.
+    let (status, _, _) = curl(
+        &["-X", "DELETE"],
+        &format!("http://127.0.0.1:{}{location}", s.media.llhls),
+    );
+    assert_eq!(status, 200);
+    let closed = wait_until(Duration::from_secs(5), || {
+        (hook.count("direction=whep").1 >= 1).then_some(())
+    });
+    let _ = src.kill();
+    assert!(closed.is_some(), "no closing for the ended WHEP session");
+    assert!(
+        !s.log_text().contains("let-me-in"),
+        "the token reached the log"
+    );
+}

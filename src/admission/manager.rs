@@ -268,6 +268,7 @@ impl AccessManager {
                 let admission = AdmissionId(id.0);
                 let subject = Subject {
                     new_url: new_url.clone(),
+                    bearer: None,
                     ..check.subject
                 };
                 self.admissions.insert(

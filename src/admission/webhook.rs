@@ -26,6 +26,19 @@ pub struct Subject {
     pub url: String,
     /// Where an earlier answer sent it, if anywhere.
     pub new_url: Option<String>,
+    /// A WHEP viewer's `Authorization: Bearer` token (kiln extension: OME
+    /// reads no such header), for the control server to check.
+    pub bearer: Option<Bearer>,
+}
+
+/// A bearer token: sent to the control server, never shown in a log.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bearer(pub String);
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bearer([redacted])")
+    }
 }
 
 /// The JSON body, OME's shape.
@@ -46,6 +59,9 @@ pub fn body(subject: &Subject, status: Status, unix_ms: i64) -> String {
     });
     if let Some(n) = &subject.new_url {
         request["new_url"] = Value::String(n.clone());
+    }
+    if let Some(Bearer(token)) = &subject.bearer {
+        request["bearer"] = Value::String(token.clone());
     }
     json!({ "client": client, "request": request }).to_string()
 }
@@ -111,6 +127,7 @@ mod tests {
             user_agent: None,
             url: "rtmp://h:1935/app/s?x=1".into(),
             new_url: None,
+            bearer: None,
         };
         let b: Value = serde_json::from_str(&body(&s, Status::Opening, 1_700_000_000_123)).unwrap();
         assert_eq!(b["client"]["address"], "127.0.0.1");
@@ -125,6 +142,7 @@ mod tests {
             protocol: Protocol::Llhls,
             user_agent: Some("hls.js".into()),
             new_url: Some("http://h:3333/b/s/llhls.m3u8".into()),
+            bearer: None,
             ..s
         };
         let b: Value = serde_json::from_str(&body(&v, Status::Closing, 0)).unwrap();

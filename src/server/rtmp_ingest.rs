@@ -398,6 +398,7 @@ impl RtmpIngest {
             user_agent: None,
             url: self.request_url(tc_url, raw_name),
             new_url: None,
+            bearer: None,
         }
     }
 

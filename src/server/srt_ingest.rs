@@ -330,6 +330,7 @@ impl SrtIngest {
             user_agent: None,
             url: request_url(stream_id.unwrap_or(""), &target, port),
             new_url: None,
+            bearer: None,
         };
         match cx
             .access

@@ -356,6 +356,17 @@ impl ViewerConn {
             user_agent: req.header_str("user-agent").map(str::to_string),
             url: self.request_url(&req),
             new_url: None,
+            // WHEP (kiln extension): the player's bearer token goes to the
+            // control server.
+            bearer: (protocol == Protocol::WebRtc)
+                .then(|| req.header_str("authorization"))
+                .flatten()
+                .and_then(|a| {
+                    a.strip_prefix("Bearer ")
+                        .or_else(|| a.strip_prefix("bearer "))
+                })
+                .filter(|t| !t.is_empty() && t.len() <= 4096)
+                .map(|t| crate::admission::webhook::Bearer(t.trim().to_string())),
         };
         match cx.access.check(spec, subject, cx.token.0, wall) {
             Verdict::Allowed(admit) => self.open_session(req, target, admit, cx),

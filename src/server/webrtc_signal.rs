@@ -419,6 +419,7 @@ impl WsSignal {
             user_agent: self.user_agent.clone(),
             url: self.url.clone(),
             new_url: None,
+            bearer: None,
         };
         match cx
             .access

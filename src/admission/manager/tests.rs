@@ -43,6 +43,7 @@ fn subject(protocol: Protocol, url: &str) -> Subject {
         user_agent: None,
         url: url.into(),
         new_url: None,
+        bearer: None,
     }
 }
 
