@@ -493,8 +493,8 @@ fn webrtc_listen(
             tls: tls.then(|| tls::server_config(vhost_certs.clone())),
         });
     }
-    for (host, ports) in &w.candidates {
-        let ips: Vec<std::net::IpAddr> = match host.as_str() {
+    let expand = |host: &str| -> Vec<std::net::IpAddr> {
+        match host {
             "*" => kiln::sys::interface_addresses(false),
             "[::]" => kiln::sys::interface_addresses(true),
             h => h
@@ -502,8 +502,34 @@ fn webrtc_listen(
                 .parse()
                 .into_iter()
                 .collect(),
+        }
+    };
+    // The relay listens on the host as written (`*`: every IPv4 address)
+    // and is advertised at each of the machine's addresses.
+    for (host, port) in &w.relays {
+        let bind_ip: std::net::IpAddr = match host.as_str() {
+            "*" => [0, 0, 0, 0].into(),
+            "[::]" => std::net::Ipv6Addr::UNSPECIFIED.into(),
+            h => h
+                .trim_matches(|c| c == '[' || c == ']')
+                .parse()
+                .unwrap_or(config.ip),
         };
-        for ip in ips {
+        listen.tcp.push(ListenerSpec {
+            service: Service::WebRtcRelay,
+            addr: SocketAddr::new(bind_ip, *port),
+            tls: None,
+        });
+        for ip in expand(host) {
+            listen.relay_urls.push(match ip {
+                std::net::IpAddr::V6(v6) => format!("turn:[{v6}]:{port}?transport=tcp"),
+                v4 => format!("turn:{v4}:{port}?transport=tcp"),
+            });
+        }
+    }
+    listen.tcp_force = w.tcp_force;
+    for (host, ports) in &w.candidates {
+        for ip in expand(host) {
             for port in ports {
                 let addr = SocketAddr::new(ip, *port);
                 if !listen.ice.contains(&addr) && listen.ice.len() < 256 {

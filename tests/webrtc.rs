@@ -538,3 +538,248 @@ fn a_viewer_that_vanishes_without_a_word_is_dropped_by_ice_consent() {
     assert!(gone.is_some(), "a vanished viewer still counts after 45 s");
     assert!(s.log_text().contains("ended: TimedOut"));
 }
+
+/// Two network namespaces of this test's own joined by a veth pair: kiln
+/// on one side, the browser on the other with nftables dropping every UDP
+/// datagram in and out. Removed on drop.
+struct NoUdpNet {
+    kiln_ns: String,
+    viewer_ns: String,
+}
+
+const KILN_ADDR: &str = "10.214.0.1";
+
+impl NoUdpNet {
+    fn create() -> Result<NoUdpNet, String> {
+        let id = std::process::id();
+        let net = NoUdpNet {
+            kiln_ns: format!("kiln-wk{id}"),
+            viewer_ns: format!("kiln-wv{id}"),
+        };
+        let (k, v) = (net.kiln_ns.clone(), net.viewer_ns.clone());
+        let (vk, vv) = (
+            format!("kwk{}", id % 100_000),
+            format!("kwv{}", id % 100_000),
+        );
+        let steps = [
+            format!("netns add {k}"),
+            format!("netns add {v}"),
+            format!("link add {vk} netns {k} type veth peer name {vv} netns {v}"),
+            format!("-n {k} addr add {KILN_ADDR}/24 dev {vk}"),
+            format!("-n {v} addr add 10.214.0.2/24 dev {vv}"),
+            format!("-n {k} link set {vk} up"),
+            format!("-n {v} link set {vv} up"),
+            format!("-n {k} link set lo up"),
+            format!("-n {v} link set lo up"),
+        ];
+        for step in &steps {
+            run("ip", &step.split(' ').map(String::from).collect::<Vec<_>>())?;
+        }
+        for cmd in [
+            "add table inet kilnnoudp",
+            "add chain inet kilnnoudp in { type filter hook input priority 0; }",
+            "add chain inet kilnnoudp out { type filter hook output priority 0; }",
+            &format!("add rule inet kilnnoudp in iifname {vv} meta l4proto udp counter drop"),
+            &format!("add rule inet kilnnoudp out oifname {vv} meta l4proto udp counter drop"),
+        ] {
+            let args: Vec<String> = ["netns", "exec", &v, "nft", cmd]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            run("ip", &args)?;
+        }
+        Ok(net)
+    }
+
+    /// UDP datagrams the rules dropped so far.
+    fn dropped(&self) -> u64 {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.viewer_ns,
+                "nft",
+                "list",
+                "table",
+                "inet",
+                "kilnnoudp",
+            ])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let words: Vec<&str> = out.split_whitespace().collect();
+        words
+            .windows(2)
+            .filter(|w| w[0] == "packets")
+            .filter_map(|w| w[1].parse::<u64>().ok())
+            .sum()
+    }
+}
+
+impl Drop for NoUdpNet {
+    fn drop(&mut self) {
+        for ns in [&self.kiln_ns, &self.viewer_ns] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn run(tool: &str, args: &[String]) -> Result<(), String> {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{tool}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{tool} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Moves the calling thread (and what it spawns later) into `ns`.
+fn enter_netns(ns: &str) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("namespace file");
+    // SAFETY: setns on a valid namespace fd only changes this thread's
+    // network namespace.
+    let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    assert_eq!(rc, 0, "setns {ns}: {}", std::io::Error::last_os_error());
+}
+
+/// A viewer whose network drops all UDP plays through the TCP relay (OME's
+/// TURN over TCP): Chromium over WHEP (`transport=tcp`: the relay in a
+/// `Link` header) and over OME's signalling (`transport=tcp`: the offer's
+/// `iceServers`), and OvenPlayer, which takes them from the offer itself.
+#[test]
+fn viewers_without_udp_play_through_the_tcp_relay() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ip") || !have_tool("nft") {
+        return;
+    }
+    let net = match NoUdpNet::create() {
+        Ok(n) => n,
+        Err(e) => {
+            if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+                panic!("network namespaces are required (KILN_REQUIRE_INTEROP=1): {e}");
+            }
+            eprintln!("SKIP: cannot make network namespaces here: {e}");
+            return;
+        }
+    };
+    let kiln_ns = net.kiln_ns.clone();
+    let viewer_ns = net.viewer_ns.clone();
+    let (chromium2, web2) = (chromium.clone(), web.clone());
+    // kiln, its publisher and this test's API calls live in kiln's namespace.
+    let results = std::thread::spawn(move || {
+        enter_netns(&kiln_ns);
+        let s = Server::start_with(
+            "webrtc-relay",
+            ServerOptions {
+                media: true,
+                bind_ip: "0.0.0.0",
+                llhls: Some(String::new()),
+                webrtc: Some(String::new()),
+                webrtc_host: KILN_ADDR,
+                webrtc_relay: true,
+                ..Default::default()
+            },
+        );
+        let mut src = ffmpeg_source(
+            90,
+            &[],
+            "flv",
+            &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+        );
+        s.wait_for_tracks("cam");
+        let port = s.media.llhls;
+        let viewer = |args: Vec<String>, relay: Option<String>| {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &viewer_ns, "node"])
+                .arg(web2.join("webrtc_check.mjs"))
+                .args(&args)
+                .env("CHROMIUM", &chromium2)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            if let Some(r) = relay {
+                c.env("RELAY", r);
+            }
+            seen(c.spawn().unwrap())
+        };
+        let relay = format!("turn:{KILN_ADDR}:{}?transport=tcp", s.media.relay);
+        let whep = viewer(
+            vec![
+                "whep".into(),
+                format!("http://{KILN_ADDR}:{port}/app/cam?direction=whep&transport=tcp"),
+                "10".into(),
+            ],
+            Some(relay.clone()),
+        );
+        let ome = viewer(
+            vec![
+                "ome".into(),
+                format!("ws://{KILN_ADDR}:{port}/app/cam?transport=tcp"),
+                "10".into(),
+            ],
+            None,
+        );
+        let player = web2.join("node_modules/ovenplayer/dist/ovenplayer.js");
+        let oven = viewer(
+            vec![
+                "ovenplayer".into(),
+                format!("ws://{KILN_ADDR}:{port}/app/cam?transport=tcp"),
+                "10".into(),
+                player.to_str().unwrap().into(),
+            ],
+            None,
+        );
+        // The control: the same page without the relay cannot connect.
+        let blocked = viewer(
+            vec![
+                "whep".into(),
+                format!("http://{KILN_ADDR}:{port}/app/cam?direction=whep"),
+                "6".into(),
+            ],
+            None,
+        );
+        let _ = src.kill();
+        (whep, ome, oven, relay, blocked)
+    })
+    .join()
+    .unwrap();
+    let _ = chromium;
+    let (whep, ome, oven, relay, blocked) = results;
+    println!("WHEP without UDP: {whep}\nOME signalling without UDP: {ome}\nOvenPlayer without UDP: {oven}");
+    let dropped = net.dropped();
+    assert_ne!(
+        blocked["connectionState"], "connected",
+        "UDP was not blocked: {blocked}"
+    );
+    assert!(dropped > 0, "nothing tried UDP: the control proves nothing");
+    assert!(
+        whep["link"].as_str().unwrap_or("").contains(&relay),
+        "{whep}"
+    );
+    assert_eq!(ome["iceServers"][0]["urls"][0], relay.as_str(), "{ome}");
+    for got in [&whep, &ome] {
+        assert_eq!(got["localCandidateType"], "relay", "{got}");
+        assert_eq!(got["relayProtocol"], "tcp", "{got}");
+        let decoded = got["video"]["framesDecoded"].as_u64().unwrap_or(0);
+        assert!(decoded * 10 >= u64::from(FPS) * 10 * 9, "{got}");
+        assert!(
+            got["audio"]["totalSamplesReceived"].as_u64().unwrap_or(0) > 48_000 * 8,
+            "{got}"
+        );
+    }
+    assert_eq!(oven["state"], "playing", "{oven}");
+    assert!(
+        oven["totalVideoFrames"].as_u64().unwrap_or(0) * 10 >= u64::from(FPS) * 9 * 9,
+        "{oven}"
+    );
+    println!("UDP datagrams dropped on the viewer's side: {dropped}");
+}

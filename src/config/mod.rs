@@ -128,6 +128,12 @@ pub struct WebRtcBind {
     /// (`*` for every IPv4 address of the machine, `[::]` for every IPv6
     /// one, or an address) and its UDP ports.
     pub candidates: Vec<(String, Vec<u16>)>,
+    /// `<IceCandidates><TcpRelay>host:port`: OME's TURN over TCP for
+    /// viewers without UDP (the host as written, as for candidates).
+    pub relays: Vec<(String, u16)>,
+    /// `<TcpForce>` (or `<TcpRelayForce>`): offer the relay to every viewer,
+    /// as if each asked with `transport=tcp`.
+    pub tcp_force: bool,
 }
 
 impl Default for ProviderBinds {
@@ -596,17 +602,29 @@ impl Walker<'_> {
                     c,
                     p,
                     &[
-                        "TcpRelay",
-                        "TcpForce",
-                        "TcpRelayForce",
                         "TcpRelayWorkerCount",
                         "TcpIceWorkerCount",
                         "IceWorkerCount",
                         "EnableLinkLocalAddress",
                         "DefaultTransport",
                     ],
-                    &["IceCandidate"],
+                    &["IceCandidate", "TcpRelay"],
                     |w, c, p| {
+                        if c.name == "TcpRelay" {
+                            if let Some(t) = w.text(c, p) {
+                                match tcp_relay(&t) {
+                                    Ok(r) => bind.relays.push(r),
+                                    Err(e) => w.error(c, p, e),
+                                }
+                            }
+                            return true;
+                        }
+                        if c.name == "TcpForce" || c.name == "TcpRelayForce" {
+                            if let Some(on) = w.bool_text(c, p) {
+                                bind.tcp_force = on;
+                            }
+                            return true;
+                        }
                         if c.name != "IceCandidate" {
                             return false;
                         }
@@ -996,6 +1014,9 @@ impl Walker<'_> {
                 if let Some(p) = port.filter(|p| !llhls.contains(&Some(*p))) {
                     tcp.push((p, what));
                 }
+            }
+            for (_, p) in &w.relays {
+                tcp.push((*p, "WebRTC TcpRelay"));
             }
             let mut udp: Vec<u16> = config.providers.mpegts_ports.clone();
             udp.extend(config.providers.srt_port);
@@ -2067,4 +2088,29 @@ fn ice_candidate(text: &str) -> Result<Option<(String, Vec<u16>)>, String> {
         return Err(format!("[{t}] names more than 64 ports"));
     }
     Ok(Some((host.to_string(), ports)))
+}
+
+/// One `<TcpRelay>`: `host:port` (host `*`, `[::]` or an address).
+fn tcp_relay(text: &str) -> Result<(String, u16), String> {
+    let t = text.trim();
+    let Some((host, port)) = t.rsplit_once(':') else {
+        return Err(format!("[{t}] must be host:port"));
+    };
+    let host = host.trim();
+    if host != "*"
+        && host != "[::]"
+        && host
+            .trim_matches(|c| c == '[' || c == ']')
+            .parse::<IpAddr>()
+            .is_err()
+    {
+        return Err(format!("[{host}] must be *, [::] or an IP address"));
+    }
+    let port = port
+        .trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("[{t}] must be host:port"))?;
+    Ok((host.to_string(), port))
 }

@@ -19,8 +19,10 @@ use std::time::{Duration, Instant};
 pub enum Service {
     Api,
     Rtmp,
-    /// LL-HLS and HLS viewers.
+    /// LL-HLS and HLS viewers (and WebRTC signalling).
     Viewer,
+    /// WebRTC's TCP relay (OME's TcpRelay: TURN over TCP).
+    WebRtcRelay,
 }
 
 /// A TCP listener to open: what it serves, where, and for TLS ports the
@@ -47,6 +49,10 @@ pub struct Listen {
     pub srt_max_per_address: usize,
     /// WebRTC's ICE candidates: one UDP socket each.
     pub ice: Vec<SocketAddr>,
+    /// WebRTC's TCP relay as signalling tells viewers (`turn:` URLs), and
+    /// whether every viewer is told (`<TcpForce>`).
+    pub relay_urls: Vec<String>,
+    pub tcp_force: bool,
 }
 
 /// Binds every listener and port of `listen` as an endpoint of `endpoints`.
@@ -83,6 +89,10 @@ pub(crate) fn bind_all(
             (Service::Viewer, true) => (
                 "LL-HLS viewers (<Bind><Publishers><LLHLS><TLSPort>)",
                 "LL-HLS viewers served on https",
+            ),
+            (Service::WebRtcRelay, _) => (
+                "WebRTC TCP relay (<IceCandidates><TcpRelay>)",
+                "WebRTC TCP relay (TURN) listening on tcp",
             ),
         };
         let mut listener = bind_listener(spec.addr, element)?;
@@ -145,6 +155,8 @@ pub(crate) fn bind_all(
             crate::info!("WebRTC ICE candidates on udp: {}", list.join(", "));
         }
         api.webrtc.set_ports(ports);
+        api.webrtc.relay_urls = listen.relay_urls.clone();
+        api.webrtc.tcp_force = listen.tcp_force;
     }
     Ok(())
 }

@@ -68,7 +68,7 @@ impl ConnCaps {
         let (open, cap) = match service {
             Service::Api => (self.api, self.max_api),
             Service::Rtmp => (self.rtmp, MAX_RTMP_CONNECTIONS),
-            Service::Viewer => (self.viewer, MAX_VIEWER_CONNECTIONS),
+            Service::Viewer | Service::WebRtcRelay => (self.viewer, MAX_VIEWER_CONNECTIONS),
         };
         if open >= cap {
             crate::log_throttled!(
@@ -115,7 +115,7 @@ impl ConnCaps {
         match service {
             Service::Api => &mut self.api,
             Service::Rtmp => &mut self.rtmp,
-            Service::Viewer => &mut self.viewer,
+            Service::Viewer | Service::WebRtcRelay => &mut self.viewer,
         }
     }
 

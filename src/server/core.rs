@@ -335,6 +335,12 @@ impl Core {
                 ))
             }
             Service::Viewer => Box::new(ViewerConn::new(stream, peer, tls, now)),
+            #[cfg(feature = "webrtc")]
+            Service::WebRtcRelay => {
+                Box::new(super::webrtc_relay::RelayConn::new(stream, peer, now))
+            }
+            #[cfg(not(feature = "webrtc"))]
+            Service::WebRtcRelay => return,
         };
         let mut entry = Entry::new(endpoint);
         entry.counted = Some((service, peer.ip()));

@@ -46,6 +46,8 @@ pub(crate) mod webhook_io;
 #[cfg(feature = "webrtc")]
 pub(crate) mod webrtc_io;
 #[cfg(feature = "webrtc")]
+pub(crate) mod webrtc_relay;
+#[cfg(feature = "webrtc")]
 pub(crate) mod webrtc_signal;
 
 pub use bind::{Listen, ListenerSpec, Service};

@@ -57,6 +57,13 @@ pub(crate) fn route(req: &Request) -> Option<Route> {
     }
 }
 
+/// The request asks for the TCP relay (`transport=tcp`, OME's query).
+fn wants_tcp(req: &Request) -> bool {
+    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    crate::admission::policy::query_value(query, "transport")
+        .is_some_and(|t| t.eq_ignore_ascii_case("tcp"))
+}
+
 /// (vhost, app, stream) a request names: the vhost serving its `Host`,
 /// the first two path segments.
 pub(crate) fn target(req: &Request, cx: &Cx<'_>) -> Option<(String, String, String)> {
@@ -202,23 +209,25 @@ pub(crate) fn whep_answer(
     match api.webrtc.accept_offer(stream, &offer, opts, cx.now) {
         Ok((key, answer)) => {
             let location = format!("/{}/{}/{key}?direction=whep", target.1, target.2);
+            let links = if wants_tcp(req) || api.webrtc.tcp_force {
+                signal::link_headers(&api.webrtc.relay_urls)
+            } else {
+                Vec::new()
+            };
             crate::info!(
                 "webrtc: WHEP viewer of {}/{}/{} (session {key})",
                 &target.0,
                 &target.1,
                 &target.2
             );
-            response(
-                201,
-                "application/sdp",
-                &[
-                    ("Location", &location),
-                    ("ETag", &format!("\"{key}\"")),
-                    ("Access-Control-Expose-Headers", "Location, ETag, Link"),
-                ],
-                answer.as_bytes(),
-                close,
-            )
+            let etag = format!("\"{key}\"");
+            let mut headers = vec![
+                ("Location", location.as_str()),
+                ("ETag", etag.as_str()),
+                ("Access-Control-Expose-Headers", "Location, ETag, Link"),
+            ];
+            headers.extend(links.iter().map(|l| ("Link", l.as_str())));
+            response(201, "application/sdp", &headers, answer.as_bytes(), close)
         }
         Err(e) => {
             close_admission(cx);
@@ -259,6 +268,8 @@ pub(crate) struct WsSignal {
     url: String,
     user_agent: Option<String>,
     id: i64,
+    /// Asked with `transport=tcp`: the offer names the TCP relay.
+    tcp: bool,
     session: Option<String>,
     check: Option<CheckId>,
     last_rx: Instant,
@@ -280,6 +291,7 @@ impl WsSignal {
             url,
             user_agent: req.header_str("user-agent").map(str::to_string),
             id: i64::from(1 + (random_u32() & 0x7fff_fffe)),
+            tcp: wants_tcp(req),
             session: None,
             check: None,
             last_rx: now,
@@ -491,7 +503,17 @@ impl WsSignal {
             Ok((key, sdp)) => {
                 self.target = target;
                 self.session = Some(key);
-                out.push(ws::text(&signal::offer(self.id, &sdp, api.webrtc.ports())));
+                let relay = if self.tcp || api.webrtc.tcp_force {
+                    api.webrtc.relay_urls.clone()
+                } else {
+                    Vec::new()
+                };
+                out.push(ws::text(&signal::offer(
+                    self.id,
+                    &sdp,
+                    api.webrtc.ports(),
+                    &relay,
+                )));
             }
             Err(e) => {
                 if let Some(a) = admit.admission {

@@ -22,6 +22,7 @@ pub mod audio;
 pub mod fuzz;
 pub mod signal;
 pub mod stun;
+pub mod turn;
 
 use crate::media::{Codec, CodecConfig, Frame, MediaKind as Kind, Ticks};
 use crate::state::streams::{IngestOutput, LiveStream, StreamId, StreamMap, Streams};
@@ -217,6 +218,16 @@ pub struct WebRtc {
     port_tokens: Vec<usize>,
     /// Per port: what waits to be sent.
     outbox: Vec<Vec<Datagram>>,
+    /// TCP relay allocations (OME's TcpRelay): the made-up relayed
+    /// address a viewer's datagrams come from -> its connection's token.
+    relays: HashMap<SocketAddr, usize>,
+    /// Per relay connection: (from which ICE socket, datagram) to wrap.
+    relay_out: HashMap<usize, Vec<(SocketAddr, Vec<u8>)>>,
+    next_relay_port: u16,
+    /// `turn:` URLs of the relay, for signalling (`transport=tcp`).
+    pub relay_urls: Vec<String>,
+    /// Every viewer is told of the relay (`<TcpForce>`).
+    pub tcp_force: bool,
     deadlines: BTreeSet<(Instant, usize)>,
     ended: Vec<Ended>,
     /// Streams a session just connected to (one entry each).
@@ -250,6 +261,11 @@ impl WebRtc {
             feeds: StreamMap::default(),
             ports: Vec::new(),
             port_tokens: Vec::new(),
+            relays: HashMap::new(),
+            relay_out: HashMap::new(),
+            next_relay_port: 0,
+            relay_urls: Vec::new(),
+            tcp_force: false,
             outbox: Vec::new(),
             deadlines: BTreeSet::new(),
             ended: Vec::new(),
@@ -281,6 +297,44 @@ impl WebRtc {
 
     pub fn ports(&self) -> &[SocketAddr] {
         &self.ports
+    }
+
+    /// A TCP relay connection allocated: the made-up address its
+    /// datagrams come from (unique among relays, on `ip`).
+    pub fn add_relay(&mut self, ip: std::net::IpAddr, conn: usize) -> SocketAddr {
+        loop {
+            self.next_relay_port = self
+                .next_relay_port
+                .checked_add(1)
+                .filter(|p| *p >= 1024)
+                .unwrap_or(1024);
+            let addr = SocketAddr::new(ip, self.next_relay_port);
+            if !self.relays.contains_key(&addr) {
+                self.relays.insert(addr, conn);
+                return addr;
+            }
+        }
+    }
+
+    /// A relay connection closed.
+    pub fn remove_relay(&mut self, relayed: SocketAddr) {
+        if let Some(conn) = self.relays.remove(&relayed) {
+            self.relay_out.remove(&conn);
+        }
+    }
+
+    /// Datagrams for relay connection `conn`: (from which ICE socket, bytes).
+    pub fn take_relay_out(&mut self, conn: usize) -> Vec<(SocketAddr, Vec<u8>)> {
+        self.relay_out.remove(&conn).unwrap_or_default()
+    }
+
+    /// Relay connections with datagrams waiting.
+    pub fn relays_with_output(&self) -> Vec<usize> {
+        self.relay_out
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(c, _)| *c)
+            .collect()
     }
 
     /// Is WebRTC playback possible (at least one ICE socket)?
@@ -722,7 +776,14 @@ impl WebRtc {
                     return;
                 }
                 Output::Transmit(t) => {
-                    if let Some(i) = self.ports.iter().position(|p| *p == t.source) {
+                    if let Some(&conn) = self.relays.get(&t.destination) {
+                        let q = self.relay_out.entry(conn).or_default();
+                        if q.len() >= MAX_OUTBOX {
+                            self.dropped += 1;
+                        } else {
+                            q.push((t.source, t.contents.into()));
+                        }
+                    } else if let Some(i) = self.ports.iter().position(|p| *p == t.source) {
                         let q = &mut self.outbox[i];
                         if q.len() >= MAX_OUTBOX {
                             self.dropped += 1;

@@ -137,22 +137,39 @@ pub fn candidate_line(i: usize, addr: SocketAddr) -> String {
     )
 }
 
-/// The `offer` message.
-pub fn offer(id: i64, sdp: &str, ports: &[SocketAddr]) -> String {
+/// The `offer` message; with `relay` (the TCP relay's `turn:` URLs, when
+/// the viewer asked `transport=tcp`) OME's two spellings of the ICE servers.
+pub fn offer(id: i64, sdp: &str, ports: &[SocketAddr], relay: &[String]) -> String {
     let candidates: Vec<Value> = ports
         .iter()
         .enumerate()
         .map(|(i, a)| json!({"candidate": candidate_line(i, *a), "sdpMLineIndex": 0}))
         .collect();
-    json!({
+    let mut m = json!({
         "code": 200,
         "command": "offer",
         "id": id,
         "peer_id": 0,
         "sdp": {"type": "offer", "sdp": sdp},
         "candidates": candidates,
-    })
-    .to_string()
+    });
+    if !relay.is_empty() {
+        use crate::webrtc::turn::{PASSWORD, USERNAME};
+        m["ice_servers"] = json!([{"urls": relay, "user_name": USERNAME, "credential": PASSWORD}]);
+        m["iceServers"] = json!([{"urls": relay, "username": USERNAME, "credential": PASSWORD}]);
+    }
+    m.to_string()
+}
+
+/// WHEP's `Link` header values for the relay (OME's WHIP form).
+pub fn link_headers(relay: &[String]) -> Vec<String> {
+    use crate::webrtc::turn::{PASSWORD, USERNAME};
+    relay
+        .iter()
+        .map(|u| {
+            format!("<{u}>; rel=\"ice-server\"; username=\"{USERNAME}\"; credential=\"{PASSWORD}\"; credential-type=\"password\"")
+        })
+        .collect()
 }
 
 /// What a rendition's tracks are, for the `playlist` notification.

@@ -101,6 +101,10 @@ pub struct ServerOptions {
     /// bind gets signalling on the LL-HLS port and one ICE candidate on
     /// 127.0.0.1 (`MediaPorts::ice`).
     pub webrtc: Option<String>,
+    /// The ICE candidate's (and TCP relay's) address for WebRTC.
+    pub webrtc_host: &'static str,
+    /// Also a TCP relay (`<TcpRelay>`, `MediaPorts::relay`).
+    pub webrtc_relay: bool,
 }
 
 impl Default for ServerOptions {
@@ -121,6 +125,8 @@ impl Default for ServerOptions {
             wrap: None,
             vhost_access: String::new(),
             webrtc: None,
+            webrtc_host: "127.0.0.1",
+            webrtc_relay: false,
         }
     }
 }
@@ -149,6 +155,8 @@ pub struct MediaPorts {
     pub llhls_tls: u16,
     /// WebRTC's ICE candidate (UDP), when the server has WebRTC.
     pub ice: u16,
+    /// WebRTC's TCP relay, when asked for.
+    pub relay: u16,
 }
 
 /// A free UDP port on 127.0.0.1.
@@ -202,8 +210,13 @@ pub fn write_config_with_media(
             p => format!("<TLSPort>{p}</TLSPort>"),
         };
         let webrtc = if media.ice != 0 {
+            let host = opts.webrtc_host;
+            let relay = match media.relay {
+                0 => String::new(),
+                p => format!("<TcpRelay>{host}:{p}</TcpRelay>"),
+            };
             format!(
-                "<WebRTC><Signalling><Port>{}</Port></Signalling><IceCandidates><IceCandidate>127.0.0.1:{}/udp</IceCandidate></IceCandidates></WebRTC>",
+                "<WebRTC><Signalling><Port>{}</Port></Signalling><IceCandidates><IceCandidate>{host}:{}/udp</IceCandidate>{relay}</IceCandidates></WebRTC>",
                 media.llhls, media.ice
             )
         } else {
@@ -351,6 +364,7 @@ impl Server {
                     } else {
                         0
                     },
+                    relay: if opts.webrtc_relay { free_port() } else { 0 },
                     llhls: if opts.llhls.is_some() || opts.hls.is_some() || opts.webrtc.is_some() {
                         free_port()
                     } else {

@@ -14,6 +14,9 @@
 import puppeteer from "puppeteer-core";
 
 const [mode, url, secondsArg, playerJs] = process.argv.slice(2);
+// RELAY=turn:host:port?transport=tcp: the page may only use that relay
+// (iceTransportPolicy "relay"), as a viewer without UDP would.
+const relay = process.env.RELAY || "";
 const seconds = Number(secondsArg || 20);
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM || "chromium",
@@ -36,7 +39,10 @@ try {
     await page.setContent('<div style="width:640px;height:360px"><div id="player"></div></div>');
     await page.addScriptTag({ path: playerJs });
   }
-  const result = await page.evaluate(async (mode, url, seconds) => {
+  const result = await page.evaluate(async (mode, url, seconds, relay) => {
+    const rtcConfig = relay
+      ? { iceServers: [{ urls: relay, username: "ome", credential: "airen" }], iceTransportPolicy: "relay" }
+      : {};
     const out = { mode, messages: [] };
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     // What a player page does with the tracks: play them (audio samples
@@ -50,7 +56,7 @@ try {
     const attach = (p) => { p.ontrack = (ev) => { media.addTrack(ev.track); video.play().catch(() => {}); }; };
     let pc;
     if (mode === "whep") {
-      pc = new RTCPeerConnection();
+      pc = new RTCPeerConnection(rtcConfig);
       attach(pc);
       pc.addTransceiver("video", { direction: "recvonly" });
       pc.addTransceiver("audio", { direction: "recvonly" });
@@ -59,6 +65,7 @@ try {
       const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/sdp" }, body: offer.sdp });
       out.status = r.status;
       out.location = r.headers.get("Location");
+      out.link = r.headers.get("Link");
       const answer = await r.text();
       if (r.status !== 201) {
         out.body = answer;
@@ -67,8 +74,6 @@ try {
       await pc.setRemoteDescription({ type: "answer", sdp: answer });
     } else if (mode === "ome") {
       const ws = new WebSocket(url);
-      pc = new RTCPeerConnection();
-      attach(pc);
       let id;
       const done = new Promise((resolve, reject) => {
         ws.onerror = () => reject(new Error("websocket error"));
@@ -79,6 +84,13 @@ try {
           if (m.error) return reject(new Error("server error " + m.code + ": " + m.error));
           if (m.command === "offer") {
             id = m.id;
+            // As OvenPlayer: the offer's ICE servers, relay only.
+            const servers = m.iceServers || m.ice_servers;
+            out.iceServers = servers || null;
+            pc = new RTCPeerConnection(servers
+              ? { iceServers: servers.map((s) => ({ urls: s.urls, username: s.username || s.user_name, credential: s.credential })), iceTransportPolicy: "relay" }
+              : rtcConfig);
+            attach(pc);
             await pc.setRemoteDescription(m.sdp);
             for (const c of m.candidates || []) await pc.addIceCandidate(c);
             const answer = await pc.createAnswer();
@@ -119,6 +131,16 @@ try {
       await sleep(250);
     }
     out.connectionState = pc.connectionState;
+    // The pair in use: its local candidate type ("relay" through kiln's TCP relay).
+    const st = await pc.getStats();
+    st.forEach((s) => {
+      if (s.type === "transport" && s.selectedCandidatePairId) {
+        const pair = st.get(s.selectedCandidatePairId);
+        const local = pair && st.get(pair.localCandidateId);
+        out.localCandidateType = local ? local.candidateType : null;
+        out.relayProtocol = local ? local.relayProtocol : null;
+      }
+    });
     out.currentTime = video.currentTime;
     out.videoWidth = video.videoWidth;
     const stats = await pc.getStats();
@@ -148,7 +170,7 @@ try {
     }
     pc.close();
     return out;
-  }, mode, url, seconds);
+  }, mode, url, seconds, relay);
   result.pageErrors = errors;
   console.log(JSON.stringify(result));
 } catch (e) {

@@ -59,6 +59,9 @@ impl Feature for WebRtc {
                 t.submit(work, now);
             }
         }
+        for token in core.api.webrtc.relays_with_output() {
+            core.call(Token(token), now, |ep, cx| ep.flush(cx));
+        }
         for token in core.api.webrtc.ports_with_output() {
             core.call(Token(token), now, |ep, cx| ep.flush(cx));
         }

@@ -1,0 +1,185 @@
+//! One TCP connection to the WebRTC relay port (OME's `<TcpRelay>`): the
+//! glue between the socket, its TURN allocation ([`TurnConn`]) and the
+//! session table. What the client sends to kiln's ICE sockets goes to the
+//! table as datagrams from the allocation's relayed address; what sessions
+//! send to that address comes back here, wrapped.
+
+use super::endpoint::{Cx, Endpoint};
+use super::transport::{ReadEnd, Transport};
+use crate::webrtc::turn::{TurnConn, TurnOutput};
+use mio::net::TcpStream;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// An allocation must be made this soon after the connection; a
+/// connection idle this long closes.
+const ALLOCATE_WITHIN: Duration = Duration::from_secs(10);
+const IDLE: Duration = Duration::from_secs(60);
+/// Output held for a slow client; past it, datagrams are dropped.
+const MAX_PENDING: usize = 1 << 20;
+
+pub(crate) struct RelayConn {
+    transport: Transport,
+    peer: SocketAddr,
+    /// Made at the first readiness (the table gives the relayed address).
+    turn: Option<TurnConn>,
+    pending: Vec<u8>,
+    accepted: Instant,
+    last_rx: Instant,
+    closed: bool,
+    dropped: u64,
+}
+
+impl RelayConn {
+    pub(crate) fn new(stream: TcpStream, peer: SocketAddr, now: Instant) -> Self {
+        RelayConn {
+            transport: Transport::new(stream, None),
+            peer,
+            turn: None,
+            pending: Vec::new(),
+            accepted: now,
+            last_rx: now,
+            closed: false,
+            dropped: 0,
+        }
+    }
+
+    fn turn(&mut self, cx: &mut Cx<'_>) -> &mut TurnConn {
+        self.turn.get_or_insert_with(|| {
+            let ip = self
+                .transport
+                .stream_mut()
+                .local_addr()
+                .map_or(self.peer.ip(), |a| a.ip());
+            let relayed = cx.api.webrtc.add_relay(ip, cx.token.0);
+            let ports = cx.api.webrtc.ports().to_vec();
+            TurnConn::new(self.peer, relayed, ports, crate::webrtc::random_string(16))
+        })
+    }
+
+    fn allocated(&self) -> bool {
+        self.turn.as_ref().is_some_and(TurnConn::is_allocated)
+    }
+
+    /// Gives the relayed address back (the connection is done).
+    fn release(&mut self, cx: &mut Cx<'_>) {
+        if let Some(t) = self.turn.take() {
+            cx.api.webrtc.remove_relay(t.relayed());
+        }
+    }
+
+    fn read(&mut self, peer_closed: bool, cx: &mut Cx<'_>) {
+        let mut data = Vec::new();
+        let result = self.transport.read(peer_closed, |b| {
+            data.extend_from_slice(b);
+            data.len() < 256 * 1024
+        });
+        match result {
+            Ok((got, end)) => {
+                if got {
+                    self.last_rx = cx.now;
+                }
+                if end == ReadEnd::Closed {
+                    self.closed = true;
+                }
+            }
+            Err(_) => self.closed = true,
+        }
+        if data.is_empty() {
+            return;
+        }
+        let out = match self.turn(cx).feed(&data) {
+            Ok(out) => out,
+            Err(e) => {
+                crate::debug!("webrtc relay {}: {e:?}", self.peer);
+                self.closed = true;
+                return;
+            }
+        };
+        let relayed = self.turn(cx).relayed();
+        for o in out {
+            match o {
+                TurnOutput::Reply(r) => self.pending.extend_from_slice(&r),
+                TurnOutput::Datagram { peer, data } => {
+                    let api = &mut *cx.api;
+                    api.webrtc.handle_datagram(
+                        peer,
+                        relayed,
+                        &data,
+                        &mut api.registry.streams,
+                        cx.now,
+                    );
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, cx: &mut Cx<'_>) {
+        let out = cx.api.webrtc.take_relay_out(cx.token.0);
+        if let Some(turn) = &self.turn {
+            for (from, data) in out {
+                if self.pending.len() > MAX_PENDING {
+                    self.dropped += 1;
+                    continue;
+                }
+                self.pending.extend_from_slice(&turn.wrap(from, &data));
+            }
+        }
+        if self.pending.is_empty() {
+            return;
+        }
+        match self.transport.write(&self.pending) {
+            Ok(n) => {
+                self.pending.drain(..n);
+            }
+            Err(_) => self.closed = true,
+        }
+    }
+}
+
+impl Endpoint for RelayConn {
+    fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool) {
+        self.read(peer_closed, cx);
+        self.write(cx);
+        if self.closed {
+            self.release(cx);
+        }
+    }
+
+    fn timeout(&mut self, cx: &mut Cx<'_>) {
+        let late = !self.allocated() && cx.now >= self.accepted + ALLOCATE_WITHIN;
+        if late || cx.now >= self.last_rx + IDLE {
+            self.closed = true;
+            self.release(cx);
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        if self.allocated() {
+            Some(self.last_rx + IDLE)
+        } else {
+            Some(self.accepted + ALLOCATE_WITHIN)
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn deregister(&mut self, poll: &mio::Registry) {
+        let _ = poll.deregister(self.transport.stream_mut());
+    }
+
+    fn abort(&mut self, cx: &mut Cx<'_>) {
+        self.closed = true;
+        self.release(cx);
+    }
+
+    fn flush(&mut self, cx: &mut Cx<'_>) {
+        self.write(cx);
+    }
+
+    fn unproven_since(&self) -> Option<Instant> {
+        (!self.allocated()).then_some(self.accepted)
+    }
+}
