@@ -476,9 +476,9 @@ fn webrtc_publisher_binds_and_app_settings_as_ome_writes_them() {
         .iter()
         .map(|w| format!("{}: {}", w.path, w.message))
         .collect();
+    assert_eq!(w.relays, vec![("*".to_string(), 3478)]);
     for what in [
         "IceCandidate: ICE-TCP",
-        "TcpRelay",
         "WorkerCount",
         "JitterBuffer",
         "Rtx",

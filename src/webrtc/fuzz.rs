@@ -37,6 +37,33 @@ pub fn fuzz_signal(data: &[u8]) {
     }
 }
 
+/// TURN over TCP (the relay) fed in pieces: requests, indications,
+/// ChannelData, garbage; what it makes is wrapped back.
+pub fn fuzz_turn(data: &[u8]) {
+    let Some((&step, rest)) = data.split_first() else {
+        return;
+    };
+    let peer: std::net::SocketAddr = "127.0.0.1:10000".parse().expect("an address");
+    let mut t = super::turn::TurnConn::new(
+        "127.0.0.1:40000".parse().expect("an address"),
+        "127.0.0.1:50000".parse().expect("an address"),
+        vec![peer],
+        "nonce".into(),
+    );
+    for piece in rest.chunks(usize::from(step).max(1)) {
+        match t.feed(piece) {
+            Ok(out) => {
+                for o in out {
+                    if let super::turn::TurnOutput::Datagram { data, .. } = o {
+                        let _ = t.wrap(peer, &data);
+                    }
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 pub fn fuzz_stun(data: &[u8]) {
     let _ = super::stun::local_ufrag(data);
 }
@@ -256,6 +283,7 @@ mod tests {
             fuzz_ws(&d);
             fuzz_signal(&d);
             fuzz_stun(&d);
+            fuzz_turn(&d);
             fuzz_aac_to_opus(&d);
             fuzz_datagrams(&d, OFFER);
         }

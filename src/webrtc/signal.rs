@@ -267,7 +267,18 @@ mod tests {
     #[test]
     fn offer_has_candidates_without_mid() {
         let o: Value =
-            serde_json::from_str(&offer(7, "v=0", &["127.0.0.1:10000".parse().unwrap()])).unwrap();
+            serde_json::from_str(&offer(7, "v=0", &["127.0.0.1:10000".parse().unwrap()], &[]))
+                .unwrap();
+        assert!(o.get("iceServers").is_none());
+        let relay = vec!["turn:127.0.0.1:3478?transport=tcp".to_string()];
+        let t: Value = serde_json::from_str(&offer(7, "v=0", &[], &relay)).unwrap();
+        assert_eq!(t["ice_servers"][0]["user_name"], "ome");
+        assert_eq!(t["iceServers"][0]["username"], "ome");
+        assert_eq!(t["iceServers"][0]["credential"], "airen");
+        assert_eq!(
+            t["iceServers"][0]["urls"][0],
+            "turn:127.0.0.1:3478?transport=tcp"
+        );
         assert_eq!(o["command"], "offer");
         assert_eq!(o["id"], 7);
         assert_eq!(o["sdp"]["type"], "offer");
