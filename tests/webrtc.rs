@@ -783,3 +783,35 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
     );
     println!("UDP datagrams dropped on the viewer's side: {dropped}");
 }
+
+/// An H.265 stream: browsers get no video (the answer refuses the video
+/// m-line, and the log says why), and the audio is still offered.
+#[test]
+fn an_h265_stream_offers_its_audio_only() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    let s = webrtc_server("webrtc-h265", "", "");
+    let mut src = ffmpeg_source(
+        40,
+        &["-c:v", "libx265", "-x265-params", "log-level=error"],
+        "mpegts",
+        &format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts),
+    );
+    let name = format!("ts_{}", s.media.mpegts);
+    s.wait_for_tracks(&name);
+    let (st, head, answer) = whep(&s, "POST", &format!("/app/{name}?direction=whep"), OFFER);
+    let _ = src.kill();
+    assert_eq!(st, 201, "{head}");
+    assert!(
+        answer.contains("m=video 0 "),
+        "the video m-line is not refused: {answer}"
+    );
+    assert!(
+        answer.contains("m=audio 9 ") && answer.contains("opus/48000"),
+        "{answer}"
+    );
+    assert!(s
+        .log_text()
+        .contains("is H.265: its video is not offered over WebRTC"));
+}

@@ -361,12 +361,14 @@ impl WebRtc {
         })
     }
 
-    fn new_rtc(&self, ufrag: &str, now: Instant) -> Rtc {
+    /// A session's `Rtc`: only the codecs the stream can give, so an
+    /// m-line kiln cannot feed is refused in the answer (port 0).
+    fn new_rtc(&self, ufrag: &str, what: Offerable, now: Instant) -> Rtc {
         let mut config = RtcConfig::new()
             .set_ice_lite(true)
             .clear_codecs()
-            .enable_h264(true)
-            .enable_opus(true, false)
+            .enable_h264(what.video)
+            .enable_opus(what.audio, false)
             .set_local_ice_credentials(IceCreds {
                 ufrag: ufrag.to_string(),
                 pass: random_string(24),
@@ -396,6 +398,14 @@ impl WebRtc {
         for t in stream.tracks() {
             match t.codec {
                 Codec::H264 => o.video = true,
+                Codec::H265 => {
+                    crate::info!(
+                        "webrtc: stream {}/{}/{} is H.265: its video is not offered over WebRTC (browsers lack it); audio plays",
+                        stream.vhost,
+                        stream.app,
+                        stream.name
+                    );
+                }
                 Codec::Opus => {
                     o.audio = true;
                     o.stereo = t.audio.is_none_or(|a| a.channels != 1);
@@ -464,7 +474,13 @@ impl WebRtc {
         let offer = SdpOffer::from_sdp_string(offer)
             .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
         let ufrag = random_string(8);
-        let mut rtc = self.new_rtc(&ufrag, now);
+        let what = Self::offerable(stream);
+        if !what.video && !what.audio {
+            return Err(WebRtcError::Internal(
+                "the stream has no track a browser plays".into(),
+            ));
+        }
+        let mut rtc = self.new_rtc(&ufrag, what, now);
         let answer = rtc
             .sdp_api()
             .accept_offer(offer)
@@ -481,7 +497,7 @@ impl WebRtc {
             .collect();
         let idx = self.insert(rtc, stream.id, ufrag, opts, now)?;
         self.sessions[idx].mids = mids;
-        self.choose_payloads(idx, Self::offerable(stream));
+        self.choose_payloads(idx, what);
         self.poll_session(idx, None, now);
         let s = &self.sessions[idx];
         crate::debug!(
@@ -513,7 +529,7 @@ impl WebRtc {
             ));
         }
         let ufrag = random_string(8);
-        let mut rtc = self.new_rtc(&ufrag, now);
+        let mut rtc = self.new_rtc(&ufrag, what, now);
         let mut api = rtc.sdp_api();
         // One media stream (msid) for both tracks: players take
         // `ontrack`'s `streams[0]` as the whole stream (OvenPlayer does).
