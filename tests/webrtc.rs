@@ -815,3 +815,62 @@ fn an_h265_stream_offers_its_audio_only() {
         .log_text()
         .contains("is H.265: its video is not offered over WebRTC"));
 }
+
+/// A second, non-browser client: aiortc (Python's WebRTC stack, PyPI,
+/// pinned) plays over WHEP; frames and samples decoded are counted.
+#[test]
+fn aiortc_plays_over_whep() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let has_aiortc = Command::new("/usr/bin/python3")
+        .args(["-c", "import aiortc"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_aiortc {
+        if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("aiortc is required (KILN_REQUIRE_INTEROP=1): pip install aiortc==1.9.0");
+        }
+        eprintln!("SKIP: aiortc is not installed (pip install aiortc==1.9.0)");
+        return;
+    }
+    let s = webrtc_server("webrtc-aiortc", "", "");
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/whep_aiortc.py");
+    let secs = 8u64;
+    let out = Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(format!(
+            "http://127.0.0.1:{}/app/cam?direction=whep",
+            s.media.llhls
+        ))
+        .arg(secs.to_string())
+        .output()
+        .unwrap();
+    let _ = src.kill();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let got: Value = serde_json::from_str(text.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+        panic!(
+            "aiortc said: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    println!("aiortc over WHEP: {got}");
+    assert_eq!(got["status"], 201, "{got}");
+    let frames = got["video_frames"].as_u64().unwrap();
+    assert!(
+        frames * 10 >= u64::from(FPS) * (secs - 1) * 9,
+        "{frames} frames: {got}"
+    );
+    assert_eq!(got["width"], 640, "{got}");
+    assert!(
+        got["audio_samples"].as_u64().unwrap() > 48_000 * (secs - 2),
+        "{got}"
+    );
+}
