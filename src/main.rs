@@ -327,6 +327,9 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
         vhost_certs,
         offset,
     );
+    if let Some(w) = &config.providers.webrtc {
+        api.webrtc_signalling = (w.port, w.tls_port);
+    }
     if let Some(saved) = saved {
         for why in api.restore(saved) {
             warn!("{why}");

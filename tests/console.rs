@@ -98,7 +98,16 @@ fn an_operator_logs_in_watches_a_stream_and_starts_a_push_in_a_real_browser() {
     if !have_tool("ffmpeg") {
         return;
     }
-    let s = Server::start_media("console");
+    // With WebRTC: the preview plays over WHEP.
+    let s = Server::start_with(
+        "console",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            ..Default::default()
+        },
+    );
     let mut src = ffmpeg_source(
         60,
         &[],
@@ -160,6 +169,12 @@ fn an_operator_logs_in_watches_a_stream_and_starts_a_push_in_a_real_browser() {
         row.contains("H264 640x360") && row.contains("AAC 48000 Hz"),
         "{row}"
     );
+    // The live preview played over WebRTC and closed again.
+    let p = &seen["preview"];
+    assert_eq!(p["width"], 640, "{seen}");
+    assert!(p["frames"].as_u64().unwrap() > 10, "{seen}");
+    assert!(p["status"].as_str().unwrap().contains("WebRTC"), "{seen}");
+    assert_eq!(seen["previewHidden"], true);
     assert!(seen["pushRow"].as_str().unwrap().contains("pushing"));
     // The push made from the form is a real one: its state in the API.
     assert_eq!(s.push_task("from-form").unwrap()["state"], "pushing");

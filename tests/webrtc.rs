@@ -317,6 +317,15 @@ fn whep_and_ome_signalling_answer_as_ome_does_without_a_browser() {
     }
     // Viewers that do not complete ICE within a second are dropped.
     let s = webrtc_server("webrtc-api", "<Timeout>1000</Timeout>", "");
+    // Where viewers connect (kiln extension).
+    let info = s.request("GET", "/v1/webrtc", None).json()["response"].clone();
+    assert_eq!(info["enabled"], true, "{info}");
+    assert_eq!(info["signallingPort"], s.media.llhls, "{info}");
+    assert_eq!(
+        info["iceCandidates"],
+        json!([format!("127.0.0.1:{}/udp", s.media.ice)])
+    );
+    assert_eq!(info["sessions"], 0);
     // No stream yet: WHEP 404, WebSocket 404 "Cannot create offer", closed.
     let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
     assert_eq!(st, 404, "{body}");

@@ -9,8 +9,10 @@ const INDEX: &str = include_str!("console/index.html");
 const SCRIPT: &str = include_str!("console/console.js");
 const STYLE: &str = include_str!("console/console.css");
 
-/// The answer for a console path, `None` for any other path.
-pub(super) fn serve(req: &Request) -> Option<Response> {
+/// The answer for a console path, `None` for any other path. `webrtc`:
+/// the WebRTC signalling ports, which the page's preview may reach (its
+/// only connections beyond the API).
+pub(super) fn serve(req: &Request, webrtc: (Option<u16>, Option<u16>)) -> Option<Response> {
     let path = req.path();
     if path != "/console" && !path.starts_with("/console/") {
         return None;
@@ -37,9 +39,19 @@ pub(super) fn serve(req: &Request) -> Option<Response> {
             .with_header("Content-Type", content_type)
             .with_header("Cache-Control", "no-cache")
             .with_header("X-Content-Type-Options", "nosniff")
-            .with_header(
-                "Content-Security-Policy",
-                "default-src 'self'; connect-src 'self'; frame-ancestors 'none'",
-            ),
+            .with_header("Content-Security-Policy", policy(webrtc)),
     )
+}
+
+/// The page's Content-Security-Policy: its own files, the API, and the
+/// WebRTC signalling ports on any host (the preview's WHEP requests).
+fn policy((port, tls_port): (Option<u16>, Option<u16>)) -> String {
+    let mut connect = String::from("'self'");
+    if let Some(p) = port {
+        connect.push_str(&format!(" http://*:{p}"));
+    }
+    if let Some(p) = tls_port {
+        connect.push_str(&format!(" https://*:{p}"));
+    }
+    format!("default-src 'self'; connect-src {connect}; media-src 'self' blob: mediastream:; frame-ancestors 'none'")
 }

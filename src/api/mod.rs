@@ -47,6 +47,9 @@ pub struct Api {
     /// WebRTC viewers' sessions.
     #[cfg(feature = "webrtc")]
     pub webrtc: crate::webrtc::WebRtc,
+    /// Where WebRTC viewers signal (`<Bind><Publishers><WebRTC><Signalling>`
+    /// Port, TLSPort), for `/v1/webrtc` and the console's preview.
+    pub webrtc_signalling: (Option<u16>, Option<u16>),
     access_token: Vec<u8>,
     cross_domains: Vec<String>,
     host_names: Vec<String>,
@@ -262,6 +265,7 @@ impl Api {
             pulls: crate::pull::Pulls::default(),
             #[cfg(feature = "webrtc")]
             webrtc: crate::webrtc::WebRtc::new(),
+            webrtc_signalling: (None, None),
             access_token: api
                 .map(|a| a.access_token.as_bytes().to_vec())
                 .unwrap_or_default(),
@@ -371,6 +375,51 @@ impl Api {
         skipped
     }
 
+    /// Where WebRTC viewers connect, and how many there are (`GET
+    /// /v1/webrtc`, kiln extension): the signalling ports (WHEP and OME's
+    /// WebSocket, on the viewer port), the ICE candidates and the TCP
+    /// relay's URLs.
+    fn webrtc_info(&self) -> Response {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Info {
+            enabled: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            signalling_port: Option<u16>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            signalling_tls_port: Option<u16>,
+            ice_candidates: Vec<String>,
+            tcp_relay: Vec<String>,
+            sessions: usize,
+        }
+        #[cfg(feature = "webrtc")]
+        let (enabled, ice_candidates, tcp_relay, sessions) = (
+            self.webrtc.enabled(),
+            self.webrtc
+                .ports()
+                .iter()
+                .map(|a| format!("{a}/udp"))
+                .collect(),
+            self.webrtc.relay_urls.clone(),
+            self.webrtc.len(),
+        );
+        #[cfg(not(feature = "webrtc"))]
+        let (enabled, ice_candidates, tcp_relay, sessions) = (false, Vec::new(), Vec::new(), 0);
+        let (signalling_port, signalling_tls_port) = if enabled {
+            self.webrtc_signalling
+        } else {
+            (None, None)
+        };
+        envelope::ok(Info {
+            enabled,
+            signalling_port,
+            signalling_tls_port,
+            ice_candidates,
+            tcp_relay,
+            sessions,
+        })
+    }
+
     /// The last WARN and ERROR lines, oldest first, in the server's time
     /// zone (`GET /v1/logs`, kiln extension; read from memory, no file).
     fn recent_log(&self) -> Response {
@@ -464,7 +513,7 @@ impl Api {
     pub fn refuse_before_body(&self, req: &Request, info: RequestInfo<'_>) -> Option<Response> {
         let refusal = match access::check_host(req, info.sni, &self.host_names) {
             Err(e) => e.to_response(),
-            Ok(()) if console::serve(req).is_some() => return None,
+            Ok(()) if console::serve(req, self.webrtc_signalling).is_some() => return None,
             Ok(()) => challenge(req, access::authenticate(req, &self.access_token).err()?),
         };
         let mut resp = refusal;
@@ -482,7 +531,7 @@ impl Api {
                 .with_header("Access-Control-Max-Age", "600")
                 .with_header("Allow", access::ALLOW_METHODS);
         }
-        if let Some(resp) = console::serve(req) {
+        if let Some(resp) = console::serve(req, self.webrtc_signalling) {
             return resp;
         }
         if let Err(e) = access::authenticate(req, &self.access_token) {
@@ -528,6 +577,7 @@ impl Api {
         let result = match (&route, method) {
             (Route::Version, _) => Ok(envelope::ok(Version::CURRENT)),
             (Route::Logs, _) => Ok(self.recent_log()),
+            (Route::WebRtc, _) => Ok(self.webrtc_info()),
             (Route::Profiles(vh, app), "GET") => self.list_profiles(vh, app),
             (Route::Profiles(vh, app), _) => self.create_profiles(vh, app, &req.body),
             (Route::Profile(vh, app, p), "GET") => self.get_profile(vh, app, p),
@@ -626,6 +676,8 @@ enum Route {
     Version,
     /// `/v1/logs`: the last WARN and ERROR lines (kiln extension).
     Logs,
+    /// `/v1/webrtc`: where WebRTC viewers connect (kiln extension).
+    WebRtc,
     Vhosts,
     ReloadAllCertificates,
     Vhost(String),
@@ -668,6 +720,7 @@ pub const OPENAPI: &str = include_str!("openapi.yaml");
 pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/version",
     "/v1/logs",
+    "/v1/webrtc",
     "/v1/vhosts",
     "/v1/vhosts:reloadAllCertificates",
     "/v1/vhosts/{vhost}",
@@ -713,6 +766,7 @@ impl Route {
         Some(match segments.as_slice() {
             ["version"] => Route::Version,
             ["logs"] => Route::Logs,
+            ["webrtc"] => Route::WebRtc,
             ["stats", "current"] => Route::Stats(None, None, None),
             ["stats", "current", "vhosts", vh] => {
                 Route::Stats(Some(percent_decode(vh)?), None, None)
@@ -799,9 +853,12 @@ impl Route {
 
     fn methods(&self) -> &'static [&'static str] {
         match self {
-            Route::Version | Route::Logs | Route::Stats(..) | Route::Metrics | Route::OpenApi => {
-                &["GET"]
-            }
+            Route::Version
+            | Route::Logs
+            | Route::WebRtc
+            | Route::Stats(..)
+            | Route::Metrics
+            | Route::OpenApi => &["GET"],
             Route::Vhosts => &["GET", "POST"],
             Route::Vhost(_) => &["GET", "DELETE"],
             Route::ReloadAllCertificates

@@ -27,6 +27,9 @@ schemas = {
                       "url": STR, "persistent": BOOL, "onDemand": BOOL, "lastError": STR},
                      ["name", "state", "urls", "url", "persistent", "onDemand"]),
     "Version": obj({"name": STR, "version": STR, "apiVersion": STR}, ["name", "version", "apiVersion"]),
+    "WebRtc": obj({"enabled": BOOL, "signallingPort": INT, "signallingTlsPort": INT,
+                   "iceCandidates": S("array", items=STR), "tcpRelay": S("array", items=STR), "sessions": INT},
+                  ["enabled", "iceCandidates", "tcpRelay", "sessions"]),
     "LogLine": obj({"time": TIME, "level": S("string", enum=["WARN", "ERROR"]), "message": STR}, ["time", "level", "message"]),
     "Vhost": obj({
         "name": STR, "distribution": STR,
@@ -150,6 +153,7 @@ P = lambda *names: [{"name": n, "in": "path", "required": True, "schema": STR} f
 
 paths = {
     "/v1/version": {"get": op("kiln's version", {"200": json_response("OK", envelope(ref("Version"))), **errs("401")})},
+    "/v1/webrtc": {"get": op("Where WebRTC viewers connect: signalling ports (WHEP, OME's WebSocket), ICE candidates, TCP relay URLs, sessions (kiln extension)", {"200": json_response("OK", envelope(ref("WebRtc"))), **errs("401")})},
     "/v1/logs": {"get": op("The last 200 WARN and ERROR log lines, oldest first (kiln extension; kept in memory)", {"200": json_response("OK", envelope(S("array", items=ref("LogLine")))), **errs("401")})},
     "/v1/vhosts": {
         "get": op("Virtual host names, creation order", {"200": json_response("OK", envelope(ref("Names"))), **errs("401")}),

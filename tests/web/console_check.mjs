@@ -55,6 +55,18 @@ try {
   seen.bitratePoints = await page.$eval('tr[data-stream="cam"] td.bitrate svg', (e) => Number(e.dataset.points));
   seen.streamRow = await page.$eval('tr[data-stream="cam"]', (e) => e.textContent);
 
+  // The live preview plays over WebRTC: a frame is decoded and time runs.
+  await page.click('tr[data-stream="cam"] button.preview');
+  await page.waitForFunction(() => {
+    const v = document.getElementById("preview-video");
+    return v.videoWidth > 0 && v.currentTime > 1.5;
+  }, wait);
+  seen.preview = await page.evaluate(() => {
+    const v = document.getElementById("preview-video");
+    return { width: v.videoWidth, height: v.videoHeight, currentTime: v.currentTime,
+      frames: v.getVideoPlaybackQuality().totalVideoFrames, status: document.getElementById("preview-status").textContent };
+  });
+
   // A push started from the form reaches `pushing`, and its strip shows it.
   const form = 'section[data-app="app"] form.push';
   await page.type(`${form} input[name=id]`, "from-form");
@@ -83,6 +95,9 @@ try {
   seen.viewersGraph = await page.$eval("#viewers svg", (e) => Number(e.dataset.points));
 
   await page.screenshot({ path: `${outDir}/console-1280x900.png`, fullPage: false });
+  // The preview closes (its WHEP session is deleted).
+  await page.click("#preview-close");
+  seen.previewHidden = await page.$eval("#preview", (e) => e.hidden);
   await page.setViewport({ width: 360, height: 740, isMobile: true });
   await new Promise((r) => setTimeout(r, 1500));
   seen.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -360,7 +360,7 @@ async function renderApp(vh, app, slow) {
     const inRate = sample("in:" + k, Number(st.lastThroughputIn || 0));
     const fps = sample("fps:" + k, video ? Number(video.video.framerate || 0) : null);
     rows.push(el("tr", { class: "stream", "data-stream": name },
-      el("td", {}, name),
+      el("td", {}, name, " ", el("button", { type: "button", class: "preview", onclick: () => preview(vh, app, name) }, "Preview")),
       el("td", {}, s.input.sourceType),
       el("td", {}, (s.input.tracks || []).map(trackText).join("; ")),
       el("td", { class: "bitrate" }, lineGraph([{ values: inRate, color: "#1f77b4" }],
@@ -537,3 +537,67 @@ start();
 setInterval(() => {
   if (!$("main").hidden) poll();
 }, POLL_MS);
+
+// --- live preview: WebRTC (WHEP, the browser's own RTCPeerConnection),
+// else the browser's native HLS where it has one ------------------------------
+
+const previewState = { pc: null, location: null, base: null };
+
+async function closePreview() {
+  const p = previewState;
+  if (p.pc) p.pc.close();
+  if (p.location) fetch(new URL(p.location, p.base), { method: "DELETE" }).catch(() => {});
+  Object.assign(p, { pc: null, location: null, base: null });
+  const v = $("preview-video");
+  v.srcObject = null;
+  v.removeAttribute("src");
+  $("preview").hidden = true;
+}
+
+async function preview(vh, app, name) {
+  await closePreview();
+  $("preview").hidden = false;
+  $("preview-name").textContent = `${vh}/${app}/${name}`;
+  const status = $("preview-status");
+  const video = $("preview-video");
+  const info = (await api("GET", "/v1/webrtc")).response || {};
+  const tls = location.protocol === "https:";
+  const port = (tls ? info.signallingTlsPort : info.signallingPort) || info.signallingPort;
+  const viewer = `${tls && info.signallingTlsPort ? "https" : "http"}://${location.hostname}:${port}`;
+  const path = `/${enc(app)}/${enc(name)}`;
+  const fallback = (why) => {
+    const hls = `${viewer}${path}/llhls.m3u8`;
+    if (port && video.canPlayType("application/vnd.apple.mpegurl")) {
+      status.textContent = `WebRTC failed (${why}); playing LL-HLS with this browser's own HLS.`;
+      video.src = hls;
+    } else {
+      status.textContent = `WebRTC failed (${why}); this browser has no HLS of its own: open ${hls} in a player.`;
+    }
+  };
+  if (!info.enabled || !port) return fallback("WebRTC is not configured on this server");
+  status.textContent = "Connecting over WebRTC (WHEP)...";
+  try {
+    const pc = new RTCPeerConnection();
+    previewState.pc = pc;
+    const stream = new MediaStream();
+    pc.ontrack = (e) => { stream.addTrack(e.track); video.srcObject = stream; };
+    pc.addTransceiver("video", { direction: "recvonly" });
+    pc.addTransceiver("audio", { direction: "recvonly" });
+    await pc.setLocalDescription(await pc.createOffer());
+    const r = await fetch(`${viewer}${path}?direction=whep`,
+      { method: "POST", headers: { "Content-Type": "application/sdp" }, body: pc.localDescription.sdp });
+    const text = await r.text();
+    if (r.status !== 201) return fallback(`${r.status}: ${text}`);
+    previewState.location = r.headers.get("Location");
+    previewState.base = viewer;
+    await pc.setRemoteDescription({ type: "answer", sdp: text });
+    pc.onconnectionstatechange = () => {
+      if (pc.connectionState === "connected") status.textContent = "Playing over WebRTC.";
+      if (pc.connectionState === "failed") fallback("no ICE connection");
+    };
+  } catch (e) {
+    fallback(String(e));
+  }
+}
+
+$("preview-close").addEventListener("click", closePreview);
