@@ -189,7 +189,9 @@ impl AacToOpus {
                 input: vec![Vec::new(); self.channels],
             });
         }
-        let r = self.resampler.as_mut().expect("made above");
+        let Some(r) = self.resampler.as_mut() else {
+            return Ok(());
+        };
         for (buf, ch) in r.input.iter_mut().zip(pcm) {
             buf.extend_from_slice(&ch);
         }

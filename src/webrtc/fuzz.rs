@@ -43,9 +43,12 @@ pub fn fuzz_turn(data: &[u8]) {
     let Some((&step, rest)) = data.split_first() else {
         return;
     };
+    // panic-audit: a literal address parses; a fresh table has no such stream (fuzzing code).
     let peer: std::net::SocketAddr = "127.0.0.1:10000".parse().expect("an address");
     let mut t = super::turn::TurnConn::new(
+        // panic-audit: a literal address parses; a fresh table has no such stream (fuzzing code).
         "127.0.0.1:40000".parse().expect("an address"),
+        // panic-audit: a literal address parses; a fresh table has no such stream (fuzzing code).
         "127.0.0.1:50000".parse().expect("an address"),
         vec![peer],
         "nonce".into(),
@@ -85,6 +88,7 @@ fn with_fixture(f: impl FnOnce(&mut Fixture)) {
             let mut streams = Streams::default();
             let stream = streams
                 .start("default", "app", "cam", SourceType::Rtmp, 1, 0)
+                // panic-audit: a literal address parses; a fresh table has no such stream (fuzzing code).
                 .expect("a fresh name");
             streams.set_tracks(
                 stream,
@@ -113,6 +117,7 @@ fn with_fixture(f: impl FnOnce(&mut Fixture)) {
                 ],
             );
             let mut webrtc = WebRtc::new();
+            // panic-audit: a literal address parses; a fresh table has no such stream (fuzzing code).
             webrtc.set_ports(vec![("127.0.0.1:10000".parse().expect("an address"), 0)]);
             Fixture {
                 webrtc,
@@ -167,6 +172,7 @@ pub fn fuzz_datagrams(data: &[u8], offer: &str) {
             .map(|&i| fx.webrtc.sessions[i].ufrag.clone())
             .unwrap_or_default();
         let local = fx.webrtc.ports[0];
+        // panic-audit: a literal address parses; a fresh table has no such stream (fuzzing code).
         let peer = "127.0.0.1:5000".parse().expect("an address");
         let mut first = stun_with_username(&format!("{ufrag}:peer"));
         first.extend_from_slice(rest.get(..8).unwrap_or(&[]));
