@@ -38,7 +38,7 @@ use str0m::net::{Protocol, Receive};
 use str0m::{Candidate, Event, IceConnectionState, IceCreds, Input, Output, Rtc, RtcConfig};
 
 /// Video packets each session keeps to answer NACKs from.
-const VIDEO_HISTORY: usize = 128;
+const VIDEO_HISTORY: usize = 64;
 
 /// Sessions at most at once (every viewer, connected or not).
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
@@ -376,9 +376,10 @@ impl WebRtc {
             // Sessions only send: no receive-side reordering buffers.
             .set_reordering_size_audio(0)
             .set_reordering_size_video(0)
-            // What NACKs are answered from: 128 video packets is half a
-            // second at 2.5 Mb/s, several round trips (str0m's default of
-            // 1000 held ~600 KiB per viewer).
+            // What NACKs are answered from: 64 video packets is a quarter
+            // of a second at 2.5 Mb/s (about 0.8 s at 600 kb/s), a few round
+            // trips. Per viewer at 600 kb/s: str0m's default of 1000 held
+            // 636 KiB, 128 held 411 KiB, 32 held 241 KiB (BENCHMARKS.md).
             .set_send_buffer_video(VIDEO_HISTORY)
             .set_stats_interval(None);
         if let Some(cert) = &self.cert {
