@@ -19,15 +19,15 @@
 //! packets_min <n> packets_max <n> frames_min <n> frames_max <n> bytes <total>
 //! setup_failed <n>` on one line. Every wait is bounded.
 
+#[path = "support/webrtc_client.rs"]
+mod webrtc_client;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use str0m::change::{SdpAnswer, SdpOffer};
-use str0m::media::{Direction, MediaKind};
 use str0m::net::{Protocol, Receive};
-use str0m::{Candidate, Event, Input, Output, Rtc, RtcConfig};
+use str0m::{Event, Input, Output, Rtc};
+use webrtc_client::{janus_setup, whep_setup};
 
 struct Args {
     whep: Option<String>,
@@ -67,156 +67,6 @@ fn args() -> Args {
         }
     }
     a
-}
-
-/// A blocking HTTP/1.1 request (Connection: close): (status, headers, body).
-fn http(
-    method: &str,
-    url: &str,
-    content_type: &str,
-    body: &str,
-) -> Result<(u16, String, String), String> {
-    let rest = url.strip_prefix("http://").ok_or("http only")?;
-    let (authority, path) = rest
-        .split_once('/')
-        .map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
-    let mut t = TcpStream::connect(authority).map_err(|e| e.to_string())?;
-    t.set_read_timeout(Some(Duration::from_secs(40))).ok();
-    write!(
-        t,
-        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    t.read_to_end(&mut buf).map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").ok_or("no head")?;
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or("no status")?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
-    };
-    Ok((status, head.to_string(), body))
-}
-
-/// A chunked body, joined (Janus's HTTP transport sends them).
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || tail.len() < n {
-            break;
-        }
-        out.push_str(&tail[..n]);
-        rest = tail[n..].trim_start_matches("\r\n");
-    }
-    out
-}
-
-fn new_rtc(socket: &UdpSocket, now: Instant) -> Rtc {
-    let mut rtc = RtcConfig::new()
-        .clear_codecs()
-        .enable_h264(true)
-        .enable_opus(true, false)
-        .set_stats_interval(None)
-        .build(now);
-    let local = socket.local_addr().unwrap();
-    rtc.add_local_candidate(Candidate::host(local, "udp").unwrap())
-        .unwrap();
-    rtc
-}
-
-/// WHEP: kiln answers our offer.
-fn whep_setup(url: &str, socket: &UdpSocket, now: Instant) -> Result<Rtc, String> {
-    let mut rtc = new_rtc(socket, now);
-    let mut api = rtc.sdp_api();
-    api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
-    api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
-    let (offer, pending) = api.apply().ok_or("no offer")?;
-    let (status, _, body) = http("POST", url, "application/sdp", &offer.to_sdp_string())?;
-    if status != 201 {
-        return Err(format!("WHEP {status}: {body}"));
-    }
-    let answer = SdpAnswer::from_sdp_string(&body).map_err(|e| e.to_string())?;
-    rtc.sdp_api()
-        .accept_answer(pending, answer)
-        .map_err(|e| e.to_string())?;
-    Ok(rtc)
-}
-
-fn janus_json(url: &str, body: serde_json::Value) -> Result<serde_json::Value, String> {
-    let (status, _, text) = http("POST", url, "application/json", &body.to_string())?;
-    if status != 200 {
-        return Err(format!("janus {status}: {text}"));
-    }
-    serde_json::from_str(&text).map_err(|e| e.to_string())
-}
-
-fn txn() -> String {
-    format!(
-        "{:x}",
-        Instant::now().elapsed().as_nanos() ^ u128::from(std::process::id())
-    )
-}
-
-/// Janus's streaming plugin: it offers, we answer.
-fn janus_setup(
-    base: &str,
-    mountpoint: u64,
-    socket: &UdpSocket,
-    now: Instant,
-) -> Result<Rtc, String> {
-    let s = janus_json(
-        base,
-        serde_json::json!({"janus":"create","transaction":txn()}),
-    )?;
-    let sid = s["data"]["id"].as_u64().ok_or("no session")?;
-    let surl = format!("{base}/{sid}");
-    let h = janus_json(
-        &surl,
-        serde_json::json!({"janus":"attach","plugin":"janus.plugin.streaming","transaction":txn()}),
-    )?;
-    let hid = h["data"]["id"].as_u64().ok_or("no handle")?;
-    let hurl = format!("{surl}/{hid}");
-    janus_json(
-        &hurl,
-        serde_json::json!({"janus":"message","transaction":txn(),"body":{"request":"watch","id":mountpoint}}),
-    )?;
-    // The offer comes on the long poll.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let offer = loop {
-        if Instant::now() > deadline {
-            return Err("no offer from janus".into());
-        }
-        let (_, _, text) = http("GET", &format!("{surl}?maxev=1"), "application/json", "")?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        if let Some(sdp) = v["jsep"]["sdp"].as_str() {
-            break sdp.to_string();
-        }
-    };
-    let mut rtc = new_rtc(socket, now);
-    let offer = SdpOffer::from_sdp_string(&offer).map_err(|e| e.to_string())?;
-    let answer = rtc
-        .sdp_api()
-        .accept_offer(offer)
-        .map_err(|e| e.to_string())?;
-    janus_json(
-        &hurl,
-        serde_json::json!({"janus":"message","transaction":txn(),"body":{"request":"start"},
-            "jsep":{"type":"answer","sdp":answer.to_sdp_string()}}),
-    )?;
-    Ok(rtc)
 }
 
 struct Viewer {
