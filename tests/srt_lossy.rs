@@ -16,7 +16,6 @@ use common::*;
 use media::*;
 use serde_json::json;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -265,31 +264,6 @@ impl Drop for LossyNet {
             let _ = Command::new("ip").args(["netns", "del", ns]).status();
         }
     }
-}
-
-fn run(tool: &str, args: &[String]) -> Result<(), String> {
-    let out = Command::new(tool)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{tool}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{tool} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Moves the calling thread (and what it spawns later) into `ns`.
-fn enter_netns(ns: &str) {
-    let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("namespace file");
-    // SAFETY: setns on a valid namespace fd only changes this thread's
-    // network namespace.
-    let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-    assert_eq!(rc, 0, "setns {ns}: {}", std::io::Error::last_os_error());
 }
 
 /// The same through the kernel: a real veth path between two namespaces

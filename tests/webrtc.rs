@@ -640,32 +640,6 @@ impl Drop for NoUdpNet {
     }
 }
 
-fn run(tool: &str, args: &[String]) -> Result<(), String> {
-    let out = Command::new(tool)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{tool}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{tool} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Moves the calling thread (and what it spawns later) into `ns`.
-fn enter_netns(ns: &str) {
-    use std::os::fd::AsRawFd;
-    let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("namespace file");
-    // SAFETY: setns on a valid namespace fd only changes this thread's
-    // network namespace.
-    let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-    assert_eq!(rc, 0, "setns {ns}: {}", std::io::Error::last_os_error());
-}
-
 /// A viewer whose network drops all UDP plays through the TCP relay (OME's
 /// TURN over TCP): Chromium over WHEP (`transport=tcp`: the relay in a
 /// `Link` header) and over OME's signalling (`transport=tcp`: the offer's

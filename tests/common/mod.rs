@@ -781,3 +781,29 @@ pub fn rtmp_publish(port: u16, key: &str) -> Result<(), String> {
         c.handle_input(&buf[..n]).map_err(|e| e.to_string())?;
     }
 }
+
+/// Runs `tool args` (network namespace set-up); its stderr on failure.
+pub fn run(tool: &str, args: &[String]) -> Result<(), String> {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{tool}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{tool} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Moves the calling thread (and what it spawns later) into `ns`.
+pub fn enter_netns(ns: &str) {
+    let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("namespace file");
+    // SAFETY: setns on a valid namespace fd only changes this thread's
+    // network namespace.
+    let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
+    assert_eq!(rc, 0, "setns {ns}: {}", std::io::Error::last_os_error());
+}
