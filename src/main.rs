@@ -531,6 +531,7 @@ fn webrtc_listen(
         }
     }
     listen.tcp_force = w.tcp_force;
+    listen.webrtc_max_sessions = w.max_sessions;
     for (host, ports) in &w.candidates {
         for ip in expand(host) {
             for port in ports {

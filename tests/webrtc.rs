@@ -864,3 +864,52 @@ fn aiortc_plays_over_whep() {
         "{got}"
     );
 }
+
+/// WebRTC sessions are capped (`<MaxSessions>`, kiln extension): past it,
+/// WHEP answers 503 and OME's signalling its error; a session that ends
+/// makes room.
+#[test]
+fn sessions_are_capped() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    let s = Server::start_with(
+        "webrtc-cap",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            webrtc_bind_extra: "<MaxSessions>2</MaxSessions>".into(),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let post = || whep(&s, "POST", "/app/cam?direction=whep", OFFER);
+    let (a, head, _) = post();
+    assert_eq!(a, 201, "{head}");
+    assert_eq!(post().0, 201);
+    let (st, _, body) = post();
+    assert_eq!(st, 503, "{body}");
+    assert!(body.contains("Too many WebRTC sessions"), "{body}");
+    let mut ws = Ws::open(s.media.llhls, "/app/cam");
+    ws.send_json(json!({"command":"request_offer"}));
+    assert_eq!(
+        ws.recv_json(),
+        json!({"code":503,"error":"Cannot create offer"})
+    );
+    let location = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(whep(&s, "DELETE", &location, "").0, 200);
+    assert_eq!(post().0, 201, "an ended session makes room");
+    let _ = src.kill();
+}

@@ -134,6 +134,9 @@ pub struct WebRtcBind {
     /// `<TcpForce>` (or `<TcpRelayForce>`): offer the relay to every viewer,
     /// as if each asked with `transport=tcp`.
     pub tcp_force: bool,
+    /// `<MaxSessions>` (kiln extension, default 1000): WebRTC sessions at
+    /// once, connected or not; past it, new viewers are refused (503).
+    pub max_sessions: usize,
 }
 
 impl Default for ProviderBinds {
@@ -587,9 +590,21 @@ impl Walker<'_> {
 
     /// `<Bind><Publishers><WebRTC>`.
     fn webrtc_bind(&mut self, el: &Element, path: &str) -> WebRtcBind {
-        let mut bind = WebRtcBind::default();
+        let mut bind = WebRtcBind {
+            max_sessions: 1000,
+            ..WebRtcBind::default()
+        };
         self.children(el, path, &["IceServers"], &[], |w, c, p| {
             match c.name.as_str() {
+                "MaxSessions" => {
+                    if let Some(n) = w.number::<u32>(c, p) {
+                        if n == 0 || n > 100_000 {
+                            w.error(c, p, "must be 1 to 100000");
+                        } else {
+                            bind.max_sessions = n as usize;
+                        }
+                    }
+                }
                 "Signalling" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
                     match c.name.as_str() {
                         "Port" => bind.port = w.tcp_port(c, p),

@@ -53,6 +53,8 @@ pub struct Listen {
     /// whether every viewer is told (`<TcpForce>`).
     pub relay_urls: Vec<String>,
     pub tcp_force: bool,
+    /// WebRTC sessions at most (0: the default).
+    pub webrtc_max_sessions: usize,
 }
 
 /// Binds every listener and port of `listen` as an endpoint of `endpoints`.
@@ -157,6 +159,9 @@ pub(crate) fn bind_all(
         api.webrtc.set_ports(ports);
         api.webrtc.relay_urls = listen.relay_urls.clone();
         api.webrtc.tcp_force = listen.tcp_force;
+        if listen.webrtc_max_sessions > 0 {
+            api.webrtc.max_sessions = listen.webrtc_max_sessions;
+        }
     }
     Ok(())
 }

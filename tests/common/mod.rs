@@ -105,6 +105,8 @@ pub struct ServerOptions {
     pub webrtc_host: &'static str,
     /// Also a TCP relay (`<TcpRelay>`, `MediaPorts::relay`).
     pub webrtc_relay: bool,
+    /// More of `<Bind><Publishers><WebRTC>` (e.g. `<MaxSessions>`).
+    pub webrtc_bind_extra: String,
 }
 
 impl Default for ServerOptions {
@@ -127,6 +129,7 @@ impl Default for ServerOptions {
             webrtc: None,
             webrtc_host: "127.0.0.1",
             webrtc_relay: false,
+            webrtc_bind_extra: String::new(),
         }
     }
 }
@@ -216,8 +219,8 @@ pub fn write_config_with_media(
                 p => format!("<TcpRelay>{host}:{p}</TcpRelay>"),
             };
             format!(
-                "<WebRTC><Signalling><Port>{}</Port></Signalling><IceCandidates><IceCandidate>{host}:{}/udp</IceCandidate>{relay}</IceCandidates></WebRTC>",
-                media.llhls, media.ice
+                "<WebRTC><Signalling><Port>{}</Port></Signalling><IceCandidates><IceCandidate>{host}:{}/udp</IceCandidate>{relay}</IceCandidates>{}</WebRTC>",
+                media.llhls, media.ice, opts.webrtc_bind_extra
             )
         } else {
             String::new()
