@@ -68,6 +68,7 @@ fn dechunk(mut rest: &str) -> String {
 
 pub fn new_rtc(socket: &UdpSocket, now: Instant) -> Rtc {
     let mut rtc = RtcConfig::new()
+        .set_dtls_cert(kiln::webrtc::dtls_certificate().expect("a DTLS certificate"))
         .clear_codecs()
         .enable_h264(true)
         .enable_opus(true, false)

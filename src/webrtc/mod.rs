@@ -248,11 +248,13 @@ impl Default for WebRtc {
 
 impl WebRtc {
     pub fn new() -> WebRtc {
-        let provider = str0m::crypto::from_feature_flags();
+        str0m::crypto::from_feature_flags().install_process_default();
         // One certificate for every session (as OME has one per app): a
         // new ECDSA key per viewer would cost a key generation each.
-        let cert = provider.dtls_provider.generate_certificate();
-        provider.install_process_default();
+        let cert = dtls_certificate();
+        if cert.is_none() {
+            crate::error!("webrtc: no DTLS certificate could be made; WebRTC sessions will fail");
+        }
         WebRtc {
             sessions: Slab::new(),
             by_key: HashMap::new(),
@@ -1044,6 +1046,27 @@ fn annexb(frame: &Frame, config: &CodecConfig) -> Option<Arc<[u8]>> {
     }
     crate::codec::nal::length_prefixed_to_annexb(&frame.data, &mut out).ok()?;
     Some(Arc::from(out))
+}
+
+/// A self-signed ECDSA P-256 certificate for DTLS (WebRTC peers check it
+/// by the fingerprint in the SDP, never by a chain): rcgen with ring, a
+/// random 128-bit serial (Firefox refuses two peers' certificates with the
+/// same issuer and serial).
+pub fn dtls_certificate() -> Option<str0m::config::DtlsCert> {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).ok()?;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).ok()?;
+    let mut name = rcgen::DistinguishedName::new();
+    name.push(rcgen::DnType::CommonName, "kiln WebRTC");
+    params.distinguished_name = name;
+    let mut serial = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut serial).ok()?;
+    serial[0] &= 0x7f;
+    params.serial_number = Some(serial.to_vec().into());
+    let cert = params.self_signed(&key).ok()?;
+    Some(str0m::config::DtlsCert {
+        certificate: cert.der().to_vec(),
+        private_key: key.serialize_der(),
+    })
 }
 
 /// Random letters and digits (ICE ufrag/pwd, session keys).
