@@ -913,3 +913,143 @@ fn sessions_are_capped() {
     assert_eq!(post().0, 201, "an ended session makes room");
     let _ = src.kill();
 }
+
+#[path = "../benches/support/webrtc_client.rs"]
+mod webrtc_client;
+
+/// The NAL units of an Annex B stream that are slices (types 1 and 5),
+/// trailing zero bytes cut (a start code's first byte).
+fn slices(annexb: &[u8]) -> Vec<Vec<u8>> {
+    kiln::codec::nal::annexb_units(annexb)
+        .filter(|n| matches!(n.first().map(|b| b & 0x1f), Some(1) | Some(5)))
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// What kiln sends over WebRTC is the source's video, byte for byte: every
+/// slice a str0m peer reassembles from kiln's RTP is one of the published
+/// file's slices (kiln adds parameter sets and start codes, nothing else).
+#[test]
+fn webrtc_video_is_the_sources_byte_for_byte() {
+    use str0m::net::{Protocol, Receive};
+    use str0m::{Event, Input, Output};
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = webrtc_server("webrtc-bytes", "", "");
+    let file = s.dir.join("src.flv");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=640x360:rate=25",
+        ])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args(["-c:a", "aac"])
+        .args([
+            "-t",
+            "8",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "25",
+            "-slices",
+            "2",
+            "-f",
+            "flv",
+        ])
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let annexb = s.dir.join("src.h264");
+    let made = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(&file)
+        .args(["-c", "copy", "-bsf:v", "h264_mp4toannexb", "-f", "h264"])
+        .arg(&annexb)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let source: std::collections::HashSet<Vec<u8>> = slices(&std::fs::read(&annexb).unwrap())
+        .into_iter()
+        .collect();
+    let mut src = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re", "-i"])
+        .arg(&file)
+        .args([
+            "-c",
+            "copy",
+            "-f",
+            "flv",
+            &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+        ])
+        .spawn()
+        .unwrap();
+    s.wait_for_tracks("cam");
+    let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
+    let mut socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let local = socket.local_addr().unwrap();
+    let mut rtc = webrtc_client::whep_setup(&url, &socket, std::time::Instant::now()).unwrap();
+    let mut poll = mio::Poll::new().unwrap();
+    poll.registry()
+        .register(&mut socket, mio::Token(0), mio::Interest::READABLE)
+        .unwrap();
+    let mut events = mio::Events::with_capacity(8);
+    let mut buf = vec![0u8; 2048];
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < end {
+        let timeout;
+        loop {
+            match rtc.poll_output().unwrap() {
+                Output::Timeout(t) => {
+                    timeout = t;
+                    break;
+                }
+                Output::Transmit(t) => {
+                    let _ = socket.send_to(&t.contents, t.destination);
+                }
+                Output::Event(Event::MediaData(m)) if m.params.spec().codec.is_video() => {
+                    got.extend(slices(&m.data));
+                }
+                Output::Event(_) => {}
+            }
+        }
+        let wait = timeout
+            .saturating_duration_since(std::time::Instant::now())
+            .min(Duration::from_millis(10));
+        poll.poll(&mut events, Some(wait)).unwrap();
+        let now = std::time::Instant::now();
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            let Ok(contents) = buf[..n].try_into() else {
+                continue;
+            };
+            let input = Input::Receive(
+                now,
+                Receive {
+                    proto: Protocol::Udp,
+                    source: from,
+                    destination: local,
+                    contents,
+                },
+            );
+            rtc.handle_input(input).unwrap();
+        }
+        rtc.handle_input(Input::Timeout(now)).unwrap();
+    }
+    let _ = src.kill();
+    let foreign = got.iter().filter(|n| !source.contains(*n)).count();
+    println!(
+        "{} slices received over WebRTC, {foreign} not in the source",
+        got.len()
+    );
+    assert!(got.len() >= 2 * 25 * 3, "too few slices: {}", got.len());
+    assert_eq!(foreign, 0, "slices that are not the source's");
+}
