@@ -378,7 +378,8 @@ impl Api {
     /// Where WebRTC viewers connect, and how many there are (`GET
     /// /v1/webrtc`, kiln extension): the signalling ports (WHEP and OME's
     /// WebSocket, on the viewer port), the ICE candidates and the TCP
-    /// relay's URLs.
+    /// relay's URLs; keyframe requests the open sessions received, and
+    /// datagrams dropped because a viewer could not keep up.
     fn webrtc_info(&self) -> Response {
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
@@ -391,9 +392,11 @@ impl Api {
             ice_candidates: Vec<String>,
             tcp_relay: Vec<String>,
             sessions: usize,
+            keyframe_requests: u64,
+            dropped_datagrams: u64,
         }
         #[cfg(feature = "webrtc")]
-        let (enabled, ice_candidates, tcp_relay, sessions) = (
+        let (enabled, ice_candidates, tcp_relay, sessions, keyframe_requests, dropped_datagrams) = (
             self.webrtc.enabled(),
             self.webrtc
                 .ports()
@@ -402,9 +405,12 @@ impl Api {
                 .collect(),
             self.webrtc.relay_urls.clone(),
             self.webrtc.len(),
+            self.webrtc.keyframe_requests(),
+            self.webrtc.dropped,
         );
         #[cfg(not(feature = "webrtc"))]
-        let (enabled, ice_candidates, tcp_relay, sessions) = (false, Vec::new(), Vec::new(), 0);
+        let (enabled, ice_candidates, tcp_relay, sessions, keyframe_requests, dropped_datagrams) =
+            (false, Vec::new(), Vec::new(), 0, 0, 0);
         let (signalling_port, signalling_tls_port) = if enabled {
             self.webrtc_signalling
         } else {
@@ -417,6 +423,8 @@ impl Api {
             ice_candidates,
             tcp_relay,
             sessions,
+            keyframe_requests,
+            dropped_datagrams,
         })
     }
 

@@ -26,7 +26,6 @@ pub(crate) struct IceSocket {
     index: usize,
     buf: Vec<u8>,
     backlog: VecDeque<Datagram>,
-    pub dropped: u64,
 }
 
 impl IceSocket {
@@ -37,7 +36,6 @@ impl IceSocket {
             index,
             buf: vec![0u8; MAX_DATAGRAM],
             backlog: VecDeque::new(),
-            dropped: 0,
         }
     }
 
@@ -79,7 +77,7 @@ impl IceSocket {
         }
         while self.backlog.len() > MAX_BACKLOG {
             self.backlog.pop_front();
-            self.dropped += 1;
+            cx.api.webrtc.dropped += 1;
         }
     }
 }

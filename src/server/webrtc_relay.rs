@@ -27,7 +27,6 @@ pub(crate) struct RelayConn {
     accepted: Instant,
     last_rx: Instant,
     closed: bool,
-    dropped: u64,
 }
 
 impl RelayConn {
@@ -40,7 +39,6 @@ impl RelayConn {
             accepted: now,
             last_rx: now,
             closed: false,
-            dropped: 0,
         }
     }
 
@@ -119,7 +117,7 @@ impl RelayConn {
         if let Some(turn) = &self.turn {
             for (from, data) in out {
                 if self.pending.len() > MAX_PENDING {
-                    self.dropped += 1;
+                    cx.api.webrtc.dropped += 1;
                     continue;
                 }
                 self.pending.extend_from_slice(&turn.wrap(from, &data));

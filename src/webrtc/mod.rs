@@ -236,7 +236,8 @@ pub struct WebRtc {
     audio_work: Vec<AudioWork>,
     cert: Option<str0m::config::DtlsCert>,
     pub max_sessions: usize,
-    /// Datagrams dropped because an outbox was full.
+    /// Datagrams dropped because an outbox, a socket's backlog or a relay
+    /// connection was full (a viewer that could not keep up).
     pub dropped: u64,
 }
 
@@ -918,11 +919,11 @@ impl WebRtc {
                         frame.pts.max(0) as u64,
                         str0m::media::Frequency::NINETY_KHZ,
                     );
-                    self.write_all(id, true, ts, &data, frame.keyframe, now);
+                    self.write_all(id, true, ts, &data, now);
                 }
                 Codec::Opus => {
                     let data: Arc<[u8]> = Arc::from(&frame.data[..]);
-                    self.write_all(id, false, opus_time(frame.pts), &data, true, now);
+                    self.write_all(id, false, opus_time(frame.pts), &data, now);
                 }
                 Codec::Aac => self.transcode(id, track, frame),
                 _ => {}
@@ -973,7 +974,7 @@ impl WebRtc {
         }
         for p in packets {
             let data: Arc<[u8]> = Arc::from(&p.data[..]);
-            self.write_all(stream, false, opus_time(p.pts), &data, true, now);
+            self.write_all(stream, false, opus_time(p.pts), &data, now);
         }
         let sessions = self
             .feeds
@@ -991,7 +992,6 @@ impl WebRtc {
         video: bool,
         ts: MediaTime,
         data: &Arc<[u8]>,
-        keyframe: bool,
         now: Instant,
     ) {
         let Some(feed) = self.feeds.get(&id) else {
@@ -1006,7 +1006,6 @@ impl WebRtc {
             }
             let target = if video { s.video } else { s.audio };
             let Some((mid, pt)) = target else { continue };
-            let _ = keyframe;
             if let Some(w) = s.rtc.writer(mid) {
                 if let Err(e) = w.write(pt, now, ts, data.clone()) {
                     crate::debug!("webrtc session {}: write: {e}", s.key);
@@ -1015,7 +1014,7 @@ impl WebRtc {
         }
     }
 
-    /// (keyframe requests received, datagrams dropped) over all sessions.
+    /// Keyframe requests (PLI/FIR) the sessions now open received.
     pub fn keyframe_requests(&self) -> u64 {
         self.sessions.iter().map(|(_, s)| s.keyframe_requests).sum()
     }
