@@ -234,26 +234,7 @@ impl LossyNet {
 
     /// Datagrams the rules dropped so far.
     fn dropped(&self) -> u64 {
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.kiln_ns,
-                "nft",
-                "list",
-                "table",
-                "inet",
-                "kilnloss",
-            ])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let words: Vec<&str> = out.split_whitespace().collect();
-        words
-            .windows(2)
-            .filter(|w| w[0] == "packets")
-            .filter_map(|w| w[1].parse::<u64>().ok())
-            .sum()
+        nft_counted(&self.kiln_ns, "kilnloss")
     }
 }
 

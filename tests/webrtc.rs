@@ -33,6 +33,19 @@ fn webrtc_server(tag: &str, app: &str, vhost_access: &str) -> Server {
     )
 }
 
+/// ffmpeg publishing the test pattern (H.264 + AAC) as `app/cam` over
+/// RTMP for `secs` seconds, once kiln lists it with both tracks.
+fn publish_cam(s: &Server, secs: u32) -> std::process::Child {
+    let src = ffmpeg_source(
+        secs,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    src
+}
+
 fn chromium_and_node() -> Option<(String, PathBuf)> {
     let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
     if !have_tool("node") || !have_tool("chromium") || !have_tool("ffmpeg") {
@@ -95,13 +108,7 @@ fn a_browser_plays_an_rtmp_stream_over_whep_with_h264_and_opus() {
         return;
     };
     let s = webrtc_server("webrtc-whep", "<Timeout>30000</Timeout>", "");
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let mut src = publish_cam(&s, 60);
     let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
     let secs = 20;
     let child = browser(&chromium, &web, &["whep", &url, &secs.to_string()]);
@@ -168,13 +175,7 @@ fn a_browser_and_ovenplayer_play_over_omes_websocket_signalling() {
         return;
     };
     let s = webrtc_server("webrtc-ome", "", "");
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let mut src = publish_cam(&s, 60);
     let url = format!("ws://127.0.0.1:{}/app/cam", s.media.llhls);
     let secs = 10u64;
     let got = seen(browser(&chromium, &web, &["ome", &url, &secs.to_string()]));
@@ -344,13 +345,7 @@ fn whep_and_ome_signalling_answer_as_ome_does_without_a_browser() {
     );
     assert!(ws.closed());
 
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let mut src = publish_cam(&s, 60);
     // The CORS preflight a player page on another origin sends.
     let (st, head, _) = whep(&s, "OPTIONS", "/app/cam?direction=whep", "");
     assert_eq!(st, 204, "{head}");
@@ -472,13 +467,7 @@ fn signed_policy_guards_webrtc_viewers_on_both_signalling_kinds() {
         <SignatureQueryKeyName>signature</SignatureQueryKeyName><SecretKey>kiln-secret</SecretKey>
         <Enables><Publishers>webrtc</Publishers></Enables></SignedPolicy>"#;
     let s = webrtc_server("webrtc-policy", "", access);
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let mut src = publish_cam(&s, 60);
     let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
     assert_eq!(st, 401, "{body}");
     assert!(body.contains("SignedPolicy"), "{body}");
@@ -521,13 +510,7 @@ fn a_viewer_that_vanishes_without_a_word_is_dropped_by_ice_consent() {
         return;
     }
     let s = webrtc_server("webrtc-consent", "", "");
-    let mut src = ffmpeg_source(
-        90,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let mut src = publish_cam(&s, 90);
     let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
     // The browser is killed (no DELETE, no DTLS close): its main process
     // is node's child, its own group; its renderers die with it.
@@ -609,26 +592,7 @@ impl NoUdpNet {
 
     /// UDP datagrams the rules dropped so far.
     fn dropped(&self) -> u64 {
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.viewer_ns,
-                "nft",
-                "list",
-                "table",
-                "inet",
-                "kilnnoudp",
-            ])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let words: Vec<&str> = out.split_whitespace().collect();
-        words
-            .windows(2)
-            .filter(|w| w[0] == "packets")
-            .filter_map(|w| w[1].parse::<u64>().ok())
-            .sum()
+        nft_counted(&self.viewer_ns, "kilnnoudp")
     }
 }
 
@@ -680,13 +644,7 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
                 ..Default::default()
             },
         );
-        let mut src = ffmpeg_source(
-            90,
-            &[],
-            "flv",
-            &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-        );
-        s.wait_for_tracks("cam");
+        let mut src = publish_cam(&s, 90);
         let port = s.media.llhls;
         let viewer = |args: Vec<String>, relay: Option<String>| {
             let mut c = Command::new("ip");
@@ -825,13 +783,7 @@ fn aiortc_plays_over_whep() {
         return;
     }
     let s = webrtc_server("webrtc-aiortc", "", "");
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let mut src = publish_cam(&s, 40);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/whep_aiortc.py");
     let secs = 8u64;
     let out = Command::new("/usr/bin/python3")
@@ -883,13 +835,7 @@ fn sessions_are_capped() {
             ..Default::default()
         },
     );
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let mut src = publish_cam(&s, 40);
     let post = || whep(&s, "POST", "/app/cam?direction=whep", OFFER);
     let (a, head, _) = post();
     assert_eq!(a, 201, "{head}");

@@ -810,3 +810,19 @@ pub fn enter_netns(ns: &str) {
     let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
     assert_eq!(rc, 0, "setns {ns}: {}", std::io::Error::last_os_error());
 }
+
+/// Packets the counters of nftables table `inet TABLE` in namespace `ns`
+/// counted (what its rules dropped).
+pub fn nft_counted(ns: &str, table: &str) -> u64 {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "nft", "list", "table", "inet", table])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let words: Vec<&str> = out.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "packets")
+        .filter_map(|w| w[1].parse::<u64>().ok())
+        .sum()
+}
