@@ -605,14 +605,7 @@ impl Walker<'_> {
                         }
                     }
                 }
-                "Signalling" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
-                    match c.name.as_str() {
-                        "Port" => bind.port = w.tcp_port(c, p),
-                        "TLSPort" => bind.tls_port = w.tcp_port(c, p),
-                        _ => return false,
-                    }
-                    true
-                }),
+                "Signalling" => (bind.port, bind.tls_port) = w.tcp_ports(c, p),
                 "IceCandidates" => w.children(
                     c,
                     p,
@@ -842,6 +835,21 @@ impl Walker<'_> {
 
     fn tcp_port(&mut self, el: &Element, path: &str) -> Option<u16> {
         self.single_port(el, path, "tcp")
+    }
+
+    /// An element of `<Port>` and `<TLSPort>` (`<WorkerCount>` warned):
+    /// the two TCP ports, each when given.
+    fn tcp_ports(&mut self, el: &Element, path: &str) -> (Option<u16>, Option<u16>) {
+        let (mut port, mut tls_port) = (None, None);
+        self.children(el, path, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Port" => port = w.tcp_port(c, p),
+                "TLSPort" => tls_port = w.tcp_port(c, p),
+                _ => return false,
+            }
+            true
+        });
+        (port, tls_port)
     }
 
     fn udp_port(&mut self, el: &Element, path: &str) -> Option<u16> {
@@ -1091,16 +1099,7 @@ impl Walker<'_> {
                         if c.name != "API" {
                             return false;
                         }
-                        let (mut port, mut tls_port) = (None, None);
-                        w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
-                            match c.name.as_str() {
-                                "Port" => port = w.tcp_port(c, p),
-                                "TLSPort" => tls_port = w.tcp_port(c, p),
-                                _ => return false,
-                            }
-                            true
-                        });
-                        api = Some((port, tls_port));
+                        api = Some(w.tcp_ports(c, p));
                         true
                     });
                 }
@@ -1113,28 +1112,16 @@ impl Walker<'_> {
                         if c.name != "LLHLS" {
                             return false;
                         }
-                        w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
-                            match c.name.as_str() {
-                                "Port" => providers.llhls_port = w.tcp_port(c, p),
-                                "TLSPort" => providers.llhls_tls_port = w.tcp_port(c, p),
-                                _ => return false,
-                            }
-                            true
-                        });
+                        (providers.llhls_port, providers.llhls_tls_port) = w.tcp_ports(c, p);
                         true
                     });
                 }
                 "Providers" => {
                     w.children(c, p, UNSUPPORTED_BIND_PROVIDERS, &[], |w, c, p| {
                         match c.name.as_str() {
-                            "RTMP" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
-                                match c.name.as_str() {
-                                    "Port" => providers.rtmp_port = w.tcp_port(c, p),
-                                    "TLSPort" => providers.rtmp_tls_port = w.tcp_port(c, p),
-                                    _ => return false,
-                                }
-                                true
-                            }),
+                            "RTMP" => {
+                                (providers.rtmp_port, providers.rtmp_tls_port) = w.tcp_ports(c, p)
+                            }
                             "SRT" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
                                 match c.name.as_str() {
                                     "Port" => providers.srt_port = w.udp_port(c, p),
