@@ -386,7 +386,7 @@ impl WsSignal {
                     return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
                 };
                 let info = rendition(stream);
-                match api.webrtc.accept_answer(&key, &sdp, stream, cx.now) {
+                match api.webrtc.accept_answer(&key, &sdp, cx.now) {
                     Ok(()) => {
                         out.push(ws::text(&signal::playlist_notification(
                             &self.target.2,

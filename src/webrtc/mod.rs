@@ -153,6 +153,9 @@ struct Offerable {
 struct Session {
     rtc: Rtc,
     stream: StreamId,
+    /// What the stream could give when the session was made (the codecs
+    /// its SDP offers or accepts).
+    what: Offerable,
     key: String,
     ufrag: String,
     tag: u64,
@@ -428,6 +431,7 @@ impl WebRtc {
         &mut self,
         rtc: Rtc,
         stream: StreamId,
+        what: Offerable,
         ufrag: String,
         opts: SessionOptions,
         now: Instant,
@@ -439,6 +443,7 @@ impl WebRtc {
         let idx = self.sessions.insert(Session {
             rtc,
             stream,
+            what,
             key: key.clone(),
             ufrag: ufrag.clone(),
             tag: opts.tag,
@@ -499,7 +504,7 @@ impl WebRtc {
                 rtc.media(mid).map(|media| (mid, media.kind()))
             })
             .collect();
-        let idx = self.insert(rtc, stream.id, ufrag, opts, now)?;
+        let idx = self.insert(rtc, stream.id, what, ufrag, opts, now)?;
         self.sessions[idx].mids = mids;
         self.choose_payloads(idx, what);
         self.poll_session(idx, None, now);
@@ -547,7 +552,7 @@ impl WebRtc {
         let Some((offer, pending)) = api.apply() else {
             return Err(WebRtcError::Internal("no offer".into()));
         };
-        let idx = self.insert(rtc, stream.id, ufrag, opts, now)?;
+        let idx = self.insert(rtc, stream.id, what, ufrag, opts, now)?;
         let s = &mut self.sessions[idx];
         s.pending = Some(pending);
         s.mids.extend(video.map(|m| (m, MediaKind::Video)));
@@ -561,7 +566,6 @@ impl WebRtc {
         &mut self,
         key: &str,
         answer: &str,
-        stream: &LiveStream,
         now: Instant,
     ) -> Result<(), WebRtcError> {
         let idx = *self.by_key.get(key).ok_or(WebRtcError::NoSession)?;
@@ -575,7 +579,7 @@ impl WebRtc {
             .sdp_api()
             .accept_answer(pending, answer)
             .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
-        self.choose_payloads(idx, Self::offerable(stream));
+        self.choose_payloads(idx, self.sessions[idx].what);
         let s = &self.sessions[idx];
         crate::debug!(
             "webrtc session {}: answered; video {:?}, audio {:?}",
@@ -905,7 +909,7 @@ impl WebRtc {
                 f.audio_generation = f.audio_generation.wrapping_add(1);
             }
         }
-        let tracks: Vec<crate::media::Track> = stream.tracks().to_vec();
+        let tracks = stream.tracks();
         for frame in &out.frames {
             let Some(track) = tracks.iter().find(|t| t.id == frame.track) else {
                 continue;
