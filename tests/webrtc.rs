@@ -628,7 +628,6 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
     };
     let kiln_ns = net.kiln_ns.clone();
     let viewer_ns = net.viewer_ns.clone();
-    let (chromium2, web2) = (chromium.clone(), web.clone());
     // kiln, its publisher and this test's API calls live in kiln's namespace.
     let results = std::thread::spawn(move || {
         enter_netns(&kiln_ns);
@@ -649,9 +648,9 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
         let viewer = |args: Vec<String>, relay: Option<String>| {
             let mut c = Command::new("ip");
             c.args(["netns", "exec", &viewer_ns, "node"])
-                .arg(web2.join("webrtc_check.mjs"))
+                .arg(web.join("webrtc_check.mjs"))
                 .args(&args)
-                .env("CHROMIUM", &chromium2)
+                .env("CHROMIUM", &chromium)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped());
             if let Some(r) = relay {
@@ -676,7 +675,7 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
             ],
             None,
         );
-        let player = web2.join("node_modules/ovenplayer/dist/ovenplayer.js");
+        let player = web.join("node_modules/ovenplayer/dist/ovenplayer.js");
         let oven = viewer(
             vec![
                 "ovenplayer".into(),
@@ -700,7 +699,6 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
     })
     .join()
     .unwrap();
-    let _ = chromium;
     let (whep, ome, oven, relay, blocked) = results;
     println!("WHEP without UDP: {whep}\nOME signalling without UDP: {ome}\nOvenPlayer without UDP: {oven}");
     let dropped = net.dropped();
