@@ -170,11 +170,7 @@ fn main() {
         let now = Instant::now();
         for ev in events.iter() {
             let v = &mut viewers[ev.token().0];
-            loop {
-                let (n, from) = match v.socket.recv_from(&mut buf) {
-                    Ok(r) => r,
-                    Err(_) => break,
-                };
+            while let Ok((n, from)) = v.socket.recv_from(&mut buf) {
                 let data = &buf[..n];
                 // RTP (not RTCP: payload type byte 192-223) counted.
                 if counting

@@ -1039,6 +1039,7 @@ fn webhooks_admit_whep_viewers_with_their_bearer_token() {
         (hook.count("direction=whep").1 >= 1).then_some(())
     });
     let _ = src.kill();
+    let _ = src.wait();
     assert!(closed.is_some(), "no closing for the ended WHEP session");
     assert!(
         !s.log_text().contains("let-me-in"),

@@ -119,6 +119,7 @@ fn a_browser_plays_an_rtmp_stream_over_whep_with_h264_and_opus() {
     let metrics = s.request("GET", "/metrics", None).body;
     let got = seen(child);
     let _ = src.kill();
+    let _ = src.wait();
     println!("WHEP viewer: {got}");
     assert!(counted.is_some(), "stats never counted the WebRTC viewer");
     assert!(
@@ -202,6 +203,7 @@ fn a_browser_and_ovenplayer_play_over_omes_websocket_signalling() {
         ],
     ));
     let _ = src.kill();
+    let _ = src.wait();
     println!("OvenPlayer: {got}");
     assert_eq!(got["state"], "playing", "{got}");
     assert_eq!(got["videoWidth"], 640, "{got}");
@@ -454,6 +456,7 @@ fn whep_and_ome_signalling_answer_as_ome_does_without_a_browser() {
     assert!(ws.closed());
     // An app without <WebRTC>: refused.
     let _ = src.kill();
+    let _ = src.wait();
     let log = s.log_text();
     assert!(!log.contains("panicked"), "{log}");
 }
@@ -499,6 +502,7 @@ fn signed_policy_guards_webrtc_viewers_on_both_signalling_kinds() {
     ws.send_json(json!({"command":"request_offer"}));
     assert_eq!(ws.recv_json()["command"], "offer");
     let _ = src.kill();
+    let _ = src.wait();
 }
 
 #[test]
@@ -534,6 +538,7 @@ fn a_viewer_that_vanishes_without_a_word_is_dropped_by_ice_consent() {
         (webrtc_viewers(&s) == 0).then_some(())
     });
     let _ = src.kill();
+    let _ = src.wait();
     assert!(gone.is_some(), "a vanished viewer still counts after 45 s");
     assert!(s.log_text().contains("ended: TimedOut"));
 }
@@ -695,6 +700,7 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
             None,
         );
         let _ = src.kill();
+        let _ = src.wait();
         (whep, ome, oven, relay, blocked)
     })
     .join()
@@ -748,6 +754,7 @@ fn an_h265_stream_offers_its_audio_only() {
     s.wait_for_tracks(&name);
     let (st, head, answer) = whep(&s, "POST", &format!("/app/{name}?direction=whep"), OFFER);
     let _ = src.kill();
+    let _ = src.wait();
     assert_eq!(st, 201, "{head}");
     assert!(
         answer.contains("m=video 0 "),
@@ -794,6 +801,7 @@ fn aiortc_plays_over_whep() {
         .output()
         .unwrap();
     let _ = src.kill();
+    let _ = src.wait();
     let text = String::from_utf8_lossy(&out.stdout);
     let got: Value = serde_json::from_str(text.lines().last().unwrap_or("")).unwrap_or_else(|_| {
         panic!(
@@ -856,6 +864,7 @@ fn sessions_are_capped() {
     assert_eq!(whep(&s, "DELETE", &location, "").0, 200);
     assert_eq!(post().0, 201, "an ended session makes room");
     let _ = src.kill();
+    let _ = src.wait();
 }
 
 #[path = "../benches/support/webrtc_client.rs"]
@@ -989,6 +998,7 @@ fn webrtc_video_is_the_sources_byte_for_byte() {
         rtc.handle_input(Input::Timeout(now)).unwrap();
     }
     let _ = src.kill();
+    let _ = src.wait();
     let foreign = got.iter().filter(|n| !source.contains(*n)).count();
     println!(
         "{} slices received over WebRTC, {foreign} not in the source",

@@ -315,8 +315,8 @@ impl WebRtc {
                 .filter(|p| *p >= 1024)
                 .unwrap_or(1024);
             let addr = SocketAddr::new(ip, self.next_relay_port);
-            if !self.relays.contains_key(&addr) {
-                self.relays.insert(addr, conn);
+            if let std::collections::hash_map::Entry::Vacant(e) = self.relays.entry(addr) {
+                e.insert(conn);
                 return addr;
             }
         }
