@@ -10,7 +10,7 @@
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
 #   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
-#   BENCH_LAT_N="1 100" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
+#   BENCH_LAT_N="1 100" BENCH_WEBRTC_N="1 100 500" BENCH_WEBRTC_LAT_N="1 500" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
 #
 # Every load is bounded in time (wrk -d, timeout on ffmpeg) and in count
@@ -23,6 +23,7 @@ WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
 ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc"}
 WEBRTC_NS=${BENCH_WEBRTC_N:-"1 100 500"}
+WEBRTC_LAT_NS=${BENCH_WEBRTC_LAT_N:-"1 500"}
 CLUSTER_NS=${BENCH_CLUSTER_N:-"0 300 1000"}
 RECORD_NS=${BENCH_RECORD_N:-"1 10 50"}
 PLAY_NS=${BENCH_PLAY_N:-"10 100"}
@@ -392,6 +393,10 @@ start_source() { # rtmp url; loops the file, bounded by timeout
         -i "$SRC" -c copy -f flv "$1" &
     SRC_PID=$!; PIDS+=("$SRC_PID")
 }
+us_ms() { calc "'%.3f' % ($1/1000)"; }
+lower_p99() { # latency-run-a run-b -> the one with the lower p99 (an empty one loses)
+    python3 -c "import sys; a,b=sys.argv[1],sys.argv[2]; print(a if not b or (a and int(a.split()[2])<int(b.split()[2])) else b)" "$1" "$2"
+}
 wait_stream() { # kiln: until app has stream src
     for _ in $(seq 100); do
         api GET /v1/vhosts/default/apps/app/streams 2>/dev/null | grep -q '"src"' && return 0
@@ -531,10 +536,6 @@ if want latency; then
     probe() { # publish-url -> "p50 p90 p99 max matched sent"
         "$PROBE" --file "$SRC" --publish "$1" --sink-port "$PROBE_P" \
             --seconds "$LAT_SECS" --warm "$WARM" 2>>"$WORK/probe.err" | awk '/^latency_us/{print $2, $3, $4, $5, $6, $7}'
-    }
-    us_ms() { calc "'%.3f' % ($1/1000)"; }
-    lower_p99() { # run-a run-b -> the one with the lower p99 (an empty one loses)
-        python3 -c "import sys; a,b=sys.argv[1],sys.argv[2]; print(a if not b or (a and int(a.split()[2])<int(b.split()[2])) else b)" "$1" "$2"
     }
     rows=""
     for N in $LAT_NS; do
@@ -1523,36 +1524,39 @@ if want webrtc; then
             -tune zerolatency -b:v 600k -maxrate 600k -bufsize 600k -g 60 -pix_fmt yuv420p \
             -c:a libopus -b:a 96k -ar 48000 -f mpegts "$RTC_SRC.tmp" && mv "$RTC_SRC.tmp" "$RTC_SRC"
     fi
-    read -r RTC_SIG RTC_TS RTC_ICE J_HTTP J_V J_A <<<"$(free_ports 6)"
+    read -r RTC_SIG RTC_TS RTC_RTMP RTC_ICE J_HTTP J_V J_A <<<"$(free_ports 7)"
     HOST_IP=$(hostname -I 2>/dev/null | awk '{print $1}')
-    rtc_kiln() {
+    rtc_kiln() { # [feed]: ffmpeg (default) loops the source in; "none" leaves it to the probe
+        local feed=${1:-ffmpeg}
         local d=$WORK/kiln-webrtc
         rm -rf "$d"; mkdir -p "$d"
         cat >"$d/server.xml" <<EOF
 <?xml version="1.0"?>
 <Server version="8"><Name>kiln</Name><IP>127.0.0.1</IP><StateFile>$d/state.json</StateFile>
   <Bind><Managers><API><Port>$API_P</Port></API></Managers>
-    <Providers><MPEGTS><Port>$RTC_TS/udp</Port></MPEGTS></Providers>
+    <Providers><MPEGTS><Port>$RTC_TS/udp</Port></MPEGTS><RTMP><Port>$RTC_RTMP</Port></RTMP></Providers>
     <Publishers><LLHLS><Port>$RTC_SIG</Port></LLHLS><WebRTC><Signalling><Port>$RTC_SIG</Port></Signalling>
       <IceCandidates><IceCandidate>127.0.0.1:$RTC_ICE/udp</IceCandidate></IceCandidates></WebRTC></Publishers></Bind>
   <Managers><Host><Names><Name>*</Name></Names></Host><API><AccessToken>$TOKEN</AccessToken></API></Managers>
   <VirtualHosts><VirtualHost><Name>default</Name><Host><Names><Name>*</Name></Names></Host>
     <Applications><Application><Name>app</Name><Type>live</Type>
       <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes><Video><Name>v</Name><Bypass>true</Bypass></Video><Audio><Name>a</Name><Bypass>true</Bypass></Audio></Encodes></OutputProfile></OutputProfiles>
-      <Providers><MPEGTS><StreamMap><Stream><Name>src</Name><Port>$RTC_TS</Port></Stream></StreamMap></MPEGTS></Providers>
+      <Providers><RTMP/><MPEGTS><StreamMap><Stream><Name>src</Name><Port>$RTC_TS</Port></Stream></StreamMap></MPEGTS></Providers>
       <Publishers><WebRTC/></Publishers>
     </Application></Applications></VirtualHost></VirtualHosts></Server>
 EOF
         "$KILN" -c "$d/server.xml" 2>"$d/log" &
         KILN_PID=$!; PIDS+=("$KILN_PID")
         wait_tcp "$API_P" 200
+        [[ $feed == ffmpeg ]] || return 0
         timeout $((WARM + SECS + 90)) ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 -i "$RTC_SRC" \
             -c copy -f mpegts "udp://127.0.0.1:$RTC_TS?pkt_size=1316" &
         SRC_PID=$!; PIDS+=("$SRC_PID")
         wait_stream
     }
     JANUS_PID=
-    rtc_janus() {
+    rtc_janus() { # [feed]: as rtc_kiln's
+        local feed=${1:-ffmpeg}
         local d=$WORK/janus
         rm -rf "$d"; mkdir -p "$d"
         local lib
@@ -1579,6 +1583,7 @@ EOF
         janus -C "$d/janus.jcfg" -F "$d" >"$d/log" 2>&1 &
         JANUS_PID=$!; PIDS+=("$JANUS_PID")
         wait_tcp "$J_HTTP" 200
+        [[ $feed == ffmpeg ]] || return 0
         timeout $((WARM + SECS + 90)) ffmpeg -hide_banner -loglevel error -nostdin -re -stream_loop -1 -i "$RTC_SRC" \
             -map 0:v -c:v copy -f rtp -payload_type 100 "rtp://127.0.0.1:$J_V?pkt_size=1200" \
             -map 0:a -c:a copy -f rtp -payload_type 111 "rtp://127.0.0.1:$J_A?pkt_size=1200" >/dev/null 2>&1 &
@@ -1650,6 +1655,76 @@ the fewest video frames a viewer's str0m assembled. Memory per viewer
 | N | kiln CPU s | Janus CPU s | ratio | CPU ms per s per viewer kiln / Janus | viewers connected kiln / Janus | packets min/max kiln / Janus | fewest frames kiln / Janus | RSS MiB kiln / Janus |
 |---|---|---|---|---|---|---|---|---|
 $rows"
+
+    # Added latency, per video frame: the probe publishes the source's video
+    # (RTMP into kiln, RTP into Janus) and is one WebRTC viewer; the other
+    # N-1 viewers are the load generator's, started once the stream exists.
+    log "building the latency probe (cargo bench --bench latency)"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET cargo bench --quiet --bench latency --no-run 2>"$WORK/latency-build.err") ||
+        { cat "$WORK/latency-build.err" >&2; exit 1; }
+    PROBE=$(ls -t "$TARGET"/release/deps/latency-* | grep -v '\.d$' | head -1)
+    RTC_FLV=$TARGET/bench-webrtc-source.flv
+    [[ -s $RTC_FLV ]] || ffmpeg -hide_banner -loglevel error -y -i "$RTC_SRC" -map 0:v -c copy -f flv "$RTC_FLV"
+    LEAD=2 # the probe's head start: the load joins an existing stream
+    rtc_latency() { # N probe-args... -> "p50 p90 p99 max matched sent"
+        local n=$1; shift
+        local out=$WORK/probe.out
+        "$PROBE" --file "$RTC_FLV" "$@" --seconds $((LEAD + WARM + SECS)) --warm $((LEAD + WARM)) \
+            >"$out" 2>>"$WORK/probe.err" &
+        local p=$!; PIDS+=("$p")
+        local g=
+        if ((n > 1)); then
+            sleep "$LEAD"
+            "$GEN" "${LOAD[@]}" --viewers $((n - 1)) --seconds "$SECS" --warm "$WARM" >"$WORK/gen.out" 2>>"$WORK/gen.err" &
+            g=$!; PIDS+=("$g")
+        fi
+        wait "$p" || true
+        [[ -z $g ]] || wait "$g" || true
+        awk '/^latency_us/{print $2, $3, $4, $5, $6, $7}' "$out"
+    }
+    lat_rows=""
+    for N in $WEBRTC_LAT_NS; do
+        k_best=; j_best=
+        for rep in $(seq "$REPEAT"); do
+            rtc_kiln none
+            LOAD=(--whep "http://127.0.0.1:$RTC_SIG/app/src?direction=whep")
+            k=$(rtc_latency "$N" --publish "rtmp://127.0.0.1:$RTC_RTMP/app/src" "${LOAD[@]}")
+            stop_kiln
+            [[ -n $k ]] || { log "webrtc latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }
+            log "webrtc latency N=$N run $rep kiln (p50 p90 p99 max µs, matched, sent): $k"
+            k_best=$(lower_p99 "$k" "$k_best")
+            rtc_janus none
+            LOAD=(--janus "http://127.0.0.1:$J_HTTP/janus" --mountpoint 1 --local-ip "$HOST_IP")
+            j=$(rtc_latency "$N" --rtp "127.0.0.1:$J_V" "${LOAD[@]}")
+            stop "$JANUS_PID"
+            [[ -n $j ]] || { log "webrtc latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }
+            log "webrtc latency N=$N run $rep janus (p50 p90 p99 max µs, matched, sent): $j"
+            j_best=$(lower_p99 "$j" "$j_best")
+        done
+        read -r kp50 kp90 kp99 kmax km ks <<<"$k_best"
+        read -r jp50 jp90 jp99 jmax jm js <<<"$j_best"
+        lat_rows+="| $N | kiln | $(us_ms "$kp50") | $(us_ms "$kp90") | **$(us_ms "$kp99")** | $(us_ms "$kmax") | $km / $ks |
+| $N | Janus | $(us_ms "$jp50") | $(us_ms "$jp90") | $(us_ms "$jp99") | $(us_ms "$jmax") | $jm / $js |
+"
+        RATIOS+=("WebRTC added latency N=$N p99: kiln $(calc "'%.2f' % ($kp99/max($jp99,1))")x Janus")
+    done
+    add "### WebRTC added latency (frame in -> frame out to a viewer)
+
+\`cargo bench --bench latency\` publishes the fan-out source's video (no
+audio: Janus would get none) at its own pace, into kiln over RTMP and into
+Janus's mountpoint as RTP (single NAL units and FU-A, SPS/PPS before each
+keyframe, as ffmpeg sends it), and is one WebRTC viewer (a str0m peer) of
+it. Per video frame: from just before the frame is handed to the publishing
+socket to the datagram that completes it at the viewer (frames matched by
+their last slice, which no RTP path rewrites). The other N-1 viewers are
+the fan-out bench's load generator. $((LEAD + WARM + SECS)) s per run, the first
+$((LEAD + WARM)) s not counted (the viewers join; kiln's new viewer starts with the
+GOP), ${REPEAT} alternated runs per side, the run with the lower p99 kept.
+Target: kiln's p99 <= Janus's at each N.
+
+| N | server | p50 ms | p90 ms | p99 ms | max ms | frames matched / sent |
+|---|---|---|---|---|---|---|
+$lat_rows"
 fi
 
 # --- report -----------------------------------------------------------------------

@@ -32,7 +32,8 @@
 //! Prints one line: `latency_us <p50> <p90> <p99> <max> <frames matched>
 //! <video frames sent after warm-up>`.
 use bytes::Bytes;
-use kiln::media::{Frame, MediaKind, Track};
+use kiln::codec::nal::{annexb_units, length_prefixed_units};
+use kiln::media::{CodecConfig, Frame, MediaKind, Track};
 use kiln::rtmp::flv::TagIngest;
 use kiln::rtmp::{
     ClientConfig, ClientSession, ClientState, ServerConfig, ServerEvent, ServerSession,
@@ -45,11 +46,23 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "webrtc")]
+#[path = "support/webrtc_client.rs"]
+mod webrtc_client;
+
+#[derive(Clone)]
 struct Args {
     file: String,
     publish: String,
     sink_port: u16,
     llhls: Option<String>,
+    /// A WebRTC viewer of kiln (WHEP URL) or of Janus (its HTTP API URL,
+    /// with the mountpoint and where its RTP goes).
+    whep: Option<String>,
+    janus: Option<String>,
+    mountpoint: u64,
+    rtp: Option<String>,
+    local_ip: String,
     seconds: f64,
     warm: f64,
 }
@@ -62,16 +75,29 @@ fn args() -> Args {
             .and_then(|i| all.get(i + 1))
             .cloned()
     };
-    let usage = "usage: latency --file F.flv --publish rtmp://host:port/app/key (--sink-port P | --llhls http://host:port/app/key) [--seconds S] [--warm W]";
+    let usage = "usage: latency --file F.flv (--publish rtmp://host:port/app/key (--sink-port P | --llhls http://host:port/app/key | --whep http://host:port/app/key?direction=whep) | --rtp host:port --janus http://host:port/janus [--mountpoint ID] [--local-ip IP]) [--seconds S] [--warm W]";
     let llhls = get("--llhls");
+    let whep = get("--whep");
+    let janus = get("--janus");
+    let other_sink = llhls.is_some() || whep.is_some() || janus.is_some();
+    let rtp = get("--rtp");
     Args {
         file: get("--file").expect(usage),
-        publish: get("--publish").expect(usage),
+        publish: get("--publish")
+            .or(rtp.as_ref().map(|_| String::new()))
+            .expect(usage),
         sink_port: get("--sink-port")
             .and_then(|p| p.parse().ok())
-            .or(llhls.as_ref().map(|_| 0))
+            .or(other_sink.then_some(0))
             .expect(usage),
         llhls,
+        whep,
+        janus,
+        mountpoint: get("--mountpoint")
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(1),
+        rtp,
+        local_ip: get("--local-ip").unwrap_or_else(|| "127.0.0.1".into()),
         seconds: get("--seconds")
             .and_then(|s| s.parse().ok())
             .unwrap_or(20.0),
@@ -117,6 +143,23 @@ fn key(data: &[u8]) -> u64 {
     h.finish()
 }
 
+/// A WebRTC frame's key: the hash of its last slice NAL unit (types 1-5).
+/// An RTP path rewrites the rest (start codes for lengths, parameter sets
+/// added, access unit delimiters dropped), never a slice. `data` is the
+/// probe's length-prefixed frame or a viewer's Annex B one.
+fn slice_key(data: &[u8]) -> u64 {
+    let is_slice = |n: &[u8]| n.first().is_some_and(|b| (1..=5).contains(&(b & 0x1f)));
+    let last = if data.starts_with(&[0, 0, 1]) || data.starts_with(&[0, 0, 0, 1]) {
+        annexb_units(data).filter(|n| is_slice(n)).last()
+    } else {
+        length_prefixed_units(data, 4)
+            .filter_map(Result::ok)
+            .filter(|n| is_slice(n))
+            .last()
+    };
+    key(last.unwrap_or(data))
+}
+
 /// Writes all of `session`'s pending output (the socket may be
 /// non-blocking).
 fn flush(sock: &mut TcpStream, out: &[u8]) -> usize {
@@ -137,38 +180,176 @@ fn flush(sock: &mut TcpStream, out: &[u8]) -> usize {
 
 type Sends = Arc<Mutex<HashMap<u64, Vec<Instant>>>>;
 
-/// Publishes the file in a loop for `seconds`, recording when each video
-/// frame's bytes were handed to the socket. Returns the start time.
-fn publish(a: &Args, tracks: &[Track], frames: &[Frame], sends: &Sends) -> Instant {
-    let config = ClientConfig::from_url(&a.publish).expect("--publish: rtmp://host:port/app/key");
-    let host = a
-        .publish
-        .split("://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap();
-    let mut sock = TcpStream::connect(host).unwrap_or_else(|e| panic!("{host}: {e}"));
-    sock.set_nodelay(true).unwrap();
-    let mut c = ClientSession::new(config);
-    let mut buf = vec![0u8; 64 * 1024];
-    while c.state() != ClientState::Publishing {
+/// Where the probe's frames go: an RTMP publish (kiln, nginx-rtmp) or RTP
+/// (Janus's streaming plugin).
+trait Publisher {
+    /// Reads what the other end sent since the last frame (acks, pings).
+    fn service(&mut self) {}
+    fn send(&mut self, frame: &Frame);
+    fn close(&mut self) {}
+}
+
+struct RtmpPublisher {
+    sock: TcpStream,
+    c: ClientSession,
+    buf: Vec<u8>,
+}
+
+impl RtmpPublisher {
+    fn connect(url: &str, tracks: &[Track]) -> Self {
+        let config = ClientConfig::from_url(url).expect("--publish: rtmp://host:port/app/key");
+        let host = url
+            .split("://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap();
+        let mut sock = TcpStream::connect(host).unwrap_or_else(|e| panic!("{host}: {e}"));
+        sock.set_nodelay(true).unwrap();
+        let mut c = ClientSession::new(config);
+        let mut buf = vec![0u8; 64 * 1024];
+        while c.state() != ClientState::Publishing {
+            let n = flush(&mut sock, c.pending_output());
+            c.consume_output(n);
+            assert!(
+                c.state() != ClientState::Failed,
+                "publish refused: {:?}",
+                c.poll_event()
+            );
+            let n = sock.read(&mut buf).expect("reading the relay");
+            assert!(n > 0, "the relay closed the connection during set-up");
+            c.handle_input(&buf[..n]).expect("relay's RTMP");
+        }
+        while c.poll_event().is_some() {}
+        c.send_tracks(tracks).unwrap();
         let n = flush(&mut sock, c.pending_output());
         c.consume_output(n);
-        assert!(
-            c.state() != ClientState::Failed,
-            "publish refused: {:?}",
-            c.poll_event()
-        );
-        let n = sock.read(&mut buf).expect("reading the relay");
-        assert!(n > 0, "the relay closed the connection during set-up");
-        c.handle_input(&buf[..n]).expect("relay's RTMP");
+        sock.set_nonblocking(true).unwrap();
+        RtmpPublisher { sock, c, buf }
     }
-    while c.poll_event().is_some() {}
-    c.send_tracks(tracks).unwrap();
-    let n = flush(&mut sock, c.pending_output());
-    c.consume_output(n);
-    sock.set_nonblocking(true).unwrap();
+}
 
+impl Publisher for RtmpPublisher {
+    fn service(&mut self) {
+        loop {
+            match self.sock.read(&mut self.buf) {
+                Ok(0) => panic!("the relay closed the publishing connection"),
+                Ok(n) => self.c.handle_input(&self.buf[..n]).expect("relay's RTMP"),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => panic!("reading the relay: {e}"),
+            }
+        }
+    }
+
+    fn send(&mut self, frame: &Frame) {
+        self.c.send_frame(frame).unwrap();
+        let n = flush(&mut self.sock, self.c.pending_output());
+        self.c.consume_output(n);
+    }
+
+    fn close(&mut self) {
+        self.c.close();
+        let n = flush(&mut self.sock, self.c.pending_output());
+        self.c.consume_output(n);
+    }
+}
+
+/// The video track as RTP (payload type 100, RFC 6184 packetization mode
+/// 1: single NAL units and FU-A, the SPS/PPS before each keyframe), what
+/// `ffmpeg -f rtp` gives Janus in the fan-out bench.
+struct RtpPublisher {
+    sock: std::net::UdpSocket,
+    video: kiln::media::TrackId,
+    params: Vec<Bytes>,
+    seq: u16,
+    packet: Vec<u8>,
+}
+
+const RTP_PAYLOAD: usize = 1188;
+
+impl RtpPublisher {
+    fn connect(dest: &str, tracks: &[Track]) -> Self {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(dest)
+            .unwrap_or_else(|e| panic!("--rtp {dest}: {e}"));
+        let video = tracks
+            .iter()
+            .find(|t| t.codec == kiln::media::Codec::H264)
+            .expect("an H.264 track");
+        let params = match &video.config {
+            CodecConfig::H264 { sps, pps } => sps.iter().chain(pps).cloned().collect(),
+            _ => Vec::new(),
+        };
+        RtpPublisher {
+            sock,
+            video: video.id,
+            params,
+            seq: 0,
+            packet: Vec::with_capacity(1500),
+        }
+    }
+
+    fn packet(&mut self, ts: u32, marker: bool, head: &[u8], body: &[u8]) {
+        self.packet.clear();
+        self.packet
+            .extend_from_slice(&[0x80, 100 | if marker { 0x80 } else { 0 }]);
+        self.packet.extend_from_slice(&self.seq.to_be_bytes());
+        self.packet.extend_from_slice(&ts.to_be_bytes());
+        self.packet.extend_from_slice(&0x6b69_6c6eu32.to_be_bytes());
+        self.packet.extend_from_slice(head);
+        self.packet.extend_from_slice(body);
+        self.seq = self.seq.wrapping_add(1);
+        let _ = self.sock.send(&self.packet);
+    }
+}
+
+impl Publisher for RtpPublisher {
+    fn send(&mut self, frame: &Frame) {
+        if frame.track != self.video {
+            return;
+        }
+        let ts = frame.pts as u32;
+        let mut nals: Vec<&[u8]> = Vec::new();
+        let params = std::mem::take(&mut self.params);
+        if frame.keyframe {
+            nals.extend(params.iter().map(|p| &p[..]));
+        }
+        nals.extend(length_prefixed_units(&frame.data, 4).filter_map(Result::ok));
+        let count = nals.len();
+        for (i, nal) in nals.into_iter().enumerate() {
+            let last_nal = i + 1 == count;
+            if nal.len() <= RTP_PAYLOAD {
+                self.packet(ts, last_nal, &[], nal);
+                continue;
+            }
+            let (header, mut rest) = (nal[0], &nal[1..]);
+            let indicator = (header & 0xe0) | 28;
+            let mut start = true;
+            while !rest.is_empty() {
+                let take = rest.len().min(RTP_PAYLOAD - 2);
+                let end = take == rest.len();
+                let fu =
+                    (header & 0x1f) | if start { 0x80 } else { 0 } | if end { 0x40 } else { 0 };
+                self.packet(ts, last_nal && end, &[indicator, fu], &rest[..take]);
+                rest = &rest[take..];
+                start = false;
+            }
+        }
+        self.params = params;
+    }
+}
+
+/// Publishes the file in a loop for `seconds`, recording when each video
+/// frame was handed to the publisher (keyed by `frame_key`). Returns the
+/// start time.
+fn publish(
+    a: &Args,
+    out: &mut dyn Publisher,
+    tracks: &[Track],
+    frames: &[Frame],
+    sends: &Sends,
+    frame_key: fn(&[u8]) -> u64,
+) -> Instant {
     let video = tracks
         .iter()
         .find(|t| t.codec.kind() == MediaKind::Video)
@@ -188,38 +369,25 @@ fn publish(a: &Args, tracks: &[Track], frames: &[Frame], sends: &Sends) -> Insta
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
-            // Answer the relay (acks, pings) between frames.
-            loop {
-                match sock.read(&mut buf) {
-                    Ok(0) => panic!("the relay closed the publishing connection"),
-                    Ok(n) => c.handle_input(&buf[..n]).expect("relay's RTMP"),
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => panic!("reading the relay: {e}"),
-                }
-            }
+            out.service();
             let frame = Frame {
                 pts: f.pts - first + lap * span,
                 dts,
                 ..f.clone()
             };
-            c.send_frame(&frame).unwrap();
             let t = Instant::now();
+            out.send(&frame);
             if Some(f.track) == video {
                 sends
                     .lock()
                     .unwrap()
-                    .entry(key(&f.data))
+                    .entry(frame_key(&f.data))
                     .or_default()
                     .push(t);
             }
-            let n = flush(&mut sock, c.pending_output());
-            c.consume_output(n);
         }
     }
-    c.close();
-    let n = flush(&mut sock, c.pending_output());
-    c.consume_output(n);
+    out.close();
     start
 }
 
@@ -457,6 +625,102 @@ fn llhls_viewer(url: &str, stop: Arc<Mutex<bool>>) -> Vec<(u64, Instant)> {
     got
 }
 
+/// A WebRTC viewer (a str0m peer, as the fan-out bench's) of kiln over
+/// WHEP or of Janus's mountpoint; returns (slice key, arrival) per video
+/// frame str0m assembled. The arrival is when the datagram that completed
+/// the frame was read.
+#[cfg(feature = "webrtc")]
+fn webrtc_viewer(a: &Args, stop: Arc<Mutex<bool>>) -> Vec<(u64, Instant)> {
+    use mio::net::UdpSocket;
+    use mio::{Events, Interest, Poll, Token};
+    use str0m::net::{Protocol, Receive};
+    use str0m::{Event, Input, Output};
+    let mut poll = Poll::new().unwrap();
+    let mut socket = UdpSocket::bind(format!("{}:0", a.local_ip).parse().unwrap()).unwrap();
+    poll.registry()
+        .register(&mut socket, Token(0), Interest::READABLE)
+        .unwrap();
+    let local = socket.local_addr().unwrap();
+    let setup = Instant::now() + Duration::from_secs(20);
+    let mut rtc = loop {
+        let now = Instant::now();
+        let rtc = match (&a.whep, &a.janus) {
+            (Some(url), _) => webrtc_client::whep_setup(url, &socket, now),
+            (_, Some(url)) => webrtc_client::janus_setup(url, a.mountpoint, &socket, now),
+            _ => unreachable!(),
+        };
+        match rtc {
+            Ok(rtc) => break rtc,
+            // The stream may not exist yet: the publisher starts with us.
+            Err(e) if now < setup => {
+                eprintln!("viewer set-up: {e}; again");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("viewer set-up: {e}"),
+        }
+    };
+    /// Sends what str0m has to send, keeps the video frames; returns its
+    /// next timeout.
+    fn drain(
+        rtc: &mut str0m::Rtc,
+        socket: &UdpSocket,
+        arrival: Instant,
+        got: &mut Vec<(u64, Instant)>,
+    ) -> Instant {
+        loop {
+            match rtc.poll_output() {
+                Ok(Output::Timeout(t)) => return t,
+                Ok(Output::Transmit(t)) => {
+                    let _ = socket.send_to(&t.contents, t.destination);
+                }
+                Ok(Output::Event(Event::MediaData(m))) => {
+                    if m.params.spec().codec.is_video() {
+                        got.push((slice_key(&m.data), arrival));
+                    }
+                }
+                Ok(Output::Event(_)) => {}
+                Err(e) => panic!("viewer: {e}"),
+            }
+        }
+    }
+    let mut events = Events::with_capacity(64);
+    let mut buf = vec![0u8; 2048];
+    let mut got = Vec::new();
+    let mut timeout;
+    let mut arrival = Instant::now();
+    while !*stop.lock().unwrap() {
+        timeout = drain(&mut rtc, &socket, arrival, &mut got);
+        let wait = timeout
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(50));
+        poll.poll(&mut events, Some(wait)).unwrap();
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            arrival = Instant::now();
+            let Ok(contents) = buf[..n].try_into() else {
+                continue;
+            };
+            let input = Input::Receive(
+                arrival,
+                Receive {
+                    proto: Protocol::Udp,
+                    source: from,
+                    destination: local,
+                    contents,
+                },
+            );
+            if rtc.handle_input(input).is_err() {
+                break;
+            }
+            // Drained after each datagram, so a frame's arrival is its own.
+            timeout = drain(&mut rtc, &socket, arrival, &mut got);
+        }
+        if Instant::now() >= timeout {
+            let _ = rtc.handle_input(Input::Timeout(Instant::now()));
+        }
+    }
+    got
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -466,20 +730,32 @@ fn main() {
     let a = args();
     let (tracks, frames) = read_flv(&a.file);
     let stop = Arc::new(Mutex::new(false));
-    let sink_thread = match a.llhls.clone() {
-        Some(url) => {
+    let webrtc = a.whep.is_some() || a.janus.is_some();
+    let frame_key: fn(&[u8]) -> u64 = if webrtc { slice_key } else { key };
+    let sink_thread = if webrtc {
+        #[cfg(not(feature = "webrtc"))]
+        panic!("--whep and --janus need the webrtc feature");
+        #[cfg(feature = "webrtc")]
+        {
             let stop = stop.clone();
-            std::thread::spawn(move || llhls_viewer(&url, stop))
+            let a = a.clone();
+            std::thread::spawn(move || webrtc_viewer(&a, stop))
         }
-        None => {
-            let listener = TcpListener::bind(("127.0.0.1", a.sink_port))
-                .unwrap_or_else(|e| panic!("sink port {}: {e}", a.sink_port));
-            let stop = stop.clone();
-            std::thread::spawn(move || sink(listener, stop))
-        }
+    } else if let Some(url) = a.llhls.clone() {
+        let stop = stop.clone();
+        std::thread::spawn(move || llhls_viewer(&url, stop))
+    } else {
+        let listener = TcpListener::bind(("127.0.0.1", a.sink_port))
+            .unwrap_or_else(|e| panic!("sink port {}: {e}", a.sink_port));
+        let stop = stop.clone();
+        std::thread::spawn(move || sink(listener, stop))
     };
     let sends: Sends = Arc::default();
-    let start = publish(&a, &tracks, &frames, &sends);
+    let mut out: Box<dyn Publisher> = match &a.rtp {
+        Some(dest) => Box::new(RtpPublisher::connect(dest, &tracks)),
+        None => Box::new(RtmpPublisher::connect(&a.publish, &tracks)),
+    };
+    let start = publish(&a, out.as_mut(), &tracks, &frames, &sends, frame_key);
     std::thread::sleep(Duration::from_secs(1));
     *stop.lock().unwrap() = true;
     let arrivals = sink_thread.join().expect("sink thread");

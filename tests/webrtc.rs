@@ -760,6 +760,14 @@ fn an_h265_stream_offers_its_audio_only() {
         answer.contains("m=video 0 "),
         "the video m-line is not refused: {answer}"
     );
+    // Refused, yet valid SDP: a format kept, inactive (strict parsers
+    // such as str0m's refuse an empty format list).
+    let video = answer.split("m=audio").next().unwrap_or_default();
+    assert!(
+        video.contains("a=inactive") && !video.contains("m=video 0 UDP/TLS/RTP/SAVPF \r"),
+        "{answer}"
+    );
+    str0m::change::SdpAnswer::from_sdp_string(&answer).expect("an answer str0m reads");
     assert!(
         answer.contains("m=audio 9 ") && answer.contains("opus/48000"),
         "{answer}"
@@ -1006,4 +1014,188 @@ fn webrtc_video_is_the_sources_byte_for_byte() {
     );
     assert!(got.len() >= 2 * 25 * 3, "too few slices: {}", got.len());
     assert_eq!(foreign, 0, "slices that are not the source's");
+}
+
+/// Runs `webrtc_publish.mjs` (mode, url, seconds, [whep url]).
+fn publisher(chromium: &str, web: &Path, args: &[&str]) -> std::process::Child {
+    Command::new("node")
+        .env("CHROMIUM", chromium)
+        .arg(web.join("webrtc_publish.mjs"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node starts")
+}
+
+/// A server whose app keeps 40 two-second LL-HLS segments (the whole of a
+/// test's publish is read back after it ends).
+fn whip_server(tag: &str) -> Server {
+    Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            llhls: Some(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration><SegmentCount>40</SegmentCount>"
+                    .into(),
+            ),
+            webrtc: Some(String::new()),
+            ..Default::default()
+        },
+    )
+}
+
+/// What a browser publisher sent, checked against what kiln made of it:
+/// the stream's tracks while live, then (once it ended) ffprobe's count
+/// of the LL-HLS frames against the browser's `framesEncoded`.
+fn check_published(s: &Server, name: &str, got: &Value, live: &Value) {
+    let tracks = live["input"]["tracks"].as_array().unwrap();
+    let codecs: Vec<String> = tracks
+        .iter()
+        .map(|t| {
+            t["video"]["codec"]
+                .as_str()
+                .or(t["audio"]["codec"].as_str())
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect();
+    assert!(codecs.contains(&"H264".to_string()), "{live}");
+    assert!(codecs.contains(&"OPUS".to_string()), "{live}");
+    assert_eq!(live["input"]["sourceType"], "WebRTC", "{live}");
+    let v = &got["video"];
+    assert_eq!(v["codec"], "video/H264", "{got}");
+    let encoded = v["framesEncoded"].as_u64().unwrap();
+    assert!(encoded > 100, "{got}");
+    // Ended: its chunklists close; ffprobe reads the whole publish.
+    let base = format!("http://127.0.0.1:{}/app/{name}", s.media.llhls);
+    let ended = wait_until(Duration::from_secs(15), || {
+        let master = http_get(&format!("{base}/llhls.m3u8"))?;
+        let video = master.lines().find(|l| l.contains("_video_"))?.to_string();
+        http_get(&format!("{base}/{video}"))?
+            .contains("#EXT-X-ENDLIST")
+            .then_some(())
+    });
+    assert!(ended.is_some(), "the LL-HLS playlist never ended");
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-count_packets", "-show_entries"])
+        .args(["stream=codec_name,nb_read_packets", "-of", "csv=p=0"])
+        .arg(format!("{base}/llhls.m3u8"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let count = |codec: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{codec},")))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    println!(
+        "LL-HLS of the WebRTC publish: {text:?}; browser encoded {encoded} frames ({})",
+        v
+    );
+    let h264 = count("h264");
+    assert!(
+        h264.abs_diff(encoded) * 20 <= encoded,
+        "LL-HLS has {h264} video frames, the browser encoded {encoded}: {text}"
+    );
+    assert!(count("opus") > 100, "{text}");
+}
+
+/// A plain HTTP GET of kiln's viewer port (the body on 200).
+fn http_get(url: &str) -> Option<String> {
+    let out = Command::new("curl")
+        .args(["-s", "-f", "--max-time", "5", url])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Issue 32: headless Chromium with a fake camera and microphone
+/// publishes over WHIP for 20 s; the stream shows H.264 and Opus; its
+/// LL-HLS holds the frames the browser encoded (within 5%); a second
+/// page plays it over WHEP meanwhile.
+#[test]
+fn a_browser_publishes_over_whip_and_another_plays_it_over_whep() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ffprobe") || !have_tool("curl") {
+        return;
+    }
+    let s = whip_server("webrtc-whip-publish");
+    let base = format!("http://127.0.0.1:{}/app/pub", s.media.llhls);
+    let child = publisher(
+        &chromium,
+        &web,
+        &[
+            "whip",
+            &format!("{base}?direction=whip"),
+            "20",
+            &format!("{base}?direction=whep"),
+        ],
+    );
+    let live = s.wait_for_tracks("pub");
+    let got = seen(child);
+    println!("WHIP publisher: {got}");
+    assert_eq!(got["status"], 201, "{got}");
+    assert!(
+        got["location"].as_str().unwrap().starts_with("/app/pub/"),
+        "{got}"
+    );
+    assert_eq!(got["deleteStatus"], 200, "{got}");
+    check_published(&s, "pub", &got, &live);
+    // The WHEP viewer played it.
+    let viewer = &got["viewer"];
+    assert_eq!(viewer["status"], 201, "{got}");
+    assert_eq!(viewer["videoWidth"], 640, "{got}");
+    assert!(viewer["framesDecoded"].as_u64().unwrap() > 60, "{got}");
+    assert!(viewer["audioPackets"].as_u64().unwrap() > 100, "{got}");
+    // A second WHIP publisher of the live name... is refused once it is
+    // live; after the DELETE above the stream is gone.
+    assert!(s.live_stream("pub").is_none());
+}
+
+/// A live name is refused to a second WHIP publisher (409, OME's text);
+/// an app without `<Providers><WebRTC>` refuses WHIP (404).
+#[test]
+fn whip_refuses_a_live_name_and_an_app_without_webrtc_providers() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    let s = whip_server("webrtc-whip-refusals");
+    let mut src = publish_cam(&s, 30);
+    let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whip", OFFER);
+    assert_eq!((st, body.as_str()), (409, "Stream is already exist"));
+    let (st, _, _) = whep(&s, "POST", "/nope/cam?direction=whip", OFFER);
+    assert_eq!(st, 404);
+    // An offer that sends nothing (a WHEP viewer's recvonly offer) is no
+    // publish: 400, and the name is free again.
+    let (st, _, body) = whep(&s, "POST", "/app/other?direction=whip", OFFER);
+    assert_eq!(st, 400, "{body}");
+    assert!(s.live_stream("other").is_none());
+    let _ = src.kill();
+    let _ = src.wait();
+}
+
+/// OME's WebSocket with `direction=send` (OvenLiveKit's signalling): kiln
+/// offers recvonly, the browser answers sendonly and publishes.
+#[test]
+fn a_browser_publishes_over_omes_websocket_signalling() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ffprobe") || !have_tool("curl") {
+        return;
+    }
+    let s = whip_server("webrtc-ome-send");
+    let url = format!("ws://127.0.0.1:{}/app/wspub?direction=send", s.media.llhls);
+    let child = publisher(&chromium, &web, &["ome", &url, "15"]);
+    let live = s.wait_for_tracks("wspub");
+    let got = seen(child);
+    println!("OME-signalling publisher: {got}");
+    assert_eq!(got["messages"][0], "offer", "{got}");
+    check_published(&s, "wspub", &got, &live);
 }

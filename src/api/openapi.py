@@ -54,7 +54,7 @@ schemas = {
     }, ["id", "name", "type"]),
     "Stream": obj({
         "name": STR,
-        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs", "RtspPull", "SrtPull", "RtmpPull"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
+        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs", "RtspPull", "SrtPull", "RtmpPull", "WebRTC"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
         "outputs": S("array", items=obj({"name": STR, "tracks": S("array", items=ref("Track"))}, ["name", "tracks"])),
     }, ["name", "input", "outputs"]),
     "Push": obj({
@@ -154,7 +154,7 @@ P = lambda *names: [{"name": n, "in": "path", "required": True, "schema": STR} f
 
 paths = {
     "/v1/version": {"get": op("kiln's version", {"200": json_response("OK", envelope(ref("Version"))), **errs("401")})},
-    "/v1/webrtc": {"get": op("Where WebRTC viewers connect: signalling ports (WHEP, OME's WebSocket), ICE candidates, TCP relay URLs, sessions (kiln extension)", {"200": json_response("OK", envelope(ref("WebRtc"))), **errs("401")})},
+    "/v1/webrtc": {"get": op("Where WebRTC viewers and publishers connect: signalling ports (WHEP, WHIP, OME's WebSocket), ICE candidates, TCP relay URLs, sessions (kiln extension)", {"200": json_response("OK", envelope(ref("WebRtc"))), **errs("401")})},
     "/v1/logs": {"get": op("The last 200 WARN and ERROR log lines, oldest first (kiln extension; kept in memory)", {"200": json_response("OK", envelope(S("array", items=ref("LogLine")))), **errs("401")})},
     "/v1/vhosts": {
         "get": op("Virtual host names, creation order", {"200": json_response("OK", envelope(ref("Names"))), **errs("401")}),

@@ -185,6 +185,9 @@ pub struct AppConfig {
     pub hls: Option<crate::state::app::HlsSpec>,
     /// `<Publishers><WebRTC>`: and over WebRTC.
     pub webrtc: Option<crate::state::app::WebRtcSpec>,
+    /// `<Providers><WebRTC>`: publishing over WebRTC (WHIP, OME's
+    /// `direction=send`).
+    pub webrtc_ingest: Option<crate::state::app::WebRtcIngestSpec>,
     /// `<Publishers><FILE>`: recording through the API.
     pub file: Option<crate::state::app::FileSpec>,
 }
@@ -365,30 +368,16 @@ const UNSUPPORTED_SERVER: &[&str] = &[
 const UNSUPPORTED_BIND: &[&str] = &[];
 const UNSUPPORTED_BIND_PUBLISHERS: &[&str] =
     &["OVT", "HLS", "DASH", "LLDASH", "Thumbnail", "SRT", "WHEP"];
-const UNSUPPORTED_BIND_PROVIDERS: &[&str] = &[
-    "WebRTC",
-    "OVT",
-    "RTSP",
-    "RTSPC",
-    "WHIP",
-    "Scheduled",
-    "Multiplex",
-];
+const UNSUPPORTED_BIND_PROVIDERS: &[&str] =
+    &["OVT", "RTSP", "RTSPC", "WHIP", "Scheduled", "Multiplex"];
 const UNSUPPORTED_WORKERS: &[&str] = &["WorkerCount"];
 const UNSUPPORTED_VHOST: &[&str] = &["CrossDomains"];
 const UNSUPPORTED_APP: &[&str] = &["Decode", "Modules", "Transcoder"];
 const UNSUPPORTED_OUTPUT_PROFILES: &[&str] = &["HWAccels", "HardwareAcceleration", "Decodes"];
 const UNSUPPORTED_OUTPUT_PROFILE: &[&str] = &["Playlist", "Playlists"];
 const UNSUPPORTED_ENCODES: &[&str] = &["Image"];
-const UNSUPPORTED_APP_PROVIDERS: &[&str] = &[
-    "OVT",
-    "WebRTC",
-    "RTSPPull",
-    "RTSP",
-    "WHIP",
-    "Schedule",
-    "Multiplex",
-];
+const UNSUPPORTED_APP_PROVIDERS: &[&str] =
+    &["OVT", "RTSPPull", "RTSP", "WHIP", "Schedule", "Multiplex"];
 const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "AppWorkerCount",
     "StreamWorkerCount",
@@ -662,6 +651,36 @@ impl Walker<'_> {
     }
 
     /// An application's `<Publishers><WebRTC>`.
+    /// An application's `<Providers><WebRTC>`.
+    fn webrtc_ingest_app(
+        &mut self,
+        el: &Element,
+        path: &str,
+    ) -> crate::state::app::WebRtcIngestSpec {
+        let mut spec = crate::state::app::WebRtcIngestSpec::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "Timeout" => {
+                    if let Some(ms) = w.number::<u64>(c, p) {
+                        if !(1000..=600_000).contains(&ms) {
+                            w.error(c, p, "must be 1000 to 600000 (ms)");
+                        } else {
+                            spec.timeout = Some(ms);
+                        }
+                    }
+                }
+                "CrossDomains" => w.warn(
+                    c,
+                    p,
+                    "kiln answers WHIP's CORS for every origin (Access-Control-Allow-Origin: *)",
+                ),
+                _ => return false,
+            }
+            true
+        });
+        spec
+    }
+
     fn webrtc_app(&mut self, el: &Element, path: &str) -> crate::state::app::WebRtcSpec {
         let mut spec = crate::state::app::WebRtcSpec::default();
         self.children(
@@ -1092,6 +1111,8 @@ impl Walker<'_> {
     fn bind(&mut self, el: &Element, path: &str) -> (Option<ApiPorts>, ProviderBinds) {
         let mut api = None;
         let mut providers = ProviderBinds::default();
+        // `<Providers><WebRTC>`: publishers' signalling and candidates.
+        let mut ingest_webrtc: Option<(WebRtcBind, Element, String)> = None;
         self.children(el, path, UNSUPPORTED_BIND, &[], |w, c, p| {
             match c.name.as_str() {
                 "Managers" => {
@@ -1135,6 +1156,10 @@ impl Walker<'_> {
                                 }
                                 true
                             }),
+                            "WebRTC" => {
+                                ingest_webrtc =
+                                    Some((w.webrtc_bind(c, p), c.clone(), p.to_string()))
+                            }
                             "MPEGTS" => w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
                                 match c.name.as_str() {
                                     "Port" => providers.mpegts_ports = w.udp_ports(c, p),
@@ -1160,6 +1185,20 @@ impl Walker<'_> {
             }
             true
         });
+        // One WebRTC stack serves publishers and viewers: OME's usual
+        // config gives both binds the same ports; different ones cannot be
+        // both, and the viewers' win.
+        if let Some((bind, el, path)) = ingest_webrtc {
+            match &providers.webrtc {
+                None => providers.webrtc = Some(bind),
+                Some(b) if *b == bind => {}
+                Some(_) => self.warn(
+                    &el,
+                    &path,
+                    "kiln has one WebRTC stack for publishers and viewers: it uses <Bind><Publishers><WebRTC>'s signalling ports and ICE candidates, not these",
+                ),
+            }
+        }
         (api, providers)
     }
 
@@ -1707,6 +1746,7 @@ impl Walker<'_> {
             push: false,
             llhls: None,
             webrtc: None,
+            webrtc_ingest: None,
             hls: None,
             file: None,
         };
@@ -1734,6 +1774,7 @@ impl Walker<'_> {
                 }
                 "Providers" => w.children(c, p, UNSUPPORTED_APP_PROVIDERS, &[], |w, c, p| {
                     match c.name.as_str() {
+                        "WebRTC" => app.webrtc_ingest = Some(w.webrtc_ingest_app(c, p)),
                         "RTMP" => {
                             w.no_children(c, p);
                             app.rtmp = true;
@@ -1987,6 +2028,7 @@ impl AppConfig {
             providers: Providers {
                 rtmp: c.rtmp.then(Empty::default),
                 srt: c.srt.then(Empty::default),
+                webrtc: c.webrtc_ingest.clone(),
                 mpegts: c.mpegts.as_ref().map(|map| MpegtsProvider {
                     stream_map: StreamMap {
                         stream: map

@@ -97,12 +97,18 @@ fn good_config_loads() {
     assert_eq!(app.output_profiles[0].encodes.len(), 2);
     assert_eq!(app.mpegts.as_ref().unwrap()[0].ports, vec![4000, 4001]);
     assert_eq!(c.state_file, PathBuf::from("/etc/kiln/kiln-state.json"));
-    // Type, WorkerCount, WebRTC (x2) are warned about; LLHLS is applied.
+    // Type and WorkerCount are warned about; LLHLS is applied.
     let warned: Vec<&str> = loaded.warnings.iter().map(|w| w.path.as_str()).collect();
     assert!(warned.contains(&"Server/Type"), "{warned:?}");
     assert!(warned.contains(&"Server/Bind/Managers/API/WorkerCount"));
-    assert!(warned.contains(&"Server/Bind/Providers/WebRTC"));
     assert_eq!(app.llhls, Some(crate::state::app::LlhlsSpec::default()));
+    // WebRTC publishing: the providers' bind serves as the one WebRTC
+    // bind (no publishers' one here), and the app takes WHIP.
+    assert_eq!(c.providers.webrtc.as_ref().unwrap().port, Some(3333));
+    assert_eq!(
+        app.webrtc_ingest,
+        Some(crate::state::app::WebRtcIngestSpec::default())
+    );
 }
 
 #[test]
@@ -482,6 +488,8 @@ fn webrtc_publisher_binds_and_app_settings_as_ome_writes_them() {
         "WorkerCount",
         "JitterBuffer",
         "Rtx",
+        // The providers' bind (port 3333) differs from the publishers'.
+        "one WebRTC stack for publishers and viewers",
     ] {
         assert!(
             warned.iter().any(|w| w.contains(what)),

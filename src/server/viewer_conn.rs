@@ -356,9 +356,9 @@ impl ViewerConn {
             user_agent: req.header_str("user-agent").map(str::to_string),
             url: self.request_url(&req),
             new_url: None,
-            // WHEP (kiln extension): the player's bearer token goes to the
-            // control server.
-            bearer: (protocol == Protocol::WebRtc)
+            // WHEP and WHIP (kiln extension for OME users): the bearer
+            // token goes to the control server.
+            bearer: matches!(protocol, Protocol::WebRtc | Protocol::WebRtcIngest)
                 .then(|| req.header_str("authorization"))
                 .flatten()
                 .and_then(|a| {
@@ -417,11 +417,18 @@ impl ViewerConn {
             },
         };
         #[cfg(feature = "webrtc")]
-        if super::webrtc_signal::route(&req) == Some(super::webrtc_signal::Route::WhepOffer) {
+        {
+            use super::webrtc_signal::{self as sig, Route};
             let close = !req.keep_alive() || self.closing;
-            let r = super::webrtc_signal::whep_answer(&req, &target, &admit, close, cx);
-            self.queue_raw(&req, r, close);
-            return true;
+            let answer = match sig::route(&req) {
+                Some(Route::WhepOffer) => Some(sig::whep_answer(&req, &target, &admit, close, cx)),
+                Some(Route::WhipOffer) => Some(sig::whip_answer(&req, &target, &admit, close, cx)),
+                _ => None,
+            };
+            if let Some(r) = answer {
+                self.queue_raw(&req, r, close);
+                return true;
+            }
         }
         let names = (target.0.as_str(), target.1.as_str(), target.2.as_str());
         let Some(token) = cx.access.open_viewer(names, &admit, wall) else {
@@ -455,13 +462,18 @@ impl ViewerConn {
             Route::WhepOptions => sig::preflight(&req, close),
             Route::WhepDelete(key) => sig::whep_delete(&key, close, cx),
             Route::WhepPatch(key) => sig::whep_patch(&key, close, cx),
-            Route::WhepOffer => {
+            Route::WhepOffer | Route::WhipOffer => {
                 let Some(target) = sig::target(&req, cx) else {
                     let r = sig::error(404, "No virtual host or stream here", close);
                     self.queue_raw(&req, r, close);
                     return true;
                 };
-                return self.admit(req, Protocol::WebRtc, target, cx);
+                let protocol = if route == Route::WhipOffer {
+                    Protocol::WebRtcIngest
+                } else {
+                    Protocol::WebRtc
+                };
+                return self.admit(req, protocol, target, cx);
             }
             Route::WebSocket => {
                 let (Some(target), Some(head)) =

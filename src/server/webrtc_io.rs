@@ -18,6 +18,8 @@ const MAX_DATAGRAM: usize = 65_536;
 const READ_BUDGET: usize = 512;
 /// Datagrams kept when the socket would block.
 const MAX_BACKLOG: usize = 4096;
+/// Datagrams per `sendmmsg` call.
+const BATCH: usize = 64;
 
 pub(crate) struct IceSocket {
     socket: UdpSocket,
@@ -40,6 +42,12 @@ impl IceSocket {
     }
 
     fn read(&mut self, cx: &mut Cx<'_>) {
+        self.receive(cx);
+        // What publishers sent, for the features.
+        cx.out.ingest.append(&mut cx.api.webrtc.take_ingest());
+    }
+
+    fn receive(&mut self, cx: &mut Cx<'_>) {
         for _ in 0..READ_BUDGET {
             let (n, from) = match self.socket.recv_from(&mut self.buf) {
                 Ok(r) => r,
@@ -85,28 +93,29 @@ impl IceSocket {
 /// Sends from the front of `list` until the socket would block; returns
 /// how many left (a datagram the kernel refused counts as gone).
 fn send_batch(socket: &UdpSocket, addr: SocketAddr, list: &[Datagram]) -> usize {
-    {
-        let mut done = 0;
-        while done < list.len() {
-            let batch: Vec<(SocketAddr, &[u8])> = list[done..]
+    let mut done = 0;
+    let mut batch: Vec<(SocketAddr, &[u8])> = Vec::with_capacity(BATCH);
+    while done < list.len() {
+        batch.clear();
+        batch.extend(
+            list[done..]
                 .iter()
-                .take(64)
-                .map(|d| (d.to, d.data.as_slice()))
-                .collect();
-            match crate::sys::send_datagrams_to(socket.as_raw_fd(), &batch) {
-                Ok(0) => return done,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return done,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    // One bad destination (unreachable): skip it.
-                    crate::debug!("webrtc udp {addr}: send: {e}");
-                    done += 1;
-                }
+                .take(BATCH)
+                .map(|d| (d.to, d.data.as_slice())),
+        );
+        match crate::sys::send_datagrams_to(socket.as_raw_fd(), &batch) {
+            Ok(0) => return done,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return done,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                // One bad destination (unreachable): skip it.
+                crate::debug!("webrtc udp {addr}: send: {e}");
+                done += 1;
             }
         }
-        done
     }
+    done
 }
 
 impl Endpoint for IceSocket {
@@ -123,6 +132,12 @@ impl Endpoint for IceSocket {
 
     fn is_closed(&self) -> bool {
         false
+    }
+
+    /// The registry names this socket as every WebRTC publisher's
+    /// endpoint: the table ends the one of `stream`.
+    fn end_stream(&mut self, stream: crate::state::streams::StreamId, cx: &mut Cx<'_>) {
+        cx.api.webrtc.end_publisher(stream);
     }
 
     fn deregister(&mut self, poll: &mio::Registry) {

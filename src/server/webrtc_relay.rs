@@ -110,6 +110,8 @@ impl RelayConn {
                 }
             }
         }
+        // What a publisher sent, for the features.
+        cx.out.ingest.append(&mut cx.api.webrtc.take_ingest());
     }
 
     fn write(&mut self, cx: &mut Cx<'_>) {

@@ -4,6 +4,13 @@
 //! WebSocket (`ws://host:port/{app}/{stream}`, kiln offers). Both admit
 //! the viewer as LL-HLS does (signed policy, admission webhook; protocol
 //! `webrtc`), then open a session in the table ([`crate::webrtc`]).
+//!
+//! Publishers signal the same two ways: WHIP (`direction=whip`, RFC 9725,
+//! as OME answers it) and the WebSocket with `direction=send` (kiln still
+//! offers, recvonly). They are admitted as RTMP and SRT publishers are
+//! (`webrtc` in `enables.providers`); the stream starts when the session is
+//! made (a live name is refused: WHIP `409`, OME's `Cannot create offer`)
+//! and ends with it.
 //! [`super::viewer_conn::ViewerConn`] routes requests here; a WebSocket
 //! upgrade turns the connection into a [`WsSignal`].
 
@@ -14,7 +21,7 @@ use crate::clock::Now;
 use crate::http::response::reason;
 use crate::http::ws;
 use crate::http::Request;
-use crate::state::streams::LiveStream;
+use crate::state::streams::{IngestOutput, LiveStream, PublishError, SourceType, StreamId};
 use crate::webrtc::signal::{self, Command, Refusal};
 use crate::webrtc::SessionOptions;
 use std::net::SocketAddr;
@@ -24,6 +31,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Route {
     WhepOffer,
+    WhipOffer,
     WhepOptions,
     WhepDelete(String),
     WhepPatch(String),
@@ -37,7 +45,7 @@ pub(crate) fn route(req: &Request) -> Option<Route> {
         return Some(Route::WebSocket);
     }
     let direction = crate::admission::policy::query_value(query, "direction")?;
-    if direction != "whep" {
+    if direction != "whep" && direction != "whip" {
         return None;
     }
     let key = || {
@@ -49,6 +57,7 @@ pub(crate) fn route(req: &Request) -> Option<Route> {
             .to_string()
     };
     match req.method.as_str() {
+        "POST" if direction == "whip" => Some(Route::WhipOffer),
         "POST" => Some(Route::WhepOffer),
         "OPTIONS" => Some(Route::WhepOptions),
         "DELETE" => Some(Route::WhepDelete(key())),
@@ -62,6 +71,12 @@ fn wants_tcp(req: &Request) -> bool {
     let query = req.target.split_once('?').map_or("", |(_, q)| q);
     crate::admission::policy::query_value(query, "transport")
         .is_some_and(|t| t.eq_ignore_ascii_case("tcp"))
+}
+
+/// A WebSocket for publishing (`direction=send`, OME's ingest).
+fn is_send(req: &Request) -> bool {
+    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    crate::admission::policy::query_value(query, "direction").as_deref() == Some("send")
 }
 
 /// (vhost, app, stream) a request names: the vhost serving its `Host`,
@@ -100,6 +115,71 @@ fn playable<'a>(
         ..SessionOptions::default()
     };
     Ok((live, opts))
+}
+
+/// The app takes WebRTC publishers: their session options; `Err` with
+/// the reason otherwise.
+fn publishable(
+    cx: &Cx<'_>,
+    (vhost, app, _): &(String, String, String),
+) -> Result<SessionOptions, &'static str> {
+    let spec = cx
+        .api
+        .registry
+        .app(vhost, app)
+        .ok_or("No such application")?;
+    let Some(w) = &spec.providers.webrtc else {
+        return Err("WebRTC publishing is not enabled for this application");
+    };
+    Ok(SessionOptions {
+        timeout: Duration::from_millis(w.timeout.unwrap_or(30_000)),
+        ..SessionOptions::default()
+    })
+}
+
+/// Starts the stream a WebRTC publisher will send (its media comes once
+/// the session connects); tells the features. `Err`: (status, text).
+fn start_stream(
+    cx: &mut Cx<'_>,
+    (vhost, app, name): &(String, String, String),
+) -> Result<StreamId, (u16, &'static str)> {
+    let publisher = cx
+        .api
+        .webrtc
+        .publisher_token()
+        .ok_or((500, "No ICE socket"))?;
+    let now_ms = Now::read(cx.now).unix_ms;
+    match cx.api.registry.streams.start(
+        vhost,
+        app,
+        name,
+        SourceType::WebRtc,
+        publisher as u64,
+        now_ms,
+    ) {
+        Ok(id) => {
+            crate::info!("stream [{vhost}/{app}/{name}] started (WebRTC)");
+            cx.out.ingest.push(IngestOutput {
+                stream: Some(id),
+                started: Some(id),
+                ..IngestOutput::default()
+            });
+            Ok(id)
+        }
+        // OME's text.
+        Err(PublishError::AlreadyPublishing) => Err((409, "Stream is already exist")),
+        Err(PublishError::InvalidName) => Err((400, "Invalid stream name")),
+    }
+}
+
+/// Ends a stream `start_stream` started whose session could not be made.
+fn unstart_stream(cx: &mut Cx<'_>, id: StreamId) {
+    cx.api.registry.streams.end(id);
+    cx.out.ingest.push(IngestOutput {
+        stream: Some(id),
+        ended: Some(id),
+        ..IngestOutput::default()
+    });
 }
 
 /// A whole HTTP response (head and body) for WHEP.
@@ -236,6 +316,65 @@ pub(crate) fn whep_answer(
     }
 }
 
+/// An admitted WHIP offer: the stream, the session and its `201`.
+pub(crate) fn whip_answer(
+    req: &Request,
+    target: &(String, String, String),
+    admit: &Admit,
+    close: bool,
+    cx: &mut Cx<'_>,
+) -> Vec<u8> {
+    let close_admission = |cx: &mut Cx<'_>| {
+        if let Some(a) = admit.admission {
+            cx.access.close(a, Now::read(cx.now));
+        }
+    };
+    let opts = match publishable(cx, target) {
+        Ok(opts) => admitted_options(opts, admit, cx.now),
+        Err(why) => {
+            close_admission(cx);
+            return error(404, why, close);
+        }
+    };
+    let id = match start_stream(cx, target) {
+        Ok(id) => id,
+        Err((status, why)) => {
+            close_admission(cx);
+            return error(status, why, close);
+        }
+    };
+    let offer = String::from_utf8_lossy(&req.body).into_owned();
+    match cx.api.webrtc.accept_publish_offer(id, &offer, opts, cx.now) {
+        Ok((key, answer)) => {
+            let api = &*cx.api;
+            let location = format!("/{}/{}/{key}?direction=whip", target.1, target.2);
+            let links = if wants_tcp(req) || api.webrtc.tcp_force {
+                signal::link_headers(&api.webrtc.relay_urls)
+            } else {
+                Vec::new()
+            };
+            crate::info!(
+                "webrtc: WHIP publisher of {}/{}/{} (session {key})",
+                &target.0,
+                &target.1,
+                &target.2
+            );
+            let mut headers = vec![
+                ("Location", location.as_str()),
+                ("ETag", key.as_str()),
+                ("Access-Control-Expose-Headers", "Location, Link, ETag"),
+            ];
+            headers.extend(links.iter().map(|l| ("Link", l.as_str())));
+            response(201, "application/sdp", &headers, answer.as_bytes(), close)
+        }
+        Err(e) => {
+            unstart_stream(cx, id);
+            close_admission(cx);
+            error(e.status(), &e.to_string(), close)
+        }
+    }
+}
+
 /// WHEP DELETE: ends the session its key names.
 pub(crate) fn whep_delete(key: &str, close: bool, cx: &mut Cx<'_>) -> Vec<u8> {
     match cx.api.webrtc.stop(key) {
@@ -270,6 +409,8 @@ pub(crate) struct WsSignal {
     id: i64,
     /// Asked with `transport=tcp`: the offer names the TCP relay.
     tcp: bool,
+    /// `direction=send`: a publisher (OvenLiveKit), not a viewer.
+    send: bool,
     session: Option<String>,
     check: Option<CheckId>,
     last_rx: Instant,
@@ -292,6 +433,7 @@ impl WsSignal {
             user_agent: req.header_str("user-agent").map(str::to_string),
             id: i64::from(1 + (random_u32() & 0x7fff_fffe)),
             tcp: wants_tcp(req),
+            send: is_send(req),
             session: None,
             check: None,
             last_rx: now,
@@ -377,6 +519,13 @@ impl WsSignal {
                 let Some(key) = self.session.clone() else {
                     return self.refuse(Refusal::new(404, "Could not find peer id"), cx, out);
                 };
+                if self.send {
+                    // No notifications on ingest (OME sends none).
+                    if let Err(e) = cx.api.webrtc.accept_answer(&key, &sdp, cx.now) {
+                        self.refuse(Refusal::new(400, &e.to_string()), cx, out);
+                    }
+                    return;
+                }
                 let api = &mut *cx.api;
                 let Some(stream) =
                     api.registry
@@ -413,7 +562,18 @@ impl WsSignal {
     }
 
     fn request_offer(&mut self, peer: SocketAddr, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
-        if let Err(why) = playable(cx, &self.target) {
+        let ready = if self.send {
+            publishable(cx, &self.target).and_then(|_| {
+                let (v, a, n) = &self.target;
+                match cx.api.registry.streams.find(v, a, n) {
+                    Some(_) => Err("the stream is live already"),
+                    None => Ok(()),
+                }
+            })
+        } else {
+            playable(cx, &self.target).map(|_| ())
+        };
+        if let Err(why) = ready {
             crate::debug!("webrtc signalling {peer}: {why}");
             return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
         }
@@ -426,7 +586,11 @@ impl WsSignal {
             return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
         };
         let subject = Subject {
-            protocol: Protocol::WebRtc,
+            protocol: if self.send {
+                Protocol::WebRtcIngest
+            } else {
+                Protocol::WebRtc
+            },
             client: peer,
             user_agent: self.user_agent.clone(),
             url: self.url.clone(),
@@ -472,6 +636,9 @@ impl WsSignal {
     }
 
     fn offer(&mut self, admit: &Admit, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
+        if self.send {
+            return self.publish_offer(admit, cx, out);
+        }
         let target = match &admit.new_url {
             None => self.target.clone(),
             Some(url) => match crate::admission::redirect(&cx.api.registry, url) {
@@ -521,6 +688,53 @@ impl WsSignal {
                 }
                 let code = if e.status() == 503 { 503 } else { 404 };
                 self.refuse(Refusal::new(code, "Cannot create offer"), cx, out);
+            }
+        }
+    }
+
+    /// `direction=send`: the stream, and kiln's recvonly offer.
+    fn publish_offer(&mut self, admit: &Admit, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
+        let refuse = |me: &mut Self, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>, code| {
+            if let Some(a) = admit.admission {
+                cx.access.close(a, Now::read(cx.now));
+            }
+            me.refuse(Refusal::new(code, "Cannot create offer"), cx, out);
+        };
+        let target = self.target.clone();
+        let Ok(opts) = publishable(cx, &target) else {
+            return refuse(self, cx, out, 404);
+        };
+        let mut opts = admitted_options(opts, admit, cx.now);
+        opts.owner = Some(cx.token.0);
+        let Ok(id) = start_stream(cx, &target) else {
+            return refuse(self, cx, out, 404);
+        };
+        match cx.api.webrtc.create_publish_offer(id, opts, cx.now) {
+            Ok((key, sdp)) => {
+                crate::info!(
+                    "webrtc: publisher of {}/{}/{} over OME signalling (session {key})",
+                    &target.0,
+                    &target.1,
+                    &target.2
+                );
+                self.session = Some(key);
+                let api = &*cx.api;
+                let relay = if self.tcp || api.webrtc.tcp_force {
+                    api.webrtc.relay_urls.clone()
+                } else {
+                    Vec::new()
+                };
+                out.push(ws::text(&signal::offer(
+                    self.id,
+                    &sdp,
+                    api.webrtc.ports(),
+                    &relay,
+                )));
+            }
+            Err(e) => {
+                unstart_stream(cx, id);
+                let code = if e.status() == 503 { 503 } else { 404 };
+                refuse(self, cx, out, code);
             }
         }
     }

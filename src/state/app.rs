@@ -123,6 +123,20 @@ pub struct Providers {
     pub srt: Option<Empty>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpegts: Option<MpegtsProvider>,
+    /// Publishing over WebRTC (WHIP, OME's `direction=send`): OME's
+    /// `providers.webrtc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webrtc: Option<WebRtcIngestSpec>,
+}
+
+/// An application's WebRTC publishing settings (`<Providers><WebRTC>`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebRtcIngestSpec {
+    /// ICE must complete, and the publisher keep answering, within this
+    /// (ms; OME's default 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -56,6 +56,8 @@ pub enum SourceType {
     SrtPull,
     /// Pulled from an RTMP server (play).
     RtmpPull,
+    /// Published over WebRTC (WHIP, OME's `direction=send`).
+    WebRtc,
 }
 
 impl SourceType {
@@ -68,6 +70,7 @@ impl SourceType {
             SourceType::RtspPull => "RtspPull",
             SourceType::SrtPull => "SrtPull",
             SourceType::RtmpPull => "RtmpPull",
+            SourceType::WebRtc => "WebRTC",
         }
     }
 }

@@ -55,6 +55,9 @@ pub enum Protocol {
     SrtPlay,
     /// A WebRTC viewer (`webrtc` in `enables.publishers`).
     WebRtc,
+    /// A WebRTC publisher: WHIP or OME's `direction=send` (`webrtc` in
+    /// `enables.providers`).
+    WebRtcIngest,
 }
 
 impl Protocol {
@@ -65,7 +68,7 @@ impl Protocol {
             Protocol::Srt | Protocol::SrtPlay => "srt",
             Protocol::Llhls => "llhls",
             Protocol::Hls => "hls",
-            Protocol::WebRtc => "webrtc",
+            Protocol::WebRtc | Protocol::WebRtcIngest => "webrtc",
         }
     }
 
@@ -76,13 +79,16 @@ impl Protocol {
             Protocol::Srt | Protocol::SrtPlay => "SRT",
             Protocol::Llhls => "LLHLS",
             Protocol::Hls => "HLS",
-            Protocol::WebRtc => "WEBRTC",
+            Protocol::WebRtc | Protocol::WebRtcIngest => "WEBRTC",
         }
     }
 
     /// Publishers come in (providers); viewers go out.
     pub fn is_incoming(self) -> bool {
-        matches!(self, Protocol::Rtmp | Protocol::Srt)
+        matches!(
+            self,
+            Protocol::Rtmp | Protocol::Srt | Protocol::WebRtcIngest
+        )
     }
 
     /// Is this protocol on in an `enables` pair (a comma list each)?

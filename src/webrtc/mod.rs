@@ -20,6 +20,8 @@
 pub mod audio;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod ingest;
+pub mod sdp;
 pub mod signal;
 pub mod stun;
 pub mod turn;
@@ -72,6 +74,9 @@ pub struct Ended {
     pub owner: Option<usize>,
     /// It had connected (it counted as a viewer).
     pub connected: bool,
+    /// It published `stream` (WHIP, OME's `direction=send`): the stream
+    /// ends with it.
+    pub published: bool,
     pub reason: EndReason,
 }
 
@@ -177,6 +182,15 @@ struct Session {
     deadline: Option<Instant>,
     /// Keyframe requests (PLI/FIR) received.
     keyframe_requests: u64,
+    /// Set when the session publishes `stream` (its media comes in).
+    publish: Option<Box<Publish>>,
+}
+
+/// A publishing session's media path.
+struct Publish {
+    tracks: ingest::IngestTracks,
+    /// Its video m-line (where keyframe requests go).
+    video: Option<Mid>,
 }
 
 /// What is kept per stream with at least one WebRTC viewer.
@@ -242,6 +256,11 @@ pub struct WebRtc {
     /// Datagrams dropped because an outbox, a socket's backlog or a relay
     /// connection was full (a viewer that could not keep up).
     pub dropped: u64,
+    /// What publishing sessions did to their streams, for the loop's
+    /// features (in order).
+    ingest: Vec<IngestOutput>,
+    /// The publishing session of each stream published over WebRTC.
+    publishers: StreamMap<usize>,
 }
 
 impl Default for WebRtc {
@@ -280,6 +299,8 @@ impl WebRtc {
             cert,
             max_sessions: DEFAULT_MAX_SESSIONS,
             dropped: 0,
+            ingest: Vec::new(),
+            publishers: StreamMap::default(),
         }
     }
 
@@ -370,7 +391,7 @@ impl WebRtc {
     /// A session's `Rtc`: only the codecs the stream can give, so an
     /// m-line kiln cannot feed is refused in the answer (port 0).
     fn new_rtc(&self, ufrag: &str, what: Offerable, now: Instant) -> Rtc {
-        let mut config = RtcConfig::new()
+        let config = RtcConfig::new()
             .set_ice_lite(true)
             .clear_codecs()
             .enable_h264(what.video)
@@ -379,7 +400,7 @@ impl WebRtc {
                 ufrag: ufrag.to_string(),
                 pass: random_string(24),
             })
-            // Sessions only send: no receive-side reordering buffers.
+            // Viewers only send: no receive-side reordering buffers.
             .set_reordering_size_audio(0)
             .set_reordering_size_video(0)
             // What NACKs are answered from: 64 video packets is a quarter
@@ -388,6 +409,27 @@ impl WebRtc {
             // 636 KiB, 128 held 411 KiB, 32 held 241 KiB (BENCHMARKS.md).
             .set_send_buffer_video(VIDEO_HISTORY)
             .set_stats_interval(None);
+        self.build_rtc(config, now)
+    }
+
+    /// A publisher's stack: it receives H.264 and Opus, orders packets in
+    /// str0m's reordering buffers (bounded: its defaults of 30 video and
+    /// 15 audio packets) and NACKs what is lost.
+    fn new_publish_rtc(&self, ufrag: &str, now: Instant) -> Rtc {
+        let config = RtcConfig::new()
+            .set_ice_lite(true)
+            .clear_codecs()
+            .enable_h264(true)
+            .enable_opus(true, true)
+            .set_local_ice_credentials(IceCreds {
+                ufrag: ufrag.to_string(),
+                pass: random_string(24),
+            })
+            .set_stats_interval(None);
+        self.build_rtc(config, now)
+    }
+
+    fn build_rtc(&self, mut config: RtcConfig, now: Instant) -> Rtc {
         if let Some(cert) = &self.cert {
             config = config.set_dtls_cert(cert.clone());
         }
@@ -459,11 +501,138 @@ impl WebRtc {
             addrs: Vec::new(),
             deadline: None,
             keyframe_requests: 0,
+            publish: None,
         });
         self.by_key.insert(key, idx);
         self.by_ufrag.insert(ufrag, idx);
         self.feeds.entry(stream).or_default().sessions.push(idx);
         Ok(idx)
+    }
+
+    /// Makes a session a publisher of `stream` (it leaves the viewers).
+    fn make_publisher(&mut self, idx: usize, stream: StreamId) {
+        if let Some(feed) = self.feeds.get_mut(&stream) {
+            feed.sessions.retain(|&i| i != idx);
+            if feed.sessions.is_empty() {
+                self.feeds.remove(&stream);
+            }
+        }
+        let s = &mut self.sessions[idx];
+        let video = s
+            .mids
+            .iter()
+            .find(|(_, k)| *k == MediaKind::Video)
+            .map(|(m, _)| *m);
+        let audio = s.mids.iter().any(|(_, k)| *k == MediaKind::Audio);
+        s.publish = Some(Box::new(Publish {
+            tracks: ingest::IngestTracks::new(video.is_some(), audio),
+            video,
+        }));
+        self.publishers.insert(stream, idx);
+    }
+
+    /// A publisher's offer (WHIP) for `stream`, which the caller has just
+    /// started: the session key and the answer.
+    pub fn accept_publish_offer(
+        &mut self,
+        stream: StreamId,
+        offer: &str,
+        opts: SessionOptions,
+        now: Instant,
+    ) -> Result<(String, String), WebRtcError> {
+        if self.sessions.len() >= self.max_sessions {
+            return Err(WebRtcError::Full);
+        }
+        let offer_text = offer;
+        let offer = SdpOffer::from_sdp_string(offer)
+            .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
+        let ufrag = random_string(8);
+        let mut rtc = self.new_publish_rtc(&ufrag, now);
+        let answer = rtc
+            .sdp_api()
+            .accept_offer(offer)
+            .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
+        let mids = offer_mids(&mut rtc, offer_text);
+        if !mids.iter().any(|(m, _)| {
+            rtc.media(*m)
+                .is_some_and(|media| media.direction().is_receiving())
+        }) {
+            return Err(WebRtcError::BadSdp(
+                "the offer sends no H.264 or Opus kiln can take".into(),
+            ));
+        }
+        let what = Offerable {
+            video: true,
+            audio: true,
+            stereo: true,
+        };
+        let idx = self.insert(rtc, stream, what, ufrag, opts, now)?;
+        self.sessions[idx].mids = mids;
+        self.make_publisher(idx, stream);
+        self.poll_session(idx, None, now);
+        let key = self.sessions[idx].key.clone();
+        let answer = sdp::complete_refused_sections(&answer.to_sdp_string(), offer_text);
+        Ok((key, answer))
+    }
+
+    /// kiln offers to receive (OME's `direction=send`): a session that
+    /// will publish `stream` once its answer is taken
+    /// ([`accept_publish_answer`](Self::accept_publish_answer)).
+    pub fn create_publish_offer(
+        &mut self,
+        stream: StreamId,
+        opts: SessionOptions,
+        now: Instant,
+    ) -> Result<(String, String), WebRtcError> {
+        if self.sessions.len() >= self.max_sessions {
+            return Err(WebRtcError::Full);
+        }
+        let ufrag = random_string(8);
+        let mut rtc = self.new_publish_rtc(&ufrag, now);
+        let mut api = rtc.sdp_api();
+        let video = api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
+        let audio = api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
+        let Some((offer, pending)) = api.apply() else {
+            return Err(WebRtcError::Internal("no offer".into()));
+        };
+        let what = Offerable {
+            video: true,
+            audio: true,
+            stereo: true,
+        };
+        let idx = self.insert(rtc, stream, what, ufrag, opts, now)?;
+        let s = &mut self.sessions[idx];
+        s.pending = Some(pending);
+        s.mids = vec![(video, MediaKind::Video), (audio, MediaKind::Audio)];
+        self.make_publisher(idx, stream);
+        let key = self.sessions[idx].key.clone();
+        Ok((key, offer.to_sdp_string()))
+    }
+
+    /// The publisher the session table knows for `stream`, ended (the
+    /// API deleted the stream, its app restarted).
+    pub fn end_publisher(&mut self, stream: StreamId) {
+        if let Some(&idx) = self.publishers.get(&stream) {
+            self.end(idx, EndReason::Stopped);
+        }
+    }
+
+    /// Is `key` a publishing session?
+    pub fn is_publisher(&self, key: &str) -> bool {
+        self.by_key
+            .get(key)
+            .is_some_and(|&i| self.sessions[i].publish.is_some())
+    }
+
+    /// The endpoint that stands for every WebRTC publisher in the registry
+    /// (an ICE socket's token: the loop asks it to end a stream).
+    pub fn publisher_token(&self) -> Option<usize> {
+        self.port_tokens.first().copied()
+    }
+
+    /// What publishing sessions did to their streams since the last call.
+    pub fn take_ingest(&mut self) -> Vec<IngestOutput> {
+        std::mem::take(&mut self.ingest)
     }
 
     /// A viewer's offer (WHEP): a session for `stream` and its answer.
@@ -494,16 +663,7 @@ impl WebRtc {
             .sdp_api()
             .accept_offer(offer)
             .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
-        // The offer's m-lines, in order (str0m names them in events only
-        // after DTLS; the payloads are chosen now).
-        let mids: Vec<(Mid, MediaKind)> = offer_text
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("a=mid:"))
-            .filter_map(|m| {
-                let mid = Mid::from(m.trim());
-                rtc.media(mid).map(|media| (mid, media.kind()))
-            })
-            .collect();
+        let mids = offer_mids(&mut rtc, offer_text);
         let idx = self.insert(rtc, stream.id, what, ufrag, opts, now)?;
         self.sessions[idx].mids = mids;
         self.choose_payloads(idx, what);
@@ -517,7 +677,8 @@ impl WebRtc {
             s.audio
         );
         let key = s.key.clone();
-        Ok((key, answer.to_sdp_string()))
+        let answer = sdp::complete_refused_sections(&answer.to_sdp_string(), offer_text);
+        Ok((key, answer))
     }
 
     /// kiln makes the offer (OME's WebSocket signalling): a session for
@@ -644,6 +805,9 @@ impl WebRtc {
         if let Some(d) = s.deadline {
             self.deadlines.remove(&(d, idx));
         }
+        if s.publish.is_some() {
+            self.publishers.remove(&s.stream);
+        }
         if let Some(feed) = self.feeds.get_mut(&s.stream) {
             feed.sessions.retain(|&i| i != idx);
             if feed.sessions.is_empty() {
@@ -658,6 +822,7 @@ impl WebRtc {
             tag: s.tag,
             owner: s.owner,
             connected: s.connected,
+            published: s.publish.is_some(),
             reason,
         });
     }
@@ -778,7 +943,9 @@ impl WebRtc {
                 }
             };
             if let Output::Event(e) = &out {
-                crate::debug!("webrtc session {}: {e:?}", s.key);
+                if !matches!(e, Event::MediaData(_)) {
+                    crate::debug!("webrtc session {}: {e:?}", s.key);
+                }
             }
             match out {
                 Output::Timeout(at) => {
@@ -821,9 +988,18 @@ impl WebRtc {
                 }
                 Output::Event(Event::Connected) => {
                     s.connected = true;
-                    self.joined.push(s.stream);
+                    if s.publish.is_some() {
+                        crate::info!("webrtc session {}: publishing", s.key);
+                    } else {
+                        self.joined.push(s.stream);
+                        if let Some(streams) = streams.as_deref_mut() {
+                            self.start_session(idx, streams, now);
+                        }
+                    }
+                }
+                Output::Event(Event::MediaData(m)) => {
                     if let Some(streams) = streams.as_deref_mut() {
-                        self.start_session(idx, streams, now);
+                        self.on_published(idx, &m, streams, now);
                     }
                 }
                 Output::Event(Event::IceConnectionStateChange(
@@ -839,8 +1015,100 @@ impl WebRtc {
                 }
                 Output::Event(Event::KeyframeRequest(_)) => {
                     s.keyframe_requests += 1;
+                    // A stream published over WebRTC: its publisher is asked.
+                    let stream = s.stream;
+                    if let Some(&p) = self.publishers.get(&stream) {
+                        if let Some(p) = self
+                            .sessions
+                            .get_mut(p)
+                            .and_then(|p| p.publish.as_deref_mut())
+                        {
+                            p.tracks.keyframe_asked();
+                        }
+                    }
                 }
                 Output::Event(_) => {}
+            }
+        }
+    }
+
+    /// A publisher's frame: into its stream, and out to the features.
+    fn on_published(
+        &mut self,
+        idx: usize,
+        m: &str0m::media::MediaData,
+        streams: &mut Streams,
+        now: Instant,
+    ) {
+        let Some(s) = self.sessions.get_mut(idx) else {
+            return;
+        };
+        let id = s.stream;
+        let Some(p) = s.publish.as_deref_mut() else {
+            return;
+        };
+        let codec = match m.params.spec().codec {
+            RtcCodec::H264 => ingest::MediaCodec::H264,
+            RtcCodec::Opus => ingest::MediaCodec::Opus,
+            _ => return,
+        };
+        let mut events = Vec::new();
+        p.tracks.on_media(
+            ingest::Media {
+                codec,
+                rtp_time: m.time.numer(),
+                rate: m.time.denom(),
+                arrival: m.network_time,
+                contiguous: m.contiguous,
+                data: &m.data,
+            },
+            &mut events,
+        );
+        if codec == ingest::MediaCodec::H264 && p.tracks.wants_keyframe(now) {
+            match p.video.and_then(|mid| s.rtc.writer(mid)) {
+                Some(mut w) => {
+                    let r = w.request_keyframe(None, str0m::media::KeyframeRequestKind::Pli);
+                    crate::debug!("webrtc session {}: keyframe asked for ({r:?})", s.key);
+                }
+                None => crate::debug!(
+                    "webrtc session {}: no video m-line to ask a keyframe of",
+                    s.key
+                ),
+            }
+        }
+        streams.note_input(id, m.data.len() as u64, now);
+        if events.is_empty() {
+            return;
+        }
+        // One output per stream and batch: frames append to the last one.
+        if self.ingest.last().is_none_or(|o| o.stream != Some(id)) {
+            self.ingest.push(IngestOutput {
+                stream: Some(id),
+                ..IngestOutput::default()
+            });
+        }
+        for e in events {
+            match e {
+                ingest::IngestEvent::Tracks(tracks) => {
+                    // New tracks start the outputs' muxers afresh: what came
+                    // before goes out first.
+                    if self.ingest.last().is_some_and(|o| !o.frames.is_empty()) {
+                        self.ingest.push(IngestOutput {
+                            stream: Some(id),
+                            ..IngestOutput::default()
+                        });
+                    }
+                    streams.set_tracks(id, tracks);
+                    if let Some(o) = self.ingest.last_mut() {
+                        o.tracks_changed = true;
+                    }
+                }
+                ingest::IngestEvent::Frame(f) => {
+                    streams.on_frame(id, &f);
+                    if let Some(o) = self.ingest.last_mut() {
+                        o.frames.push(f);
+                    }
+                }
             }
         }
     }
@@ -1029,6 +1297,19 @@ fn opus_time(pts: Ticks) -> MediaTime {
         (pts.max(0) as u64) * 8 / 15,
         str0m::media::Frequency::FORTY_EIGHT_KHZ,
     )
+}
+
+/// The offer's m-lines, in order (str0m names them in events only after
+/// DTLS; the payloads are chosen at once).
+fn offer_mids(rtc: &mut Rtc, offer: &str) -> Vec<(Mid, MediaKind)> {
+    offer
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("a=mid:"))
+        .filter_map(|m| {
+            let mid = Mid::from(m.trim());
+            rtc.media(mid).map(|media| (mid, media.kind()))
+        })
+        .collect()
 }
 
 /// A video frame in Annex B (what the RTP packetizer splits), with the

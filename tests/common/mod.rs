@@ -311,7 +311,7 @@ pub fn write_config_with_media(
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
         </Encodes></OutputProfile></OutputProfiles>
-        <Providers><RTMP/><SRT/>{stream_map}</Providers><Publishers><Push/>{llhls_app}</Publishers>
+        <Providers><RTMP/><SRT/>{stream_map}{webrtc_provider}</Providers><Publishers><Push/>{llhls_app}</Publishers>
       </Application></Applications>
     </VirtualHost>
     {extra}
@@ -319,6 +319,12 @@ pub fn write_config_with_media(
 </Server>
 "#,
         limits = opts.limits,
+        // WebRTC viewers' apps take WebRTC publishers too (WHIP).
+        webrtc_provider = if opts.webrtc.is_some() {
+            "<WebRTC/>"
+        } else {
+            ""
+        },
         bind_ip = opts.bind_ip,
         extra = opts.extra_vhosts,
         vhost_access = opts.vhost_access,

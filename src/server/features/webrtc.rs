@@ -1,6 +1,7 @@
-//! WebRTC viewers: frames to the session table, its timer, its datagrams
-//! to the ICE sockets, AAC to the transcoder thread and Opus back, and
-//! what ended sessions leave behind (a viewer count, an admission owed its
+//! WebRTC viewers and publishers: frames to the session table, its timer,
+//! its datagrams to the ICE sockets, AAC to the transcoder thread and Opus
+//! back, publishers' frames to the other features, and what ended sessions
+//! leave behind (a viewer count or a stream to end, an admission owed its
 //! closing, a signalling socket to close).
 
 use crate::admission::manager::AdmissionId;
@@ -70,8 +71,28 @@ impl Feature for WebRtc {
                 a.webrtc += 1;
             }
         }
+        // What publishers sent during timers (str0m's reordering buffer
+        // lets frames go when their wait is over).
+        core.out.ingest.append(&mut core.api.webrtc.take_ingest());
         for e in core.api.webrtc.take_ended() {
-            if e.connected {
+            if e.published {
+                if let Some(s) = core.api.registry.streams.end(e.stream) {
+                    crate::info!(
+                        "stream [{}/{}/{}] ended ({} frames in; WebRTC session {}: {:?})",
+                        s.vhost,
+                        s.app,
+                        s.name,
+                        s.frames_in,
+                        e.key,
+                        e.reason
+                    );
+                    core.out.ingest.push(IngestOutput {
+                        stream: Some(e.stream),
+                        ended: Some(e.stream),
+                        ..IngestOutput::default()
+                    });
+                }
+            } else if e.connected {
                 if let Some(a) = core.api.registry.streams.audience_mut(e.stream) {
                     a.webrtc = a.webrtc.saturating_sub(1);
                 }
