@@ -1029,9 +1029,12 @@ fn publisher(chromium: &str, web: &Path, args: &[&str]) -> std::process::Child {
 }
 
 /// A server whose app keeps 40 two-second LL-HLS segments (the whole of a
-/// test's publish is read back after it ends).
-fn whip_server(tag: &str) -> Server {
-    Server::start_with(
+/// test's publish is read back after it ends) and records under `root`.
+fn whip_server(tag: &str) -> (Server, PathBuf) {
+    let root = std::env::temp_dir().join(format!("kiln-{tag}-{}-rec", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let s = Server::start_with(
         tag,
         ServerOptions {
             media: true,
@@ -1040,9 +1043,11 @@ fn whip_server(tag: &str) -> Server {
                     .into(),
             ),
             webrtc: Some(String::new()),
+            file: Some(format!("<RootPath>{}</RootPath>", root.display())),
             ..Default::default()
         },
-    )
+    );
+    (s, root)
 }
 
 /// What a browser publisher sent, checked against what kiln made of it:
@@ -1125,7 +1130,7 @@ fn a_browser_publishes_over_whip_and_another_plays_it_over_whep() {
     if !have_tool("ffprobe") || !have_tool("curl") {
         return;
     }
-    let s = whip_server("webrtc-whip-publish");
+    let (s, _) = whip_server("webrtc-whip-publish");
     let base = format!("http://127.0.0.1:{}/app/pub", s.media.llhls);
     let child = publisher(
         &chromium,
@@ -1138,8 +1143,47 @@ fn a_browser_publishes_over_whip_and_another_plays_it_over_whep() {
         ],
     );
     let live = s.wait_for_tracks("pub");
+    // Meanwhile the other outputs play it: RTMP (video only: RTMP carries
+    // no Opus) and SRT in request mode (MPEG-TS with the Opus).
+    let capture = |url: String, file: &str| {
+        let out = s.dir.join(file);
+        let child = Command::new("timeout")
+            .args(["20", "ffmpeg", "-hide_banner", "-loglevel", "error", "-y"])
+            .arg("-i")
+            .arg(url)
+            .args(["-t", "5", "-c", "copy"])
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        (child, out)
+    };
+    let (mut rtmp, rtmp_file) = capture(
+        format!("rtmp://127.0.0.1:{}/app/pub", s.media.rtmp),
+        "rtmp-played.flv",
+    );
+    let (mut srt, srt_file) = capture(
+        format!(
+            "srt://127.0.0.1:{}?streamid=%23!::r=app/pub,m=request",
+            s.media.srt
+        ),
+        "srt-played.ts",
+    );
+    assert!(rtmp.wait().unwrap().success(), "RTMP play failed");
+    assert!(srt.wait().unwrap().success(), "SRT play failed");
     let got = seen(child);
     println!("WHIP publisher: {got}");
+    let rtmp_counts = frame_counts(&rtmp_file);
+    let srt_counts = frame_counts(&srt_file);
+    println!("RTMP play: {rtmp_counts:?}; SRT play: {srt_counts:?}");
+    assert!(frames_of(&rtmp_counts, "h264") >= 50, "{rtmp_counts:?}");
+    assert_eq!(frames_of(&rtmp_counts, "opus"), 0, "{rtmp_counts:?}");
+    assert!(frames_of(&srt_counts, "h264") >= 50, "{srt_counts:?}");
+    assert!(frames_of(&srt_counts, "opus") >= 100, "{srt_counts:?}");
+    assert!(
+        s.log_text().contains("RTMP outputs carry its video only"),
+        "no word of the Opus RTMP cannot carry"
+    );
     assert_eq!(got["status"], 201, "{got}");
     assert!(
         got["location"].as_str().unwrap().starts_with("/app/pub/"),
@@ -1165,7 +1209,7 @@ fn whip_refuses_a_live_name_and_an_app_without_webrtc_providers() {
     if !have_tool("ffmpeg") || !have_tool("curl") {
         return;
     }
-    let s = whip_server("webrtc-whip-refusals");
+    let (s, _) = whip_server("webrtc-whip-refusals");
     let mut src = publish_cam(&s, 30);
     let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whip", OFFER);
     assert_eq!((st, body.as_str()), (409, "Stream is already exist"));
@@ -1190,7 +1234,14 @@ fn a_browser_publishes_over_omes_websocket_signalling() {
     if !have_tool("ffprobe") || !have_tool("curl") {
         return;
     }
-    let s = whip_server("webrtc-ome-send");
+    let (s, root) = whip_server("webrtc-ome-send");
+    // A recording reserved before the stream exists: it takes the publish.
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:startRecord",
+        Some(&json!({"id": "r", "stream": {"name": "wspub"}, "filePath": "wspub.mp4", "infoPath": "wspub.xml"}).to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
     let url = format!("ws://127.0.0.1:{}/app/wspub?direction=send", s.media.llhls);
     let child = publisher(&chromium, &web, &["ome", &url, "15"]);
     let live = s.wait_for_tracks("wspub");
@@ -1198,4 +1249,19 @@ fn a_browser_publishes_over_omes_websocket_signalling() {
     println!("OME-signalling publisher: {got}");
     assert_eq!(got["messages"][0], "offer", "{got}");
     check_published(&s, "wspub", &got, &live);
+    // The recording holds the video the browser sent, and the Opus.
+    let file = root.join("wspub.mp4");
+    let counts = wait_until(Duration::from_secs(15), || {
+        let c = frame_counts(&file);
+        (frames_of(&c, "h264") > 0).then_some(c)
+    })
+    .unwrap_or_else(|| panic!("no recording at {}\n{}", file.display(), s.log_text()));
+    println!("recording: {counts:?}");
+    let encoded = got["video"]["framesEncoded"].as_u64().unwrap();
+    assert!(
+        frames_of(&counts, "h264").abs_diff(encoded) * 20 <= encoded,
+        "{counts:?} of {encoded}"
+    );
+    assert!(frames_of(&counts, "opus") > 100, "{counts:?}");
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -1098,6 +1098,16 @@ impl WebRtc {
                             ..IngestOutput::default()
                         });
                     }
+                    if tracks.iter().any(|t| t.codec == Codec::Opus) {
+                        if let Some(st) = streams.get(id).filter(|st| st.tracks().is_empty()) {
+                            crate::warn!(
+                                "stream [{}/{}/{}]: its audio is Opus: LL-HLS, HLS, SRT, MPEG-TS, recordings and WebRTC carry it; RTMP outputs carry its video only (RTMP has no Opus)",
+                                st.vhost,
+                                st.app,
+                                st.name
+                            );
+                        }
+                    }
                     streams.set_tracks(id, tracks);
                     if let Some(o) = self.ingest.last_mut() {
                         o.tracks_changed = true;
