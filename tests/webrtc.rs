@@ -51,7 +51,7 @@ fn chromium_and_node() -> Option<(String, PathBuf)> {
     if !have_tool("node") || !have_tool("chromium") || !have_tool("ffmpeg") {
         return None;
     }
-    for module in ["puppeteer-core", "ovenplayer"] {
+    for module in ["puppeteer-core", "ovenplayer", "ovenlivekit"] {
         if !web.join("node_modules").join(module).exists() {
             if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
                 panic!("{module} is required (KILN_REQUIRE_INTEROP=1): npm ci --prefix tests/web");
@@ -1263,5 +1263,42 @@ fn a_browser_publishes_over_omes_websocket_signalling() {
         "{counts:?} of {encoded}"
     );
     assert!(frames_of(&counts, "opus") > 100, "{counts:?}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// OvenLiveKit (npm, pinned), unchanged, publishes over OME's WebSocket
+/// (`ws:` URL, `direction=send`) and over WHIP (`http:` URL), as its users
+/// point it at OME.
+#[test]
+fn ovenlivekit_publishes_over_both_signalling_kinds() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ffprobe") || !have_tool("curl") {
+        return;
+    }
+    let (s, root) = whip_server("webrtc-ovenlivekit");
+    let kit = web.join("node_modules/ovenlivekit/dist/OvenLiveKit.min.js");
+    for (name, url) in [
+        (
+            "lkws",
+            format!("ws://127.0.0.1:{}/app/lkws?direction=send", s.media.llhls),
+        ),
+        (
+            "lkwhip",
+            format!("http://127.0.0.1:{}/app/lkwhip?direction=whip", s.media.llhls),
+        ),
+    ] {
+        let child = publisher(
+            &chromium,
+            &web,
+            &["livekit", &url, "10", "", kit.to_str().unwrap()],
+        );
+        let live = s.wait_for_tracks(name);
+        let got = seen(child);
+        println!("OvenLiveKit to {url}: {got}");
+        assert_eq!(got["connectionState"], "connected", "{got}");
+        check_published(&s, name, &got, &live);
+    }
     let _ = std::fs::remove_dir_all(&root);
 }
