@@ -17,13 +17,19 @@ import puppeteer from "puppeteer-core";
 
 const [mode, url, secondsArg, whepUrl, liveKitJs] = process.argv.slice(2);
 const seconds = Number(secondsArg || 20);
+// The page's origin: another than the signalling URL's (localhost against
+// 127.0.0.1), so WHIP's CORS is exercised. getUserMedia needs a secure
+// context: an address other than loopback (a test's network namespace)
+// is declared one.
+const origin = new URL(url.replace(/^ws/, "http")).origin.replace("127.0.0.1", "localhost");
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM || "chromium",
   headless: true,
   args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--autoplay-policy=no-user-gesture-required",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
-    "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"],
+    "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
+    "--unsafely-treat-insecure-origin-as-secure=" + origin],
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 try {
@@ -31,8 +37,6 @@ try {
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
-  // Another origin than the signalling URL: WHIP's CORS is exercised.
-  const origin = new URL(url.replace(/^ws/, "http")).origin.replace("127.0.0.1", "localhost");
   await page.goto(origin + "/", { waitUntil: "load" }).catch(() => {});
   if (mode === "livekit") await page.addScriptTag({ path: liveKitJs });
   const publishing = page.evaluate(async (mode, url, seconds) => {
