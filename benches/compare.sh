@@ -1725,6 +1725,65 @@ Target: kiln's p99 <= Janus's at each N.
 | N | server | p50 ms | p90 ms | p99 ms | max ms | frames matched / sent |
 |---|---|---|---|---|---|---|
 $lat_rows"
+
+    # Glass to glass, in one Chromium: a canvas painting its clock is
+    # published over WHIP and played back over WHEP and over LL-HLS
+    # (hls.js, ChunkDuration 0.2) at once.
+    if command -v chromium >/dev/null && command -v node >/dev/null && [[ -e $ROOT/tests/web/node_modules/puppeteer-core ]]; then
+        d=$WORK/kiln-glass
+        rm -rf "$d"; mkdir -p "$d"
+        cat >"$d/server.xml" <<EOF
+<?xml version="1.0"?>
+<Server version="8"><Name>kiln</Name><IP>127.0.0.1</IP><StateFile>$d/state.json</StateFile>
+  <Bind><Managers><API><Port>$API_P</Port></API></Managers>
+    <Publishers><LLHLS><Port>$RTC_SIG</Port></LLHLS><WebRTC><Signalling><Port>$RTC_SIG</Port></Signalling>
+      <IceCandidates><IceCandidate>127.0.0.1:$RTC_ICE/udp</IceCandidate></IceCandidates></WebRTC></Publishers></Bind>
+  <Managers><Host><Names><Name>*</Name></Names></Host><API><AccessToken>$TOKEN</AccessToken></API></Managers>
+  <VirtualHosts><VirtualHost><Name>default</Name><Host><Names><Name>*</Name></Names></Host>
+    <Applications><Application><Name>app</Name><Type>live</Type>
+      <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes><Video><Name>v</Name><Bypass>true</Bypass></Video></Encodes></OutputProfile></OutputProfiles>
+      <Providers><WebRTC/></Providers>
+      <Publishers><WebRTC/><LLHLS><ChunkDuration>0.2</ChunkDuration><SegmentDuration>1</SegmentDuration></LLHLS></Publishers>
+    </Application></Applications></VirtualHost></VirtualHosts></Server>
+EOF
+        glass_rows=""; w50s=(); h50s=()
+        for rep in $(seq 3); do
+            "$KILN" -c "$d/server.xml" 2>"$d/log" &
+            KILN_PID=$!; PIDS+=("$KILN_PID")
+            wait_tcp "$API_P" 200
+            g=$(CHROMIUM=$(command -v chromium) timeout 120 node "$ROOT/tests/web/glass_to_glass.mjs" \
+                "http://127.0.0.1:$RTC_SIG/app/glass$rep" $((SECS + 15)) 10 \
+                "$ROOT/tests/web/node_modules/hls.js/dist/hls.min.js" 2>>"$WORK/glass.err" | tail -1)
+            stop_kiln
+            log "glass to glass run $rep: $g"
+            read -r wn w50 w90 w99 hn h50 h90 h99 <<<"$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); w,h=d["webrtc"],d["llhls"]; print(w["n"],w["p50"],w["p90"],w["p99"],h["n"],h["p50"],h["p90"],h["p99"])' "$g" 2>/dev/null || echo "0 0 0 0 0 0 0 0")"
+            ((wn > 0 && hn > 0)) || { log "glass-to-glass run failed: $g $(tail -3 "$WORK/glass.err")"; exit 1; }
+            w50s+=("$w50"); h50s+=("$h50")
+            glass_rows+="| $rep | $w50 / $w90 / $w99 ($wn) | $h50 / $h90 / $h99 ($hn) | $(calc "'%.3f' % ($w50/max($h50,1))") |
+"
+        done
+        mw=$(printf '%s\n' "${w50s[@]}" | sort -n | sed -n 2p); mh=$(printf '%s\n' "${h50s[@]}" | sort -n | sed -n 2p)
+        RATIOS+=("glass to glass p50: WebRTC ${mw} ms, LL-HLS ${mh} ms ($(calc "'%.3f' % ($mw/max($mh,1))")x; target <= 0.25)")
+        add "### Glass to glass: WebRTC against LL-HLS (one publish, one browser)
+
+\`tests/web/glass_to_glass.mjs\`: headless Chromium paints its clock on a
+canvas as a row of black and white blocks (24 bits of milliseconds and a
+check), publishes the canvas over WHIP (H.264, 30 fps) and plays the stream
+back in the same page over WHEP and over LL-HLS (hls.js 1.5.20,
+\`lowLatencyMode\`; ChunkDuration 0.2 s, SegmentDuration 1 s) at once. For
+each frame a \`<video>\` is about to show (\`requestVideoFrameCallback\`)
+the blocks are read back; the delay is the clock then minus the clock
+painted, so it holds encoding, kiln, decoding and the players' buffers.
+$((SECS + 15)) s per run, the first 10 s not counted; three runs, each its own kiln.
+Median of the runs' p50: **WebRTC ${mw} ms, LL-HLS ${mh} ms** (target:
+WebRTC's p50 <= 1/4 of LL-HLS's).
+
+| run | WebRTC p50 / p90 / p99 ms (frames read) | LL-HLS p50 / p90 / p99 ms (frames read) | p50 ratio |
+|---|---|---|---|
+$glass_rows"
+    else
+        log "glass to glass: skipped (needs chromium, node and npm ci --prefix tests/web)"
+    fi
 fi
 
 # --- report -----------------------------------------------------------------------
