@@ -1400,3 +1400,76 @@ fn whip_repairs_a_lossy_path_with_nack() {
         "{got}"
     );
 }
+
+/// WebRTC publishers: signed policy (`webrtc` in `<Enables><Providers>`)
+/// on WHIP (401) and on OME's `direction=send` (OME's 404), and a
+/// publisher that never completes ICE holds its stream only until the
+/// app's `<Providers><WebRTC><Timeout>`.
+#[test]
+fn webrtc_publishers_are_admitted_and_bounded() {
+    if !have_tool("curl") || !have_tool("python3") {
+        return;
+    }
+    let access = r#"<SignedPolicy><PolicyQueryKeyName>policy</PolicyQueryKeyName>
+        <SignatureQueryKeyName>signature</SignatureQueryKeyName><SecretKey>kiln-secret</SecretKey>
+        <Enables><Providers>webrtc</Providers></Enables></SignedPolicy>"#;
+    let s = webrtc_server("webrtc-publish-policy", "<Timeout>1000</Timeout>", access);
+    // A publisher's offer: the fixture's m-lines sending.
+    let offer = OFFER.replace("a=recvonly", "a=sendonly");
+    let (st, _, body) = whep(&s, "POST", "/app/pubx?direction=whip", &offer);
+    assert_eq!(st, 401, "{body}");
+    assert!(body.contains("SignedPolicy"), "{body}");
+    let mut ws = Ws::open(s.media.llhls, "/app/pubx?direction=send");
+    ws.send_json(json!({"command":"request_offer"}));
+    assert_eq!(
+        ws.recv_json(),
+        json!({"code":404,"error":"Cannot create offer"})
+    );
+    assert!(s.live_stream("pubx").is_none());
+    let far = 4_102_444_800_000u64; // 2100-01-01
+    let policy = json!({"url_expire": far});
+    let port = s.media.llhls;
+    let signed = sign_url_python(
+        "kiln-secret",
+        &format!("http://127.0.0.1:{port}/app/pubx?direction=whip"),
+        &policy,
+    );
+    let whip_path = signed[signed.find("/app/").unwrap()..].to_string();
+    let (st, head, answer) = whep(&s, "POST", &whip_path, &offer);
+    assert_eq!(st, 201, "{head}");
+    assert!(answer.contains("a=recvonly"), "{answer}");
+    assert!(head.contains("/app/pubx/"), "{head}");
+    // The stream exists from the offer (the name is taken); no ICE
+    // follows: it ends after 1 s and the name is free again.
+    let (st, _, body) = whep(&s, "POST", &whip_path, &offer);
+    assert_eq!((st, body.as_str()), (409, "Stream is already exist"));
+    let gone = wait_until(Duration::from_secs(10), || {
+        s.log_text()
+            .contains("stream [default/app/pubx] ended")
+            .then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "a publisher that never connected kept its stream"
+    );
+    // OME's direction=send, signed: kiln offers to receive.
+    let signed = sign_url_python(
+        "kiln-secret",
+        &format!("ws://127.0.0.1:{port}/app/pubx?direction=send"),
+        &policy,
+    );
+    let path = &signed[signed.find("/app/").unwrap()..];
+    let mut ws = Ws::open(port, path);
+    ws.send_json(json!({"command":"request_offer"}));
+    let offer = ws.recv_json();
+    assert_eq!(offer["command"], "offer", "{offer}");
+    let sdp = offer["sdp"]["sdp"].as_str().unwrap();
+    assert!(
+        sdp.contains("a=recvonly") && !sdp.contains("a=sendonly"),
+        "{sdp}"
+    );
+    assert!(offer["candidates"][0]["candidate"].is_string(), "{offer}");
+    // The name is taken while that session waits for its answer.
+    let (st, _, _) = whep(&s, "POST", &whip_path, OFFER);
+    assert_eq!(st, 409);
+}

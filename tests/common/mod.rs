@@ -319,11 +319,18 @@ pub fn write_config_with_media(
 </Server>
 "#,
         limits = opts.limits,
-        // WebRTC viewers' apps take WebRTC publishers too (WHIP).
-        webrtc_provider = if opts.webrtc.is_some() {
-            "<WebRTC/>"
-        } else {
-            ""
+        // WebRTC viewers' apps take WebRTC publishers too (WHIP), with
+        // the viewers' <Timeout> if one is given.
+        webrtc_provider = match &opts.webrtc {
+            Some(w) => {
+                let timeout = w
+                    .split_once("<Timeout>")
+                    .and_then(|(_, t)| t.split_once("</Timeout>"))
+                    .map(|(t, _)| format!("<Timeout>{t}</Timeout>"))
+                    .unwrap_or_default();
+                format!("<WebRTC>{timeout}</WebRTC>")
+            }
+            None => String::new(),
         },
         bind_ip = opts.bind_ip,
         extra = opts.extra_vhosts,
