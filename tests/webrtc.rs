@@ -1163,6 +1163,8 @@ fn a_browser_publishes_over_whip_and_another_plays_it_over_whep() {
         ],
     );
     let live = s.wait_for_tracks("pub");
+    let info = s.request("GET", "/v1/webrtc", None).json()["response"].clone();
+    assert_eq!(info["publishers"], 1, "{info}");
     // Meanwhile the other outputs play it: RTMP (video only: RTMP carries
     // no Opus) and SRT in request mode (MPEG-TS with the Opus).
     let capture = |url: String, file: &str| {

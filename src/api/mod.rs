@@ -392,11 +392,20 @@ impl Api {
             ice_candidates: Vec<String>,
             tcp_relay: Vec<String>,
             sessions: usize,
+            /// Of the sessions, those publishing (WHIP, `direction=send`).
+            publishers: usize,
             keyframe_requests: u64,
             dropped_datagrams: u64,
         }
         #[cfg(feature = "webrtc")]
-        let (enabled, ice_candidates, tcp_relay, sessions, keyframe_requests, dropped_datagrams) = (
+        let (
+            enabled,
+            ice_candidates,
+            tcp_relay,
+            (sessions, publishers),
+            keyframe_requests,
+            dropped_datagrams,
+        ) = (
             self.webrtc.enabled(),
             self.webrtc
                 .ports()
@@ -404,13 +413,19 @@ impl Api {
                 .map(|a| format!("{a}/udp"))
                 .collect(),
             self.webrtc.relay_urls.clone(),
-            self.webrtc.len(),
+            (self.webrtc.len(), self.webrtc.publishers()),
             self.webrtc.keyframe_requests(),
             self.webrtc.dropped,
         );
         #[cfg(not(feature = "webrtc"))]
-        let (enabled, ice_candidates, tcp_relay, sessions, keyframe_requests, dropped_datagrams) =
-            (false, Vec::new(), Vec::new(), 0, 0, 0);
+        let (
+            enabled,
+            ice_candidates,
+            tcp_relay,
+            (sessions, publishers),
+            keyframe_requests,
+            dropped_datagrams,
+        ) = (false, Vec::new(), Vec::new(), (0, 0), 0, 0);
         let (signalling_port, signalling_tls_port) = if enabled {
             self.webrtc_signalling
         } else {
@@ -423,6 +438,7 @@ impl Api {
             ice_candidates,
             tcp_relay,
             sessions,
+            publishers,
             keyframe_requests,
             dropped_datagrams,
         })

@@ -28,9 +28,9 @@ schemas = {
                      ["name", "state", "urls", "url", "persistent", "onDemand"]),
     "Version": obj({"name": STR, "version": STR, "apiVersion": STR}, ["name", "version", "apiVersion"]),
     "WebRtc": obj({"enabled": BOOL, "signallingPort": INT, "signallingTlsPort": INT,
-                   "iceCandidates": S("array", items=STR), "tcpRelay": S("array", items=STR), "sessions": INT,
+                   "iceCandidates": S("array", items=STR), "tcpRelay": S("array", items=STR), "sessions": INT, "publishers": INT,
                    "keyframeRequests": INT, "droppedDatagrams": INT},
-                  ["enabled", "iceCandidates", "tcpRelay", "sessions", "keyframeRequests", "droppedDatagrams"]),
+                  ["enabled", "iceCandidates", "tcpRelay", "sessions", "publishers", "keyframeRequests", "droppedDatagrams"]),
     "LogLine": obj({"time": TIME, "level": S("string", enum=["WARN", "ERROR"]), "message": STR}, ["time", "level", "message"]),
     "Vhost": obj({
         "name": STR, "distribution": STR,

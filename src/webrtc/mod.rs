@@ -624,6 +624,11 @@ impl WebRtc {
             .is_some_and(|&i| self.sessions[i].publish.is_some())
     }
 
+    /// Sessions publishing a stream.
+    pub fn publishers(&self) -> usize {
+        self.publishers.len()
+    }
+
     /// The endpoint that stands for every WebRTC publisher in the registry
     /// (an ICE socket's token: the loop asks it to end a stream).
     pub fn publisher_token(&self) -> Option<usize> {
