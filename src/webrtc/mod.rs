@@ -577,7 +577,7 @@ impl WebRtc {
 
     /// kiln offers to receive (OME's `direction=send`): a session that
     /// will publish `stream` once its answer is taken
-    /// ([`accept_publish_answer`](Self::accept_publish_answer)).
+    /// ([`accept_answer`](Self::accept_answer), as a viewer's).
     pub fn create_publish_offer(
         &mut self,
         stream: StreamId,
@@ -615,13 +615,6 @@ impl WebRtc {
         if let Some(&idx) = self.publishers.get(&stream) {
             self.end(idx, EndReason::Stopped);
         }
-    }
-
-    /// Is `key` a publishing session?
-    pub fn is_publisher(&self, key: &str) -> bool {
-        self.by_key
-            .get(key)
-            .is_some_and(|&i| self.sessions[i].publish.is_some())
     }
 
     /// Sessions publishing a stream.
