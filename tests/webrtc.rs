@@ -1475,3 +1475,61 @@ fn webrtc_publishers_are_admitted_and_bounded() {
     let (st, _, _) = whep(&s, "POST", &whip_path, OFFER);
     assert_eq!(st, 409);
 }
+
+/// A publisher that offers VP8 alone (no H.264): kiln takes it, WebRTC
+/// viewers get it as it is, the API shows VP8, and the log says the other
+/// outputs carry its audio only (LL-HLS lists no video).
+#[test]
+fn a_vp8_only_publisher_reaches_webrtc_viewers() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("curl") {
+        return;
+    }
+    let (s, root) = whip_server("webrtc-whip-vp8");
+    let base = format!("http://127.0.0.1:{}/app/vp8", s.media.llhls);
+    let child = Command::new("node")
+        .env("CHROMIUM", &chromium)
+        .env("VIDEO_CODEC", "VP8")
+        .arg(web.join("webrtc_publish.mjs"))
+        .args([
+            "whip",
+            &format!("{base}?direction=whip"),
+            "16",
+            &format!("{base}?direction=whep"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let live = s.wait_for_tracks("vp8");
+    let master = wait_until(Duration::from_secs(15), || {
+        http_get(&format!("{base}/llhls.m3u8"))
+    });
+    let got = seen(child);
+    println!("VP8 publisher: {got}\nstream: {live}\nLL-HLS: {master:?}");
+    assert_eq!(got["video"]["codec"], "video/VP8", "{got}");
+    let codecs: Vec<&str> = live["input"]["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| {
+            t["video"]["codec"]
+                .as_str()
+                .or(t["audio"]["codec"].as_str())
+        })
+        .collect();
+    assert_eq!(codecs, vec!["VP8", "OPUS"], "{live}");
+    let viewer = &got["viewer"];
+    assert_eq!(viewer["codec"], "video/VP8", "{got}");
+    assert_eq!(viewer["videoWidth"], 640, "{got}");
+    assert!(viewer["framesDecoded"].as_u64().unwrap() > 60, "{got}");
+    let master = master.expect("an LL-HLS playlist for the audio");
+    assert!(
+        master.contains("opus") && !master.contains("avc1") && !master.contains("vp08"),
+        "{master}"
+    );
+    assert!(s.log_text().contains("its video is VP8"));
+    let _ = std::fs::remove_dir_all(&root);
+}

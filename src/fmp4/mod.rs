@@ -305,6 +305,7 @@ fn sample_entry(track: &Track) -> Result<Vec<u8>, Fmp4Error> {
             });
         }
         (Codec::Mp3, _) => return Err(Fmp4Error::Unsupported("MP3")),
+        (Codec::Vp8, _) => return Err(Fmp4Error::Unsupported("VP8")),
     }
     Ok(o)
 }

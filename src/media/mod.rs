@@ -48,12 +48,16 @@ pub enum Codec {
     Aac,
     Mp3,
     Opus,
+    /// From WebRTC publishers that offer nothing else; only WebRTC viewers
+    /// get it (no other output of kiln carries VP8). Frames are VP8 frames
+    /// as RFC 6386 writes them.
+    Vp8,
 }
 
 impl Codec {
     pub fn kind(self) -> MediaKind {
         match self {
-            Codec::H264 | Codec::H265 => MediaKind::Video,
+            Codec::H264 | Codec::H265 | Codec::Vp8 => MediaKind::Video,
             Codec::Aac | Codec::Mp3 | Codec::Opus => MediaKind::Audio,
         }
     }
@@ -66,6 +70,7 @@ impl Codec {
             Codec::Aac => "AAC",
             Codec::Mp3 => "MP3",
             Codec::Opus => "OPUS",
+            Codec::Vp8 => "VP8",
         }
     }
 }

@@ -134,6 +134,8 @@ pub struct Muxer {
     /// The timed-metadata (ID3) stream's PID and continuity counter, when
     /// the muxer was made with one.
     id3: Option<(u16, u8)>,
+    /// Tracks MPEG-TS cannot carry (VP8): their frames are passed over.
+    left_out: Vec<TrackId>,
 }
 
 /// Apple's timed metadata in MPEG-TS: PMT stream_type 0x15 (metadata in
@@ -160,7 +162,14 @@ impl Muxer {
         Self::build(tracks, true)
     }
 
-    fn build(tracks: &[Track], id3: bool) -> Result<Muxer, MuxError> {
+    fn build(all: &[Track], id3: bool) -> Result<Muxer, MuxError> {
+        // VP8 (from WebRTC publishers) has no MPEG-TS mapping: left out.
+        let left_out: Vec<TrackId> = all
+            .iter()
+            .filter(|t| t.codec == Codec::Vp8)
+            .map(|t| t.id)
+            .collect();
+        let tracks: Vec<&Track> = all.iter().filter(|t| t.codec != Codec::Vp8).collect();
         if tracks.is_empty() {
             return Err(MuxError::NoTracks);
         }
@@ -201,6 +210,7 @@ impl Muxer {
                         STREAM_ID_PRIVATE_1,
                     )
                 }
+                Codec::Vp8 => return Err(MuxError::UnsupportedTrack(t.id)),
             };
             let asc = match (&t.codec, &t.config) {
                 (Codec::Aac, CodecConfig::Aac { asc }) => {
@@ -287,6 +297,7 @@ impl Muxer {
             es: Vec::new(),
             pes_header: Vec::with_capacity(32),
             id3,
+            left_out,
         })
     }
 
@@ -339,6 +350,9 @@ impl Muxer {
     /// due) to `out`. Only whole 188-byte packets are appended; on error
     /// nothing is.
     pub fn write_frame(&mut self, frame: &Frame, out: &mut Vec<u8>) -> Result<(), MuxError> {
+        if self.left_out.contains(&frame.track) {
+            return Ok(());
+        }
         let index = self
             .tracks
             .iter()
@@ -365,6 +379,7 @@ impl Muxer {
                 Ok(EsPayload::BufferThenFrame)
             }
             Codec::Mp3 => Ok(EsPayload::Frame),
+            Codec::Vp8 => Err(MuxError::UnsupportedTrack(track.id)),
         };
         let payload = match prepared {
             Ok(p) => p,
@@ -981,6 +996,27 @@ mod tests {
             Err(MuxError::BadFrame(_))
         ));
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn vp8_is_left_out() {
+        let mut vp8 = video_track(1, Codec::H264);
+        vp8.codec = Codec::Vp8;
+        vp8.config = CodecConfig::None;
+        assert_eq!(Muxer::new(&[vp8.clone()]).unwrap_err(), MuxError::NoTracks);
+        // With audio: the audio alone, and VP8 frames write nothing.
+        let mut muxer = Muxer::new(&[vp8, aac_track(2)]).unwrap();
+        let mut out = Vec::new();
+        let frame = Frame {
+            track: 1,
+            pts: 0,
+            dts: 0,
+            keyframe: true,
+            data: Bytes::from_static(&[0x50, 0x2a, 0x01, 0x9d, 0x01, 0x2a]),
+        };
+        assert_eq!(muxer.write_frame(&frame, &mut out), Ok(()));
+        assert!(out.is_empty());
+        assert_eq!(muxer.tracks.len(), 1);
     }
 
     #[test]

@@ -13,6 +13,9 @@
 //!   when asked, so one is also asked for every [`KEYFRAME_EVERY`]: HLS
 //!   segments and recordings are cut at keyframes, and a new RTMP or SRT
 //!   player starts at the last one.
+//! - VP8 (a publisher that offers no H.264) passes as it is; its keyframes
+//!   (RFC 6386 section 9.1) give the track its size. Only WebRTC viewers
+//!   get it: no other output of kiln carries VP8.
 //! - Opus packets pass as they are (48 kHz, two channels as the SDP has).
 //! - Timestamps: each track's RTP clock, 64 bits as str0m extends it,
 //!   placed on one 90 kHz timeline by the arrival of its first frame, so
@@ -28,7 +31,7 @@
 //! outputs do not start audio-only and restart.
 
 use crate::codec::h264;
-use crate::media::{AudioParams, Codec, CodecConfig, Frame, Ticks, Track, TrackId};
+use crate::media::{AudioParams, Codec, CodecConfig, Frame, Ticks, Track, TrackId, VideoParams};
 use bytes::Bytes;
 use std::time::{Duration, Instant};
 
@@ -47,6 +50,8 @@ pub const MAX_FRAME: usize = 8 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MediaCodec {
     H264,
+    /// Taken only from a publisher that offers no H.264; passed as is.
+    Vp8,
     Opus,
 }
 
@@ -184,12 +189,14 @@ impl IngestTracks {
         self.origin.get_or_insert(m.arrival);
         match m.codec {
             MediaCodec::H264 => self.on_video(m, out),
+            MediaCodec::Vp8 => self.on_vp8(m, out),
             MediaCodec::Opus => self.on_audio(m, out),
         }
     }
 
     fn on_video(&mut self, m: Media<'_>, out: &mut Vec<IngestEvent>) {
-        if !m.contiguous {
+        // A gap, or a switch from VP8: the next keyframe (re)starts it.
+        if !m.contiguous || self.video.as_ref().is_some_and(|t| t.codec != Codec::H264) {
             self.need_keyframe = true;
         }
         let keyframe = h264::is_keyframe_annexb(m.data);
@@ -241,6 +248,54 @@ impl IngestTracks {
         }));
     }
 
+    fn on_vp8(&mut self, m: Media<'_>, out: &mut Vec<IngestEvent>) {
+        if !m.contiguous || self.video.as_ref().is_some_and(|t| t.codec != Codec::Vp8) {
+            self.need_keyframe = true;
+        }
+        let size = vp8_keyframe_size(m.data);
+        if let Some((width, height)) = size {
+            let params = VideoParams {
+                width: u32::from(width),
+                height: u32::from(height),
+                framerate: 0.0,
+            };
+            if self.video.as_ref().and_then(|t| t.video) != Some(params) {
+                self.video = Some(Track {
+                    id: VIDEO_TRACK,
+                    codec: Codec::Vp8,
+                    config: CodecConfig::None,
+                    video: Some(params),
+                    audio: None,
+                    bitrate: 0,
+                });
+                self.announce(out);
+            }
+        }
+        let keyframe = size.is_some();
+        if self.need_keyframe && !(keyframe && self.video.is_some()) {
+            self.dropped += 1;
+            return;
+        }
+        self.need_keyframe = false;
+        if keyframe {
+            self.last_keyframe = Some(m.arrival);
+        }
+        let pts0 = self.timeline(m.arrival);
+        let clock = *self.video_clock.get_or_insert(Clock {
+            rtp0: m.rtp_time,
+            rate: m.rate,
+            pts0,
+        });
+        let pts = clock.pts(m.rtp_time);
+        out.push(IngestEvent::Frame(Frame {
+            track: VIDEO_TRACK,
+            pts,
+            dts: pts,
+            keyframe,
+            data: Bytes::copy_from_slice(m.data),
+        }));
+    }
+
     fn on_audio(&mut self, m: Media<'_>, out: &mut Vec<IngestEvent>) {
         let first = *self.first_audio.get_or_insert(m.arrival);
         if self.expect_video
@@ -273,6 +328,19 @@ impl IngestTracks {
     }
 }
 
+/// A VP8 keyframe's width and height (RFC 6386 section 9.1: a 3-byte frame
+/// tag whose low bit is 0 on keyframes, the start code 9d 01 2a, then
+/// 14-bit width and height); `None` for an interframe or garbage.
+pub fn vp8_keyframe_size(data: &[u8]) -> Option<(u16, u16)> {
+    let (&tag, rest) = data.split_first()?;
+    if tag & 1 != 0 || rest.get(2..5)? != [0x9d, 0x01, 0x2a] {
+        return None;
+    }
+    let w = u16::from_le_bytes([*rest.get(5)?, *rest.get(6)?]) & 0x3fff;
+    let h = u16::from_le_bytes([*rest.get(7)?, *rest.get(8)?]) & 0x3fff;
+    (w > 0 && h > 0).then_some((w, h))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,10 +365,10 @@ mod tests {
         Media {
             codec,
             rtp_time: rtp,
-            rate: if codec == MediaCodec::H264 {
-                90_000
-            } else {
+            rate: if codec == MediaCodec::Opus {
                 48_000
+            } else {
+                90_000
             },
             arrival: at,
             contiguous,
@@ -393,6 +461,35 @@ mod tests {
         ing.keyframe_asked();
         assert!(ing.wants_keyframe(t4 + PLI_EVERY));
         assert!(!ing.wants_keyframe(t4 + PLI_EVERY * 3));
+    }
+
+    #[test]
+    fn vp8_starts_at_a_keyframe_with_its_size() {
+        let t0 = Instant::now();
+        let mut ing = IngestTracks::new(true, true);
+        let mut out = Vec::new();
+        // A 640x360 keyframe's first bytes, then an interframe.
+        let key = [
+            0x50, 0x2a, 0x01, 0x9d, 0x01, 0x2a, 0x80, 0x02, 0x68, 0x01, 7, 7,
+        ];
+        let inter = [0x31, 0x02, 0x00, 9, 9];
+        assert_eq!(vp8_keyframe_size(&key), Some((640, 360)));
+        assert_eq!(vp8_keyframe_size(&inter), None);
+        ing.on_media(media(MediaCodec::Vp8, 0, t0, true, &inter), &mut out);
+        assert!(out.is_empty());
+        ing.on_media(media(MediaCodec::Vp8, 3000, t0, true, &key), &mut out);
+        let IngestEvent::Tracks(tracks) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(tracks[0].codec, Codec::Vp8);
+        assert_eq!(tracks[0].video.unwrap().height, 360);
+        let IngestEvent::Frame(f) = &out[1] else {
+            panic!()
+        };
+        assert!(f.keyframe && f.data[..] == key[..]);
+        out.clear();
+        ing.on_media(media(MediaCodec::Vp8, 6000, t0, true, &inter), &mut out);
+        assert!(matches!(&out[0], IngestEvent::Frame(f) if !f.keyframe && f.pts == 3000));
     }
 
     #[test]

@@ -150,6 +150,8 @@ impl Default for SessionOptions {
 #[derive(Debug, Clone, Copy, Default)]
 struct Offerable {
     video: bool,
+    /// The video is VP8 (a WebRTC publisher's), not H.264.
+    vp8: bool,
     audio: bool,
     /// Opus channels for the audio (the source's, or the transcoder's).
     stereo: bool,
@@ -191,6 +193,9 @@ struct Publish {
     tracks: ingest::IngestTracks,
     /// Its video m-line (where keyframe requests go).
     video: Option<Mid>,
+    /// A simulcast publisher's video layer kept: the first to arrive (the
+    /// others are dropped: one stream has one video track).
+    layer: Option<Option<str0m::media::Rid>>,
 }
 
 /// What is kept per stream with at least one WebRTC viewer.
@@ -394,7 +399,8 @@ impl WebRtc {
         let config = RtcConfig::new()
             .set_ice_lite(true)
             .clear_codecs()
-            .enable_h264(what.video)
+            .enable_h264(what.video && !what.vp8)
+            .enable_vp8(what.vp8)
             .enable_opus(what.audio, false)
             .set_local_ice_credentials(IceCreds {
                 ufrag: ufrag.to_string(),
@@ -412,14 +418,17 @@ impl WebRtc {
         self.build_rtc(config, now)
     }
 
-    /// A publisher's stack: it receives H.264 and Opus, orders packets in
-    /// str0m's reordering buffers (bounded: its defaults of 30 video and
-    /// 15 audio packets) and NACKs what is lost.
-    fn new_publish_rtc(&self, ufrag: &str, now: Instant) -> Rtc {
+    /// A publisher's stack: it receives H.264 (and VP8 when asked: from
+    /// a publisher that offers no H.264, or in kiln's own offer after
+    /// H.264) and Opus, orders packets in str0m's reordering buffers
+    /// (bounded: its defaults of 30 video and 15 audio packets) and NACKs
+    /// what is lost.
+    fn new_publish_rtc(&self, ufrag: &str, h264: bool, vp8: bool, now: Instant) -> Rtc {
         let config = RtcConfig::new()
             .set_ice_lite(true)
             .clear_codecs()
-            .enable_h264(true)
+            .enable_h264(h264)
+            .enable_vp8(vp8)
             .enable_opus(true, true)
             .set_local_ice_credentials(IceCreds {
                 ufrag: ufrag.to_string(),
@@ -447,6 +456,10 @@ impl WebRtc {
         for t in stream.tracks() {
             match t.codec {
                 Codec::H264 => o.video = true,
+                Codec::Vp8 => {
+                    o.video = true;
+                    o.vp8 = true;
+                }
                 Codec::H265 => {
                     crate::info!(
                         "webrtc: stream {}/{}/{} is H.265: its video is not offered over WebRTC (browsers lack it); audio plays",
@@ -527,6 +540,7 @@ impl WebRtc {
         s.publish = Some(Box::new(Publish {
             tracks: ingest::IngestTracks::new(video.is_some(), audio),
             video,
+            layer: None,
         }));
         self.publishers.insert(stream, idx);
     }
@@ -547,7 +561,11 @@ impl WebRtc {
         let offer = SdpOffer::from_sdp_string(offer)
             .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
         let ufrag = random_string(8);
-        let mut rtc = self.new_publish_rtc(&ufrag, now);
+        // H.264 is preferred: VP8 is taken only when the offer has no H.264.
+        let has_h264 = offer_text
+            .lines()
+            .any(|l| l.starts_with("a=rtpmap:") && l.to_ascii_uppercase().contains(" H264/"));
+        let mut rtc = self.new_publish_rtc(&ufrag, has_h264, !has_h264, now);
         let answer = rtc
             .sdp_api()
             .accept_offer(offer)
@@ -563,6 +581,7 @@ impl WebRtc {
         }
         let what = Offerable {
             video: true,
+            vp8: !has_h264,
             audio: true,
             stereo: true,
         };
@@ -588,7 +607,7 @@ impl WebRtc {
             return Err(WebRtcError::Full);
         }
         let ufrag = random_string(8);
-        let mut rtc = self.new_publish_rtc(&ufrag, now);
+        let mut rtc = self.new_publish_rtc(&ufrag, true, true, now);
         let mut api = rtc.sdp_api();
         let video = api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
         let audio = api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
@@ -597,6 +616,7 @@ impl WebRtc {
         };
         let what = Offerable {
             video: true,
+            vp8: false,
             audio: true,
             stereo: true,
         };
@@ -768,7 +788,12 @@ impl WebRtc {
             };
             match kind {
                 MediaKind::Video if what.video && s.video.is_none() => {
-                    s.video = pick(RtcCodec::H264).map(|pt| (mid, pt));
+                    let codec = if what.vp8 {
+                        RtcCodec::Vp8
+                    } else {
+                        RtcCodec::H264
+                    };
+                    s.video = pick(codec).map(|pt| (mid, pt));
                 }
                 MediaKind::Audio if what.audio && s.audio.is_none() => {
                     s.audio = pick(RtcCodec::Opus).map(|pt| (mid, pt));
@@ -1047,9 +1072,13 @@ impl WebRtc {
         };
         let codec = match m.params.spec().codec {
             RtcCodec::H264 => ingest::MediaCodec::H264,
+            RtcCodec::Vp8 => ingest::MediaCodec::Vp8,
             RtcCodec::Opus => ingest::MediaCodec::Opus,
             _ => return,
         };
+        if codec != ingest::MediaCodec::Opus && *p.layer.get_or_insert(m.rid) != m.rid {
+            return;
+        }
         let mut events = Vec::new();
         p.tracks.on_media(
             ingest::Media {
@@ -1062,10 +1091,11 @@ impl WebRtc {
             },
             &mut events,
         );
-        if codec == ingest::MediaCodec::H264 && p.tracks.wants_keyframe(now) {
+        if codec != ingest::MediaCodec::Opus && p.tracks.wants_keyframe(now) {
             match p.video.and_then(|mid| s.rtc.writer(mid)) {
                 Some(mut w) => {
-                    let r = w.request_keyframe(None, str0m::media::KeyframeRequestKind::Pli);
+                    let rid = p.layer.flatten();
+                    let r = w.request_keyframe(rid, str0m::media::KeyframeRequestKind::Pli);
                     crate::debug!("webrtc session {}: keyframe asked for ({r:?})", s.key);
                 }
                 None => crate::debug!(
@@ -1096,15 +1126,23 @@ impl WebRtc {
                             ..IngestOutput::default()
                         });
                     }
-                    if tracks.iter().any(|t| t.codec == Codec::Opus) {
-                        if let Some(st) = streams.get(id).filter(|st| st.tracks().is_empty()) {
-                            crate::warn!(
-                                "stream [{}/{}/{}]: its audio is Opus: LL-HLS, HLS, SRT, MPEG-TS, recordings and WebRTC carry it; RTMP outputs carry its video only (RTMP has no Opus)",
-                                st.vhost,
-                                st.app,
-                                st.name
-                            );
-                        }
+                    let first = streams.get(id).filter(|st| st.tracks().is_empty());
+                    let has = |c: Codec| tracks.iter().any(|t| t.codec == c);
+                    if let Some(st) = first.filter(|_| has(Codec::Opus)) {
+                        crate::warn!(
+                            "stream [{}/{}/{}]: its audio is Opus: LL-HLS, HLS, SRT, MPEG-TS, recordings and WebRTC carry it; RTMP outputs carry its video only (RTMP has no Opus)",
+                            st.vhost,
+                            st.app,
+                            st.name
+                        );
+                    }
+                    if let Some(st) = streams.get(id).filter(|_| has(Codec::Vp8)) {
+                        crate::warn!(
+                            "stream [{}/{}/{}]: its video is VP8 (the publisher offered no H.264): only WebRTC viewers get it; LL-HLS, HLS, RTMP, SRT, MPEG-TS and recordings carry its audio only",
+                            st.vhost,
+                            st.app,
+                            st.name
+                        );
                     }
                     streams.set_tracks(id, tracks);
                     if let Some(o) = self.ingest.last_mut() {
@@ -1135,18 +1173,22 @@ impl WebRtc {
             .tracks()
             .iter()
             .find(|t| t.kind() == Kind::Video)
-            .map(|t| (t.id, t.config.clone()));
+            .cloned();
         s.started = true;
-        let (Some((mid, pt)), Some((track, config))) = (s.video, video_track) else {
+        let (Some((mid, pt)), Some(track)) = (s.video, video_track) else {
             return;
         };
-        let gop: Vec<&Frame> = stream.gop().iter().filter(|f| f.track == track).collect();
+        let gop: Vec<&Frame> = stream
+            .gop()
+            .iter()
+            .filter(|f| f.track == track.id)
+            .collect();
         let Some(last) = gop.last().map(|f| f.pts) else {
             return;
         };
         let n = gop.len() as Ticks;
         for (i, f) in gop.iter().enumerate() {
-            let Some(data) = annexb(f, &config) else {
+            let Some(data) = video_payload(f, &track) else {
                 continue;
             };
             let ts = (last - (n - 1 - i as Ticks)).max(0) as u64;
@@ -1191,8 +1233,8 @@ impl WebRtc {
                 continue;
             };
             match track.codec {
-                Codec::H264 => {
-                    let Some(data) = annexb(frame, &track.config) else {
+                Codec::H264 | Codec::Vp8 => {
+                    let Some(data) = video_payload(frame, track) else {
                         continue;
                     };
                     let ts = MediaTime::new(
@@ -1318,6 +1360,16 @@ fn offer_mids(rtc: &mut Rtc, offer: &str) -> Vec<(Mid, MediaKind)> {
             rtc.media(mid).map(|media| (mid, media.kind()))
         })
         .collect()
+}
+
+/// A video frame as str0m's packetizer takes it: H.264 in Annex B,
+/// VP8 as it is.
+fn video_payload(frame: &Frame, track: &crate::media::Track) -> Option<Arc<[u8]>> {
+    match track.codec {
+        Codec::H264 => annexb(frame, &track.config),
+        Codec::Vp8 => Some(Arc::from(&frame.data[..])),
+        _ => None,
+    }
 }
 
 /// A video frame in Annex B (what the RTP packetizer splits), with the

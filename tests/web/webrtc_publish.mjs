@@ -5,7 +5,8 @@
 //   node webrtc_publish.mjs ome  URL SECONDS [WHEP_URL]   (OME's WebSocket, direction=send)
 //   node webrtc_publish.mjs livekit URL SECONDS [WHEP_URL] OVENLIVEKIT_JS (OvenLiveKit)
 //
-// The fake camera is 640x360 at 30 fps; H.264 is preferred. After SECONDS
+// The fake camera is 640x360 at 30 fps; H.264 is preferred (VIDEO_CODEC=VP8
+// offers VP8 alone, as a publisher without H.264 would). After SECONDS
 // the video track is stopped (so the count of frames the browser sent is
 // final), the page waits 3 s and hangs up. With WHEP_URL, a second page
 // plays the stream over WHEP during the last half of the publish and
@@ -16,6 +17,7 @@
 import puppeteer from "puppeteer-core";
 
 const [mode, url, secondsArg, whepUrl, liveKitJs] = process.argv.slice(2);
+const videoCodec = process.env.VIDEO_CODEC || "H264";
 const seconds = Number(secondsArg || 20);
 // The page's origin: another than the signalling URL's (localhost against
 // 127.0.0.1), so WHIP's CORS is exercised. getUserMedia needs a secure
@@ -39,7 +41,7 @@ try {
   page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
   await page.goto(origin + "/", { waitUntil: "load" }).catch(() => {});
   if (mode === "livekit") await page.addScriptTag({ path: liveKitJs });
-  const publishing = page.evaluate(async (mode, url, seconds) => {
+  const publishing = page.evaluate(async (mode, url, seconds, videoCodec) => {
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     const out = { mode, messages: [] };
     const stream = await navigator.mediaDevices.getUserMedia({
@@ -48,8 +50,11 @@ try {
     let pc;
     const preferH264 = (t) => {
       const caps = RTCRtpSender.getCapabilities("video").codecs;
-      const h264 = caps.filter((c) => c.mimeType === "video/H264");
-      if (h264.length && t.setCodecPreferences) t.setCodecPreferences([...h264, ...caps.filter((c) => c.mimeType !== "video/H264")]);
+      const mime = "video/" + videoCodec;
+      const want = caps.filter((c) => c.mimeType === mime);
+      // H.264 first (the rest after it); VP8 alone (with its RTX).
+      const rest = videoCodec === "VP8" ? caps.filter((c) => c.mimeType === "video/rtx") : caps.filter((c) => c.mimeType !== mime);
+      if (want.length && t.setCodecPreferences) t.setCodecPreferences([...want, ...rest]);
     };
     if (mode === "whip") {
       pc = new RTCPeerConnection();
@@ -148,7 +153,7 @@ try {
     }
     pc.close();
     return out;
-  }, mode, url, seconds);
+  }, mode, url, seconds, videoCodec);
 
   let viewer = null;
   if (whepUrl) {
@@ -178,9 +183,12 @@ try {
       out.videoWidth = video.videoWidth;
       out.currentTime = video.currentTime;
       const st = await pc.getStats();
+      const codecs = {};
+      st.forEach((s) => { if (s.type === "codec") codecs[s.id] = s.mimeType; });
       st.forEach((s) => {
         if (s.type === "inbound-rtp" && s.kind === "video") {
-          Object.assign(out, { framesDecoded: s.framesDecoded, packetsLost: s.packetsLost, freezeCount: s.freezeCount || 0 });
+          Object.assign(out, { framesDecoded: s.framesDecoded, packetsLost: s.packetsLost, freezeCount: s.freezeCount || 0,
+            codec: codecs[s.codecId] || null });
         }
         if (s.type === "inbound-rtp" && s.kind === "audio") out.audioPackets = s.packetsReceived;
       });
