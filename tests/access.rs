@@ -1046,3 +1046,89 @@ fn webhooks_admit_whep_viewers_with_their_bearer_token() {
         "the token reached the log"
     );
 }
+
+/// WHIP publishers go through the admission webhook as RTMP and SRT
+/// publishers do (`webrtc` in `<Enables><Providers>`): direction
+/// incoming, the WHIP URL, and (kiln extension) the publisher's bearer
+/// token; DELETE ends the publish and its closing follows.
+#[test]
+fn webhooks_admit_whip_publishers_with_their_bearer_token() {
+    if !have_tool("curl") {
+        return;
+    }
+    let hook = ControlServer::start(Arc::new(|b: &Value| {
+        let allowed = b["request"]["bearer"] == "let-me-in";
+        (
+            0,
+            200,
+            json!({"allowed": allowed, "reason": "bad token"}).to_string(),
+        )
+    }));
+    let s = Server::start_with(
+        "hooks-whip",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            vhost_access: hook_xml(&hook.url(), 2000, "<Providers>webrtc</Providers>"),
+            ..Default::default()
+        },
+    );
+    // A publisher's offer: the fixture's m-lines sending.
+    let offer =
+        include_str!("fixtures/chromium-whep-offer.sdp").replace("a=recvonly", "a=sendonly");
+    let url = format!("http://127.0.0.1:{}/app/pub?direction=whip", s.media.llhls);
+    let post = |token: &str| {
+        curl(
+            &[
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/sdp",
+                "-H",
+                &format!("Authorization: Bearer {token}"),
+                "--data-binary",
+                &offer,
+                "-D",
+                "-",
+            ],
+            &url,
+        )
+    };
+    let (status, text, _) = post("wrong");
+    assert_eq!(status, 401, "{text}");
+    assert!(text.contains("bad token"), "{text}");
+    let (status, text, _) = post("let-me-in");
+    assert_eq!(status, 201, "{text}");
+    let location = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(location.starts_with("/app/pub/"), "{location}");
+    let opening = hook
+        .hits()
+        .into_iter()
+        .find(|h| h.body["request"]["bearer"] == "let-me-in")
+        .expect("an opening with the token");
+    assert_eq!(opening.body["request"]["protocol"], "WEBRTC");
+    assert_eq!(opening.body["request"]["direction"], "incoming");
+    assert!(opening.body["request"]["url"]
+        .as_str()
+        .unwrap()
+        .ends_with("/app/pub?direction=whip"));
+    let (status, _, _) = curl(
+        &["-X", "DELETE"],
+        &format!("http://127.0.0.1:{}{location}", s.media.llhls),
+    );
+    assert_eq!(status, 200);
+    let closed = wait_until(Duration::from_secs(5), || {
+        (hook.count("direction=whip").1 >= 1).then_some(())
+    });
+    assert!(closed.is_some(), "no closing for the ended WHIP publish");
+    assert!(
+        !s.log_text().contains("let-me-in"),
+        "the token reached the log"
+    );
+}

@@ -17,83 +17,9 @@ use media::*;
 use serde_json::json;
 use std::net::{SocketAddr, UdpSocket};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Forwards datagrams between one client and `upstream`, dropping about
-/// `loss_pct` percent each way and holding one datagram back now and then
-/// (reordering). Returns the proxy's port and (dropped, forwarded) counters.
-fn lossy_proxy(
-    upstream: SocketAddr,
-    loss_pct: u64,
-    stop: Arc<AtomicBool>,
-) -> (u16, Arc<AtomicU64>, Arc<AtomicU64>) {
-    let front = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let back = UdpSocket::bind("127.0.0.1:0").unwrap();
-    back.connect(upstream).unwrap();
-    let port = front.local_addr().unwrap().port();
-    let dropped = Arc::new(AtomicU64::new(0));
-    let forwarded = Arc::new(AtomicU64::new(0));
-    let client: Arc<std::sync::Mutex<Option<SocketAddr>>> = Default::default();
-    for direction in 0..2 {
-        let (rx, tx) = if direction == 0 {
-            (front.try_clone().unwrap(), back.try_clone().unwrap())
-        } else {
-            (back.try_clone().unwrap(), front.try_clone().unwrap())
-        };
-        let (stop, dropped, forwarded, client) = (
-            stop.clone(),
-            dropped.clone(),
-            forwarded.clone(),
-            client.clone(),
-        );
-        std::thread::spawn(move || {
-            rx.set_read_timeout(Some(Duration::from_millis(100)))
-                .unwrap();
-            let mut seed = 0x2545_F491_4F6C_DD1Du64 ^ direction;
-            let mut rand = move || {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed
-            };
-            let mut held: Option<Vec<u8>> = None;
-            let mut buf = [0u8; 2048];
-            while !stop.load(Ordering::Relaxed) {
-                let Ok((n, from)) = rx.recv_from(&mut buf) else {
-                    continue;
-                };
-                let to = if direction == 0 {
-                    *client.lock().unwrap() = Some(from);
-                    None
-                } else {
-                    *client.lock().unwrap()
-                };
-                let send = |d: &[u8]| {
-                    let _ = match to {
-                        None => tx.send(d),
-                        Some(addr) => tx.send_to(d, addr),
-                    };
-                };
-                if rand() % 100 < loss_pct {
-                    dropped.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                forwarded.fetch_add(1, Ordering::Relaxed);
-                if held.is_none() && rand() % 100 < 3 {
-                    held = Some(buf[..n].to_vec());
-                    continue;
-                }
-                send(&buf[..n]);
-                if let Some(h) = held.take() {
-                    send(&h);
-                }
-            }
-        });
-    }
-    (port, dropped, forwarded)
-}
 
 /// Pushes stream `lossy` to a UDP capture, runs `publish` (returns when the
 /// SRT publisher of `secs` seconds has finished) and checks that every video
@@ -150,7 +76,7 @@ fn srt_ingest_repairs_five_percent_loss_with_reordering() {
     let s = Server::start_media("srtlossy");
     let stop = Arc::new(AtomicBool::new(false));
     let upstream = SocketAddr::from(([127, 0, 0, 1], s.media.srt));
-    let (proxy, dropped, forwarded) = lossy_proxy(upstream, 5, stop.clone());
+    let (proxy, dropped, forwarded) = lossy_proxy("127.0.0.1:0", upstream, 5, stop.clone());
     let secs = 8;
     let url =
         format!("srt://127.0.0.1:{proxy}?streamid=default/app/lossy&latency=400000&pkt_size=1316");

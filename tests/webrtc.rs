@@ -16,6 +16,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 const OFFER: &str = include_str!("fixtures/chromium-whep-offer.sdp");
@@ -719,11 +721,39 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
         );
         let _ = src.kill();
         let _ = src.wait();
-        (whep, ome, oven, relay, blocked)
+        // A publisher without UDP: WHIP through the relay too.
+        let publisher = Command::new("ip")
+            .args(["netns", "exec", &viewer_ns, "node"])
+            .arg(web.join("webrtc_publish.mjs"))
+            .args([
+                "whip",
+                &format!("http://{KILN_ADDR}:{port}/app/relaypub?direction=whip&transport=tcp"),
+                "10",
+            ])
+            .env("CHROMIUM", &chromium)
+            .env("RELAY", &relay)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let live = wait_until(Duration::from_secs(30), || {
+            s.live_stream("relaypub").filter(|v| {
+                v["input"]["tracks"]
+                    .as_array()
+                    .is_some_and(|t| t.len() == 2)
+            })
+        });
+        let published = seen(publisher);
+        println!("WHIP publisher without UDP: {published}");
+        let live = live.unwrap_or_else(|| panic!("no stream from the relayed publisher"));
+        check_published(&s, "relaypub", &published, &live);
+        (whep, ome, oven, relay, blocked, published)
     })
     .join()
     .unwrap();
-    let (whep, ome, oven, relay, blocked) = results;
+    let (whep, ome, oven, relay, blocked, published) = results;
+    assert_eq!(published["localCandidateType"], "relay", "{published}");
+    assert_eq!(published["relayProtocol"], "tcp", "{published}");
     println!("WHEP without UDP: {whep}\nOME signalling without UDP: {ome}\nOvenPlayer without UDP: {oven}");
     let dropped = net.dropped();
     assert_ne!(
@@ -1329,10 +1359,11 @@ fn ovenlivekit_publishes_over_both_signalling_kinds() {
 }
 
 /// Issue 32: a publisher behind a path that loses 5% of the UDP datagrams
-/// each way (two network namespaces of the test's own, nftables; no
-/// reordering: the kernels here lack sch_netem). kiln asks for what is
-/// lost (NACK) and the browser resends it (RTX): the LL-HLS output holds
-/// the frames the browser encoded.
+/// each way (two network namespaces of the test's own, nftables dropping
+/// on receipt) and reorders some (a proxy that swaps neighbours: the
+/// kernels here lack sch_netem). kiln asks for what is lost (NACK) and the
+/// browser resends it (RTX): the LL-HLS output holds the frames the
+/// browser encoded.
 const LOSS_PCT: u32 = 5;
 #[test]
 fn whip_repairs_a_lossy_path_with_nack() {
@@ -1361,6 +1392,24 @@ fn whip_repairs_a_lossy_path_with_nack() {
         opts.bind_ip = "0.0.0.0";
         opts.webrtc_host = ADDR;
         let s = Server::start_with("webrtc-whip-lossy", opts);
+        // Reordering: the publisher's datagrams to kiln's ICE port are
+        // redirected (nftables, in kiln's namespace) to a proxy that holds
+        // one back now and then and sends it after the next; kiln's
+        // answers go back through it and leave from the ICE port
+        // (conntrack undoes the redirection).
+        let stop = Arc::new(AtomicBool::new(false));
+        let ice: std::net::SocketAddr = format!("{ADDR}:{}", s.media.ice).parse().unwrap();
+        let (proxy, _, forwarded) = lossy_proxy("0.0.0.0:0", ice, 0, stop.clone());
+        for cmd in [
+            "add table ip kilnreorder".to_string(),
+            "add chain ip kilnreorder pre { type nat hook prerouting priority -100; }".into(),
+            format!(
+                "add rule ip kilnreorder pre ip saddr 10.214.1.2 udp dport {} redirect to :{proxy}",
+                s.media.ice
+            ),
+        ] {
+            run("nft", &[cmd]).unwrap();
+        }
         let child = Command::new("ip")
             .args(["netns", "exec", &viewer_ns, "node"])
             .arg(web.join("webrtc_publish.mjs"))
@@ -1387,6 +1436,13 @@ fn whip_repairs_a_lossy_path_with_nack() {
         println!("WHIP publisher on a lossy path: {got}");
         let live = live.unwrap_or_else(|| panic!("no stream with two tracks\n{}", s.log_text()));
         check_published(&s, "lossy", &got, &live);
+        stop.store(true, Ordering::Relaxed);
+        let forwarded = forwarded.load(Ordering::Relaxed);
+        println!("through the reordering proxy: {forwarded} datagrams");
+        assert!(
+            forwarded > 500,
+            "the publisher did not go through the proxy"
+        );
         let _ = std::fs::remove_dir_all(&root);
         got
     })

@@ -18,6 +18,9 @@ import puppeteer from "puppeteer-core";
 
 const [mode, url, secondsArg, whepUrl, liveKitJs] = process.argv.slice(2);
 const videoCodec = process.env.VIDEO_CODEC || "H264";
+// RELAY=turn:host:port?transport=tcp: the page may only use that relay
+// (iceTransportPolicy "relay"), as a publisher without UDP would.
+const relay = process.env.RELAY || "";
 const seconds = Number(secondsArg || 20);
 // The page's origin: another than the signalling URL's (localhost against
 // 127.0.0.1), so WHIP's CORS is exercised. getUserMedia needs a secure
@@ -41,7 +44,10 @@ try {
   page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
   await page.goto(origin + "/", { waitUntil: "load" }).catch(() => {});
   if (mode === "livekit") await page.addScriptTag({ path: liveKitJs });
-  const publishing = page.evaluate(async (mode, url, seconds, videoCodec) => {
+  const publishing = page.evaluate(async (mode, url, seconds, videoCodec, relay) => {
+    const rtcConfig = relay
+      ? { iceServers: [{ urls: relay, username: "ome", credential: "airen" }], iceTransportPolicy: "relay" }
+      : {};
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     const out = { mode, messages: [] };
     const stream = await navigator.mediaDevices.getUserMedia({
@@ -57,7 +63,7 @@ try {
       if (want.length && t.setCodecPreferences) t.setCodecPreferences([...want, ...rest]);
     };
     if (mode === "whip") {
-      pc = new RTCPeerConnection();
+      pc = new RTCPeerConnection(rtcConfig);
       for (const track of stream.getTracks()) {
         const t = pc.addTransceiver(track, { direction: "sendonly", streams: [stream] });
         if (track.kind === "video") preferH264(t);
@@ -125,6 +131,16 @@ try {
       await sleep(250);
     }
     out.connectionState = pc.connectionState;
+    // The pair in use: its local candidate type ("relay" through kiln's TCP relay).
+    const pairs = await pc.getStats();
+    pairs.forEach((s) => {
+      if (s.type === "transport" && s.selectedCandidatePairId) {
+        const pair = pairs.get(s.selectedCandidatePairId);
+        const local = pair && pairs.get(pair.localCandidateId);
+        out.localCandidateType = local ? local.candidateType : null;
+        out.relayProtocol = local ? local.relayProtocol : null;
+      }
+    });
     // The video stops: what the browser sent is final.
     for (const s of pc.getSenders()) if (s.track && s.track.kind === "video") s.track.stop();
     await sleep(1500);
@@ -153,7 +169,7 @@ try {
     }
     pc.close();
     return out;
-  }, mode, url, seconds, videoCodec);
+  }, mode, url, seconds, videoCodec, relay);
 
   let viewer = null;
   if (whepUrl) {
