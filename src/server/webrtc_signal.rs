@@ -66,6 +66,16 @@ pub(crate) fn route(req: &Request) -> Option<Route> {
     }
 }
 
+/// WHEP's and WHIP's `Link` headers naming the TCP relay, when the
+/// request asks for it or it is forced.
+fn relay_links(req: &Request, webrtc: &crate::webrtc::WebRtc) -> Vec<String> {
+    if wants_tcp(req) || webrtc.tcp_force {
+        signal::link_headers(&webrtc.relay_urls)
+    } else {
+        Vec::new()
+    }
+}
+
 /// The request asks for the TCP relay (`transport=tcp`, OME's query).
 fn wants_tcp(req: &Request) -> bool {
     let query = req.target.split_once('?').map_or("", |(_, q)| q);
@@ -289,11 +299,7 @@ pub(crate) fn whep_answer(
     match api.webrtc.accept_offer(stream, &offer, opts, cx.now) {
         Ok((key, answer)) => {
             let location = format!("/{}/{}/{key}?direction=whep", target.1, target.2);
-            let links = if wants_tcp(req) || api.webrtc.tcp_force {
-                signal::link_headers(&api.webrtc.relay_urls)
-            } else {
-                Vec::new()
-            };
+            let links = relay_links(req, &api.webrtc);
             crate::info!(
                 "webrtc: WHEP viewer of {}/{}/{} (session {key})",
                 &target.0,
@@ -348,11 +354,7 @@ pub(crate) fn whip_answer(
         Ok((key, answer)) => {
             let api = &*cx.api;
             let location = format!("/{}/{}/{key}?direction=whip", target.1, target.2);
-            let links = if wants_tcp(req) || api.webrtc.tcp_force {
-                signal::link_headers(&api.webrtc.relay_urls)
-            } else {
-                Vec::new()
-            };
+            let links = relay_links(req, &api.webrtc);
             crate::info!(
                 "webrtc: WHIP publisher of {}/{}/{} (session {key})",
                 &target.0,
@@ -670,17 +672,7 @@ impl WsSignal {
             Ok((key, sdp)) => {
                 self.target = target;
                 self.session = Some(key);
-                let relay = if self.tcp || api.webrtc.tcp_force {
-                    api.webrtc.relay_urls.clone()
-                } else {
-                    Vec::new()
-                };
-                out.push(ws::text(&signal::offer(
-                    self.id,
-                    &sdp,
-                    api.webrtc.ports(),
-                    &relay,
-                )));
+                out.push(self.offer_message(&api.webrtc, &sdp));
             }
             Err(e) => {
                 if let Some(a) = admit.admission {
@@ -690,6 +682,17 @@ impl WsSignal {
                 self.refuse(Refusal::new(code, "Cannot create offer"), cx, out);
             }
         }
+    }
+
+    /// OME's `offer` message: the SDP, the ICE candidates, and the TCP
+    /// relay when asked for (`transport=tcp`) or forced.
+    fn offer_message(&self, webrtc: &crate::webrtc::WebRtc, sdp: &str) -> Vec<u8> {
+        let relay = if self.tcp || webrtc.tcp_force {
+            webrtc.relay_urls.clone()
+        } else {
+            Vec::new()
+        };
+        ws::text(&signal::offer(self.id, sdp, webrtc.ports(), &relay))
     }
 
     /// `direction=send`: the stream, and kiln's recvonly offer.
@@ -718,18 +721,7 @@ impl WsSignal {
                     &target.2
                 );
                 self.session = Some(key);
-                let api = &*cx.api;
-                let relay = if self.tcp || api.webrtc.tcp_force {
-                    api.webrtc.relay_urls.clone()
-                } else {
-                    Vec::new()
-                };
-                out.push(ws::text(&signal::offer(
-                    self.id,
-                    &sdp,
-                    api.webrtc.ports(),
-                    &relay,
-                )));
+                out.push(self.offer_message(&cx.api.webrtc, &sdp));
             }
             Err(e) => {
                 unstart_stream(cx, id);

@@ -216,13 +216,8 @@ impl IngestTracks {
                 }
             }
         }
-        if self.need_keyframe && !(keyframe && self.video.is_some()) {
-            self.dropped += 1;
+        if !self.pass_video(keyframe, m.arrival) {
             return;
-        }
-        self.need_keyframe = false;
-        if keyframe {
-            self.last_keyframe = Some(m.arrival);
         }
         let mut data = Vec::with_capacity(m.data.len() + 16);
         crate::codec::nal::annexb_to_length_prefixed_filtered(m.data, &mut data, |u| {
@@ -232,19 +227,51 @@ impl IngestTracks {
             self.dropped += 1;
             return;
         }
+        self.push_frame(VIDEO_TRACK, &m, keyframe, Bytes::from(data), out);
+    }
+
+    /// Video waits for a keyframe (at the start, after a gap); true when
+    /// this frame may pass.
+    fn pass_video(&mut self, keyframe: bool, arrival: Instant) -> bool {
+        if self.need_keyframe && !(keyframe && self.video.is_some()) {
+            self.dropped += 1;
+            return false;
+        }
+        self.need_keyframe = false;
+        if keyframe {
+            self.last_keyframe = Some(arrival);
+        }
+        true
+    }
+
+    /// A frame on the stream's timeline: its track's clock, started where
+    /// the track's first frame arrived.
+    fn push_frame(
+        &mut self,
+        track: TrackId,
+        m: &Media<'_>,
+        keyframe: bool,
+        data: Bytes,
+        out: &mut Vec<IngestEvent>,
+    ) {
         let pts0 = self.timeline(m.arrival);
-        let clock = *self.video_clock.get_or_insert(Clock {
+        let slot = if track == VIDEO_TRACK {
+            &mut self.video_clock
+        } else {
+            &mut self.audio_clock
+        };
+        let clock = *slot.get_or_insert(Clock {
             rtp0: m.rtp_time,
             rate: m.rate,
             pts0,
         });
         let pts = clock.pts(m.rtp_time);
         out.push(IngestEvent::Frame(Frame {
-            track: VIDEO_TRACK,
+            track,
             pts,
             dts: pts,
             keyframe,
-            data: Bytes::from(data),
+            data,
         }));
     }
 
@@ -272,28 +299,15 @@ impl IngestTracks {
             }
         }
         let keyframe = size.is_some();
-        if self.need_keyframe && !(keyframe && self.video.is_some()) {
-            self.dropped += 1;
-            return;
+        if self.pass_video(keyframe, m.arrival) {
+            self.push_frame(
+                VIDEO_TRACK,
+                &m,
+                keyframe,
+                Bytes::copy_from_slice(m.data),
+                out,
+            );
         }
-        self.need_keyframe = false;
-        if keyframe {
-            self.last_keyframe = Some(m.arrival);
-        }
-        let pts0 = self.timeline(m.arrival);
-        let clock = *self.video_clock.get_or_insert(Clock {
-            rtp0: m.rtp_time,
-            rate: m.rate,
-            pts0,
-        });
-        let pts = clock.pts(m.rtp_time);
-        out.push(IngestEvent::Frame(Frame {
-            track: VIDEO_TRACK,
-            pts,
-            dts: pts,
-            keyframe,
-            data: Bytes::copy_from_slice(m.data),
-        }));
     }
 
     fn on_audio(&mut self, m: Media<'_>, out: &mut Vec<IngestEvent>) {
@@ -311,20 +325,7 @@ impl IngestTracks {
             self.audio = IngestTracks::new(false, true).audio;
         }
         self.announce(out);
-        let pts0 = self.timeline(m.arrival);
-        let clock = *self.audio_clock.get_or_insert(Clock {
-            rtp0: m.rtp_time,
-            rate: m.rate,
-            pts0,
-        });
-        let pts = clock.pts(m.rtp_time);
-        out.push(IngestEvent::Frame(Frame {
-            track: AUDIO_TRACK,
-            pts,
-            dts: pts,
-            keyframe: true,
-            data: Bytes::copy_from_slice(m.data),
-        }));
+        self.push_frame(AUDIO_TRACK, &m, true, Bytes::copy_from_slice(m.data), out);
     }
 }
 

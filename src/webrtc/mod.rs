@@ -545,6 +545,17 @@ impl WebRtc {
         self.publishers.insert(stream, idx);
     }
 
+    /// An offer a new session may take: room for it, and SDP str0m reads.
+    fn parse_offer<'a>(&self, offer: &'a str) -> Result<(&'a str, SdpOffer), WebRtcError> {
+        if self.sessions.len() >= self.max_sessions {
+            return Err(WebRtcError::Full);
+        }
+        // str0m's parse errors show parser internals: say what is wrong plainly.
+        let parsed = SdpOffer::from_sdp_string(offer)
+            .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
+        Ok((offer, parsed))
+    }
+
     /// A publisher's offer (WHIP) for `stream`, which the caller has just
     /// started: the session key and the answer.
     pub fn accept_publish_offer(
@@ -554,12 +565,7 @@ impl WebRtc {
         opts: SessionOptions,
         now: Instant,
     ) -> Result<(String, String), WebRtcError> {
-        if self.sessions.len() >= self.max_sessions {
-            return Err(WebRtcError::Full);
-        }
-        let offer_text = offer;
-        let offer = SdpOffer::from_sdp_string(offer)
-            .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
+        let (offer_text, offer) = self.parse_offer(offer)?;
         let ufrag = random_string(8);
         // H.264 is preferred: VP8 is taken only when the offer has no H.264.
         let has_h264 = offer_text
@@ -662,13 +668,7 @@ impl WebRtc {
         opts: SessionOptions,
         now: Instant,
     ) -> Result<(String, String), WebRtcError> {
-        if self.sessions.len() >= self.max_sessions {
-            return Err(WebRtcError::Full);
-        }
-        // str0m's parse errors show parser internals: say what is wrong plainly.
-        let offer_text = offer;
-        let offer = SdpOffer::from_sdp_string(offer)
-            .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
+        let (offer_text, offer) = self.parse_offer(offer)?;
         let ufrag = random_string(8);
         let what = Self::offerable(stream);
         if !what.video && !what.audio {
