@@ -650,7 +650,6 @@ impl Walker<'_> {
         bind
     }
 
-    /// An application's `<Publishers><WebRTC>`.
     /// An application's `<Providers><WebRTC>`.
     fn webrtc_ingest_app(
         &mut self,
@@ -681,6 +680,7 @@ impl Walker<'_> {
         spec
     }
 
+    /// An application's `<Publishers><WebRTC>`.
     fn webrtc_app(&mut self, el: &Element, path: &str) -> crate::state::app::WebRtcSpec {
         let mut spec = crate::state::app::WebRtcSpec::default();
         self.children(
