@@ -650,6 +650,18 @@ impl Walker<'_> {
         bind
     }
 
+    /// A WebRTC `<Timeout>` (ms, publishers' or viewers'): 1 s to 10
+    /// minutes; outside that an error at its place.
+    fn webrtc_timeout(&mut self, c: &Element, p: &str) -> Option<u64> {
+        let ms = self.number::<u64>(c, p)?;
+        if (1000..=600_000).contains(&ms) {
+            Some(ms)
+        } else {
+            self.error(c, p, "must be 1000 to 600000 (ms)");
+            None
+        }
+    }
+
     /// An application's `<Providers><WebRTC>`.
     fn webrtc_ingest_app(
         &mut self,
@@ -659,15 +671,7 @@ impl Walker<'_> {
         let mut spec = crate::state::app::WebRtcIngestSpec::default();
         self.children(el, path, &[], &[], |w, c, p| {
             match c.name.as_str() {
-                "Timeout" => {
-                    if let Some(ms) = w.number::<u64>(c, p) {
-                        if !(1000..=600_000).contains(&ms) {
-                            w.error(c, p, "must be 1000 to 600000 (ms)");
-                        } else {
-                            spec.timeout = Some(ms);
-                        }
-                    }
-                }
+                "Timeout" => spec.timeout = w.webrtc_timeout(c, p).or(spec.timeout),
                 "CrossDomains" => w.warn(
                     c,
                     p,
@@ -697,15 +701,7 @@ impl Walker<'_> {
             &[],
             |w, c, p| {
                 match c.name.as_str() {
-                    "Timeout" => {
-                        if let Some(ms) = w.number::<u64>(c, p) {
-                            if !(1000..=600_000).contains(&ms) {
-                                w.error(c, p, "must be 1000 to 600000 (ms)");
-                            } else {
-                                spec.timeout = Some(ms);
-                            }
-                        }
-                    }
+                    "Timeout" => spec.timeout = w.webrtc_timeout(c, p).or(spec.timeout),
                     "Rtx" => {
                         // str0m answers NACKs from its packet history (RTX
                         // when the browser offers it) whatever this says.

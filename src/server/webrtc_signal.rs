@@ -259,6 +259,35 @@ pub(crate) fn preflight(req: &Request, close: bool) -> Vec<u8> {
     )
 }
 
+/// An admission whose session will not be made: its closing is owed now.
+fn close_admission(admit: &Admit, cx: &mut Cx<'_>) {
+    if let Some(a) = admit.admission {
+        cx.access.close(a, Now::read(cx.now));
+    }
+}
+
+/// The `201` of a session made over WHEP or WHIP: the answer, the
+/// `Location` to DELETE (`/{app}/{stream}/{key}?direction=...`), the ETag
+/// and the TCP relay's `Link`s when asked for.
+fn created(
+    req: &Request,
+    target: &(String, String, String),
+    direction: &str,
+    (key, etag, answer): (&str, &str, &str),
+    webrtc: &crate::webrtc::WebRtc,
+    close: bool,
+) -> Vec<u8> {
+    let location = format!("/{}/{}/{key}?direction={direction}", target.1, target.2);
+    let links = relay_links(req, webrtc);
+    let mut headers = vec![
+        ("Location", location.as_str()),
+        ("ETag", etag),
+        ("Access-Control-Expose-Headers", "Location, ETag, Link"),
+    ];
+    headers.extend(links.iter().map(|l| ("Link", l.as_str())));
+    response(201, "application/sdp", &headers, answer.as_bytes(), close)
+}
+
 /// The session options an admission adds (its end, its closing).
 fn admitted_options(mut opts: SessionOptions, admit: &Admit, now: Instant) -> SessionOptions {
     if let Some(at_ms) = admit.expire_at {
@@ -277,15 +306,10 @@ pub(crate) fn whep_answer(
     close: bool,
     cx: &mut Cx<'_>,
 ) -> Vec<u8> {
-    let close_admission = |cx: &mut Cx<'_>| {
-        if let Some(a) = admit.admission {
-            cx.access.close(a, Now::read(cx.now));
-        }
-    };
     let (live, opts) = match playable(cx, target) {
         Ok((live, opts)) => (live.id, opts),
         Err(why) => {
-            close_admission(cx);
+            close_admission(admit, cx);
             return error(404, why, close);
         }
     };
@@ -293,13 +317,11 @@ pub(crate) fn whep_answer(
     let offer = String::from_utf8_lossy(&req.body).into_owned();
     let api = &mut *cx.api;
     let Some(stream) = api.registry.streams.get(live) else {
-        close_admission(cx);
+        close_admission(admit, cx);
         return error(404, "No such stream", close);
     };
     match api.webrtc.accept_offer(stream, &offer, opts, cx.now) {
         Ok((key, answer)) => {
-            let location = format!("/{}/{}/{key}?direction=whep", target.1, target.2);
-            let links = relay_links(req, &api.webrtc);
             crate::info!(
                 "webrtc: WHEP viewer of {}/{}/{} (session {key})",
                 &target.0,
@@ -307,16 +329,11 @@ pub(crate) fn whep_answer(
                 &target.2
             );
             let etag = format!("\"{key}\"");
-            let mut headers = vec![
-                ("Location", location.as_str()),
-                ("ETag", etag.as_str()),
-                ("Access-Control-Expose-Headers", "Location, ETag, Link"),
-            ];
-            headers.extend(links.iter().map(|l| ("Link", l.as_str())));
-            response(201, "application/sdp", &headers, answer.as_bytes(), close)
+            let made = (key.as_str(), etag.as_str(), answer.as_str());
+            created(req, target, "whep", made, &api.webrtc, close)
         }
         Err(e) => {
-            close_admission(cx);
+            close_admission(admit, cx);
             error(e.status(), &e.to_string(), close)
         }
     }
@@ -330,48 +347,36 @@ pub(crate) fn whip_answer(
     close: bool,
     cx: &mut Cx<'_>,
 ) -> Vec<u8> {
-    let close_admission = |cx: &mut Cx<'_>| {
-        if let Some(a) = admit.admission {
-            cx.access.close(a, Now::read(cx.now));
-        }
-    };
     let opts = match publishable(cx, target) {
         Ok(opts) => admitted_options(opts, admit, cx.now),
         Err(why) => {
-            close_admission(cx);
+            close_admission(admit, cx);
             return error(404, why, close);
         }
     };
     let id = match start_stream(cx, target) {
         Ok(id) => id,
         Err((status, why)) => {
-            close_admission(cx);
+            close_admission(admit, cx);
             return error(status, why, close);
         }
     };
     let offer = String::from_utf8_lossy(&req.body).into_owned();
     match cx.api.webrtc.accept_publish_offer(id, &offer, opts, cx.now) {
         Ok((key, answer)) => {
-            let api = &*cx.api;
-            let location = format!("/{}/{}/{key}?direction=whip", target.1, target.2);
-            let links = relay_links(req, &api.webrtc);
             crate::info!(
                 "webrtc: WHIP publisher of {}/{}/{} (session {key})",
                 &target.0,
                 &target.1,
                 &target.2
             );
-            let mut headers = vec![
-                ("Location", location.as_str()),
-                ("ETag", key.as_str()),
-                ("Access-Control-Expose-Headers", "Location, Link, ETag"),
-            ];
-            headers.extend(links.iter().map(|l| ("Link", l.as_str())));
-            response(201, "application/sdp", &headers, answer.as_bytes(), close)
+            // OME's WHIP ETag is the bare key.
+            let made = (key.as_str(), key.as_str(), answer.as_str());
+            created(req, target, "whip", made, &cx.api.webrtc, close)
         }
         Err(e) => {
             unstart_stream(cx, id);
-            close_admission(cx);
+            close_admission(admit, cx);
             error(e.status(), &e.to_string(), close)
         }
     }
@@ -646,9 +651,7 @@ impl WsSignal {
             Some(url) => match crate::admission::redirect(&cx.api.registry, url) {
                 Ok(t) => t,
                 Err(_) => {
-                    if let Some(a) = admit.admission {
-                        cx.access.close(a, Now::read(cx.now));
-                    }
+                    close_admission(admit, cx);
                     return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
                 }
             },
@@ -656,9 +659,7 @@ impl WsSignal {
         let (live, opts) = match playable(cx, &target) {
             Ok((l, o)) => (l.id, o),
             Err(_) => {
-                if let Some(a) = admit.admission {
-                    cx.access.close(a, Now::read(cx.now));
-                }
+                close_admission(admit, cx);
                 return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
             }
         };
@@ -675,9 +676,7 @@ impl WsSignal {
                 out.push(self.offer_message(&api.webrtc, &sdp));
             }
             Err(e) => {
-                if let Some(a) = admit.admission {
-                    cx.access.close(a, Now::read(cx.now));
-                }
+                close_admission(admit, cx);
                 let code = if e.status() == 503 { 503 } else { 404 };
                 self.refuse(Refusal::new(code, "Cannot create offer"), cx, out);
             }
@@ -698,9 +697,7 @@ impl WsSignal {
     /// `direction=send`: the stream, and kiln's recvonly offer.
     fn publish_offer(&mut self, admit: &Admit, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>) {
         let refuse = |me: &mut Self, cx: &mut Cx<'_>, out: &mut Vec<Vec<u8>>, code| {
-            if let Some(a) = admit.admission {
-                cx.access.close(a, Now::read(cx.now));
-            }
+            close_admission(admit, cx);
             me.refuse(Refusal::new(code, "Cannot create offer"), cx, out);
         };
         let target = self.target.clone();
