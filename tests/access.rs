@@ -954,41 +954,27 @@ fn signed_policy_admits_rtmp_players() {
     let _ = src.wait();
 }
 
-/// WebRTC viewers (WHEP) are admitted by the webhook as LL-HLS viewers
-/// are: protocol WEBRTC, the WHEP URL, the player's bearer token (kiln
-/// extension); a refusal is 401; a session's end sends the closing.
-#[test]
-fn webhooks_admit_whep_viewers_with_their_bearer_token() {
-    if !have_tool("ffmpeg") || !have_tool("curl") {
-        return;
-    }
-    let hook = ControlServer::start(Arc::new(|b: &Value| {
+/// A control server that admits a WebRTC session only with the bearer
+/// token `let-me-in` (kiln extension: WHEP and WHIP carry the
+/// `Authorization: Bearer` header to it), else refuses with "bad token".
+fn bearer_hook() -> ControlServer {
+    ControlServer::start(Arc::new(|b: &Value| {
         let allowed = b["request"]["bearer"] == "let-me-in";
         (
             0,
             200,
             json!({"allowed": allowed, "reason": "bad token"}).to_string(),
         )
-    }));
-    let s = Server::start_with(
-        "hooks-whep",
-        ServerOptions {
-            media: true,
-            llhls: Some(String::new()),
-            webrtc: Some(String::new()),
-            vhost_access: hook_xml(&hook.url(), 2000, "<Publishers>webrtc</Publishers>"),
-            ..Default::default()
-        },
-    );
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    assert!(wait_live(&s, "cam"), "{}", s.log_text());
-    let offer = include_str!("fixtures/chromium-whep-offer.sdp");
-    let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
+    }))
+}
+
+/// POSTs `offer` to `path` (WHEP or WHIP) with a wrong token (401 with
+/// the control server's reason), then the right one (201). The opening
+/// carries the token, protocol WEBRTC, `direction` and the URL; DELETE on
+/// the `Location` ends the session and its closing follows; the token
+/// never reaches the log.
+fn bearer_admits(s: &Server, hook: &ControlServer, path: &str, offer: &str, direction: &str) {
+    let url = format!("http://127.0.0.1:{}{path}", s.media.llhls);
     let post = |token: &str| {
         curl(
             &[
@@ -1017,17 +1003,19 @@ fn webhooks_admit_whep_viewers_with_their_bearer_token() {
         .unwrap()
         .trim()
         .to_string();
+    let resource = path.split('?').next().unwrap_or(path);
+    assert!(location.starts_with(&format!("{resource}/")), "{location}");
     let opening = hook
         .hits()
         .into_iter()
         .find(|h| h.body["request"]["bearer"] == "let-me-in")
         .expect("an opening with the token");
     assert_eq!(opening.body["request"]["protocol"], "WEBRTC");
-    assert_eq!(opening.body["request"]["direction"], "outgoing");
+    assert_eq!(opening.body["request"]["direction"], direction);
     assert!(opening.body["request"]["url"]
         .as_str()
         .unwrap()
-        .ends_with("/app/cam?direction=whep"));
+        .ends_with(path));
     assert!(opening.signed);
     // DELETE ends the session: its closing follows.
     let (status, _, _) = curl(
@@ -1035,16 +1023,50 @@ fn webhooks_admit_whep_viewers_with_their_bearer_token() {
         &format!("http://127.0.0.1:{}{location}", s.media.llhls),
     );
     assert_eq!(status, 200);
+    let query = path.split_once('?').map_or("", |(_, q)| q);
     let closed = wait_until(Duration::from_secs(5), || {
-        (hook.count("direction=whep").1 >= 1).then_some(())
+        (hook.count(query).1 >= 1).then_some(())
     });
-    let _ = src.kill();
-    let _ = src.wait();
-    assert!(closed.is_some(), "no closing for the ended WHEP session");
+    assert!(
+        closed.is_some(),
+        "no closing for the ended session at {path}"
+    );
     assert!(
         !s.log_text().contains("let-me-in"),
         "the token reached the log"
     );
+}
+
+/// WebRTC viewers (WHEP) are admitted by the webhook as LL-HLS viewers
+/// are: protocol WEBRTC, the WHEP URL, the player's bearer token (kiln
+/// extension); a refusal is 401; a session's end sends the closing.
+#[test]
+fn webhooks_admit_whep_viewers_with_their_bearer_token() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    let hook = bearer_hook();
+    let s = Server::start_with(
+        "hooks-whep",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            vhost_access: hook_xml(&hook.url(), 2000, "<Publishers>webrtc</Publishers>"),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    assert!(wait_live(&s, "cam"), "{}", s.log_text());
+    let offer = include_str!("fixtures/chromium-whep-offer.sdp");
+    bearer_admits(&s, &hook, "/app/cam?direction=whep", offer, "outgoing");
+    let _ = src.kill();
+    let _ = src.wait();
 }
 
 /// WHIP publishers go through the admission webhook as RTMP and SRT
@@ -1056,14 +1078,7 @@ fn webhooks_admit_whip_publishers_with_their_bearer_token() {
     if !have_tool("curl") {
         return;
     }
-    let hook = ControlServer::start(Arc::new(|b: &Value| {
-        let allowed = b["request"]["bearer"] == "let-me-in";
-        (
-            0,
-            200,
-            json!({"allowed": allowed, "reason": "bad token"}).to_string(),
-        )
-    }));
+    let hook = bearer_hook();
     let s = Server::start_with(
         "hooks-whip",
         ServerOptions {
@@ -1077,58 +1092,5 @@ fn webhooks_admit_whip_publishers_with_their_bearer_token() {
     // A publisher's offer: the fixture's m-lines sending.
     let offer =
         include_str!("fixtures/chromium-whep-offer.sdp").replace("a=recvonly", "a=sendonly");
-    let url = format!("http://127.0.0.1:{}/app/pub?direction=whip", s.media.llhls);
-    let post = |token: &str| {
-        curl(
-            &[
-                "-X",
-                "POST",
-                "-H",
-                "Content-Type: application/sdp",
-                "-H",
-                &format!("Authorization: Bearer {token}"),
-                "--data-binary",
-                &offer,
-                "-D",
-                "-",
-            ],
-            &url,
-        )
-    };
-    let (status, text, _) = post("wrong");
-    assert_eq!(status, 401, "{text}");
-    assert!(text.contains("bad token"), "{text}");
-    let (status, text, _) = post("let-me-in");
-    assert_eq!(status, 201, "{text}");
-    let location = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Location: "))
-        .unwrap()
-        .trim()
-        .to_string();
-    assert!(location.starts_with("/app/pub/"), "{location}");
-    let opening = hook
-        .hits()
-        .into_iter()
-        .find(|h| h.body["request"]["bearer"] == "let-me-in")
-        .expect("an opening with the token");
-    assert_eq!(opening.body["request"]["protocol"], "WEBRTC");
-    assert_eq!(opening.body["request"]["direction"], "incoming");
-    assert!(opening.body["request"]["url"]
-        .as_str()
-        .unwrap()
-        .ends_with("/app/pub?direction=whip"));
-    let (status, _, _) = curl(
-        &["-X", "DELETE"],
-        &format!("http://127.0.0.1:{}{location}", s.media.llhls),
-    );
-    assert_eq!(status, 200);
-    let closed = wait_until(Duration::from_secs(5), || {
-        (hook.count("direction=whip").1 >= 1).then_some(())
-    });
-    assert!(closed.is_some(), "no closing for the ended WHIP publish");
-    assert!(
-        !s.log_text().contains("let-me-in"),
-        "the token reached the log"
-    );
+    bearer_admits(&s, &hook, "/app/pub?direction=whip", &offer, "incoming");
 }

@@ -71,9 +71,31 @@ fn chromium_and_node() -> Option<(String, PathBuf)> {
 
 /// Runs `webrtc_check.mjs` (mode, url, seconds): what the browser saw.
 fn browser(chromium: &str, web: &Path, args: &[&str]) -> std::process::Child {
-    Command::new("node")
-        .env("CHROMIUM", chromium)
-        .arg(web.join("webrtc_check.mjs"))
+    node_page("webrtc_check.mjs", None, &[], chromium, web, args)
+}
+
+/// Runs one of `tests/web`'s browser scripts with `args`, in network
+/// namespace `netns` if given, with `env` set (RELAY, VIDEO_CODEC); its
+/// output is read with [`seen`].
+fn node_page(
+    script: &str,
+    netns: Option<&str>,
+    env: &[(&str, &str)],
+    chromium: &str,
+    web: &Path,
+    args: &[&str],
+) -> std::process::Child {
+    let mut c = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "node"]);
+            c
+        }
+        None => Command::new("node"),
+    };
+    c.env("CHROMIUM", chromium)
+        .envs(env.iter().copied())
+        .arg(web.join(script))
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -615,6 +637,21 @@ impl NoUdpNet {
         Ok(net)
     }
 
+    /// As `create`; where namespaces cannot be made the test skips, with
+    /// the reason (fails under KILN_REQUIRE_INTEROP=1).
+    fn create_or_skip(subnet: u8, loss_pct: Option<u32>) -> Option<NoUdpNet> {
+        match NoUdpNet::create(subnet, loss_pct) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+                    panic!("network namespaces are required (KILN_REQUIRE_INTEROP=1): {e}");
+                }
+                eprintln!("SKIP: cannot make network namespaces here: {e}");
+                None
+            }
+        }
+    }
+
     /// UDP datagrams the rules dropped so far (both sides).
     fn dropped(&self) -> u64 {
         nft_counted(&self.viewer_ns, "kilnnoudp") + nft_counted(&self.kiln_ns, "kilnnoudp")
@@ -641,15 +678,8 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
     if !have_tool("ip") || !have_tool("nft") {
         return;
     }
-    let net = match NoUdpNet::create(0, None) {
-        Ok(n) => n,
-        Err(e) => {
-            if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
-                panic!("network namespaces are required (KILN_REQUIRE_INTEROP=1): {e}");
-            }
-            eprintln!("SKIP: cannot make network namespaces here: {e}");
-            return;
-        }
+    let Some(net) = NoUdpNet::create_or_skip(0, None) else {
+        return;
     };
     let kiln_ns = net.kiln_ns.clone();
     let viewer_ns = net.viewer_ns.clone();
@@ -671,17 +701,17 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
         let mut src = publish_cam(&s, 90);
         let port = s.media.llhls;
         let viewer = |args: Vec<String>, relay: Option<String>| {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", &viewer_ns, "node"])
-                .arg(web.join("webrtc_check.mjs"))
-                .args(&args)
-                .env("CHROMIUM", &chromium)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            if let Some(r) = relay {
-                c.env("RELAY", r);
-            }
-            seen(c.spawn().unwrap())
+            let env: Vec<(&str, &str)> = relay.iter().map(|r| ("RELAY", r.as_str())).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let page = "webrtc_check.mjs";
+            seen(node_page(
+                page,
+                Some(&viewer_ns),
+                &env,
+                &chromium,
+                &web,
+                &args,
+            ))
         };
         let relay = format!("turn:{KILN_ADDR}:{}?transport=tcp", s.media.relay);
         let whep = viewer(
@@ -722,27 +752,18 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
         let _ = src.kill();
         let _ = src.wait();
         // A publisher without UDP: WHIP through the relay too.
-        let publisher = Command::new("ip")
-            .args(["netns", "exec", &viewer_ns, "node"])
-            .arg(web.join("webrtc_publish.mjs"))
-            .args([
+        let publisher = publisher_in(
+            Some(&viewer_ns),
+            &[("RELAY", &relay)],
+            &chromium,
+            &web,
+            &[
                 "whip",
                 &format!("http://{KILN_ADDR}:{port}/app/relaypub?direction=whip&transport=tcp"),
                 "10",
-            ])
-            .env("CHROMIUM", &chromium)
-            .env("RELAY", &relay)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let live = wait_until(Duration::from_secs(30), || {
-            s.live_stream("relaypub").filter(|v| {
-                v["input"]["tracks"]
-                    .as_array()
-                    .is_some_and(|t| t.len() == 2)
-            })
-        });
+            ],
+        );
+        let live = s.tracks_within("relaypub", Duration::from_secs(30));
         let published = seen(publisher);
         println!("WHIP publisher without UDP: {published}");
         let live = live.unwrap_or_else(|| panic!("no stream from the relayed publisher"));
@@ -1066,14 +1087,18 @@ fn webrtc_video_is_the_sources_byte_for_byte() {
 
 /// Runs `webrtc_publish.mjs` (mode, url, seconds, [whep url]).
 fn publisher(chromium: &str, web: &Path, args: &[&str]) -> std::process::Child {
-    Command::new("node")
-        .env("CHROMIUM", chromium)
-        .arg(web.join("webrtc_publish.mjs"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("node starts")
+    publisher_in(None, &[], chromium, web, args)
+}
+
+/// As `publisher`, in network namespace `netns` if given, with `env` set.
+fn publisher_in(
+    netns: Option<&str>,
+    env: &[(&str, &str)],
+    chromium: &str,
+    web: &Path,
+    args: &[&str],
+) -> std::process::Child {
+    node_page("webrtc_publish.mjs", netns, env, chromium, web, args)
 }
 
 /// A server whose app keeps 40 two-second LL-HLS segments (the whole of a
@@ -1373,15 +1398,8 @@ fn whip_repairs_a_lossy_path_with_nack() {
     if !have_tool("ip") || !have_tool("nft") || !have_tool("ffprobe") || !have_tool("curl") {
         return;
     }
-    let net = match NoUdpNet::create(1, Some(LOSS_PCT)) {
-        Ok(n) => n,
-        Err(e) => {
-            if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
-                panic!("network namespaces are required (KILN_REQUIRE_INTEROP=1): {e}");
-            }
-            eprintln!("SKIP: cannot make network namespaces here: {e}");
-            return;
-        }
+    let Some(net) = NoUdpNet::create_or_skip(1, Some(LOSS_PCT)) else {
+        return;
     };
     const ADDR: &str = "10.214.1.1";
     let kiln_ns = net.kiln_ns.clone();
@@ -1410,28 +1428,20 @@ fn whip_repairs_a_lossy_path_with_nack() {
         ] {
             run("nft", &[cmd]).unwrap();
         }
-        let child = Command::new("ip")
-            .args(["netns", "exec", &viewer_ns, "node"])
-            .arg(web.join("webrtc_publish.mjs"))
-            .args([
+        let child = publisher_in(
+            Some(&viewer_ns),
+            &[],
+            &chromium,
+            &web,
+            &[
                 "whip",
                 &format!("http://{ADDR}:{}/app/lossy?direction=whip", s.media.llhls),
                 "20",
-            ])
-            .env("CHROMIUM", &chromium)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            ],
+        );
         // Set-up crosses the lossy path too (DTLS retransmits on its own
         // timer): give it time.
-        let live = wait_until(Duration::from_secs(30), || {
-            s.live_stream("lossy").filter(|v| {
-                v["input"]["tracks"]
-                    .as_array()
-                    .is_some_and(|t| t.len() == 2)
-            })
-        });
+        let live = s.tracks_within("lossy", Duration::from_secs(30));
         let got = seen(child);
         println!("WHIP publisher on a lossy path: {got}");
         let live = live.unwrap_or_else(|| panic!("no stream with two tracks\n{}", s.log_text()));
@@ -1545,20 +1555,18 @@ fn a_vp8_only_publisher_reaches_webrtc_viewers() {
     }
     let (s, root) = whip_server("webrtc-whip-vp8");
     let base = format!("http://127.0.0.1:{}/app/vp8", s.media.llhls);
-    let child = Command::new("node")
-        .env("CHROMIUM", &chromium)
-        .env("VIDEO_CODEC", "VP8")
-        .arg(web.join("webrtc_publish.mjs"))
-        .args([
+    let child = publisher_in(
+        None,
+        &[("VIDEO_CODEC", "VP8")],
+        &chromium,
+        &web,
+        &[
             "whip",
             &format!("{base}?direction=whip"),
             "16",
             &format!("{base}?direction=whep"),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let live = s.wait_for_tracks("vp8");
     let master = wait_until(Duration::from_secs(15), || {
         http_get(&format!("{base}/llhls.m3u8"))

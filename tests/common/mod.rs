@@ -540,6 +540,13 @@ impl Server {
     /// Waits (10 s at most) for live stream `name` of `default/app` to show
     /// with both its tracks (video and audio) known; panics otherwise.
     pub fn wait_for_tracks(&self, name: &str) -> serde_json::Value {
+        self.tracks_within(name, Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("stream {name} never showed with two tracks"))
+    }
+
+    /// Live stream `name` of `default/app` once it shows both its tracks,
+    /// if it does within `wait`.
+    pub fn tracks_within(&self, name: &str, wait: Duration) -> Option<serde_json::Value> {
         let t0 = Instant::now();
         loop {
             if let Some(v) = self.live_stream(name).filter(|v| {
@@ -547,12 +554,11 @@ impl Server {
                     .as_array()
                     .is_some_and(|t| t.len() == 2)
             }) {
-                return v;
+                return Some(v);
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "stream {name} never showed with two tracks"
-            );
+            if t0.elapsed() >= wait {
+                return None;
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
