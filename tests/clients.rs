@@ -44,9 +44,8 @@ fn gstreamer_rtmp2sink_publishes_and_unpublishes_cleanly() {
         return;
     }
     let s = Server::start_media("gst-rtmp");
-    let udp_port = free_udp_port();
     let ts = s.dir.join("gst-out.ts");
-    let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(4));
+    let (udp_port, capture) = udp_capture(ts.clone(), Duration::from_secs(4));
     let r = s.start_push(
         json!({"id":"out","stream":{"name":"gst"},"protocol":"mpegts",
         "url":format!("udp://127.0.0.1:{udp_port}")}),

@@ -51,11 +51,10 @@ fn rtmp_and_udp_pushes_deliver_every_frame() {
     }
     let s = Server::start_media("pushmedia");
     let rtmp_port = free_port();
-    let udp_port = free_udp_port();
     let flv = s.dir.join("rtmp-out.flv");
     let ts = s.dir.join("udp-out.ts");
     let mut listener = rtmp_listener(rtmp_port, &flv);
-    let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(3));
+    let (udp_port, capture) = udp_capture(ts.clone(), Duration::from_secs(3));
     wait_for_listen(rtmp_port, Duration::from_secs(10));
     // Reserved before the stream exists: both start in `ready`.
     let r = s.start_push(
@@ -366,9 +365,8 @@ fn variant_names_select_one_track() {
         return;
     }
     let s = Server::start_media("pushvariant");
-    let udp_port = free_udp_port();
     let ts = s.dir.join("audio-only.ts");
-    let capture = udp_capture(udp_port, ts.clone(), Duration::from_secs(2));
+    let (udp_port, capture) = udp_capture(ts.clone(), Duration::from_secs(2));
     let r = s.start_push(
         json!({"id":"audio","stream":{"name":"cam","variantNames":["bypass_audio"]},
         "protocol":"mpegts","url":format!("udp://127.0.0.1:{udp_port}")}),
@@ -435,9 +433,8 @@ fn mpegts_udp_ingest_delivers_the_last_frame() {
     let want = frame_counts(&src);
     let name = format!("ts_{}", s.media.mpegts);
     let url = format!("udp://127.0.0.1:{}?pkt_size=1316", s.media.mpegts);
-    let udp_port = free_udp_port();
     let out = s.dir.join(format!("{name}.ts"));
-    let capture = udp_capture(udp_port, out.clone(), Duration::from_secs(8));
+    let (udp_port, capture) = udp_capture(out.clone(), Duration::from_secs(8));
     let r = s.start_push(
         json!({"id": name, "stream": {"name": name}, "protocol": "mpegts",
         "url": format!("udp://127.0.0.1:{udp_port}")}),

@@ -48,9 +48,8 @@ fn wait_task(s: &Server, id: &str, limit: Duration, done: impl Fn(&Value) -> boo
 /// Pushes stream `name` to a UDP capture, runs `publish`, and returns the
 /// frame counts kiln passed on.
 fn relayed_counts(s: &Server, name: &str, publish: impl FnOnce()) -> Vec<(String, u64)> {
-    let udp_port = free_udp_port();
     let out = s.dir.join(format!("{name}.ts"));
-    let capture = udp_capture(udp_port, out.clone(), Duration::from_secs(4));
+    let (udp_port, capture) = udp_capture(out.clone(), Duration::from_secs(4));
     let r = s.start_push(
         json!({"id": name, "stream": {"name": name}, "protocol": "mpegts",
         "url": format!("udp://127.0.0.1:{udp_port}")}),

@@ -82,8 +82,7 @@ fn stats_and_metrics_follow_a_running_push() {
         .status,
         404
     );
-    let udp_port = free_udp_port();
-    let capture = udp_capture(udp_port, s.dir.join("out.ts"), Duration::from_secs(3));
+    let (udp_port, capture) = udp_capture(s.dir.join("out.ts"), Duration::from_secs(3));
     let r = s.start_push(
         json!({"id":"out","stream":{"name":"cam"},"protocol":"mpegts",
         "url":format!("udp://127.0.0.1:{udp_port}")}),

@@ -212,10 +212,13 @@ pub fn within_2pct(got: u64, want: u64) -> bool {
     (got as f64 - want as f64).abs() <= want as f64 * 0.02 + 1.0
 }
 
-/// Captures every UDP datagram to a file until `quiet` passes without one.
-pub fn udp_capture(port: u16, out: PathBuf, quiet: Duration) -> std::thread::JoinHandle<usize> {
-    let socket = std::net::UdpSocket::bind(("127.0.0.1", port)).expect("bind capture");
-    std::thread::spawn(move || {
+/// Captures every UDP datagram to a file until `quiet` passes without one,
+/// on a port of its own (bound at once, so no other socket can take it
+/// between choosing and binding); returns the port and the capture.
+pub fn udp_capture(out: PathBuf, quiet: Duration) -> (u16, std::thread::JoinHandle<usize>) {
+    let socket = std::net::UdpSocket::bind(("127.0.0.1", 0)).expect("bind capture");
+    let port = socket.local_addr().expect("capture address").port();
+    let capture = std::thread::spawn(move || {
         socket.set_read_timeout(Some(quiet)).unwrap();
         let mut data = Vec::new();
         let mut buf = [0u8; 65536];
@@ -236,5 +239,6 @@ pub fn udp_capture(port: u16, out: PathBuf, quiet: Duration) -> std::thread::Joi
         }
         std::fs::write(&out, &data).unwrap();
         count
-    })
+    });
+    (port, capture)
 }
