@@ -247,3 +247,83 @@ mod tests {
         }
     }
 }
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Reads an ISO 8601 date and time as OME's schedule files write them:
+/// `2023-09-27T13:21:15.123+09:00`, and the looser forms they show
+/// (`15:10:0.0`, a zone of hours only `+09`, `Z`, no zone: UTC, a space
+/// for the `T`). Unix ms; `None` for anything else.
+pub fn parse_iso8601(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (date, rest) = s.split_once(['T', 't', ' '])?;
+    let mut d = date.splitn(3, '-');
+    let y: i64 = d.next()?.parse().ok()?;
+    let mo: u32 = d.next()?.parse().ok()?;
+    let day: u32 = d.next()?.parse().ok()?;
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&day) || !(0..=9999).contains(&y) {
+        return None;
+    }
+    // The zone: Z, or the last + or - of the time part.
+    let (time, offset_s) = if let Some(t) = rest.strip_suffix(['Z', 'z']) {
+        (t, 0i64)
+    } else if let Some(i) = rest.rfind(['+', '-']) {
+        let (t, z) = rest.split_at(i);
+        let sign = if z.starts_with('-') { -1 } else { 1 };
+        let z = &z[1..];
+        let (h, m) = match z.split_once(':') {
+            Some((h, m)) => (h, m),
+            None if z.len() == 4 => z.split_at(2),
+            None => (z, "0"),
+        };
+        let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+        if h > 23 || m > 59 {
+            return None;
+        }
+        (t, sign * (h * 3600 + m * 60))
+    } else {
+        (rest, 0)
+    };
+    let mut t = time.splitn(3, ':');
+    let h: i64 = t.next()?.parse().ok()?;
+    let mi: i64 = t.next()?.parse().ok()?;
+    let sec: f64 = match t.next() {
+        Some(x) if !x.is_empty() => x.parse().ok()?,
+        _ => 0.0,
+    };
+    if h > 23 || mi > 59 || !(0.0..61.0).contains(&sec) {
+        return None;
+    }
+    let days = days_from_civil(y, mo, day);
+    let ms = ((days * 86_400 + h * 3600 + mi * 60 - offset_s) * 1000) as f64 + sec * 1000.0;
+    Some(ms.round() as i64)
+}
+
+#[cfg(test)]
+mod iso_tests {
+    use super::*;
+
+    #[test]
+    fn ome_schedule_times() {
+        let t = parse_iso8601("2023-09-27T13:21:15.123+09:00").unwrap();
+        assert_eq!(format_iso8601(t, 9 * 3600), "2023-09-27T13:21:15.123+09:00");
+        let t = parse_iso8601("2022-03-14T15:10:0.0+09:00").unwrap();
+        assert_eq!(format_iso8601(t, 0), "2022-03-14T06:10:00.000+00:00");
+        let t = parse_iso8601("2000-01-01T20:57:00.000+09").unwrap();
+        assert_eq!(format_iso8601(t, 0), "2000-01-01T11:57:00.000+00:00");
+        assert_eq!(parse_iso8601("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_iso8601("1970-01-01T00:00:01-00:30"), Some(1_801_000));
+        for bad in ["", "2023", "2023-13-01T00:00:00Z", "2023-01-01", "x-1-1T1:1:1Z", "2023-01-01T25:00:00Z"] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
+    }
+}

@@ -8,9 +8,9 @@
 //! features share a piece by moving it down. `tests/layers.rs` holds this
 //! (test code is exempt).
 //!
-//! layer cores (shared): clock codec files fmp4 http log media ports rate rtmp rtsp srt sys tls ts wildcard
+//! layer cores (shared): clock codec files fmp4 http log media mp4 ports rate rtmp rtsp srt sys tls ts wildcard
 //! layer model (shared): config state
-//! layer features (apart): admission hls metrics pull push record webrtc
+//! layer features (apart): admission channel hls metrics pull push record webrtc
 //! layer api (apart): api
 //! layer server (apart): server
 //!
@@ -24,6 +24,7 @@ pub mod log;
 
 pub mod admission;
 pub mod api;
+pub mod channel;
 pub mod clock;
 pub mod codec;
 pub mod config;
@@ -32,6 +33,7 @@ pub mod fmp4;
 pub mod hls;
 pub mod http;
 pub mod media;
+pub mod mp4;
 pub(crate) mod metrics;
 pub(crate) mod ports;
 pub mod pull;

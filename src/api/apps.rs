@@ -106,6 +106,7 @@ impl Api {
         if let Some(app) = removed {
             self.drop_pushes_of(vhost, Some(app));
             self.drop_pulls_of(vhost, Some(app));
+            self.drop_channels_of(vhost, Some(app));
             self.stop_records_of(vhost, Some(app));
         }
         Ok(())

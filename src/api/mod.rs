@@ -8,6 +8,7 @@
 
 pub mod access;
 mod apps;
+mod channels;
 mod console;
 mod dumps;
 pub mod envelope;
@@ -44,6 +45,8 @@ pub struct Api {
     pub records: crate::record::manager::RecordManager,
     pub hls: crate::hls::manager::HlsManager,
     pub pulls: crate::pull::Pulls,
+    /// Scheduled and multiplex channels.
+    pub channels: crate::channel::Channels,
     /// WebRTC viewers' sessions.
     #[cfg(feature = "webrtc")]
     pub webrtc: crate::webrtc::WebRtc,
@@ -124,6 +127,9 @@ pub enum Effect {
     },
     /// A deleted pull that is not live: close its session.
     ClosePull { io: usize },
+    /// A channel was made, changed or deleted (its table entry says
+    /// which; none: deleted).
+    ChannelChanged(crate::channel::ChannelKey),
 }
 
 /// The 401 for a request without good credentials: with the Basic
@@ -140,10 +146,12 @@ fn challenge(req: &Request, e: ApiError) -> Response {
 }
 
 /// The task kinds the state file keeps, one per feature with durable tasks.
-pub static TASK_KINDS: [&TaskKind; 3] = [
+pub static TASK_KINDS: [&TaskKind; 5] = [
     &crate::push::request::KIND,
     &crate::record::request::KIND,
     &crate::pull::KIND,
+    &crate::channel::SCHEDULED_KIND,
+    &crate::channel::MULTIPLEX_KIND,
 ];
 
 /// The whole durable state: the registry's API-made hosts and every
@@ -153,6 +161,7 @@ fn durable(
     pushes: &crate::push::manager::PushManager,
     records: &crate::record::manager::RecordManager,
     pulls: &crate::pull::Pulls,
+    channels: &crate::channel::Channels,
 ) -> DurableState {
     fn json<T: serde::Serialize>(specs: Vec<T>) -> Vec<TaskJson> {
         specs
@@ -165,6 +174,14 @@ fn durable(
         (&crate::push::request::KIND, json(pushes.tasks.specs())),
         (&crate::record::request::KIND, json(records.tasks.specs())),
         (&crate::pull::KIND, json(pulls.table.specs())),
+        (
+            &crate::channel::SCHEDULED_KIND,
+            json(channels.scheduled.values().filter(|c| c.origin == crate::channel::Origin::Api).map(|c| &c.spec).collect()),
+        ),
+        (
+            &crate::channel::MULTIPLEX_KIND,
+            json(channels.multiplex.values().filter(|c| c.origin == crate::channel::Origin::Api).map(|c| &c.spec).collect()),
+        ),
     ] {
         state.tasks.insert(kind.list.to_string(), tasks);
     }
@@ -185,6 +202,18 @@ impl Keyed for crate::push::request::PushSpec {
 impl Keyed for crate::record::request::RecordSpec {
     fn key(&self) -> (&str, &str, &str) {
         (&self.vhost, &self.app, &self.id)
+    }
+}
+
+impl Keyed for crate::channel::schedule::ScheduleSpec {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.vhost, &self.app, &self.name)
+    }
+}
+
+impl Keyed for crate::channel::mux::MuxSpec {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.vhost, &self.app, &self.name)
     }
 }
 
@@ -263,6 +292,7 @@ impl Api {
             records: crate::record::manager::RecordManager::new(utc_offset),
             hls: crate::hls::manager::HlsManager::new(utc_offset),
             pulls: crate::pull::Pulls::default(),
+            channels: Default::default(),
             #[cfg(feature = "webrtc")]
             webrtc: crate::webrtc::WebRtc::new(),
             webrtc_signalling: (None, None),
@@ -316,6 +346,10 @@ impl Api {
         let records: Vec<crate::record::request::RecordSpec> =
             tasks_of(&saved, &crate::record::request::KIND, &mut skipped);
         let pulls: Vec<crate::pull::PullSpec> = tasks_of(&saved, &crate::pull::KIND, &mut skipped);
+        let scheduled: Vec<crate::channel::schedule::ScheduleSpec> =
+            tasks_of(&saved, &crate::channel::SCHEDULED_KIND, &mut skipped);
+        let multiplex: Vec<crate::channel::mux::MuxSpec> =
+            tasks_of(&saved, &crate::channel::MULTIPLEX_KIND, &mut skipped);
         skipped.extend(self.registry.restore(saved.vhosts));
         let reg = &self.registry;
         for spec in pushes {
@@ -372,6 +406,7 @@ impl Api {
                 Err(e) => skipped.push(format!("pull [{name}] in the state file: {e}; dropped")),
             }
         }
+        self.restore_channels(scheduled, multiplex, &mut skipped);
         skipped
     }
 
@@ -479,9 +514,10 @@ impl Api {
             pushes,
             records,
             pulls,
+            channels,
             ..
         } = self;
-        (store, move || durable(registry, pushes, records, pulls))
+        (store, move || durable(registry, pushes, records, pulls, channels))
     }
 
     /// Opens the state store with what was restored (written out only when
@@ -647,6 +683,11 @@ impl Api {
             (Route::AppAction(vh, app, AppAction::Records), _) => {
                 self.list_records(vh, app, &req.body)
             }
+            (Route::Channels(k, vh, app), "GET") => self.list_channels(*k, vh, app),
+            (Route::Channels(k, vh, app), _) => self.create_channel(*k, vh, app, &req.body),
+            (Route::Channel(k, vh, app, c), "GET") => self.get_channel(*k, vh, app, c),
+            (Route::Channel(_, vh, app, c), "PATCH") => self.patch_channel(vh, app, c, &req.body),
+            (Route::Channel(k, vh, app, c), _) => self.delete_channel(*k, vh, app, c),
             (Route::Streams(vh, app), "GET") => self.list_streams(vh, app),
             (Route::Streams(vh, app), _) => self.create_stream(vh, app, &req.body),
             (Route::Stream(vh, app, s), "GET") => self.get_stream(vh, app, s),
@@ -716,6 +757,9 @@ enum Route {
     StreamAction(String, String, String, StreamAction),
     Profiles(String, String),
     Profile(String, String, String),
+    /// `.../scheduledChannels` or `.../multiplexChannels`.
+    Channels(channels::ChannelKind, String, String),
+    Channel(channels::ChannelKind, String, String, String),
     /// `/v1/stats/current[/vhosts/{vh}[/apps/{app}[/streams/{s}]]]`.
     Stats(Option<String>, Option<String>, Option<String>),
     /// `/metrics` (Prometheus text).
@@ -756,6 +800,10 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}/outputProfiles/{profile}",
     "/v1/vhosts/{vhost}/apps/{app}/streams",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}",
+    "/v1/vhosts/{vhost}/apps/{app}/scheduledChannels",
+    "/v1/vhosts/{vhost}/apps/{app}/scheduledChannels/{channel}",
+    "/v1/vhosts/{vhost}/apps/{app}/multiplexChannels",
+    "/v1/vhosts/{vhost}/apps/{app}/multiplexChannels/{channel}",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvent",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendEvents",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:concludeHlsLive",
@@ -776,6 +824,14 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/metrics",
     "/v1/openapi.yaml",
 ];
+
+fn channel_kind(segment: &str) -> channels::ChannelKind {
+    if segment == "scheduledChannels" {
+        channels::ChannelKind::Scheduled
+    } else {
+        channels::ChannelKind::Multiplex
+    }
+}
 
 impl Route {
     fn parse(path: &str) -> Option<Route> {
@@ -838,6 +894,17 @@ impl Route {
             ["vhosts", vh, "apps", app, "streams"] => {
                 Route::Streams(percent_decode(vh)?, percent_decode(app)?)
             }
+            ["vhosts", vh, "apps", app, kind @ ("scheduledChannels" | "multiplexChannels")] => {
+                Route::Channels(channel_kind(kind), percent_decode(vh)?, percent_decode(app)?)
+            }
+            ["vhosts", vh, "apps", app, kind @ ("scheduledChannels" | "multiplexChannels"), c] => {
+                Route::Channel(
+                    channel_kind(kind),
+                    percent_decode(vh)?,
+                    percent_decode(app)?,
+                    percent_decode(c)?,
+                )
+            }
             ["vhosts", vh, "apps", app, "streams", s] => {
                 let (vh, app, s) = (
                     percent_decode(vh)?,
@@ -895,6 +962,9 @@ impl Route {
             Route::Stream(..) => &["GET", "DELETE"],
             Route::Profiles(..) => &["GET", "POST"],
             Route::Profile(..) => &["GET", "PATCH", "DELETE"],
+            Route::Channels(..) => &["GET", "POST"],
+            Route::Channel(channels::ChannelKind::Scheduled, ..) => &["GET", "PATCH", "DELETE"],
+            Route::Channel(..) => &["GET", "DELETE"],
         }
     }
 }
@@ -955,6 +1025,7 @@ mod tests {
                 .replace("{vhost}", "vh")
                 .replace("{app}", "app")
                 .replace("{profile}", "p")
+                .replace("{channel}", "c")
                 .replace("{stream}", "s");
             let route = Route::parse(&concrete).unwrap_or_else(|| panic!("{t}"));
             let mut methods: Vec<String> =

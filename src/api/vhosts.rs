@@ -216,6 +216,7 @@ impl Api {
         self.vhost_certs.remove(name);
         self.drop_pushes_of(name, None);
         self.drop_pulls_of(name, None);
+        self.drop_channels_of(name, None);
         self.stop_records_of(name, None);
         self.effects.push(super::Effect::RestartApp {
             vhost: name.to_string(),

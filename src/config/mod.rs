@@ -188,6 +188,10 @@ pub struct AppConfig {
     /// `<Providers><WebRTC>`: publishing over WebRTC (WHIP, OME's
     /// `direction=send`).
     pub webrtc_ingest: Option<crate::state::app::WebRtcIngestSpec>,
+    /// `<Providers><Schedule>`: scheduled channels (paths resolved).
+    pub schedule: Option<crate::state::app::ScheduleProvider>,
+    /// `<Providers><Multiplex>`: multiplex channels (path resolved).
+    pub multiplex: Option<crate::state::app::MultiplexProvider>,
     /// `<Publishers><FILE>`: recording through the API.
     pub file: Option<crate::state::app::FileSpec>,
 }
@@ -376,8 +380,7 @@ const UNSUPPORTED_APP: &[&str] = &["Decode", "Modules", "Transcoder"];
 const UNSUPPORTED_OUTPUT_PROFILES: &[&str] = &["HWAccels", "HardwareAcceleration", "Decodes"];
 const UNSUPPORTED_OUTPUT_PROFILE: &[&str] = &["Playlist", "Playlists"];
 const UNSUPPORTED_ENCODES: &[&str] = &["Image"];
-const UNSUPPORTED_APP_PROVIDERS: &[&str] =
-    &["OVT", "RTSPPull", "RTSP", "WHIP", "Schedule", "Multiplex"];
+const UNSUPPORTED_APP_PROVIDERS: &[&str] = &["OVT", "RTSPPull", "RTSP", "WHIP"];
 const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
     "AppWorkerCount",
     "StreamWorkerCount",
@@ -1743,6 +1746,8 @@ impl Walker<'_> {
             llhls: None,
             webrtc: None,
             webrtc_ingest: None,
+            schedule: None,
+            multiplex: None,
             hls: None,
             file: None,
         };
@@ -1771,6 +1776,39 @@ impl Walker<'_> {
                 "Providers" => w.children(c, p, UNSUPPORTED_APP_PROVIDERS, &[], |w, c, p| {
                     match c.name.as_str() {
                         "WebRTC" => app.webrtc_ingest = Some(w.webrtc_ingest_app(c, p)),
+                        "Schedule" => {
+                            let mut s = crate::state::app::ScheduleProvider::default();
+                            w.children(c, p, &[], &[], |w, c, p| {
+                                let dir = w.nonempty_text(c, p).map(|d| w.resolve_path(&d));
+                                match (c.name.as_str(), dir) {
+                                    ("MediaRootDir", Some(d)) => s.media_root_dir = d,
+                                    // OME's documents spell it both ways.
+                                    ("ScheduleFilesDir" | "ScheduleFileDir", Some(d)) => {
+                                        s.schedule_files_dir = d
+                                    }
+                                    ("MediaRootDir" | "ScheduleFilesDir" | "ScheduleFileDir", None) => {}
+                                    _ => return false,
+                                }
+                                true
+                            });
+                            if s.media_root_dir.is_empty() {
+                                w.error(c, p, "<MediaRootDir> is required");
+                            }
+                            app.schedule = Some(s);
+                        }
+                        "Multiplex" => {
+                            let mut m = crate::state::app::MultiplexProvider::default();
+                            w.children(c, p, &[], &[], |w, c, p| {
+                                if c.name != "MuxFilesDir" {
+                                    return false;
+                                }
+                                if let Some(d) = w.nonempty_text(c, p) {
+                                    m.mux_files_dir = w.resolve_path(&d);
+                                }
+                                true
+                            });
+                            app.multiplex = Some(m);
+                        }
                         "RTMP" => {
                             w.no_children(c, p);
                             app.rtmp = true;
@@ -2025,6 +2063,8 @@ impl AppConfig {
                 rtmp: c.rtmp.then(Empty::default),
                 srt: c.srt.then(Empty::default),
                 webrtc: c.webrtc_ingest.clone(),
+                schedule: c.schedule.clone(),
+                multiplex: c.multiplex.clone(),
                 mpegts: c.mpegts.as_ref().map(|map| MpegtsProvider {
                     stream_map: StreamMap {
                         stream: map

@@ -348,9 +348,9 @@ pub struct StreamHls {
     base_dts: Option<i64>,
     /// Unix ms at `base_dts`.
     base_ms: i64,
-    /// The decode time the current video segment started at (audio
-    /// segments follow it).
-    segment_start: Option<i64>,
+    /// The decode time the current segment of each video track started at
+    /// (audio segments follow the first video track's).
+    segment_start: Vec<(TrackId, i64)>,
     /// Bumped whenever a playlist would read differently (a part, a
     /// segment, the end).
     version: u64,
@@ -372,7 +372,7 @@ impl StreamHls {
             tracks,
             base_dts: None,
             base_ms: now_ms,
-            segment_start: None,
+            segment_start: Vec::new(),
             version: 0,
             rendered: RefCell::default(),
         }
@@ -482,18 +482,22 @@ impl StreamHls {
         // A new segment: video at a keyframe once the segment is long
         // enough; audio when video has started one (same sequence number),
         // or by its own length in a stream without video.
-        let video_msn = self
-            .tracks
-            .iter()
-            .find(|t| t.kind() == MediaKind::Video)
-            .and_then(|t| t.segments.back().map(|s| s.msn));
+        let first_video = self.tracks.iter().find(|t| t.kind() == MediaKind::Video);
+        let video_msn = first_video.and_then(|t| t.segments.back().map(|s| s.msn));
+        let start_of = |id: TrackId| {
+            self.segment_start
+                .iter()
+                .find(|(t, _)| *t == id)
+                .map(|(_, s)| *s)
+        };
+        let video_start = first_video.and_then(|t| start_of(t.track.id));
         let t = &self.tracks[i];
         let open: Option<u64> = if is_video {
-            let due =
-                t.segments.is_empty() || self.segment_start.is_none_or(|s| dts - s >= seg_target);
+            let due = t.segments.is_empty()
+                || start_of(frame.track).is_none_or(|s| dts - s >= seg_target);
             (frame.keyframe && due).then(|| t.segments.back().map_or(0, |s| s.msn + 1))
         } else if has_video {
-            match (video_msn, t.segments.back(), self.segment_start) {
+            match (video_msn, t.segments.back(), video_start) {
                 (Some(vm), last, Some(start))
                     if dts >= start && last.is_none_or(|l| l.msn < vm) =>
                 {
@@ -509,7 +513,10 @@ impl StreamHls {
             due.then(|| t.segments.back().map_or(0, |s| s.msn + 1))
         };
         if is_video && open.is_some() {
-            self.segment_start = Some(dts);
+            match self.segment_start.iter_mut().find(|(t, _)| *t == frame.track) {
+                Some(s) => s.1 = dts,
+                None => self.segment_start.push((frame.track, dts)),
+            }
         }
         let t = &mut self.tracks[i];
         if open.is_none() && t.segments.is_empty() {

@@ -134,6 +134,84 @@ pub fn master(s: &StreamHls) -> String {
     o
 }
 
+/// A multivariant playlist of renditions (a multiplex channel's
+/// `Playlist`): each live rendition a variant of its video track, with its
+/// audio track as the variant's audio group; an audio-only rendition is a
+/// variant of its audio chunklist.
+pub fn renditions_master(s: &StreamHls, playlist: &crate::state::streams::Playlist) -> String {
+    let mut o = String::from("#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-INDEPENDENT-SEGMENTS\n");
+    let live: Vec<_> = playlist
+        .renditions
+        .iter()
+        .filter(|r| r.live)
+        .map(|r| {
+            (
+                r,
+                r.video.and_then(|id| s.track(id)),
+                r.audio.and_then(|id| s.track(id)),
+            )
+        })
+        .filter(|(_, v, a)| v.is_some() || a.is_some())
+        .collect();
+    let mut groups: Vec<u32> = Vec::new();
+    for (r, v, a) in &live {
+        if let (Some(_), Some(a)) = (v, a) {
+            if groups.contains(&a.track.id) {
+                continue;
+            }
+            groups.push(a.track.id);
+            let _ = writeln!(
+                o,
+                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio_{}\",NAME=\"{}\",DEFAULT=YES,AUTOSELECT=YES,URI=\"{}\"",
+                a.track.id,
+                quoted(&r.name),
+                chunklist_name(a, &s.key)
+            );
+        }
+    }
+    for (_, v, a) in &live {
+        let codecs: Vec<String> = [*v, *a]
+            .into_iter()
+            .flatten()
+            .filter_map(|t| crate::fmp4::codecs_string(&t.track))
+            .collect();
+        let bandwidth: u64 = [*v, *a]
+            .into_iter()
+            .flatten()
+            .map(|t| super::nominal_bitrate(&t.track))
+            .sum();
+        let _ = write!(
+            o,
+            "#EXT-X-STREAM-INF:BANDWIDTH={bandwidth},CODECS=\"{}\"",
+            codecs.join(",")
+        );
+        if let Some(p) = v.and_then(|v| v.track.video) {
+            if p.width > 0 && p.height > 0 {
+                let _ = write!(o, ",RESOLUTION={}x{}", p.width, p.height);
+            }
+            if p.framerate > 0.0 {
+                let _ = write!(o, ",FRAME-RATE={:.3}", p.framerate);
+            }
+        }
+        if let (Some(_), Some(a)) = (v, a) {
+            let _ = write!(o, ",AUDIO=\"audio_{}\"", a.track.id);
+        }
+        let main = v.or(*a);
+        if let Some(m) = main {
+            let _ = writeln!(o, "\n{}", chunklist_name(m, &s.key));
+        }
+    }
+    o
+}
+
+/// Text for a quoted playlist attribute: no quote or line break.
+fn quoted(s: &str) -> String {
+    s.chars()
+        .filter(|c| *c != '"' && !c.is_control())
+        .take(64)
+        .collect()
+}
+
 /// A track's chunklist; `skip`: a delta update (`_HLS_skip=YES`).
 /// `utc_offset`: the zone program date-times are written in.
 /// `EXT-X-CUE-OUT[:DURATION=s]` / `EXT-X-CUE-IN` (the ad-break markers

@@ -325,7 +325,7 @@ pub fn answer(
     // Under access control the session names the stream served.
     let (session, served) = if !controlled {
         (None, None)
-    } else if file == "llhls.m3u8" || file == "playlist.m3u8" {
+    } else if is_entry(file) {
         match gate.admitted {
             Some((s, t)) => (Some(s.to_string()), Some(t.clone())),
             None => {
@@ -360,7 +360,7 @@ pub fn answer(
             cache,
         },
     };
-    let entry = file == "llhls.m3u8" || file == "playlist.m3u8";
+    let entry = is_entry(file);
     if entry
         && reg
             .output_stream(target.vhost, target.app, target.stream)
@@ -384,6 +384,16 @@ pub fn answer(
         },
         other => other,
     }
+}
+
+/// A playlist a player starts from (what access control admits): the
+/// LL-HLS and HLS masters and a stream's named playlists (`abr.m3u8`).
+fn is_entry(file: &str) -> bool {
+    file == "llhls.m3u8"
+        || file == "playlist.m3u8"
+        || (file.ends_with(".m3u8")
+            && !file.starts_with("chunklist_")
+            && super::ts::parse_file(file).is_none())
 }
 
 /// A playlist whose every URL carries `session={token}`.
@@ -492,6 +502,20 @@ fn answer_file(
             "LL-HLS is not enabled for this application",
         ));
     };
+    // A stream's named playlists (a multiplex channel's renditions); its
+    // first is also what `llhls.m3u8` shows.
+    if let Some(stem) = file.strip_suffix(".m3u8") {
+        let named = reg.streams.get(id).map_or(&[][..], |st| &st.playlists[..]);
+        let found = if stem == "llhls" {
+            named.first()
+        } else {
+            named.iter().find(|p| p.file_name == stem)
+        };
+        if let Some(p) = found {
+            let text = playlist::renditions_master(s, p);
+            return reply(Reply::playlist(text, cache.master));
+        }
+    }
     let Some(file) = playlist::parse_file(file, &s.key) else {
         return reply(Reply::error(404, "Not found"));
     };

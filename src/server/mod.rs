@@ -28,6 +28,7 @@ pub(crate) mod features;
 pub(crate) mod file_writer;
 pub(crate) mod heap;
 pub(crate) mod listener;
+pub(crate) mod media_files;
 pub(crate) mod players;
 pub(crate) mod pull_io;
 pub(crate) mod push_io;

@@ -127,6 +127,33 @@ pub struct Providers {
     /// `providers.webrtc`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webrtc: Option<WebRtcIngestSpec>,
+    /// Scheduled channels (`<Providers><Schedule>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleProvider>,
+    /// Multiplex channels (`<Providers><Multiplex>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplex: Option<MultiplexProvider>,
+}
+
+/// Where a scheduled channel's files are (absolute, or relative to the
+/// config file's directory, resolved when read).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleProvider {
+    /// `file://` items are under it.
+    #[serde(default)]
+    pub media_root_dir: String,
+    /// `.sch` files are watched in it (none: API channels only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub schedule_files_dir: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiplexProvider {
+    /// `.mux` files are watched in it (none: API channels only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mux_files_dir: String,
 }
 
 /// An application's WebRTC publishing settings (`<Providers><WebRTC>`).

@@ -58,6 +58,10 @@ pub enum SourceType {
     RtmpPull,
     /// Published over WebRTC (WHIP, OME's `direction=send`).
     WebRtc,
+    /// A scheduled channel (files and live streams on a schedule).
+    Scheduled,
+    /// A multiplex channel (tracks of several streams).
+    Multiplex,
 }
 
 impl SourceType {
@@ -71,6 +75,8 @@ impl SourceType {
             SourceType::SrtPull => "SrtPull",
             SourceType::RtmpPull => "RtmpPull",
             SourceType::WebRtc => "WebRTC",
+            SourceType::Scheduled => "Scheduled",
+            SourceType::Multiplex => "Multiplex",
         }
     }
 }
@@ -97,6 +103,28 @@ pub struct LiveStream {
     pub in_rate: crate::rate::RateMeter,
     /// Who watches it, and what they were sent.
     pub audience: Audience,
+    /// Named playlists of renditions (a multiplex channel's), served
+    /// beside the stream's own.
+    pub playlists: Vec<Playlist>,
+}
+
+/// A playlist of renditions: `{file_name}.m3u8` for LL-HLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Playlist {
+    pub name: String,
+    pub file_name: String,
+    pub renditions: Vec<Rendition>,
+}
+
+/// One variant of a playlist: a video and an audio track of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendition {
+    pub name: String,
+    pub video: Option<TrackId>,
+    pub audio: Option<TrackId>,
+    /// Its sources are live: listed (a rendition whose source stopped is
+    /// left out until it is back).
+    pub live: bool,
 }
 
 /// A stream's viewers (DECISIONS 14): RTMP and SRT players while they
@@ -242,6 +270,7 @@ impl Streams {
                 track_bytes: Vec::new(),
                 in_rate: Default::default(),
                 audience: Audience::default(),
+                playlists: Vec::new(),
             },
         );
         Ok(id)
@@ -325,6 +354,13 @@ impl Streams {
                 s.gop.clear();
                 s.gop_bytes = 0;
             }
+        }
+    }
+
+    /// Sets the stream's named playlists.
+    pub fn set_playlists(&mut self, id: StreamId, playlists: Vec<Playlist>) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.playlists = playlists;
         }
     }
 

@@ -4,6 +4,7 @@
 //! outputs, then the features that open sessions of their own.
 
 mod access;
+mod channels;
 mod hls;
 mod origin_map;
 mod players;
@@ -27,5 +28,6 @@ pub(crate) fn all() -> Vec<Box<dyn Feature>> {
         Box::new(access::Access),
         Box::new(origin_map::OriginMaps),
         Box::new(pull::Pull),
+        Box::new(channels::Channels::default()),
     ]
 }

@@ -1,0 +1,868 @@
+//! Scheduled and multiplex channels on the loop: each channel is a stream
+//! kiln publishes itself. A scheduled channel plays what its
+//! [`Scheduler`] says (files paced as live from their readers, live
+//! streams as their frames come), placed on one timeline by its
+//! [`Splicer`]; a multiplex channel puts its sources' frames through its
+//! [`Multiplexer`]. `.sch` and `.mux` files are watched off the loop
+//! ([`DirWatch`]) and their channels follow them.
+
+use crate::api::Effect;
+use crate::channel::mux::Multiplexer;
+use crate::channel::schedule::{Cursor, ScheduleSpec, Scheduler, Source};
+use crate::channel::timeline::{Splicer, AUDIO, VIDEO};
+use crate::channel::{ChannelKey, MultiplexChannel, NowPlaying, Origin, ScheduledChannel, StreamUrl};
+use crate::media::{Frame, MediaKind, Ticks, Track, TrackId};
+use crate::server::core::Core;
+use crate::server::feature::Feature;
+use crate::server::media_files::{DirEvent, DirWatch, FileReader, ReadMsg, WatchDir};
+use crate::state::streams::{IngestOutput, SourceType, StreamId};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A file's frames are released this much before their time.
+const LEAD: Duration = Duration::from_millis(20);
+/// Frames of a file held by the loop (the reader waits beyond).
+const QUEUE_FRAMES: usize = 256;
+/// How often channels look again at what they wait for (a stream to go
+/// live, a name to be free).
+const RECHECK: Duration = Duration::from_millis(500);
+/// The registry's publisher ids of channels (above every loop token).
+const OWNER_BASE: u64 = 1 << 62;
+
+#[derive(Default)]
+pub(crate) struct Channels {
+    /// Something changed that channels may wait for (a stream started or
+    /// ended, a file, an API call, a reader's batch): step them.
+    dirty: bool,
+    /// When a channel wants to be stepped next.
+    next: Option<Instant>,
+    watch: Option<DirWatch>,
+    watched: Vec<WatchDir>,
+    scheduled: BTreeMap<ChannelKey, SchedRun>,
+    multiplex: BTreeMap<ChannelKey, MuxRun>,
+    next_owner: u64,
+}
+
+/// The item a scheduled channel plays.
+enum ItemRun {
+    File {
+        reader: FileReader,
+        /// (file track, channel track, kind), once the tracks are read.
+        map: Vec<(TrackId, TrackId, MediaKind)>,
+        queue: VecDeque<Frame>,
+        /// (when, decode time) of the first frame released: the pace.
+        clock: Option<(Instant, Ticks)>,
+        ended: bool,
+    },
+    Live {
+        source: StreamId,
+        map: Vec<(TrackId, TrackId, MediaKind)>,
+    },
+}
+
+struct SchedRun {
+    key: ChannelKey,
+    owner: u64,
+    stream: Option<StreamId>,
+    scheduler: Scheduler,
+    splicer: Splicer,
+    video: bool,
+    audio: bool,
+    media_root: PathBuf,
+    item: Option<ItemRun>,
+    playing: Option<Cursor>,
+    state: String,
+}
+
+struct MuxRun {
+    key: ChannelKey,
+    owner: u64,
+    stream: Option<StreamId>,
+    mux: Multiplexer,
+    urls: Vec<StreamUrl>,
+    sources: Vec<Option<StreamId>>,
+    clock: Instant,
+}
+
+fn key_str(k: &ChannelKey) -> String {
+    format!("{}/{}/{}", k.0, k.1, k.2)
+}
+
+/// The tracks of a source for a channel with these kinds: its first video
+/// and first audio track as the channel's [`VIDEO`] and [`AUDIO`].
+fn map_tracks(tracks: &[Track], video: bool, audio: bool) -> (Vec<(TrackId, TrackId, MediaKind)>, Vec<Track>) {
+    let mut map = Vec::new();
+    let mut out = Vec::new();
+    for (kind, want, id) in [(MediaKind::Video, video, VIDEO), (MediaKind::Audio, audio, AUDIO)] {
+        if !want {
+            continue;
+        }
+        if let Some(t) = tracks.iter().find(|t| t.kind() == kind) {
+            map.push((t.id, id, kind));
+            out.push(Track { id, ..t.clone() });
+        }
+    }
+    (map, out)
+}
+
+impl SchedRun {
+    fn new(c: &ScheduledChannel, media_root: PathBuf, owner: u64) -> Result<SchedRun, String> {
+        let plan = c.spec.plan()?;
+        Ok(SchedRun {
+            key: (c.spec.vhost.clone(), c.spec.app.clone(), c.spec.name.clone()),
+            owner,
+            stream: None,
+            scheduler: Scheduler::new(plan),
+            splicer: Splicer::default(),
+            video: c.spec.stream.video_track,
+            audio: c.spec.stream.audio_track,
+            media_root,
+            item: None,
+            playing: None,
+            state: "waiting".into(),
+        })
+    }
+
+    /// The channel's stream, started when its name is free.
+    fn ensure_stream(&mut self, core: &mut Core) -> Option<StreamId> {
+        if self.stream.is_some() {
+            return self.stream;
+        }
+        let (v, a, n) = &self.key;
+        match core.api.registry.streams.start(v, a, n, SourceType::Scheduled, self.owner, crate::clock::unix_millis_now()) {
+            Ok(id) => {
+                crate::info!("scheduled channel [{}] started", key_str(&self.key));
+                self.stream = Some(id);
+                core.out.ingest.push(IngestOutput {
+                    started: Some(id),
+                    ..Default::default()
+                });
+            }
+            Err(_) => self.state = "the stream name is in use by another publisher".into(),
+        }
+        self.stream
+    }
+
+    /// Sets the channel's tracks to an item's; true when they changed.
+    fn set_tracks(&mut self, core: &mut Core, tracks: Vec<Track>) -> bool {
+        let Some(id) = self.stream else { return false };
+        let same = core.api.registry.streams.get(id).is_some_and(|s| {
+            s.tracks().len() == tracks.len() && tracks.iter().all(|t| s.track(t.id) == Some(t))
+        });
+        if same {
+            return false;
+        }
+        core.api.registry.streams.set_tracks(id, tracks);
+        core.out.ingest.push(IngestOutput {
+            stream: Some(id),
+            tracks_changed: true,
+            ..Default::default()
+        });
+        true
+    }
+
+    /// Places an item's frames on the channel and hands them on.
+    fn emit(&mut self, core: &mut Core, map: &[(TrackId, TrackId, MediaKind)], frames: impl IntoIterator<Item = Frame>) {
+        let Some(id) = self.stream else { return };
+        let mut out = Vec::new();
+        for f in frames {
+            let Some(&(_, dst, kind)) = map.iter().find(|(src, _, _)| *src == f.track) else {
+                continue;
+            };
+            let f = Frame { track: dst, ..f };
+            if let Some(placed) = self.splicer.place(kind, &f) {
+                core.api.registry.streams.on_frame(id, &placed);
+                out.push(placed);
+            }
+        }
+        if !out.is_empty() {
+            core.out.ingest.push(IngestOutput {
+                stream: Some(id),
+                frames: out,
+                ..Default::default()
+            });
+        }
+    }
+
+    /// Asks the scheduler what plays and starts it; then moves what the
+    /// item has. Returns when it wants to be looked at next.
+    fn step(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
+        if self.ensure_stream(core).is_none() {
+            return Some(now + RECHECK);
+        }
+        let now_ms = crate::clock::unix_millis_now();
+        for _ in 0..8 {
+            let reg = &core.api.registry;
+            let live = |u: &StreamUrl| {
+                reg.streams
+                    .find(&u.vhost, &u.app, &u.stream)
+                    .is_some_and(|s| !s.tracks().is_empty())
+            };
+            let Some(change) = self.scheduler.poll(now_ms, &live) else {
+                break;
+            };
+            self.item = None;
+            self.playing = change;
+            match change {
+                Some(c) => self.start_item(core, c, now, now_ms),
+                None => self.state = "no item can play".into(),
+            }
+        }
+        let mut next = now + RECHECK;
+        if let Some(at) = self.scheduler.next_change(now_ms) {
+            next = next.min(now + Duration::from_millis((at - now_ms).max(0) as u64));
+        }
+        if let Some(due) = self.pump_file(core, now, now_ms) {
+            next = next.min(due);
+        }
+        self.publish_status(core, now_ms);
+        Some(next)
+    }
+
+    fn start_item(&mut self, core: &mut Core, c: Cursor, now: Instant, now_ms: i64) {
+        let Some(item) = self.scheduler.item(c).cloned() else { return };
+        let what = if c.program.is_some() { "program" } else { "fallback" };
+        crate::info!(
+            "scheduled channel [{}]: {what} item [{}] starts",
+            key_str(&self.key),
+            item.url
+        );
+        self.state = "onair".into();
+        match &item.source {
+            Source::File { path, start_ms } => {
+                let full = self.media_root.join(path);
+                match FileReader::open(full, *start_ms, item.duration_ms, core.waker.clone()) {
+                    Ok(reader) => {
+                        self.item = Some(ItemRun::File {
+                            reader,
+                            map: Vec::new(),
+                            queue: VecDeque::new(),
+                            clock: None,
+                            ended: false,
+                        })
+                    }
+                    Err(e) => {
+                        crate::warn!("scheduled channel [{}]: cannot start a reader: {e}", key_str(&self.key));
+                        self.scheduler.failed(now_ms);
+                    }
+                }
+            }
+            Source::Stream(u) => {
+                let Some(s) = core.api.registry.streams.find(&u.vhost, &u.app, &u.stream) else {
+                    self.scheduler.failed(now_ms);
+                    return;
+                };
+                let (source, tracks, gop) = (s.id, s.tracks().to_vec(), s.gop().to_vec());
+                let (map, out) = map_tracks(&tracks, self.video, self.audio);
+                if !self.covers(&out) {
+                    self.refuse_item(&item.url, now_ms);
+                    return;
+                }
+                self.set_tracks(core, out);
+                self.splicer.begin(map.iter().any(|m| m.2 == MediaKind::Video));
+                // The source's last GOP first: the switch shows at once.
+                self.emit(core, &map, gop);
+                self.item = Some(ItemRun::Live { source, map });
+            }
+        }
+        let _ = now;
+    }
+
+    /// The item has every kind the channel carries.
+    fn covers(&self, tracks: &[Track]) -> bool {
+        let has = |k| tracks.iter().any(|t| t.kind() == k);
+        (!self.video || has(MediaKind::Video)) && (!self.audio || has(MediaKind::Audio))
+    }
+
+    fn refuse_item(&mut self, url: &str, now_ms: i64) {
+        crate::warn!(
+            "scheduled channel [{}]: item [{}] lacks the video or audio track the channel carries (videoTrack/audioTrack); it is skipped",
+            key_str(&self.key),
+            url
+        );
+        self.item = None;
+        self.scheduler.failed(now_ms);
+    }
+
+    /// Moves a file's frames: what its reader has into the queue, what is
+    /// due out of it. When the next frame is due.
+    fn pump_file(&mut self, core: &mut Core, now: Instant, now_ms: i64) -> Option<Instant> {
+        let Some(ItemRun::File { .. }) = &self.item else { return None };
+        let Some(ItemRun::File {
+            mut reader,
+            mut map,
+            mut queue,
+            mut clock,
+            mut ended,
+        }) = self.item.take()
+        else {
+            return None;
+        };
+        let mut failed = None;
+        while queue.len() < QUEUE_FRAMES && !ended {
+            match reader.try_next() {
+                Some(ReadMsg::Tracks(tracks)) => {
+                    let (m, out) = map_tracks(&tracks, self.video, self.audio);
+                    if !self.covers(&out) {
+                        failed = Some("lacks the video or audio track the channel carries".to_string());
+                        break;
+                    }
+                    self.set_tracks(core, out);
+                    self.splicer.begin(m.iter().any(|x| x.2 == MediaKind::Video));
+                    map = m;
+                }
+                Some(ReadMsg::Frames(f)) => queue.extend(f),
+                Some(ReadMsg::End) => ended = true,
+                Some(ReadMsg::Failed(why)) => {
+                    failed = Some(why);
+                    break;
+                }
+                None => break,
+            }
+        }
+        if let Some(why) = failed {
+            crate::warn!("scheduled channel [{}]: {}; the item is left", key_str(&self.key), why);
+            self.scheduler.failed(now_ms);
+            return Some(now);
+        }
+        let mut due = Vec::new();
+        let mut next = None;
+        while let Some(f) = queue.front() {
+            let (t0, d0) = *clock.get_or_insert((now, f.dts));
+            let at = t0 + Duration::from_micros(((f.dts - d0).max(0) as u64) * 100 / 9);
+            if at > now + LEAD {
+                next = Some(at - LEAD);
+                break;
+            }
+            due.extend(queue.pop_front());
+        }
+        if !due.is_empty() {
+            let m = map.clone();
+            self.emit(core, &m, due);
+        }
+        if ended && queue.is_empty() {
+            self.scheduler.ended(now_ms);
+            return Some(now);
+        }
+        self.item = Some(ItemRun::File {
+            reader,
+            map,
+            queue,
+            clock,
+            ended,
+        });
+        // A reader with nothing yet is looked at again soon (it wakes the
+        // poll when it sends).
+        next.or(Some(now + Duration::from_millis(50)))
+    }
+
+    /// A live item's frames.
+    fn on_source(&mut self, core: &mut Core, o: &IngestOutput, now_ms: i64) {
+        let Some(ItemRun::Live { source, map }) = &self.item else { return };
+        if o.stream != Some(*source) && o.ended != Some(*source) {
+            return;
+        }
+        let (source, mut map) = (*source, map.clone());
+        if o.tracks_changed {
+            if let Some(s) = core.api.registry.streams.get(source) {
+                let (m, out) = map_tracks(s.tracks(), self.video, self.audio);
+                if self.covers(&out) {
+                    self.set_tracks(core, out);
+                    map = m;
+                    self.item = Some(ItemRun::Live { source, map: map.clone() });
+                }
+            }
+        }
+        if o.stream == Some(source) {
+            self.emit(core, &map, o.frames.iter().cloned());
+        }
+        if o.ended == Some(source) {
+            crate::info!("scheduled channel [{}]: its live item stopped", key_str(&self.key));
+            self.item = None;
+            self.scheduler.ended(now_ms);
+        }
+    }
+
+    fn publish_status(&self, core: &mut Core, _now_ms: i64) {
+        if let Some(c) = core.api.channels.scheduled.get_mut(&self.key) {
+            c.now = Some(match self.playing {
+                Some(p) => NowPlaying {
+                    program: p.program,
+                    item: p.item,
+                    since_ms: p.since_ms,
+                    state: self.state.clone(),
+                },
+                None => NowPlaying {
+                    state: self.state.clone(),
+                    ..Default::default()
+                },
+            });
+        }
+    }
+
+    fn stop(&mut self, core: &mut Core) {
+        self.item = None;
+        if let Some(id) = self.stream.take() {
+            end_stream(core, id, &self.key);
+        }
+    }
+}
+
+fn end_stream(core: &mut Core, id: StreamId, key: &ChannelKey) {
+    if let Some(s) = core.api.registry.streams.end(id) {
+        crate::info!("channel [{}] ended ({} frames out)", key_str(key), s.frames_in);
+    }
+    core.out.ingest.push(IngestOutput {
+        ended: Some(id),
+        ..Default::default()
+    });
+}
+
+impl MuxRun {
+    fn new(c: &MultiplexChannel, owner: u64, now: Instant) -> Result<MuxRun, String> {
+        let urls = c.spec.check()?;
+        Ok(MuxRun {
+            key: (c.spec.vhost.clone(), c.spec.app.clone(), c.spec.name.clone()),
+            owner,
+            stream: None,
+            sources: vec![None; urls.len()],
+            urls,
+            mux: Multiplexer::new(c.spec.clone()),
+            clock: now,
+        })
+    }
+
+    fn ticks(&self, now: Instant) -> Ticks {
+        (now.saturating_duration_since(self.clock).as_micros() * 9 / 100) as Ticks
+    }
+
+    /// Binds sources that went live; starts the channel when all were seen.
+    fn step(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
+        let mut changed = false;
+        for i in 0..self.urls.len() {
+            if self.sources[i].is_some() {
+                continue;
+            }
+            let u = &self.urls[i];
+            let Some(s) = core.api.registry.streams.find(&u.vhost, &u.app, &u.stream) else {
+                continue;
+            };
+            if s.tracks().is_empty() {
+                continue;
+            }
+            let id = s.id;
+            let named = source_names(core, id);
+            let (ok, c) = self.mux.source_tracks(i, &named);
+            if ok {
+                self.sources[i] = Some(id);
+                changed |= c;
+                crate::info!("multiplex channel [{}]: source [{u}] joined", key_str(&self.key));
+            }
+        }
+        if self.stream.is_none() && self.mux.ready() {
+            let (v, a, n) = &self.key;
+            match core.api.registry.streams.start(v, a, n, SourceType::Multiplex, self.owner, crate::clock::unix_millis_now()) {
+                Ok(id) => {
+                    crate::info!("multiplex channel [{}] started", key_str(&self.key));
+                    self.stream = Some(id);
+                    core.out.ingest.push(IngestOutput {
+                        started: Some(id),
+                        ..Default::default()
+                    });
+                    changed = true;
+                }
+                Err(_) => self.note(core, "Playing", "the stream name is in use by another publisher".into()),
+            }
+        }
+        if let Some(id) = self.stream {
+            if changed {
+                core.api.registry.streams.set_tracks(id, self.mux.tracks());
+                core.out.ingest.push(IngestOutput {
+                    stream: Some(id),
+                    tracks_changed: true,
+                    ..Default::default()
+                });
+            }
+            let playlists = self.mux.playlists();
+            if core.api.registry.streams.get(id).is_some_and(|s| s.playlists != playlists) {
+                core.api.registry.streams.set_playlists(id, playlists);
+            }
+            self.note(core, "Playing", String::new());
+        } else {
+            let waiting = self.urls.iter().zip(&self.sources).find(|(_, s)| s.is_none());
+            let msg = waiting.map_or(String::new(), |(u, _)| {
+                format!("Multiplex Channel : {}: Wait for stream {}", key_str(&self.key), u.stream)
+            });
+            self.note(core, "Pulling", msg);
+        }
+        Some(now + RECHECK)
+    }
+
+    fn note(&self, core: &mut Core, state: &'static str, message: String) {
+        if let Some(c) = core.api.channels.multiplex.get_mut(&self.key) {
+            c.state = state;
+            c.message = message;
+        }
+    }
+
+    fn on_source(&mut self, core: &mut Core, o: &IngestOutput, now: Instant) {
+        let Some(i) = self.sources.iter().position(|s| s.is_some() && (*s == o.stream || *s == o.ended)) else {
+            return;
+        };
+        let Some(src) = self.sources[i] else { return };
+        if o.tracks_changed && o.stream == Some(src) {
+            let named = source_names(core, src);
+            let (ok, changed) = self.mux.source_tracks(i, &named);
+            if ok && changed {
+                if let Some(id) = self.stream {
+                    core.api.registry.streams.set_tracks(id, self.mux.tracks());
+                    core.out.ingest.push(IngestOutput {
+                        stream: Some(id),
+                        tracks_changed: true,
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        if o.stream == Some(src) {
+            if let Some(id) = self.stream {
+                let at = self.ticks(now);
+                let frames: Vec<Frame> = o.frames.iter().filter_map(|f| self.mux.frame(i, f, at)).collect();
+                for f in &frames {
+                    core.api.registry.streams.on_frame(id, f);
+                }
+                if !frames.is_empty() {
+                    core.out.ingest.push(IngestOutput {
+                        stream: Some(id),
+                        frames,
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        if o.ended == Some(src) {
+            crate::info!("multiplex channel [{}]: source [{}] stopped; its renditions leave the playlists", key_str(&self.key), self.urls[i]);
+            self.mux.source_ended(i);
+            self.sources[i] = None;
+            if let Some(id) = self.stream {
+                core.api.registry.streams.set_playlists(id, self.mux.playlists());
+            }
+        }
+    }
+
+    fn stop(&mut self, core: &mut Core) {
+        if let Some(id) = self.stream.take() {
+            end_stream(core, id, &self.key);
+        }
+    }
+}
+
+/// A source stream's tracks, each with the names a track map may give it:
+/// its input name (`video`, `audio_2`) and its output profiles' encode
+/// names (`bypass_video`).
+fn source_names(core: &Core, id: StreamId) -> Vec<(Track, Vec<String>)> {
+    let reg = &core.api.registry;
+    let Some(s) = reg.streams.get(id) else { return Vec::new() };
+    let tracks = s.tracks();
+    let profiles = reg.app(&s.vhost, &s.app).map(|a| a.output_profiles.output_profile.as_slice()).unwrap_or(&[]);
+    tracks
+        .iter()
+        .map(|t| {
+            let mut names = vec![crate::state::app::input_track_name(tracks, t)];
+            for p in profiles {
+                for (o, n) in crate::state::app::output_tracks(tracks, Some(p)) {
+                    if o.id == t.id {
+                        names.push(n);
+                    }
+                }
+            }
+            (t.clone(), names)
+        })
+        .collect()
+}
+
+impl Channels {
+    fn owner(&mut self) -> u64 {
+        self.next_owner += 1;
+        OWNER_BASE + self.next_owner
+    }
+
+    /// The directories to watch: every app's schedule and mux directory.
+    fn rewatch(&mut self, core: &mut Core) {
+        let mut dirs = Vec::new();
+        for v in core.api.registry.vhosts() {
+            for a in &v.apps {
+                if let Some(s) = &a.providers.schedule {
+                    if !s.schedule_files_dir.is_empty() {
+                        dirs.push(WatchDir {
+                            dir: s.schedule_files_dir.clone().into(),
+                            ext: "sch",
+                            vhost: v.spec.name.clone(),
+                            app: a.name.clone(),
+                        });
+                    }
+                }
+                if let Some(m) = &a.providers.multiplex {
+                    if !m.mux_files_dir.is_empty() {
+                        dirs.push(WatchDir {
+                            dir: m.mux_files_dir.clone().into(),
+                            ext: "mux",
+                            vhost: v.spec.name.clone(),
+                            app: a.name.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        if dirs == self.watched {
+            return;
+        }
+        self.watched = dirs.clone();
+        if self.watch.is_none() && !dirs.is_empty() {
+            match DirWatch::start(core.waker.clone()) {
+                Ok(w) => self.watch = Some(w),
+                Err(e) => crate::error!("cannot start the channel files' watcher: {e}"),
+            }
+        }
+        if let Some(w) = &self.watch {
+            w.watch(dirs);
+        }
+    }
+
+    /// Starts, restarts or stops the runtime of channel `k` as the table
+    /// has it now.
+    fn sync(&mut self, core: &mut Core, k: &ChannelKey, now: Instant) {
+        if let Some(mut r) = self.scheduled.remove(k) {
+            r.stop(core);
+        }
+        if let Some(mut r) = self.multiplex.remove(k) {
+            r.stop(core);
+        }
+        let media_root = core
+            .api
+            .registry
+            .app(&k.0, &k.1)
+            .and_then(|a| a.providers.schedule.as_ref())
+            .map(|s| PathBuf::from(&s.media_root_dir));
+        if let Some(c) = core.api.channels.scheduled.get(k).cloned() {
+            if c.spec.stream.bypass_transcoder {
+            } else {
+                crate::warn!("scheduled channel [{}]: BypassTranscoder false is treated as true (kiln never transcodes)", key_str(k));
+            }
+            if !c.spec.stream.audio_map.is_empty() {
+                crate::warn!("scheduled channel [{}]: <AudioMap> is not applied; the first audio track plays", key_str(k));
+            }
+            let owner = self.owner();
+            match SchedRun::new(&c, media_root.unwrap_or_default(), owner) {
+                Ok(r) => {
+                    self.scheduled.insert(k.clone(), r);
+                }
+                Err(e) => crate::warn!("scheduled channel [{}]: {e}", key_str(k)),
+            }
+        }
+        if let Some(c) = core.api.channels.multiplex.get(k).cloned() {
+            let owner = self.owner();
+            match MuxRun::new(&c, owner, now) {
+                Ok(r) => {
+                    self.multiplex.insert(k.clone(), r);
+                }
+                Err(e) => crate::warn!("multiplex channel [{}]: {e}", key_str(k)),
+            }
+        }
+    }
+
+    /// A `.sch` / `.mux` file appeared, changed or went.
+    fn on_dir_event(&mut self, core: &mut Core, e: DirEvent, now: Instant) {
+        let (watch, path) = match &e {
+            DirEvent::Changed { watch, path, .. } | DirEvent::Removed { watch, path } => (watch.clone(), path.clone()),
+        };
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
+        let shown = path.display().to_string();
+        let chans = &mut core.api.channels;
+        let from_file = |o: &Origin| *o == Origin::File(path.clone());
+        // The channel this file made, if any.
+        let old: Option<ChannelKey> = if watch.ext == "sch" {
+            chans.scheduled.iter().find(|(_, c)| from_file(&c.origin)).map(|(k, _)| k.clone())
+        } else {
+            chans.multiplex.iter().find(|(_, c)| from_file(&c.origin)).map(|(k, _)| k.clone())
+        };
+        let text = match e {
+            DirEvent::Removed { .. } => {
+                if let Some(k) = old {
+                    crate::info!("{shown} was removed: channel [{}] ends", key_str(&k));
+                    chans.scheduled.remove(&k);
+                    chans.multiplex.remove(&k);
+                    self.sync(core, &k, now);
+                }
+                return;
+            }
+            DirEvent::Changed { text: Err(why), .. } => {
+                crate::warn!("{shown}: cannot read it: {why}; the channel stays as it was");
+                return;
+            }
+            DirEvent::Changed { text: Ok(t), .. } => t,
+        };
+        let (vh, app) = (watch.vhost.clone(), watch.app.clone());
+        let key = if watch.ext == "sch" {
+            match ScheduleSpec::from_xml(&text, &stem) {
+                Ok(mut spec) => {
+                    spec.vhost = vh.clone();
+                    spec.app = app.clone();
+                    spec.name = stem.clone();
+                    let k = (vh, app, stem);
+                    if old.as_ref() != Some(&k) && (chans.has(&k.0, &k.1, &k.2)) {
+                        crate::warn!("{shown}: channel [{}] already exists; the file is not applied", key_str(&k));
+                        return;
+                    }
+                    chans.scheduled.insert(
+                        k.clone(),
+                        ScheduledChannel {
+                            spec,
+                            origin: Origin::File(path.clone()),
+                            now: None,
+                        },
+                    );
+                    k
+                }
+                Err(e) => {
+                    crate::warn!("{shown}:{e}; the channel stays as it was");
+                    return;
+                }
+            }
+        } else {
+            let spec = crate::channel::mux::MuxSpec::from_xml(&text).and_then(|mut s| {
+                s.vhost = vh.clone();
+                s.app = app.clone();
+                s.check().map_err(|m| crate::channel::xml::XmlError {
+                    line: 1,
+                    column: 1,
+                    message: m,
+                })?;
+                Ok(s)
+            });
+            match spec {
+                Ok(spec) => {
+                    if spec.name != stem {
+                        crate::warn!("{shown}: <OutputStream><Name> [{}] differs from the file's name; the name is used", spec.name);
+                    }
+                    let k = (vh, app, spec.name.clone());
+                    if old.as_ref() != Some(&k) && chans.has(&k.0, &k.1, &k.2) {
+                        crate::warn!("{shown}: channel [{}] already exists; the file is not applied", key_str(&k));
+                        return;
+                    }
+                    chans.multiplex.insert(
+                        k.clone(),
+                        MultiplexChannel {
+                            spec,
+                            origin: Origin::File(path.clone()),
+                            state: "Pulling",
+                            message: String::new(),
+                        },
+                    );
+                    k
+                }
+                Err(e) => {
+                    crate::warn!("{shown}:{e}; the channel stays as it was");
+                    return;
+                }
+            }
+        };
+        if let Some(o) = old.filter(|o| *o != key) {
+            chans.scheduled.remove(&o);
+            chans.multiplex.remove(&o);
+            self.sync(core, &o, now);
+        }
+        crate::info!("{shown}: channel [{}] applied", key_str(&key));
+        self.sync(core, &key, now);
+    }
+}
+
+impl Feature for Channels {
+    fn start(&mut self, core: &mut Core, now: Instant) {
+        self.rewatch(core);
+        let keys: Vec<ChannelKey> = (core.api.channels.scheduled.keys())
+            .chain(core.api.channels.multiplex.keys())
+            .cloned()
+            .collect();
+        for k in keys {
+            self.sync(core, &k, now);
+        }
+    }
+
+    fn on_ingest(&mut self, o: &IngestOutput, core: &mut Core, now: Instant) {
+        if o.started.is_some() || o.ended.is_some() || o.tracks_changed {
+            self.dirty = true;
+        }
+        if o.stream.is_none() && o.ended.is_none() {
+            return;
+        }
+        let now_ms = crate::clock::unix_millis_now();
+        for r in self.scheduled.values_mut() {
+            r.on_source(core, o, now_ms);
+        }
+        for r in self.multiplex.values_mut() {
+            r.on_source(core, o, now);
+        }
+    }
+
+    fn on_effect(&mut self, effect: &Effect, core: &mut Core, now: Instant) {
+        self.dirty = true;
+        match effect {
+            Effect::ChannelChanged(k) => self.sync(core, k, now),
+            Effect::RestartApp { vhost, app } => {
+                self.rewatch(core);
+                let keys: Vec<ChannelKey> = (self.scheduled.keys())
+                    .chain(self.multiplex.keys())
+                    .chain(core.api.channels.scheduled.keys())
+                    .chain(core.api.channels.multiplex.keys())
+                    .filter(|k| k.0 == *vhost && app.as_ref().is_none_or(|a| k.1 == *a))
+                    .cloned()
+                    .collect();
+                for k in keys {
+                    self.sync(core, &k, now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_wake(&mut self, core: &mut Core, now: Instant) {
+        // A reader may have sent frames.
+        self.dirty |= !self.scheduled.is_empty();
+        let events: Vec<DirEvent> = match &self.watch {
+            Some(w) => w.events().collect(),
+            None => return,
+        };
+        for e in events {
+            self.on_dir_event(core, e, now);
+        }
+    }
+
+    fn timeout(&mut self, _core: &mut Core, _now: Instant) {
+        self.dirty = true;
+    }
+
+    /// Steps the channels when something happened or one is due (not on
+    /// every turn of the loop: a busy ingest does not cost each channel).
+    fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
+        if !self.dirty && self.next.is_none_or(|n| n > now) {
+            return self.next;
+        }
+        self.dirty = false;
+        let mut next: Option<Instant> = None;
+        let mut min = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        for r in self.scheduled.values_mut() {
+            min(r.step(core, now));
+        }
+        for r in self.multiplex.values_mut() {
+            min(r.step(core, now));
+        }
+        self.next = next;
+        next
+    }
+}
