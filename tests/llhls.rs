@@ -541,7 +541,7 @@ fn hls_js_plays_the_stream_in_headless_chromium() {
         });
         for attempt in 1..=2 {
             let started = Instant::now();
-            r = play(
+            r = play_hlsjs(
                 browser,
                 &page,
                 &s.dir.join(format!("chromium-{attempt}")),
@@ -685,7 +685,7 @@ fn hls_js_plays_a_signed_url() {
         "file://{}/llhls.html?src={encoded}&seconds={seconds}",
         web.display()
     );
-    let r = play(browser, &page, &s.dir.join("chromium"), seconds);
+    let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), seconds);
     println!("hls.js with a signed URL: {r}");
     assert_eq!(r["supported"], true);
     let errors: Vec<&str> = r["errors"]
@@ -708,68 +708,6 @@ fn hls_js_plays_a_signed_url() {
     assert_eq!(refused, 0, "{log}");
     let _ = src.kill();
     let _ = src.wait();
-}
-
-/// Chromium and the pinned hls.js (`tests/web`), or `None` after saying
-/// why (a failure under `KILN_REQUIRE_INTEROP=1`).
-fn browser_with_hlsjs() -> Option<(&'static str, std::path::PathBuf)> {
-    let Some(browser) = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|c| have_tool_quiet(c))
-    else {
-        have_tool("chromium");
-        return None;
-    };
-    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
-    if !web.join("node_modules/hls.js/dist/hls.min.js").exists() {
-        assert!(
-            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
-            "hls.js is required: npm ci --prefix tests/web"
-        );
-        eprintln!("SKIP: hls.js is not installed (npm ci --prefix tests/web)");
-        return None;
-    }
-    Some((browser, web))
-}
-
-/// Opens the page in headless Chromium for `seconds` and returns what it
-/// logged (`KILN-RESULT {json}`).
-fn play(browser: &str, page: &str, profile: &std::path::Path, seconds: u32) -> serde_json::Value {
-    let out = Command::new("timeout")
-        .arg((seconds + 15).to_string())
-        .arg(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--autoplay-policy=no-user-gesture-required",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(page)
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    let result = log
-        .lines()
-        .find_map(|l| l.split("KILN-RESULT ").nth(1))
-        .map(|r| {
-            r.rsplit_once("\", source")
-                .map_or(r, |(j, _)| j)
-                .replace("\\\"", "\"")
-        })
-        .unwrap_or_else(|| panic!("no result from the page:\n{log}"));
-    serde_json::from_str(&result).unwrap_or_else(|e| panic!("{e}: {result}"))
-}
-
-fn have_tool_quiet(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool} >/dev/null 2>&1")])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// The `emsg` boxes at the front of a part: (scheme, ID3 tag bytes).

@@ -23,6 +23,25 @@ schemas = {
                  "properties": obj({"persistent": BOOL, "noInputFailoverTimeoutMs": INT, "unusedStreamDeletionTimeoutMs": INT})},
                 ["name", "urls"]),
     "Names": S("array", items=STR),
+    "ScheduleItem": obj({"url": STR, "start": S("integer"), "duration": S("integer")}, ["url"]),
+    "ScheduledChannel": obj({
+        "stream": obj({"name": STR, "bypassTranscoder": BOOL, "videoTrack": BOOL, "audioTrack": BOOL,
+                       "audioMap": S("array", items=obj({"name": STR, "language": STR, "characteristics": STR}))}, ["name"]),
+        "fallbackProgram": obj({"items": S("array", items=ref("ScheduleItem"))}),
+        "programs": S("array", items=obj({"name": STR, "scheduled": STR, "repeat": BOOL,
+                                           "items": S("array", items=ref("ScheduleItem"))}, ["scheduled", "items"])),
+    }, ["stream"]),
+    "ScheduledChannelInfo": obj({
+        "currentProgram": S("object"), "fallbackProgram": S("object"), "programs": S("array"),
+        "stream": S("object"), "source": STR}, ["programs", "stream", "source"]),
+    "MultiplexChannel": obj({
+        "outputStream": obj({"name": STR}, ["name"]),
+        "sourceStreams": S("array", items=obj({"name": STR, "url": STR, "trackMap": S("array", items=obj({
+            "sourceTrackName": STR, "newTrackName": STR, "bitrateConf": INT, "framerateConf": S("number")},
+            ["sourceTrackName", "newTrackName"]))}, ["url", "trackMap"])),
+        "playlists": S("array", items=obj({"name": STR, "fileName": STR, "options": S("object"),
+            "renditions": S("array", items=obj({"name": STR, "video": STR, "audio": STR}))}, ["fileName", "renditions"])),
+    }, ["outputStream", "sourceStreams"]),
     "PullState": obj({"name": STR, "state": S("string", enum=["connecting", "live", "waiting"]), "urls": S("array", items=STR),
                       "url": STR, "persistent": BOOL, "onDemand": BOOL, "lastError": STR},
                      ["name", "state", "urls", "url", "persistent", "onDemand"]),
@@ -54,7 +73,7 @@ schemas = {
     }, ["id", "name", "type"]),
     "Stream": obj({
         "name": STR,
-        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs", "RtspPull", "SrtPull", "RtmpPull", "WebRTC"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
+        "input": obj({"sourceType": S("string", enum=["Rtmp", "Rtmps", "Srt", "MpegTs", "RtspPull", "SrtPull", "RtmpPull", "WebRTC", "Scheduled", "Multiplex"]), "createdTime": TIME, "tracks": S("array", items=ref("Track"))}, ["sourceType", "createdTime", "tracks"]),
         "outputs": S("array", items=obj({"name": STR, "tracks": S("array", items=ref("Track"))}, ["name", "tracks"])),
     }, ["name", "input", "outputs"]),
     "Push": obj({
@@ -188,6 +207,23 @@ paths = {
             "502": status("Every URL failed (the message gives each reason)"),
             "504": status("Not live after 120 s"),
             **errs("400", "401", "404", "500")}, ref("Pull"))},
+    "/v1/vhosts/{vhost}/apps/{app}/scheduledChannels": {"parameters": P("vhost", "app"),
+        "get": op("Scheduled channel names (made by the API or by .sch files)", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")}),
+        "post": op("Create a scheduled channel (durable; the body is a .sch file as JSON)", {
+            "201": status("Created"), "409": status("A stream or channel of that name exists"),
+            **errs("400", "401", "404", "500")}, ref("ScheduledChannel"))},
+    "/v1/vhosts/{vhost}/apps/{app}/scheduledChannels/{channel}": {"parameters": P("vhost", "app", "channel"),
+        "get": op("A scheduled channel, with what it plays now", {"200": json_response("OK", envelope(ref("ScheduledChannelInfo"))), **errs("401", "404")}),
+        "patch": op("Replace its programmes or fallback (not its stream)", {"200": status("OK"), **errs("400", "401", "404", "500")}, S("object")),
+        "delete": op("Delete a scheduled channel (one made by a file: delete the file)", {"200": status("OK"), **errs("400", "401", "404", "500")})},
+    "/v1/vhosts/{vhost}/apps/{app}/multiplexChannels": {"parameters": P("vhost", "app"),
+        "get": op("Multiplex channel names (made by the API or by .mux files)", {"200": json_response("OK", envelope(ref("Names"))), **errs("401", "404")}),
+        "post": op("Create a multiplex channel (durable; the body is a .mux file as JSON)", {
+            "201": status("Created"), "409": status("A stream or channel of that name exists"),
+            **errs("400", "401", "404", "500")}, ref("MultiplexChannel"))},
+    "/v1/vhosts/{vhost}/apps/{app}/multiplexChannels/{channel}": {"parameters": P("vhost", "app", "channel"),
+        "get": op("A multiplex channel, with its state (Pulling until every source was seen, then Playing)", {"200": json_response("OK", envelope(S("object"))), **errs("401", "404")}),
+        "delete": op("Delete a multiplex channel (one made by a file: delete the file)", {"200": status("OK"), **errs("400", "401", "404", "500")})},
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}": {"parameters": P("vhost", "app", "stream"),
         "get": op("A live stream, by input or output name", {"200": json_response("OK", envelope(ref("Stream"))), **errs("401", "404")}),
         "delete": op("End a pulled stream (and its pull) or disconnect a publisher", {"200": status("OK"), **errs("401", "404", "500")})},

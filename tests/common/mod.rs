@@ -108,6 +108,8 @@ pub struct ServerOptions {
     pub webrtc_relay: bool,
     /// More of `<Bind><Publishers><WebRTC>` (e.g. `<MaxSessions>`).
     pub webrtc_bind_extra: String,
+    /// More of the application's `<Providers>` (e.g. `<Schedule>`).
+    pub providers_extra: String,
 }
 
 impl Default for ServerOptions {
@@ -131,6 +133,7 @@ impl Default for ServerOptions {
             webrtc_host: "127.0.0.1",
             webrtc_relay: false,
             webrtc_bind_extra: String::new(),
+            providers_extra: String::new(),
         }
     }
 }
@@ -312,7 +315,7 @@ pub fn write_config_with_media(
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
         </Encodes></OutputProfile></OutputProfiles>
-        <Providers><RTMP/><SRT/>{stream_map}{webrtc_provider}</Providers><Publishers><Push/>{llhls_app}</Publishers>
+        <Providers><RTMP/><SRT/>{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>
       </Application></Applications>
     </VirtualHost>
     {extra}
@@ -336,6 +339,7 @@ pub fn write_config_with_media(
         bind_ip = opts.bind_ip,
         extra = opts.extra_vhosts,
         vhost_access = opts.vhost_access,
+        providers_extra = opts.providers_extra,
     );
     let path = dir.join("server.xml");
     std::fs::write(&path, xml).unwrap();
@@ -922,3 +926,66 @@ pub fn lossy_proxy(
     }
     (port, dropped, forwarded)
 }
+
+/// Chromium and the pinned hls.js (`tests/web`), or `None` after saying
+/// why (a failure under `KILN_REQUIRE_INTEROP=1`).
+pub fn browser_with_hlsjs() -> Option<(&'static str, std::path::PathBuf)> {
+    let Some(browser) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| have_tool_quiet(c))
+    else {
+        have_tool("chromium");
+        return None;
+    };
+    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
+    if !web.join("node_modules/hls.js/dist/hls.min.js").exists() {
+        assert!(
+            std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "hls.js is required: npm ci --prefix tests/web"
+        );
+        eprintln!("SKIP: hls.js is not installed (npm ci --prefix tests/web)");
+        return None;
+    }
+    Some((browser, web))
+}
+
+/// Opens the page in headless Chromium for `seconds` and returns what it
+/// logged (`KILN-RESULT {json}`).
+pub fn play_hlsjs(browser: &str, page: &str, profile: &std::path::Path, seconds: u32) -> serde_json::Value {
+    let out = Command::new("timeout")
+        .arg((seconds + 15).to_string())
+        .arg(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--autoplay-policy=no-user-gesture-required",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(page)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    let result = log
+        .lines()
+        .find_map(|l| l.split("KILN-RESULT ").nth(1))
+        .map(|r| {
+            r.rsplit_once("\", source")
+                .map_or(r, |(j, _)| j)
+                .replace("\\\"", "\"")
+        })
+        .unwrap_or_else(|| panic!("no result from the page:\n{log}"));
+    serde_json::from_str(&result).unwrap_or_else(|e| panic!("{e}: {result}"))
+}
+
+pub fn have_tool_quiet(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+

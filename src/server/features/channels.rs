@@ -11,7 +11,8 @@ use crate::channel::mux::Multiplexer;
 use crate::channel::schedule::{Cursor, ScheduleSpec, Scheduler, Source};
 use crate::channel::timeline::{Splicer, AUDIO, VIDEO};
 use crate::channel::{ChannelKey, MultiplexChannel, NowPlaying, Origin, ScheduledChannel, StreamUrl};
-use crate::media::{Frame, MediaKind, Ticks, Track, TrackId};
+use crate::codec::aac;
+use crate::media::{CodecConfig, Frame, MediaKind, Ticks, Track, TrackId};
 use crate::server::core::Core;
 use crate::server::feature::Feature;
 use crate::server::media_files::{DirEvent, DirWatch, FileReader, ReadMsg, WatchDir};
@@ -147,11 +148,22 @@ impl SchedRun {
     /// Sets the channel's tracks to an item's; true when they changed.
     fn set_tracks(&mut self, core: &mut Core, tracks: Vec<Track>) -> bool {
         let Some(id) = self.stream else { return false };
+        // The same codec and configuration: the channel's tracks stay (a
+        // bit rate or frame rate stated differently changes nothing for a
+        // decoder, and a change restarts the outputs' muxers).
         let same = core.api.registry.streams.get(id).is_some_and(|s| {
-            s.tracks().len() == tracks.len() && tracks.iter().all(|t| s.track(t.id) == Some(t))
+            s.tracks().len() == tracks.len()
+                && tracks.iter().all(|t| s.track(t.id).is_some_and(|o| same_decoder(o, t)))
         });
         if same {
             return false;
+        }
+        if core.api.registry.streams.get(id).is_some_and(|s| !s.tracks().is_empty()) {
+            crate::info!(
+                "scheduled channel [{}]: the item's codec configuration differs; the outputs restart (LL-HLS gets new URLs)",
+                key_str(&self.key)
+            );
+            crate::debug!("{:?}", tracks);
         }
         core.api.registry.streams.set_tracks(id, tracks);
         core.out.ingest.push(IngestOutput {
@@ -406,6 +418,28 @@ impl SchedRun {
         if let Some(id) = self.stream.take() {
             end_stream(core, id, &self.key);
         }
+    }
+}
+
+/// Whether a decoder set up for `a` decodes `b`'s frames: the same codec
+/// and configuration; for AAC the same object type, rate and channels
+/// (an MP4 file's AudioSpecificConfig often carries an explicit "no SBR"
+/// extension that the same encoder's ADTS stream cannot say).
+fn same_decoder(a: &Track, b: &Track) -> bool {
+    if a.codec != b.codec {
+        return false;
+    }
+    if a.config == b.config {
+        return true;
+    }
+    match (&a.config, &b.config) {
+        (CodecConfig::Aac { asc: x }, CodecConfig::Aac { asc: y }) => {
+            let (Ok(x), Ok(y)) = (aac::parse_asc_full(x), aac::parse_asc_full(y)) else {
+                return false;
+            };
+            x == y
+        }
+        _ => false,
     }
 }
 

@@ -1,0 +1,433 @@
+//! Scheduled and multiplex channels (issue 31) with real clients: ffmpeg
+//! publishing and making the files, hls.js in headless Chromium playing,
+//! ffprobe reading what the channel's LL-HLS holds.
+
+mod common;
+#[path = "common/hls_check.rs"]
+mod hls_check;
+#[path = "common/media.rs"]
+mod media;
+
+use common::*;
+use media::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn channel_server(tag: &str, providers: &str) -> Server {
+    Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            llhls: Some(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration><SegmentCount>40</SegmentCount>".into(),
+            ),
+            providers_extra: providers.to_string(),
+            ..Default::default()
+        },
+    )
+}
+
+/// An MP4 or TS file as the test publishers encode (640x360, 25 fps, H.264
+/// ultrafast, GOP 25, stereo AAC 48 kHz), of `video` (a lavfi source).
+fn make_file(path: &Path, video: &str, secs: u32) {
+    let st = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .arg(video)
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args(["-t", &secs.to_string(), "-c:v", "libx264", "-preset", "ultrafast", "-g", "25"])
+        .args(["-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2"])
+        .arg(path)
+        .status()
+        .expect("ffmpeg runs");
+    assert!(st.success(), "ffmpeg made {}", path.display());
+}
+
+fn get_json(s: &Server, path: &str) -> Value {
+    let r = s.request("GET", path, None);
+    assert_eq!(r.status, 200, "{path}: {}", r.body);
+    r.json()
+}
+
+/// Records what a channel's LL-HLS gives for `secs` (ffmpeg reading it
+/// from the oldest segment, copying).
+fn record_llhls(s: &Server, stream: &str, secs: u32, out: &Path) -> Child {
+    // Bounded: a live playlist that stops growing would keep ffmpeg
+    // waiting.
+    Command::new("timeout")
+        .args(["-k", "3"])
+        .arg((secs + 15).to_string())
+        .args(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-live_start_index", "0", "-i"])
+        .arg(format!("http://127.0.0.1:{}/app/{stream}/llhls.m3u8", s.media.llhls))
+        .args(["-t", &secs.to_string(), "-c", "copy", "-f", "mpegts"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+/// The mean luma of each video frame of a file (signalstats YAVG).
+fn luma(file: &Path) -> Vec<f64> {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "info", "-i"])
+        .arg(file)
+        .args(["-vf", "signalstats,metadata=print:key=lavfi.signalstats.YAVG", "-an", "-f", "null", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| l.split("lavfi.signalstats.YAVG=").nth(1))
+        .filter_map(|v| v.trim().parse().ok())
+        .collect()
+}
+
+/// A persistent live channel (OME's example): a programme of one live
+/// input since 2000, and a fallback file. ffmpeg publishes 10 s, stops 10
+/// s, publishes again; hls.js plays the channel all along, and what the
+/// channel's LL-HLS holds has timestamps that only go forward.
+#[test]
+fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let Some((browser, web)) = browser_with_hlsjs() else {
+        return;
+    };
+    let dir = temp_dir("channel-files");
+    let media = dir.join("media");
+    let sch = dir.join("sch");
+    std::fs::create_dir_all(&media).unwrap();
+    std::fs::create_dir_all(&sch).unwrap();
+    make_file(&media.join("fallback.mp4"), "testsrc2=size=640x360:rate=25", 6);
+    let providers = format!(
+        "<Schedule><MediaRootDir>{}</MediaRootDir><ScheduleFilesDir>{}</ScheduleFilesDir></Schedule>",
+        media.display(),
+        sch.display()
+    );
+    let s = channel_server("channel-live", &providers);
+    std::fs::write(
+        sch.join("tv.sch"),
+        r#"<?xml version="1.0"?>
+<Schedule>
+    <Stream><Name>tv</Name><BypassTranscoder>true</BypassTranscoder></Stream>
+    <FallbackProgram><Item url="file://fallback.mp4" /></FallbackProgram>
+    <Program name="origin" scheduled="2000-01-01T20:57:00.000+09" repeat="true">
+        <Item url="stream://default/app/input" duration="-1" />
+    </Program>
+</Schedule>"#,
+    )
+    .unwrap();
+    // The file is picked up and the fallback plays.
+    let tracks = s.tracks_within("tv", Duration::from_secs(20)).unwrap_or_else(|| panic!("no channel\n{}", s.log_text()));
+    assert_eq!(tracks["input"]["sourceType"], "Scheduled", "{tracks}");
+    let list = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels");
+    assert_eq!(list["response"], json!(["tv"]));
+    let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/tv");
+    assert_eq!(info["response"]["currentProgram"]["name"], "fallback", "{info}");
+    assert_eq!(info["response"]["currentProgram"]["currentItem"]["url"], "file://fallback.mp4");
+    // A bad edit is refused with its place; the channel plays on.
+    std::fs::write(sch.join("tv.sch"), "<Schedule>\n  <Stream/>\n  <Program scheduled=\"never\"><Item url=\"file://x.mp4\"/></Program>\n</Schedule>").unwrap();
+    let refused = wait_until(Duration::from_secs(10), || {
+        let log = s.log_text();
+        log.lines().find(|l| l.contains("tv.sch:3:3")).map(str::to_string)
+    });
+    assert!(refused.is_some_and(|l| l.contains("ISO 8601")), "{}", s.log_text());
+    assert!(s.live_stream("tv").is_some());
+    std::fs::write(
+        sch.join("tv.sch"),
+        r#"<Schedule>
+    <Stream><Name>tv</Name><BypassTranscoder>true</BypassTranscoder></Stream>
+    <FallbackProgram><Item url="file://fallback.mp4" /></FallbackProgram>
+    <Program name="origin" scheduled="2000-01-01T20:57:00.000+09" repeat="true">
+        <Item url="stream://default/app/input" />
+    </Program>
+</Schedule>"#,
+    )
+    .unwrap();
+    let seconds = 40;
+    let page = format!(
+        "file://{}/llhls.html?src=http://127.0.0.1:{}/app/tv/llhls.m3u8&seconds={seconds}",
+        web.display(),
+        s.media.llhls
+    );
+    let rtmp = format!("rtmp://127.0.0.1:{}/app/input", s.media.rtmp);
+    let recorded = s.dir.join("channel.ts");
+    let mut rec = record_llhls(&s, "tv", 38, &recorded);
+    let mut programs = Vec::new();
+    let result = std::thread::scope(|scope| {
+        let player = scope.spawn(|| play_hlsjs(browser, &page, &s.dir.join("chromium"), seconds));
+        // Live 10 s, away 10 s, live 10 s.
+        std::thread::sleep(Duration::from_secs(4));
+        for round in 0..2 {
+            let mut src = ffmpeg_source(10, &[], "flv", &rtmp);
+            std::thread::sleep(Duration::from_secs(6));
+            let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/tv");
+            programs.push(info["response"]["currentProgram"]["name"].clone());
+            let _ = src.wait();
+            if round == 0 {
+                std::thread::sleep(Duration::from_secs(4));
+                let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/tv");
+                programs.push(info["response"]["currentProgram"]["name"].clone());
+                std::thread::sleep(Duration::from_secs(6));
+            }
+        }
+        player.join().unwrap()
+    });
+    let _ = rec.wait();
+    println!("hls.js through the switches: {result}");
+    assert_eq!(programs, [json!("origin"), json!("fallback"), json!("origin")], "{}", s.log_text());
+    let errors: Vec<&str> = result["errors"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
+    assert!(!errors.iter().any(|e| e.contains("fatal")), "{result}");
+    // currentTime goes on through both switches: it grows in every 4 s
+    // window of the samples (a stall of a second or two is allowed).
+    let samples: Vec<f64> = result["samples"].as_array().unwrap().iter().filter_map(Value::as_f64).collect();
+    let started = samples.iter().position(|t| *t > 0.0).expect("it played");
+    for w in samples[started..].windows(5) {
+        assert!(w[4] > w[0], "currentTime stopped: {samples:?}");
+    }
+    let played = samples.last().unwrap() - samples[started];
+    assert!(played > 25.0, "played {played} s of 40: {samples:?}");
+    // What the channel's LL-HLS holds: H.264 and AAC, forward only.
+    let counts = frame_counts(&recorded);
+    println!("the channel's LL-HLS: {counts:?}");
+    assert!(frames_of(&counts, "h264") > 25 * 25, "{counts:?}");
+    assert!(frames_of(&counts, "aac") > 0, "{counts:?}");
+    assert!(monotonic_dts(&recorded), "timestamps go back somewhere");
+    let log = s.log_text();
+    assert!(log.contains("its live item stopped"), "{log}");
+    // The file goes: the channel ends.
+    std::fs::remove_file(sch.join("tv.sch")).unwrap();
+    let gone = wait_until(Duration::from_secs(10), || s.live_stream("tv").is_none().then_some(()));
+    assert!(gone.is_some(), "{}", s.log_text());
+}
+
+/// Two programmes made through the API, each a file (MP4 black, then
+/// MPEG-TS white), play at their times and in order; the channel's LL-HLS
+/// shows the dark frames, then the bright ones.
+#[test]
+fn programmes_play_their_files_at_their_times() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let dir = temp_dir("channel-programmes");
+    let media = dir.join("media");
+    std::fs::create_dir_all(&media).unwrap();
+    make_file(&media.join("black.mp4"), "color=c=black:size=640x360:rate=25", 4);
+    make_file(&media.join("white.ts"), "color=c=white:size=640x360:rate=25", 4);
+    let providers = format!("<Schedule><MediaRootDir>{}</MediaRootDir></Schedule>", media.display());
+    let s = channel_server("channel-programmes", &providers);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let at = |ms: i64| iso((now + ms) / 1000, (now + ms) % 1000);
+    let body = json!({
+        "stream": {"name": "prog", "bypassTranscoder": true},
+        "programs": [
+            {"name": "first", "scheduled": at(3000), "repeat": false,
+             "items": [{"url": "file://black.mp4", "start": 0, "duration": 3000}]},
+            {"name": "second", "scheduled": at(7000), "repeat": false,
+             "items": [{"url": "file://white.ts", "start": 0, "duration": 3000}]},
+        ]
+    });
+    let r = s.request("POST", "/v1/vhosts/default/apps/app/scheduledChannels", Some(&body.to_string()));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let again = s.request("POST", "/v1/vhosts/default/apps/app/scheduledChannels", Some(&body.to_string()));
+    assert_eq!(again.status, 409, "{}", again.body);
+    let bad = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/scheduledChannels",
+        Some(r#"{"stream":{"name":"x"},"programs":[{"scheduled":"soon","items":[{"url":"file://a.mp4"}]}]}"#),
+    );
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let t0 = Instant::now();
+    let mut seen = Vec::new();
+    let recorded = s.dir.join("prog.ts");
+    let mut rec = None;
+    while t0.elapsed() < Duration::from_secs(12) {
+        let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/prog");
+        let item = info["response"]["currentProgram"]["currentItem"]["url"].as_str().unwrap_or("").to_string();
+        if !item.is_empty() && seen.last() != Some(&item) {
+            seen.push(item);
+        }
+        // The channel's LL-HLS exists once its first item plays: recorded
+        // from its first segment on.
+        if rec.is_none() && s.tracks_within("prog", Duration::ZERO).is_some() {
+            std::thread::sleep(Duration::from_millis(1500));
+            rec = Some(record_llhls(&s, "prog", 5, &recorded));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(seen, ["file://black.mp4", "file://white.ts"], "{}", s.log_text());
+    let _ = rec.expect("the channel went live").wait();
+    let y = luma(&recorded);
+    println!("{} frames, luma {:?} .. {:?}", y.len(), y.first(), y.last());
+    let dark = y.iter().position(|v| *v < 40.0).expect("black frames");
+    let bright = y.iter().position(|v| *v > 200.0).expect("white frames");
+    assert!(dark < bright, "black then white: {y:?}");
+    assert!(y.len() >= 100, "{} frames", y.len());
+    assert!(monotonic_dts(&recorded));
+    // PATCH changes the programmes; DELETE ends the channel.
+    let r = s.request(
+        "PATCH",
+        "/v1/vhosts/default/apps/app/scheduledChannels/prog",
+        Some(&json!({"programs": [{"name": "again", "scheduled": at(0), "items": [{"url": "file://black.mp4"}]}]}).to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = s.request("PATCH", "/v1/vhosts/default/apps/app/scheduledChannels/prog", Some(r#"{"stream":{"name":"y"}}"#));
+    assert_eq!(r.status, 400);
+    let r = s.request("DELETE", "/v1/vhosts/default/apps/app/scheduledChannels/prog", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(wait_until(Duration::from_secs(5), || s.live_stream("prog").is_none().then_some(())).is_some());
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of Unix seconds and ms.
+fn iso(secs: i64, ms: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// A multiplex channel of three ffmpeg publishers (1080p, 720p, 360p of
+/// one test source) made through the API: its `abr.m3u8` lists three
+/// renditions with RESOLUTION, BANDWIDTH and CODECS, every chunklist
+/// passes the playlist checker, hls.js plays it and switches level when
+/// told, a source that stops leaves the playlist and comes back, and the
+/// channel survives kill -9.
+#[test]
+fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let Some((browser, web)) = browser_with_hlsjs() else {
+        return;
+    };
+    let dir = temp_dir("channel-mux");
+    let muxdir = dir.join("mux");
+    std::fs::create_dir_all(&muxdir).unwrap();
+    let providers = format!("<Multiplex><MuxFilesDir>{}</MuxFilesDir></Multiplex>", muxdir.display());
+    let mut s = channel_server("channel-mux", &providers);
+    let sizes = [("hd", "1920x1080"), ("sd", "1280x720"), ("ld", "640x360")];
+    let body = json!({
+        "outputStream": {"name": "abr"},
+        "sourceStreams": sizes.iter().map(|(n, _)| json!({
+            "name": n, "url": format!("stream://default/app/{n}"),
+            "trackMap": [
+                {"sourceTrackName": "bypass_video", "newTrackName": format!("{n}_video")},
+                {"sourceTrackName": "bypass_audio", "newTrackName": format!("{n}_audio"), "bitrateConf": 128000},
+            ]
+        })).collect::<Vec<_>>(),
+        "playlists": [{"name": "ABR", "fileName": "abr", "renditions": sizes.iter().map(|(n, _)| json!({
+            "name": n, "video": format!("{n}_video"), "audio": format!("{n}_audio")
+        })).collect::<Vec<_>>()}]
+    });
+    let r = s.request("POST", "/v1/vhosts/default/apps/app/multiplexChannels", Some(&body.to_string()));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let info = get_json(&s, "/v1/vhosts/default/apps/app/multiplexChannels/abr");
+    assert_eq!(info["response"]["state"], "Pulling", "{info}");
+    // Durable: it is there after kill -9.
+    s.kill9();
+    s.spawn();
+    let list = get_json(&s, "/v1/vhosts/default/apps/app/multiplexChannels");
+    assert_eq!(list["response"], json!(["abr"]));
+    // A .mux file makes one too (and its removal ends it).
+    std::fs::write(
+        muxdir.join("copy.mux"),
+        "<Multiplex><OutputStream><Name>copy</Name></OutputStream><SourceStreams><SourceStream><Url>stream://default/app/ld</Url><TrackMap><Track><SourceTrackName>video</SourceTrackName><NewTrackName>v</NewTrackName></Track></TrackMap></SourceStream></SourceStreams></Multiplex>",
+    )
+    .unwrap();
+    let listed = wait_until(Duration::from_secs(10), || {
+        let l = get_json(&s, "/v1/vhosts/default/apps/app/multiplexChannels");
+        (l["response"].as_array().unwrap().len() == 2).then_some(())
+    });
+    assert!(listed.is_some(), "{}", s.log_text());
+    let secs = 45;
+    let start = |n: &str, size: &str| -> Child {
+        let url = format!("rtmp://127.0.0.1:{}/app/{n}", s.media.rtmp);
+        ffmpeg_source_cmd(secs, size, &["-tune", "zerolatency"], "flv", &url)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut sources: Vec<Child> = sizes.iter().map(|(n, size)| start(n, size)).collect();
+    let with_tracks = |name: &str, n: usize| {
+        wait_until(Duration::from_secs(30), || {
+            s.live_stream(name)
+                .filter(|v| v["input"]["tracks"].as_array().is_some_and(|t| t.len() == n))
+        })
+    };
+    let tracks = with_tracks("abr", 6).unwrap_or_else(|| panic!("{}", s.log_text()));
+    assert_eq!(tracks["input"]["sourceType"], "Multiplex", "{tracks}");
+    assert!(with_tracks("copy", 1).is_some(), "{}", s.log_text());
+    std::fs::remove_file(muxdir.join("copy.mux")).unwrap();
+    // The multivariant playlist.
+    let base = format!("http://127.0.0.1:{}/app/abr", s.media.llhls);
+    let master = wait_until(Duration::from_secs(20), || {
+        let (code, text, _) = curl(&[], &format!("{base}/abr.m3u8"));
+        (code == 200 && text.matches("#EXT-X-STREAM-INF").count() == 3).then_some(text)
+    })
+    .unwrap_or_else(|| panic!("no 3 renditions\n{}", s.log_text()));
+    println!("{master}");
+    for res in ["1920x1080", "1280x720", "640x360"] {
+        assert!(master.contains(&format!("RESOLUTION={res}")), "{master}");
+    }
+    assert!(master.contains("CODECS=\"avc1."), "{master}");
+    assert!(master.contains("BANDWIDTH="), "{master}");
+    for uri in master.lines().filter(|l| l.ends_with(".m3u8")).map(str::to_string).chain(
+        master.split("URI=\"").skip(1).filter_map(|x| x.split('"').next()).map(str::to_string),
+    ) {
+        let (code, text, _) = curl(&[], &format!("{base}/{uri}"));
+        assert_eq!(code, 200, "{uri}");
+        hls_check::check_chunklist(&text);
+    }
+    // hls.js: starts, is told to go to the last level, gets there.
+    let page = format!(
+        "file://{}/llhls.html?src={base}/abr.m3u8&seconds=16&switchAt=6&switchTo=2",
+        web.display()
+    );
+    let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), 16);
+    println!("hls.js on the channel: {r}");
+    assert_eq!(r["levels"], 3, "{r}");
+    let errors: Vec<&str> = r["errors"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
+    assert!(!errors.iter().any(|e| e.contains("fatal")), "{r}");
+    assert!(r["switched"].as_array().unwrap().contains(&json!(2)), "{r}");
+    assert_eq!(r["currentLevel"], 2, "{r}");
+    assert_eq!(r["stalls"], 0, "{r}");
+    let played = r["end"]["media"].as_f64().unwrap() - r["start"]["media"].as_f64().unwrap_or(0.0);
+    assert!(played > 8.0, "{r}");
+    // The 720p source stops: its rendition leaves, then comes back.
+    let _ = sources[1].kill();
+    let _ = sources[1].wait();
+    let left = wait_until(Duration::from_secs(10), || {
+        let (_, text, _) = curl(&[], &format!("{base}/abr.m3u8"));
+        (text.matches("#EXT-X-STREAM-INF").count() == 2 && !text.contains("1280x720")).then_some(())
+    });
+    assert!(left.is_some(), "{}", s.log_text());
+    sources[1] = start("sd", "1280x720");
+    let back = wait_until(Duration::from_secs(15), || {
+        let (_, text, _) = curl(&[], &format!("{base}/abr.m3u8"));
+        (text.matches("#EXT-X-STREAM-INF").count() == 3).then_some(())
+    });
+    assert!(back.is_some(), "{}", s.log_text());
+    for mut c in sources {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
