@@ -146,6 +146,10 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
 </Schedule>"#,
     )
     .unwrap();
+    let applied = wait_until(Duration::from_secs(10), || {
+        s.log_text().contains("new schedule").then_some(())
+    });
+    assert!(applied.is_some(), "{}", s.log_text());
     let seconds = 40;
     let page = format!(
         "file://{}/llhls.html?src=http://127.0.0.1:{}/app/tv/llhls.m3u8&seconds={seconds}",

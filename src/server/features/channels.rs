@@ -70,6 +70,9 @@ struct SchedRun {
     splicer: Splicer,
     video: bool,
     audio: bool,
+    /// The spec's `<Stream>` (a new schedule with the same keeps the
+    /// channel's stream).
+    section: crate::channel::schedule::StreamSection,
     media_root: PathBuf,
     item: Option<ItemRun>,
     playing: Option<Cursor>,
@@ -118,6 +121,7 @@ impl SchedRun {
             splicer: Splicer::default(),
             video: c.spec.stream.video_track,
             audio: c.spec.stream.audio_track,
+            section: c.spec.stream.clone(),
             media_root,
             item: None,
             playing: None,
@@ -667,6 +671,21 @@ impl Channels {
     /// Starts, restarts or stops the runtime of channel `k` as the table
     /// has it now.
     fn sync(&mut self, core: &mut Core, k: &ChannelKey, now: Instant) {
+        self.dirty = true;
+        // A new schedule for the same stream: the channel's stream and
+        // timeline go on, only what it plays changes (viewers notice
+        // nothing but the content).
+        if let (Some(r), Some(c)) = (self.scheduled.get_mut(k), core.api.channels.scheduled.get(k)) {
+            if r.section == c.spec.stream {
+                if let Ok(plan) = c.spec.plan() {
+                    crate::info!("scheduled channel [{}]: new schedule", key_str(k));
+                    r.scheduler = Scheduler::new(plan);
+                    r.item = None;
+                    r.playing = None;
+                    return;
+                }
+            }
+        }
         if let Some(mut r) = self.scheduled.remove(k) {
             r.stop(core);
         }
