@@ -119,6 +119,21 @@ impl Segment {
     }
 }
 
+impl TrackOutput {
+    /// Bits per second of the parts held (0 before a second of them).
+    pub fn measured_bitrate(&self) -> u64 {
+        let (mut bytes, mut secs) = (0usize, 0.0f64);
+        for p in self.segments.iter().flat_map(|s| &s.parts) {
+            bytes += p.data.len();
+            secs += p.duration;
+        }
+        if secs < 1.0 {
+            return 0;
+        }
+        (bytes as f64 * 8.0 / secs) as u64
+    }
+}
+
 /// One track's parts and segments.
 #[derive(Debug)]
 pub struct TrackOutput {

@@ -175,10 +175,20 @@ pub fn renditions_master(s: &StreamHls, playlist: &crate::state::streams::Playli
             .flatten()
             .filter_map(|t| crate::fmp4::codecs_string(&t.track))
             .collect();
+        // Renditions differ by their rates: a stated rate, else the
+        // measured one (with 10% for the container), else an estimate.
         let bandwidth: u64 = [*v, *a]
             .into_iter()
             .flatten()
-            .map(|t| super::nominal_bitrate(&t.track))
+            .map(|t| match (t.track.bitrate, t.measured_bitrate(), t.track.video) {
+                (0, m, _) if m > 0 => m + m / 10,
+                // Before a second is measured: by the picture's size
+                // (0.08 bit per pixel), so renditions still rank.
+                (0, _, Some(p)) if p.width > 0 && p.height > 0 => {
+                    (f64::from(p.width * p.height) * p.framerate.max(25.0) * 0.08) as u64
+                }
+                _ => super::nominal_bitrate(&t.track),
+            })
             .sum();
         let _ = write!(
             o,
