@@ -201,6 +201,11 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     assert!(monotonic_dts(&recorded), "timestamps go back somewhere");
     let log = s.log_text();
     assert!(log.contains("its live item stopped"), "{log}");
+    // Stats and metrics see the channel.
+    let stats = s.request("GET", "/v1/stats/current/vhosts/default/apps/app/streams/tv", None);
+    assert_eq!(stats.status, 200, "{}", stats.body);
+    let metrics = s.request("GET", "/metrics", None).body;
+    assert!(metrics.contains("kiln_channels{kind=\"scheduled\",live=\"true\"} 1"), "{metrics}");
     // The file goes: the channel ends.
     std::fs::remove_file(sch.join("tv.sch")).unwrap();
     let gone = wait_until(Duration::from_secs(10), || s.live_stream("tv").is_none().then_some(()));

@@ -33,6 +33,9 @@ const TEST_ONLY_FILES: &[&str] = &[
     "record/manager/tests.rs",
     "admission/manager/tests.rs",
     "rtsp/client/tests.rs",
+    "channel/schedule/tests.rs",
+    "channel/mux/tests.rs",
+    "mp4/tests.rs",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -208,22 +208,29 @@ impl Api {
         }
     }
 
-    /// OME's `currentProgram`: the programme (or fallback) and its item.
+    /// OME's `currentProgram`: the programme (or fallback) and its item;
+    /// only the state when nothing plays.
     fn current_program(&self, spec: &ScheduleSpec, n: &crate::channel::NowPlaying) -> serde_json::Value {
-        let now = self.now.unix_ms;
-        let (name, scheduled, repeat, items) = match n.program.and_then(|p| spec.programs.get(p)) {
-            Some(p) => (p.name.as_str(), p.scheduled.as_str(), p.repeat, &p.items),
-            None => match &spec.fallback_program {
-                Some(f) => ("fallback", "1970-01-01T00:00:00Z", true, &f.items),
-                None => ("", "", false, &Vec::new() as &Vec<_>),
-            },
+        let Some(c) = n.playing else {
+            return serde_json::json!({ "state": n.state });
         };
-        let item = items.get(n.item).map(|i| {
+        let now = self.now.unix_ms;
+        let fallback = Vec::new();
+        let (name, scheduled, repeat, items) = match c.program.and_then(|p| spec.programs.get(p)) {
+            Some(p) => (p.name.as_str(), p.scheduled.as_str(), p.repeat, &p.items),
+            None => (
+                "fallback",
+                "1970-01-01T00:00:00Z",
+                true,
+                spec.fallback_program.as_ref().map_or(&fallback, |f| &f.items),
+            ),
+        };
+        let item = items.get(c.item).map(|i| {
             serde_json::json!({
                 "url": i.url,
                 "start": i.start,
                 "duration": i.duration,
-                "currentPosition": (now - n.since_ms).max(0),
+                "currentPosition": (now - c.since_ms).max(0),
             })
         });
         serde_json::json!({

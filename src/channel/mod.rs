@@ -69,6 +69,54 @@ pub fn file_path(url: &str) -> Option<&str> {
     ok.then_some(p)
 }
 
+/// Entry points for cargo-fuzz targets: feed arbitrary bytes, ignore results.
+pub mod fuzz {
+    use super::schedule::{ScheduleSpec, Scheduler};
+
+    /// A `.sch` or `.mux` file's text, or the API's JSON of either; a
+    /// schedule that reads is then run for a while on a clock the input
+    /// picks.
+    pub fn fuzz_channel_files(data: &[u8]) {
+        let Some((&mode, rest)) = data.split_first() else {
+            return;
+        };
+        let text = String::from_utf8_lossy(rest);
+        let spec = match mode % 4 {
+            0 => ScheduleSpec::from_xml(&text, "fuzz").ok(),
+            1 => serde_json::from_str::<ScheduleSpec>(&text).ok(),
+            2 => {
+                let _ = super::mux::MuxSpec::from_xml(&text).map(|m| {
+                    let _ = m.check();
+                    super::mux::Multiplexer::new(m).playlists()
+                });
+                None
+            }
+            _ => {
+                if let Ok(m) = serde_json::from_str::<super::mux::MuxSpec>(&text) {
+                    let _ = m.check();
+                }
+                None
+            }
+        };
+        let Some(plan) = spec.and_then(|s| s.plan().ok()) else {
+            return;
+        };
+        let mut s = Scheduler::new(plan);
+        let mut now = i64::from(mode) * 1_000_000_000;
+        for (i, &b) in rest.iter().enumerate().take(2000) {
+            now += i64::from(b) * 997;
+            let live = |_: &super::StreamUrl| b & 1 == 1;
+            let _ = s.poll(now, &live);
+            match (b >> 1) % 5 {
+                0 => s.ended(now),
+                1 => s.failed(now),
+                _ => {}
+            }
+            let _ = s.next_change(now + i as i64);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,11 +164,8 @@ pub enum Origin {
 /// What a scheduled channel plays now, as its plug-in last saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NowPlaying {
-    /// The programme's index, `None`: the fallback.
-    pub program: Option<usize>,
-    pub item: usize,
-    /// Unix ms the item started.
-    pub since_ms: i64,
+    /// What plays, if anything.
+    pub playing: Option<schedule::Cursor>,
     /// `onair`, or why nothing plays.
     pub state: String,
 }

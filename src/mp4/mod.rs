@@ -520,5 +520,22 @@ pub fn play_order(movie: &Movie, start_ms: i64) -> Vec<(usize, usize)> {
     order.into_iter().map(|(_, t, s)| (t, s)).collect()
 }
 
+/// Entry points for cargo-fuzz targets: feed arbitrary bytes, ignore results.
+pub mod fuzz {
+    /// A `moov` body, then where playing would start and every sample's
+    /// time converted.
+    pub fn fuzz_moov(data: &[u8]) {
+        let Ok(movie) = super::parse_moov(data) else {
+            return;
+        };
+        let order = super::play_order(&movie, i64::from(data.first().copied().unwrap_or(0)) * 100);
+        for (t, s) in order.into_iter().take(100_000) {
+            let track = &movie.tracks[t];
+            let sample = track.samples[s];
+            let _ = track.ticks(sample.dts) + track.ticks(i64::from(sample.cts));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

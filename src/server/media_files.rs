@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -80,10 +80,7 @@ impl FileReader {
     /// The next message, if one is ready; `None` also once the thread is
     /// gone (after its last message).
     pub(crate) fn try_next(&mut self) -> Option<ReadMsg> {
-        match self.rx.try_recv() {
-            Ok(m) => Some(m),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-        }
+        self.rx.try_recv().ok()
     }
 }
 
@@ -240,7 +237,8 @@ fn read_ts(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result<
                     let base = *first.get_or_insert(f.dts);
                     if !started {
                         let is_video = video.contains(&f.track);
-                        if f.dts - base < start_ms * 90 || (!video.is_empty() && !(is_video && f.keyframe)) {
+                        let at_video_key = video.is_empty() || (is_video && f.keyframe);
+                        if f.dts - base < start_ms * 90 || !at_video_key {
                             continue;
                         }
                         started = true;

@@ -77,6 +77,8 @@ struct SchedRun {
     item: Option<ItemRun>,
     playing: Option<Cursor>,
     state: String,
+    /// Failures already logged (each once until an item plays).
+    warned: std::collections::HashSet<String>,
 }
 
 struct MuxRun {
@@ -126,6 +128,7 @@ impl SchedRun {
             item: None,
             playing: None,
             state: "waiting".into(),
+            warned: Default::default(),
         })
     }
 
@@ -232,7 +235,7 @@ impl SchedRun {
         if let Some(due) = self.pump_file(core, now, now_ms) {
             next = next.min(due);
         }
-        self.publish_status(core, now_ms);
+        self.publish_status(core);
         Some(next)
     }
 
@@ -328,7 +331,12 @@ impl SchedRun {
                     self.splicer.begin(m.iter().any(|x| x.2 == MediaKind::Video));
                     map = m;
                 }
-                Some(ReadMsg::Frames(f)) => queue.extend(f),
+                Some(ReadMsg::Frames(f)) => {
+                    if queue.is_empty() && clock.is_none() {
+                        self.warned.clear();
+                    }
+                    queue.extend(f)
+                }
                 Some(ReadMsg::End) => ended = true,
                 Some(ReadMsg::Failed(why)) => {
                     failed = Some(why);
@@ -338,7 +346,11 @@ impl SchedRun {
             }
         }
         if let Some(why) = failed {
-            crate::warn!("scheduled channel [{}]: {}; the item is left", key_str(&self.key), why);
+            self.state = format!("item failed: {why}");
+            // Said once per item until it plays (it is tried every 5 s).
+            if self.warned.insert(why.clone()) {
+                crate::warn!("scheduled channel [{}]: {}; the item is left", key_str(&self.key), why);
+            }
             self.scheduler.failed(now_ms);
             return Some(now);
         }
@@ -400,19 +412,11 @@ impl SchedRun {
         }
     }
 
-    fn publish_status(&self, core: &mut Core, _now_ms: i64) {
+    fn publish_status(&self, core: &mut Core) {
         if let Some(c) = core.api.channels.scheduled.get_mut(&self.key) {
-            c.now = Some(match self.playing {
-                Some(p) => NowPlaying {
-                    program: p.program,
-                    item: p.item,
-                    since_ms: p.since_ms,
-                    state: self.state.clone(),
-                },
-                None => NowPlaying {
-                    state: self.state.clone(),
-                    ..Default::default()
-                },
+            c.now = Some(NowPlaying {
+                playing: self.playing.filter(|_| self.item.is_some()),
+                state: self.state.clone(),
             });
         }
     }
