@@ -8,7 +8,7 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_WEBRTC_N="1 100 500" BENCH_WEBRTC_LAT_N="1 500" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +21,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels"}
 WEBRTC_NS=${BENCH_WEBRTC_N:-"1 100 500"}
 WEBRTC_LAT_NS=${BENCH_WEBRTC_LAT_N:-"1 500"}
 CLUSTER_NS=${BENCH_CLUSTER_N:-"0 300 1000"}
@@ -64,7 +64,7 @@ fi
 if want pull && ! /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0')" 2>/dev/null; then
     missing+=("gst-rtsp-server for Python (apt-get install python3-gi gir1.2-gst-rtsp-server-1.0)")
 fi
-if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play || want pull || want cluster || want console; then
+if want rtmp || want udp || want srt || want srtenc || want llhls || want record || want admission || want play || want pull || want cluster || want console || want channels; then
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
@@ -204,6 +204,8 @@ KILN_LLHLS=
 KILN_VHOST_EXTRA=
 # With KILN_SRT_IN set, kiln also listens for SRT on $SRT_IN (players in request mode).
 KILN_SRT_IN=
+# More of the application's <Providers> (the channels bench: <Schedule>).
+KILN_PROVIDERS_EXTRA=
 
 kiln_config() { # dir statefile
     cat >"$1/server.xml" <<EOF
@@ -229,7 +231,7 @@ kiln_config() { # dir statefile
         <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
         <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
       </Encodes></OutputProfile></OutputProfiles>
-      <Providers><RTMP/></Providers><Publishers><Push/>$( [[ -n $KILN_LLHLS ]] && echo "<LLHLS><ChunkDuration>$KILN_LLHLS</ChunkDuration><SegmentDuration>2</SegmentDuration></LLHLS>" )<FILE><RootPath>$WORK/kiln-rec</RootPath></FILE></Publishers>
+      <Providers><RTMP/>$KILN_PROVIDERS_EXTRA</Providers><Publishers><Push/>$( [[ -n $KILN_LLHLS ]] && echo "<LLHLS><ChunkDuration>$KILN_LLHLS</ChunkDuration><SegmentDuration>2</SegmentDuration></LLHLS>" )<FILE><RootPath>$WORK/kiln-rec</RootPath></FILE></Publishers>
     </Application></Applications>
   </VirtualHost></VirtualHosts>
 </Server>
@@ -379,7 +381,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull || want cluster || want console) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull || want cluster || want console || want channels) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -1784,6 +1786,89 @@ $glass_rows"
     else
         log "glass to glass: skipped (needs chromium, node and npm ci --prefix tests/web)"
     fi
+fi
+
+
+# --- channels: a file played as live, against the same file published -------------
+if want channels; then
+    MEDIA=$WORK/media; mkdir -p "$MEDIA"
+    ffmpeg -hide_banner -loglevel error -y -i "$SRC" -c copy "$MEDIA/src.mp4"
+    KILN_PROVIDERS_EXTRA="<Schedule><MediaRootDir>$MEDIA</MediaRootDir></Schedule>"
+    channel() { # name: a scheduled channel playing src.mp4 over and over
+        api POST /v1/vhosts/default/apps/app/scheduledChannels \
+            "{\"stream\":{\"name\":\"$1\",\"bypassTranscoder\":true},\"fallbackProgram\":{\"items\":[{\"url\":\"file://src.mp4\"}]}}" >/dev/null
+    }
+    bytes_in() { # stream -> bytes kiln took in for it (its stats)
+        api GET "/v1/stats/current/vhosts/default/apps/app/streams/$1" |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["response"]["totalBytesIn"])' 2>/dev/null || echo 0
+    }
+    ch_rows=""; pub_cpus=(); ch_cpus=()
+    for rep in $(seq "$REPEAT"); do # alternated: publish, then channel
+        kiln_with_source
+        sleep "$WARM"
+        c0=$(cpu_ticks "$KILN_PID"); i0=$(bytes_in src)
+        window "$KILN_PID" "kiln-rtmp-file"
+        c1=$(cpu_ticks "$KILN_PID"); i1=$(bytes_in src)
+        p_cpu=$(calc "($c1-$c0)/$TCK"); p_rate=$(calc "($i1-$i0)*8/$SECS/1e6")
+        stop "$SRC_PID"; stop_kiln
+        start_kiln
+        channel ch
+        sleep "$WARM"
+        c0=$(cpu_ticks "$KILN_PID"); i0=$(bytes_in ch)
+        window "$KILN_PID" "kiln-channel-file"
+        c1=$(cpu_ticks "$KILN_PID"); i1=$(bytes_in ch)
+        s_cpu=$(calc "($c1-$c0)/$TCK"); s_rate=$(calc "($i1-$i0)*8/$SECS/1e6")
+        stop_kiln
+        pub_cpus+=("$p_cpu"); ch_cpus+=("$s_cpu")
+        log "channels run $rep: RTMP publish cpu ${p_cpu}s (${p_rate} Mb/s in), channel cpu ${s_cpu}s (${s_rate} Mb/s out)"
+        ch_rows+="| $rep | $(fmt "$p_cpu") ($(fmt "$p_rate") Mb/s) | $(fmt "$s_cpu") ($(fmt "$s_rate") Mb/s) | $(calc "'%.2f' % ($s_cpu/max($p_cpu,1/$TCK))") |
+"
+    done
+    med() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+    ch_ratio=$(calc "'%.2f' % ($(med "${ch_cpus[@]}")/max($(med "${pub_cpus[@]}"),1/$TCK))")
+
+    # The API while 20 channels read files, against none, in one kiln.
+    start_kiln
+    api_rows=""; none_p99=(); busy_p99=()
+    for rep in $(seq "$REPEAT"); do
+        read -r rps p99 _ <<<"$(wrk_run "http://127.0.0.1:$API_P/v1/vhosts")"
+        none_p99+=("$p99")
+        for i in $(seq 20); do channel "c$i"; done
+        sleep "$WARM"
+        read -r rps2 p99b _ <<<"$(wrk_run "http://127.0.0.1:$API_P/v1/vhosts")"
+        busy_p99+=("$p99b")
+        live=$(api GET /v1/vhosts/default/apps/app/streams | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["response"]))')
+        for i in $(seq 20); do api DELETE "/v1/vhosts/default/apps/app/scheduledChannels/c$i" >/dev/null; done
+        sleep 1
+        log "channels API run $rep: p99 ${p99} ms with none, ${p99b} ms with 20 channels ($live streams live)"
+        api_rows+="| $rep | $(fmt "$p99" 3) ($(fmt "$rps" 0) req/s) | $(fmt "$p99b" 3) ($(fmt "$rps2" 0) req/s, $live live) | $(calc "'%.2f' % ($p99b/max($p99,0.001))") |
+"
+    done
+    stop_kiln
+    KILN_PROVIDERS_EXTRA=
+    api_ratio=$(calc "'%.2f' % ($(med "${busy_p99[@]}")/max($(med "${none_p99[@]}"),0.001))")
+    add "### Scheduled channels: a file played as live (issue 31)
+
+The source file above (720p30 H.264 2.5 Mb/s + AAC, 20 s) as MP4. Publish:
+ffmpeg \`-re -stream_loop -1 -c copy\` into kiln over RTMP. Channel: a
+scheduled channel whose fallback plays the same MP4 over and over (read by
+kiln's file reader thread, paced by the loop). CPU = utime+stime of the
+kiln process (loop and reader threads) over ${SECS} s after ${WARM} s; the
+rate is what kiln's stats say came in for the stream (both carry the same
+media). Alternated ${REPEAT} times; target: channel <= 1.2x publish
+(median **${ch_ratio}**).
+
+| run | publish CPU s (in) | channel CPU s (out) | ratio |
+|---|---|---|---|
+$ch_rows
+**The API while channels read files**: wrk (1 thread, 64 connections,
+${SECS} s) on \`GET /v1/vhosts\`, first with no channel, then with 20
+channels each playing the file (20 reader threads), in one kiln; target
+p99 with 20 <= 1.5x p99 with none (median **${api_ratio}**).
+
+| run | p99 ms, no channel | p99 ms, 20 channels | ratio |
+|---|---|---|---|
+$api_rows"
 fi
 
 # --- report -----------------------------------------------------------------------

@@ -159,6 +159,18 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     let rtmp = format!("rtmp://127.0.0.1:{}/app/input", s.media.rtmp);
     let recorded = s.dir.join("channel.ts");
     let mut rec = record_llhls(&s, "tv", 38, &recorded);
+    // An RTMP player of the channel all along: it plays on across the
+    // switches (one connection, one stream).
+    let played = s.dir.join("rtmp-play.flv");
+    let mut player = Command::new("timeout")
+        .args(["-k", "3", "50", "ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i"])
+        .arg(format!("rtmp://127.0.0.1:{}/app/tv", s.media.rtmp))
+        .args(["-t", "34", "-c", "copy", "-f", "flv"])
+        .arg(&played)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts");
     let mut programs = Vec::new();
     let result = std::thread::scope(|scope| {
         let player = scope.spawn(|| play_hlsjs(browser, &page, &s.dir.join("chromium"), seconds));
@@ -180,7 +192,12 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
         player.join().unwrap()
     });
     let _ = rec.wait();
+    let _ = player.wait();
     println!("hls.js through the switches: {result}");
+    let rtmp_counts = frame_counts(&played);
+    println!("RTMP play of the channel: {rtmp_counts:?}");
+    assert!(frames_of(&rtmp_counts, "h264") > 25 * 25, "{rtmp_counts:?}");
+    assert!(monotonic_dts(&played), "RTMP play: timestamps go back");
     assert_eq!(programs, [json!("origin"), json!("fallback"), json!("origin")], "{}", s.log_text());
     let errors: Vec<&str> = result["errors"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
     assert!(!errors.iter().any(|e| e.contains("fatal")), "{result}");
