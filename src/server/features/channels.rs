@@ -21,8 +21,14 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// A file's frames are released this much before their time.
-const LEAD: Duration = Duration::from_millis(20);
+/// A file's frames are released up to this much before their time: the
+/// ones due within it go out together (fewer turns of the loop; outputs
+/// buffer far more than this).
+const LEAD: Duration = Duration::from_millis(40);
+/// Channels are stepped on one grid of this period (each when it is due,
+/// rounded up): however many play files, the loop wakes for them at most
+/// this often, not once per channel per frame.
+const TICK: Duration = Duration::from_millis(40);
 /// Frames of a file held by the loop (the reader waits beyond).
 const QUEUE_FRAMES: usize = 256;
 /// How often channels look again at what they wait for (a stream to go
@@ -38,6 +44,8 @@ pub(crate) struct Channels {
     dirty: bool,
     /// When a channel wants to be stepped next.
     next: Option<Instant>,
+    /// The grid's origin (see [`TICK`]).
+    epoch: Option<Instant>,
     watch: Option<DirWatch>,
     watched: Vec<WatchDir>,
     scheduled: BTreeMap<ChannelKey, SchedRun>,
@@ -79,6 +87,8 @@ struct SchedRun {
     state: String,
     /// Failures already logged (each once until an item plays).
     warned: std::collections::HashSet<String>,
+    /// When it wants to be stepped next.
+    due: Option<Instant>,
 }
 
 struct MuxRun {
@@ -89,6 +99,7 @@ struct MuxRun {
     urls: Vec<StreamUrl>,
     sources: Vec<Option<StreamId>>,
     clock: Instant,
+    due: Option<Instant>,
 }
 
 fn key_str(k: &ChannelKey) -> String {
@@ -129,6 +140,7 @@ impl SchedRun {
             playing: None,
             state: "waiting".into(),
             warned: Default::default(),
+            due: None,
         })
     }
 
@@ -472,6 +484,7 @@ impl MuxRun {
             urls,
             mux: Multiplexer::new(c.spec.clone()),
             clock: now,
+            due: None,
         })
     }
 
@@ -900,13 +913,20 @@ impl Feature for Channels {
         self.dirty = true;
     }
 
-    /// Steps the channels when something happened or one is due (not on
-    /// every turn of the loop: a busy ingest does not cost each channel).
+    /// Steps the channels when something happened (all of them) or when
+    /// one is due (that one): not on every turn of the loop, so a busy
+    /// ingest costs no channel anything, and one channel's frame times
+    /// cost no other.
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
         if !self.dirty && self.next.is_none_or(|n| n > now) {
             return self.next;
         }
-        self.dirty = false;
+        let all = std::mem::take(&mut self.dirty);
+        let epoch = *self.epoch.get_or_insert(now);
+        let on_grid = |t: Instant| {
+            let n = t.saturating_duration_since(epoch).as_nanos().div_ceil(TICK.as_nanos());
+            epoch + TICK * u32::try_from(n).unwrap_or(u32::MAX)
+        };
         let mut next: Option<Instant> = None;
         let mut min = |t: Option<Instant>| {
             if let Some(t) = t {
@@ -914,10 +934,16 @@ impl Feature for Channels {
             }
         };
         for r in self.scheduled.values_mut() {
-            min(r.step(core, now));
+            if all || r.due.is_none_or(|d| d <= now) {
+                r.due = r.step(core, now).map(on_grid);
+            }
+            min(r.due);
         }
         for r in self.multiplex.values_mut() {
-            min(r.step(core, now));
+            if all || r.due.is_none_or(|d| d <= now) {
+                r.due = r.step(core, now).map(on_grid);
+            }
+            min(r.due);
         }
         self.next = next;
         next
