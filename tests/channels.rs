@@ -68,6 +68,19 @@ fn record_llhls(s: &Server, stream: &str, secs: u32, out: &Path) -> Child {
         .expect("ffmpeg starts")
 }
 
+/// Waits until the stream's LL-HLS has a complete segment (what ffmpeg
+/// needs to open it).
+fn wait_llhls_segment(s: &Server, stream: &str) -> bool {
+    let base = format!("http://127.0.0.1:{}/app/{stream}", s.media.llhls);
+    wait_until(Duration::from_secs(20), || {
+        let (code, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
+        let uri = master.lines().find(|l| l.starts_with("chunklist_"))?.to_string();
+        let (c2, text, _) = curl(&[], &format!("{base}/{uri}"));
+        (code == 200 && c2 == 200 && text.contains("#EXTINF")).then_some(())
+    })
+    .is_some()
+}
+
 /// The mean luma of each video frame of a file (signalstats YAVG).
 fn luma(file: &Path) -> Vec<f64> {
     let out = Command::new("ffmpeg")
@@ -158,6 +171,7 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     );
     let rtmp = format!("rtmp://127.0.0.1:{}/app/input", s.media.rtmp);
     let recorded = s.dir.join("channel.ts");
+    assert!(wait_llhls_segment(&s, "tv"), "{}", s.log_text());
     let mut rec = record_llhls(&s, "tv", 38, &recorded);
     // An RTMP player of the channel all along: it plays on across the
     // switches (one connection, one stream).
@@ -281,7 +295,7 @@ fn programmes_play_their_files_at_their_times() {
         // The channel's LL-HLS exists once its first item plays: recorded
         // from its first segment on.
         if rec.is_none() && s.tracks_within("prog", Duration::ZERO).is_some() {
-            std::thread::sleep(Duration::from_millis(1500));
+            assert!(wait_llhls_segment(&s, "prog"), "{}", s.log_text());
             rec = Some(record_llhls(&s, "prog", 5, &recorded));
         }
         std::thread::sleep(Duration::from_millis(250));

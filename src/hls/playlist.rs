@@ -114,6 +114,21 @@ pub fn master(s: &StreamHls) -> String {
     let Some(main) = video.or(audio) else {
         return o;
     };
+    let group = (video.is_some() && audio.is_some()).then_some("audio");
+    write_variant(&mut o, bandwidth, &codecs, video, group, chunklist_name(main, &s.key));
+    o
+}
+
+/// One `EXT-X-STREAM-INF` and its URI: the video's size and rate when
+/// known, the audio group when there is one.
+fn write_variant(
+    o: &mut String,
+    bandwidth: u64,
+    codecs: &[String],
+    video: Option<&TrackOutput>,
+    audio_group: Option<&str>,
+    uri: String,
+) {
     let _ = write!(
         o,
         "#EXT-X-STREAM-INF:BANDWIDTH={bandwidth},CODECS=\"{}\"",
@@ -127,11 +142,10 @@ pub fn master(s: &StreamHls) -> String {
             let _ = write!(o, ",FRAME-RATE={:.3}", v.framerate);
         }
     }
-    if video.is_some() && audio.is_some() {
-        o.push_str(",AUDIO=\"audio\"");
+    if let Some(g) = audio_group {
+        let _ = write!(o, ",AUDIO=\"{g}\"");
     }
-    let _ = writeln!(o, "\n{}", chunklist_name(main, &s.key));
-    o
+    let _ = writeln!(o, "\n{uri}");
 }
 
 /// A multivariant playlist of renditions (a multiplex channel's
@@ -190,25 +204,13 @@ pub fn renditions_master(s: &StreamHls, playlist: &crate::state::streams::Playli
                 _ => super::nominal_bitrate(&t.track),
             })
             .sum();
-        let _ = write!(
-            o,
-            "#EXT-X-STREAM-INF:BANDWIDTH={bandwidth},CODECS=\"{}\"",
-            codecs.join(",")
-        );
-        if let Some(p) = v.and_then(|v| v.track.video) {
-            if p.width > 0 && p.height > 0 {
-                let _ = write!(o, ",RESOLUTION={}x{}", p.width, p.height);
-            }
-            if p.framerate > 0.0 {
-                let _ = write!(o, ",FRAME-RATE={:.3}", p.framerate);
-            }
-        }
-        if let (Some(_), Some(a)) = (v, a) {
-            let _ = write!(o, ",AUDIO=\"audio_{}\"", a.track.id);
-        }
-        let main = v.or(*a);
-        if let Some(m) = main {
-            let _ = writeln!(o, "\n{}", chunklist_name(m, &s.key));
+        let group = match (v, a) {
+            (Some(_), Some(a)) => Some(format!("audio_{}", a.track.id)),
+            _ => None,
+        };
+        if let Some(m) = v.or(*a) {
+            let uri = chunklist_name(m, &s.key);
+            write_variant(&mut o, bandwidth, &codecs, *v, group.as_deref(), uri);
         }
     }
     o

@@ -320,7 +320,7 @@ pub struct Scheduler {
     want: Option<Cursor>,
     /// Programmes (no repeat) that played through.
     done: Vec<bool>,
-    /// The wanted item failed (a file): fallback until this time.
+    /// The wanted item failed: fallback until this time.
     retry_at: Option<i64>,
     fallback: Option<Cursor>,
     /// Fallback items that failed, and when (tried again after RETRY_MS).
@@ -448,9 +448,10 @@ impl Scheduler {
         }
         // A live item plays while its stream is live (it is left when the
         // stream stops and taken again when it is back).
+        let retry_due = self.retry_at.is_none_or(|t| now_ms >= t);
         let wanted = self.want.filter(|c| match self.item(*c).map(|i| &i.source) {
-            Some(Source::Stream(u)) => is_live(u),
-            Some(Source::File { .. }) => self.retry_at.is_none_or(|t| now_ms >= t),
+            Some(Source::Stream(u)) => is_live(u) && retry_due,
+            Some(Source::File { .. }) => retry_due,
             None => false,
         });
         let target = match wanted {
@@ -517,7 +518,8 @@ impl Scheduler {
     }
 
     /// The item playing could not start or broke (a file that does not
-    /// open or read).
+    /// open or read, a stream without a track the channel carries): the
+    /// fallback plays, and the item is tried again after [`RETRY_MS`].
     pub fn failed(&mut self, now_ms: i64) {
         let Some(c) = self.playing else { return };
         match c.program {

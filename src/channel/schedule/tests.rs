@@ -170,3 +170,24 @@ fn a_fallback_that_fails_everywhere_leaves_nothing_playing_and_no_busy_loop() {
     assert_eq!(sch.poll(100, &no), None);
     assert!(sch.poll(RETRY_MS, &no).unwrap().is_some());
 }
+
+#[test]
+fn a_live_item_that_cannot_play_falls_back_and_is_tried_again() {
+    let s = spec(
+        vec![Program {
+            name: "live".into(),
+            scheduled: at(0),
+            repeat: true,
+            items: vec![item("stream://default/app/input", -1)],
+        }],
+        vec![item("file://fallback.mp4", -1)],
+    );
+    let mut sch = Scheduler::new(s.plan().unwrap());
+    let up = |_: &StreamUrl| true;
+    assert_eq!(sch.poll(0, &up).unwrap().unwrap().program, Some(0));
+    // It is live but lacks a track: fallback, then the programme again.
+    sch.failed(100);
+    assert_eq!(sch.poll(100, &up).unwrap().unwrap().program, None);
+    assert_eq!(sch.poll(100 + RETRY_MS - 1, &up), None);
+    assert_eq!(sch.poll(100 + RETRY_MS, &up).unwrap().unwrap().program, Some(0));
+}

@@ -149,17 +149,9 @@ impl SchedRun {
         if self.stream.is_some() {
             return self.stream;
         }
-        let (v, a, n) = &self.key;
-        match core.api.registry.streams.start(v, a, n, SourceType::Scheduled, self.owner, crate::clock::unix_millis_now()) {
-            Ok(id) => {
-                crate::info!("scheduled channel [{}] started", key_str(&self.key));
-                self.stream = Some(id);
-                core.out.ingest.push(IngestOutput {
-                    started: Some(id),
-                    ..Default::default()
-                });
-            }
-            Err(_) => self.state = "the stream name is in use by another publisher".into(),
+        self.stream = start_stream(core, &self.key, SourceType::Scheduled, self.owner);
+        if self.stream.is_none() {
+            self.state = IN_USE.into();
         }
         self.stream
     }
@@ -236,7 +228,7 @@ impl SchedRun {
             self.item = None;
             self.playing = change;
             match change {
-                Some(c) => self.start_item(core, c, now, now_ms),
+                Some(c) => self.start_item(core, c, now_ms),
                 None => self.state = "no item can play".into(),
             }
         }
@@ -251,7 +243,7 @@ impl SchedRun {
         Some(next)
     }
 
-    fn start_item(&mut self, core: &mut Core, c: Cursor, now: Instant, now_ms: i64) {
+    fn start_item(&mut self, core: &mut Core, c: Cursor, now_ms: i64) {
         let Some(item) = self.scheduler.item(c).cloned() else { return };
         let what = if c.program.is_some() { "program" } else { "fallback" };
         crate::info!(
@@ -297,7 +289,6 @@ impl SchedRun {
                 self.item = Some(ItemRun::Live { source, map });
             }
         }
-        let _ = now;
     }
 
     /// The item has every kind the channel carries.
@@ -307,11 +298,14 @@ impl SchedRun {
     }
 
     fn refuse_item(&mut self, url: &str, now_ms: i64) {
-        crate::warn!(
-            "scheduled channel [{}]: item [{}] lacks the video or audio track the channel carries (videoTrack/audioTrack); it is skipped",
-            key_str(&self.key),
-            url
-        );
+        if self.warned.insert(url.to_string()) {
+            crate::warn!(
+                "scheduled channel [{}]: item [{}] lacks the video or audio track the channel carries (videoTrack/audioTrack); it is skipped",
+                key_str(&self.key),
+                url
+            );
+        }
+        self.state = format!("item [{url}] lacks a track the channel carries");
         self.item = None;
         self.scheduler.failed(now_ms);
     }
@@ -463,6 +457,25 @@ fn same_decoder(a: &Track, b: &Track) -> bool {
     }
 }
 
+const IN_USE: &str = "the stream name is in use by another publisher";
+
+/// Starts a channel's stream (`None`: another publisher has the name).
+fn start_stream(core: &mut Core, key: &ChannelKey, source: SourceType, owner: u64) -> Option<StreamId> {
+    let (v, a, n) = key;
+    let id = core
+        .api
+        .registry
+        .streams
+        .start(v, a, n, source, owner, crate::clock::unix_millis_now())
+        .ok()?;
+    crate::info!("{} channel [{}] started", source.api_name().to_lowercase(), key_str(key));
+    core.out.ingest.push(IngestOutput {
+        started: Some(id),
+        ..Default::default()
+    });
+    Some(id)
+}
+
 fn end_stream(core: &mut Core, id: StreamId, key: &ChannelKey) {
     if let Some(s) = core.api.registry.streams.end(id) {
         crate::info!("channel [{}] ended ({} frames out)", key_str(key), s.frames_in);
@@ -516,18 +529,10 @@ impl MuxRun {
             }
         }
         if self.stream.is_none() && self.mux.ready() {
-            let (v, a, n) = &self.key;
-            match core.api.registry.streams.start(v, a, n, SourceType::Multiplex, self.owner, crate::clock::unix_millis_now()) {
-                Ok(id) => {
-                    crate::info!("multiplex channel [{}] started", key_str(&self.key));
-                    self.stream = Some(id);
-                    core.out.ingest.push(IngestOutput {
-                        started: Some(id),
-                        ..Default::default()
-                    });
-                    changed = true;
-                }
-                Err(_) => self.note(core, "Playing", "the stream name is in use by another publisher".into()),
+            self.stream = start_stream(core, &self.key, SourceType::Multiplex, self.owner);
+            match self.stream {
+                Some(_) => changed = true,
+                None => self.note(core, "Playing", IN_USE.into()),
             }
         }
         if let Some(id) = self.stream {
@@ -878,10 +883,11 @@ impl Feature for Channels {
 
     fn on_effect(&mut self, effect: &Effect, core: &mut Core, now: Instant) {
         self.dirty = true;
+        // An application made or changed may have channel directories.
+        self.rewatch(core);
         match effect {
             Effect::ChannelChanged(k) => self.sync(core, k, now),
             Effect::RestartApp { vhost, app } => {
-                self.rewatch(core);
                 let keys: Vec<ChannelKey> = (self.scheduled.keys())
                     .chain(self.multiplex.keys())
                     .chain(core.api.channels.scheduled.keys())
