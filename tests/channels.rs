@@ -58,12 +58,12 @@ fn record_llhls(s: &Server, stream: &str, secs: u32, out: &Path) -> Child {
     Command::new("timeout")
         .args(["-k", "3"])
         .arg((secs + 15).to_string())
-        .args(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-live_start_index", "0", "-i"])
+        .args(["ffmpeg", "-hide_banner", "-loglevel", "warning", "-y", "-live_start_index", "0", "-i"])
         .arg(format!("http://127.0.0.1:{}/app/{stream}/llhls.m3u8", s.media.llhls))
         .args(["-t", &secs.to_string(), "-c", "copy", "-f", "mpegts"])
         .arg(out)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(out.with_extension("log")).expect("a log file"))
         .spawn()
         .expect("ffmpeg starts")
 }
@@ -284,30 +284,26 @@ fn programmes_play_their_files_at_their_times() {
     assert_eq!(bad.status, 400, "{}", bad.body);
     let t0 = Instant::now();
     let mut seen = Vec::new();
-    let recorded = s.dir.join("prog.ts");
-    let mut rec = None;
     while t0.elapsed() < Duration::from_secs(12) {
         let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/prog");
         let item = info["response"]["currentProgram"]["currentItem"]["url"].as_str().unwrap_or("").to_string();
         if !item.is_empty() && seen.last() != Some(&item) {
             seen.push(item);
         }
-        // The channel's LL-HLS exists once its first item plays: recorded
-        // from its first segment on.
-        if rec.is_none() && s.tracks_within("prog", Duration::ZERO).is_some() {
-            assert!(wait_llhls_segment(&s, "prog"), "{}", s.log_text());
-            rec = Some(record_llhls(&s, "prog", 5, &recorded));
-        }
         std::thread::sleep(Duration::from_millis(250));
     }
     assert_eq!(seen, ["file://black.mp4", "file://white.ts"], "{}", s.log_text());
-    let _ = rec.expect("the channel went live").wait();
+    // The channel's LL-HLS holds both (40 one-second segments), read from
+    // its oldest segment: 4 s of the 5 s in complete segments (the last,
+    // open segment never completes: nothing plays after the programmes).
+    let recorded = s.dir.join("prog.ts");
+    let _ = record_llhls(&s, "prog", 4, &recorded).wait();
     let y = luma(&recorded);
     println!("{} frames, luma {:?} .. {:?}", y.len(), y.first(), y.last());
     let dark = y.iter().position(|v| *v < 40.0).expect("black frames");
     let bright = y.iter().position(|v| *v > 200.0).expect("white frames");
     assert!(dark < bright, "black then white: {y:?}");
-    assert!(y.len() >= 100, "{} frames", y.len());
+    assert!(y.len() >= 90, "{} frames", y.len());
     assert!(monotonic_dts(&recorded));
     // PATCH changes the programmes; DELETE ends the channel.
     let r = s.request(
@@ -399,12 +395,22 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     });
     assert!(listed.is_some(), "{}", s.log_text());
     let secs = 45;
+    // One test source per encoder, 15 fps with a keyframe a second (so
+    // keyframes align across the three): three x264 encoders and Chromium
+    // decoding 1080p keep up on two cores (at 25 fps the 1080p encoder
+    // fell behind real time under load, and its rendition with it).
     let start = |n: &str, size: &str| -> Child {
-        let url = format!("rtmp://127.0.0.1:{}/app/{n}", s.media.rtmp);
-        ffmpeg_source_cmd(secs, size, &["-tune", "zerolatency"], "flv", &url)
+        Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i"])
+            .arg(format!("testsrc2=size={size}:rate=15"))
+            .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+            .args(["-t", &secs.to_string(), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency"])
+            .args(["-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", "-f", "flv"])
+            .arg(format!("rtmp://127.0.0.1:{}/app/{n}", s.media.rtmp))
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap()
+            .expect("ffmpeg starts")
     };
     let mut sources: Vec<Child> = sizes.iter().map(|(n, size)| start(n, size)).collect();
     let with_tracks = |name: &str, n: usize| {
@@ -426,6 +432,7 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     .unwrap_or_else(|| panic!("no 3 renditions\n{}", s.log_text()));
     println!("{master}");
     for res in ["1920x1080", "1280x720", "640x360"] {
+        assert!(master.contains("FRAME-RATE=15.000"), "{master}");
         assert!(master.contains(&format!("RESOLUTION={res}")), "{master}");
     }
     assert!(master.contains("CODECS=\"avc1."), "{master}");
