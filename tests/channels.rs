@@ -15,6 +15,15 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tests of this file run one at a time: each has real-time encoders
+/// and a browser, and two of them side by side starve a 1080p encoder on
+/// two cores (its rendition then falls behind the live edge).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn channel_server(tag: &str, providers: &str) -> Server {
     Server::start_with(
         tag,
@@ -102,6 +111,7 @@ fn luma(file: &Path) -> Vec<f64> {
 /// channel's LL-HLS holds has timestamps that only go forward.
 #[test]
 fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
+    let _serial = serial();
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
         return;
     }
@@ -248,6 +258,7 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
 /// shows the dark frames, then the bright ones.
 #[test]
 fn programmes_play_their_files_at_their_times() {
+    let _serial = serial();
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
         return;
     }
@@ -349,6 +360,7 @@ fn iso(secs: i64, ms: i64) -> String {
 /// channel survives kill -9.
 #[test]
 fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
+    let _serial = serial();
     if !have_tool("ffmpeg") {
         return;
     }

@@ -506,11 +506,27 @@ impl StreamHls {
                 .map(|(_, s)| *s)
         };
         let video_start = first_video.and_then(|t| start_of(t.track.id));
+        let is_first_video = first_video.is_some_and(|v| v.track.id == frame.track);
         let t = &self.tracks[i];
         let open: Option<u64> = if is_video {
             let due = t.segments.is_empty()
                 || start_of(frame.track).is_none_or(|s| dts - s >= seg_target);
-            (frame.keyframe && due).then(|| t.segments.back().map_or(0, |s| s.msn + 1))
+            (frame.keyframe && due).then(|| {
+                let own = t.segments.back().map_or(0, |s| s.msn + 1);
+                // Other video tracks (renditions) start their numbering
+                // where the first's is at the same time: a player
+                // switching between them by sequence number finds the same
+                // moment (with keyframes aligned, they then stay in step;
+                // numbers within a track never skip).
+                match (is_first_video, video_msn, video_start) {
+                    (false, Some(vm), Some(vs)) if t.segments.is_empty() => {
+                        let near = (dts - vs).abs() * 2 < seg_target;
+                        let aligned = if near || dts < vs { vm } else { vm + 1 };
+                        aligned.max(own)
+                    }
+                    _ => own,
+                }
+            })
         } else if has_video {
             match (video_msn, t.segments.back(), video_start) {
                 (Some(vm), last, Some(start))

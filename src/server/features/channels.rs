@@ -89,6 +89,8 @@ struct SchedRun {
     warned: std::collections::HashSet<String>,
     /// When it wants to be stepped next.
     due: Option<Instant>,
+    /// Its tracks changed; said with the next frames.
+    tracks_changed: bool,
 }
 
 struct MuxRun {
@@ -141,6 +143,7 @@ impl SchedRun {
             state: "waiting".into(),
             warned: Default::default(),
             due: None,
+            tracks_changed: false,
         })
     }
 
@@ -177,11 +180,10 @@ impl SchedRun {
             crate::debug!("{:?}", tracks);
         }
         core.api.registry.streams.set_tracks(id, tracks);
-        core.out.ingest.push(IngestOutput {
-            stream: Some(id),
-            tracks_changed: true,
-            ..Default::default()
-        });
+        // Said with the item's first frames, in one output: an output
+        // that starts then replays the stream's GOP and skips those
+        // frames in the same batch (apart, they would go out twice).
+        self.tracks_changed = true;
         true
     }
 
@@ -199,10 +201,12 @@ impl SchedRun {
                 out.push(placed);
             }
         }
-        if !out.is_empty() {
+        let tracks_changed = std::mem::take(&mut self.tracks_changed);
+        if !out.is_empty() || tracks_changed {
             core.out.ingest.push(IngestOutput {
                 stream: Some(id),
                 frames: out,
+                tracks_changed,
                 ..Default::default()
             });
         }
@@ -238,6 +242,10 @@ impl SchedRun {
         }
         if let Some(due) = self.pump_file(core, now, now_ms) {
             next = next.min(due);
+        }
+        if self.tracks_changed {
+            // No frame yet: the change goes alone.
+            self.emit(core, &[], std::iter::empty());
         }
         self.publish_status(core);
         Some(next)
