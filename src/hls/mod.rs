@@ -111,6 +111,11 @@ pub struct Segment {
     pub complete: bool,
     /// Unix ms of the segment's first sample (EXT-X-PROGRAM-DATE-TIME).
     pub start_ms: i64,
+    /// The track's codec configuration changed before it: an
+    /// `EXT-X-DISCONTINUITY` and its own `EXT-X-MAP` come first.
+    pub discontinuity: bool,
+    /// The init section it is decoded with (see [`TrackOutput::init_version`]).
+    pub init_version: u32,
 }
 
 impl Segment {
@@ -160,6 +165,14 @@ pub struct TrackOutput {
     event_id: u32,
     /// A cue for the next part.
     cue: Option<event::Cue>,
+    /// Bumped at each change of codec configuration (0: the first init).
+    pub init_version: u32,
+    /// Earlier init sections, for the segments still held that use them.
+    old_inits: Vec<(u32, Bytes)>,
+    /// The next segment starts after a change (a discontinuity).
+    discontinuity_pending: bool,
+    /// Discontinuities that left the window (EXT-X-DISCONTINUITY-SEQUENCE).
+    pub discontinuity_sequence: u64,
 }
 
 impl TrackOutput {
@@ -180,7 +193,42 @@ impl TrackOutput {
             events: Vec::new(),
             event_id: 0,
             cue: None,
+            init_version: 0,
+            old_inits: Vec::new(),
+            discontinuity_pending: false,
+            discontinuity_sequence: 0,
         })
+    }
+
+    /// The init section of version `v` (the current one or one a held
+    /// segment still uses).
+    pub fn init_of(&self, v: u32) -> Option<&Bytes> {
+        if v == self.init_version {
+            return Some(&self.init);
+        }
+        self.old_inits.iter().find(|(x, _)| *x == v).map(|(_, b)| b)
+    }
+
+    /// The codec configuration changed: what is pending goes out as the
+    /// last part of the current segment, and the next segment starts with
+    /// a discontinuity and the new init section.
+    fn retrack(&mut self, track: Track) -> Result<bool, fmp4::Fmp4Error> {
+        let mut init = Vec::new();
+        fmp4::write_init(&track, 1, &mut init)?;
+        if init == self.init[..] {
+            // Only what the init section does not say (a stated bit rate).
+            self.track = track;
+            return Ok(false);
+        }
+        self.close_part(None);
+        self.close_segment();
+        let old = std::mem::replace(&mut self.init, init.into());
+        self.old_inits.push((self.init_version, old));
+        self.init_version += 1;
+        self.timescale = fmp4::timescale(&track);
+        self.track = track;
+        self.discontinuity_pending = true;
+        Ok(true)
     }
 
     pub fn kind(&self) -> MediaKind {
@@ -315,10 +363,18 @@ impl TrackOutput {
             parts: Vec::new(),
             complete: false,
             start_ms,
+            discontinuity: std::mem::take(&mut self.discontinuity_pending),
+            init_version: self.init_version,
         });
         while self.segments.len() > keep + 1 {
-            self.segments.pop_front();
+            if let Some(gone) = self.segments.pop_front() {
+                if gone.discontinuity {
+                    self.discontinuity_sequence += 1;
+                }
+            }
         }
+        let oldest = self.segments.front().map_or(self.init_version, |s| s.init_version);
+        self.old_inits.retain(|(v, _)| *v >= oldest);
     }
 
     fn pending_ticks(&self, upto: i64) -> u64 {
@@ -436,6 +492,41 @@ impl StreamHls {
         new_part
     }
 
+    /// The stream's tracks changed configuration (a scheduled channel's
+    /// next item encoded otherwise): the same URLs go on, each changed
+    /// track with a discontinuity and a new init section from its next
+    /// segment. False when the tracks are not the same set (then the
+    /// caller starts a new packager).
+    pub fn retrack(&mut self, tracks: &[Track]) -> bool {
+        let same_set = tracks.len() == self.tracks.len()
+            && self.tracks.iter().all(|t| {
+                tracks
+                    .iter()
+                    .any(|n| n.id == t.track.id && n.codec.kind() == t.kind())
+            });
+        if !same_set || self.is_ended() {
+            return false;
+        }
+        let mut changed = false;
+        for t in &mut self.tracks {
+            let Some(n) = tracks.iter().find(|n| n.id == t.track.id) else {
+                return false;
+            };
+            if *n != t.track {
+                match t.retrack(n.clone()) {
+                    Ok(c) => changed |= c,
+                    Err(_) => return false,
+                }
+            }
+        }
+        if changed {
+            // Every video track opens its next segment at its next keyframe.
+            self.segment_start.clear();
+            self.version += 1;
+        }
+        true
+    }
+
     /// Keeps parts in memory files from now on (see [`memory`]); where the
     /// system has none they stay on the heap.
     pub fn keep_parts_in_memory_files(&mut self) {
@@ -550,9 +641,10 @@ impl StreamHls {
             }
         }
         let t = &mut self.tracks[i];
-        if open.is_none() && t.segments.is_empty() {
+        if open.is_none() && t.segments.back().is_none_or(|s| s.complete) {
             // Before the first segment (video waits for a keyframe, audio
-            // for video): nothing to attach to.
+            // for video), or after a change of configuration closed the
+            // last: nothing to attach to.
             return Progress::default();
         }
         let mut progress = Progress::default();

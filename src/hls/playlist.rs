@@ -18,7 +18,16 @@ pub fn chunklist_name(t: &TrackOutput, key: &str) -> String {
 }
 
 pub fn init_name(t: &TrackOutput, key: &str) -> String {
-    format!("init_{}_{}_{key}_llhls.m4s", t.track.id, kind_name(t))
+    init_name_of(t, t.init_version, key)
+}
+
+/// The init section of `version` (0: the first, named as ever; later ones
+/// after a change of codec configuration carry their version).
+pub fn init_name_of(t: &TrackOutput, version: u32, key: &str) -> String {
+    match version {
+        0 => format!("init_{}_{}_{key}_llhls.m4s", t.track.id, kind_name(t)),
+        v => format!("init_{}_{v}_{}_{key}_llhls.m4s", t.track.id, kind_name(t)),
+    }
 }
 
 pub fn segment_name(t: &TrackOutput, msn: u64, key: &str) -> String {
@@ -38,7 +47,7 @@ pub fn part_name(t: &TrackOutput, msn: u64, part: usize, key: &str) -> String {
 pub enum File {
     Master,
     Chunklist { track: u32 },
-    Init { track: u32 },
+    Init { track: u32, version: u32 },
     Segment { track: u32, msn: u64 },
     Part { track: u32, msn: u64, part: usize },
 }
@@ -70,7 +79,11 @@ pub fn parse_file(name: &str, key: &str) -> Option<File> {
     let track = u32::try_from(num(fields.get(1)?)?).ok()?;
     match (fields[0], fields.len(), ext) {
         ("chunklist", 2, "m3u8") => Some(File::Chunklist { track }),
-        ("init", 2, "m4s") => Some(File::Init { track }),
+        ("init", 2, "m4s") => Some(File::Init { track, version: 0 }),
+        ("init", 3, "m4s") => Some(File::Init {
+            track,
+            version: u32::try_from(num(fields[2])?).ok()?,
+        }),
         ("seg", 3, "m4s") => Some(File::Segment {
             track,
             msn: num(fields[2])?,
@@ -248,14 +261,21 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
     let part_target = s.config.part_target.as_secs_f64();
     let skip_until = 6 * target;
     let first = t.segments.front().map_or(0, |f| f.msn);
+    let first_init = t.segments.front().map_or(t.init_version, |f| f.init_version);
     let mut o = String::with_capacity(4096);
     let _ = write!(
         o,
-        "#EXTM3U\n#EXT-X-VERSION:10\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n\
-         #EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK={:.3},CAN-SKIP-UNTIL={skip_until}\n\
+        "#EXTM3U\n#EXT-X-VERSION:10\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n"
+    );
+    if t.discontinuity_sequence > 0 {
+        let _ = writeln!(o, "#EXT-X-DISCONTINUITY-SEQUENCE:{}", t.discontinuity_sequence);
+    }
+    let _ = write!(
+        o,
+        "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK={:.3},CAN-SKIP-UNTIL={skip_until}\n\
          #EXT-X-PART-INF:PART-TARGET={part_target:.3}\n#EXT-X-MAP:URI=\"{}\"\n",
         s.config.hold_back().as_secs_f64(),
-        init_name(t, key)
+        init_name_of(t, first_init, key)
     );
     // Segments that end more than CAN-SKIP-UNTIL before the end may be
     // skipped in a delta update.
@@ -273,6 +293,12 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
         }
         if skipped > 0 {
             let _ = writeln!(o, "#EXT-X-SKIP:SKIPPED-SEGMENTS={skipped}");
+            // The first listed segment's init, if a skipped change moved it.
+            if let Some(seg) = t.segments.get(skipped) {
+                if seg.init_version != first_init && !seg.discontinuity {
+                    let _ = writeln!(o, "#EXT-X-MAP:URI=\"{}\"", init_name_of(t, seg.init_version, key));
+                }
+            }
         }
     }
     // Parts are listed for the segments of the last three target
@@ -292,6 +318,13 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
         }
         if i < skipped {
             continue;
+        }
+        if seg.discontinuity && i > 0 {
+            let _ = writeln!(
+                o,
+                "#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"{}\"",
+                init_name_of(t, seg.init_version, key)
+            );
         }
         if i < with_parts {
             // Parts not listed: the segment's cues come before it.

@@ -386,6 +386,10 @@ pub fn answer(
     }
 }
 
+/// A part asked for ahead of the next one is waited for only this far
+/// into a segment (more would be a segment many times the target).
+const MAX_PARTS_AHEAD: usize = 64;
+
 /// A playlist a player starts from (what access control admits): the
 /// LL-HLS and HLS masters and a stream's named playlists (`abr.m3u8`).
 fn is_entry(file: &str) -> bool {
@@ -571,11 +575,11 @@ fn answer_file(
             }
             wait(t)
         }
-        File::Init { track } => match track_of(track) {
-            Some(t) => reply(Reply::media(
+        File::Init { track, version } => match track_of(track).and_then(|t| Some((t, t.init_of(version)?))) {
+            Some((t, init)) => reply(Reply::media(
                 media_type(t),
                 cache.segment,
-                vec![t.init.clone().into()],
+                vec![init.clone().into()],
             )),
             None => reply(Reply::error(404, "No such track")),
         },
@@ -593,13 +597,17 @@ fn answer_file(
             if let Some(p) = t.segment(msn).and_then(|x| x.parts.get(part)) {
                 return reply(Reply::media(media_type(t), cache.part, vec![p.shared()]));
             }
-            // The preload-hinted part (the next one) is waited for.
+            // The preload-hinted part (the next one) is waited for, and so
+            // is a later one of this segment or the next: a player that
+            // switched from another rendition asks for the part its last
+            // one had, which this one may not have made yet.
             let next = match t.segments.back() {
                 Some(last) if !last.complete => (last.msn, last.parts.len()),
                 Some(last) => (last.msn + 1, 0),
                 None => (0, 0),
             };
-            if (msn, part) != next || t.is_ended() {
+            let soon = (msn, part) >= next && msn <= next.0 + 1 && part < MAX_PARTS_AHEAD;
+            if !soon || t.is_ended() {
                 return reply(Reply::error(404, "No such part"));
             }
             wait(t)

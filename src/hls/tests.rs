@@ -420,3 +420,68 @@ fn events_ride_in_the_next_part_and_cues_in_the_playlist() {
     ended.end();
     assert!(!ended.send_event(&id3_event("late", true)));
 }
+
+/// A change of codec configuration (a scheduled channel's next item
+/// encoded otherwise) keeps the URLs: the changed track's next segment
+/// comes after `EXT-X-DISCONTINUITY` with its own `EXT-X-MAP`, both init
+/// sections are served while a segment uses them, and the discontinuity
+/// is counted once it leaves the window.
+#[test]
+fn a_new_codec_configuration_is_a_discontinuity_with_a_new_init() {
+    let config = LlhlsConfig {
+        segment_target: Duration::from_secs(1),
+        segment_count: 3,
+        ..LlhlsConfig::default()
+    };
+    let mut s = stream(3, config);
+    let key = s.key.clone();
+    let old_init = s.track(1).unwrap().init.clone();
+    let mut changed = h264_track();
+    changed.config = crate::media::CodecConfig::H264 {
+        sps: vec![bytes::Bytes::from_static(&[0x67, 0x42, 0, 0x1e, 0xab])],
+        pps: vec![bytes::Bytes::from_static(&[0x68, 0xce])],
+    };
+    assert!(s.retrack(&[changed.clone(), aac_track()]));
+    assert!(!s.retrack(&[changed.clone()]), "not the same set of tracks");
+    // The next item, right after on the timeline.
+    for f in frames(2) {
+        let f = Frame {
+            dts: f.dts + 3 * 90_000,
+            pts: f.pts + 3 * 90_000,
+            ..f
+        };
+        s.push(&f);
+    }
+    let t = s.track(1).unwrap();
+    assert_eq!(t.init_version, 1);
+    assert_ne!(t.init, old_init);
+    let text = playlist::chunklist(&s, t, false, 0);
+    check_chunklist(&text);
+    let disc = text.find("#EXT-X-DISCONTINUITY\n").expect("a discontinuity");
+    let new_map = format!("#EXT-X-MAP:URI=\"init_1_1_video_{key}_llhls.m4s\"");
+    assert!(text[disc..].starts_with(&format!("#EXT-X-DISCONTINUITY\n{new_map}")), "{text}");
+    assert!(text.contains(&format!("#EXT-X-MAP:URI=\"init_1_video_{key}_llhls.m4s\"")), "{text}");
+    assert_eq!(
+        playlist::parse_file(&format!("init_1_1_video_{key}_llhls.m4s"), &key),
+        Some(File::Init { track: 1, version: 1 })
+    );
+    assert_eq!(t.init_of(0), Some(&old_init));
+    // Audio did not change: no discontinuity there.
+    let audio = playlist::chunklist(&s, s.track(2).unwrap(), false, 0);
+    assert!(!audio.contains("DISCONTINUITY"), "{audio}");
+    // Played on until the old segments left: counted, old init dropped.
+    for f in frames(5) {
+        let f = Frame {
+            dts: f.dts + 5 * 90_000,
+            pts: f.pts + 5 * 90_000,
+            ..f
+        };
+        s.push(&f);
+    }
+    let t = s.track(1).unwrap();
+    let text = playlist::chunklist(&s, t, false, 0);
+    assert!(text.contains("#EXT-X-DISCONTINUITY-SEQUENCE:1"), "{text}");
+    assert!(!text.contains("#EXT-X-DISCONTINUITY\n"), "{text}");
+    assert!(text.contains(&new_map), "{text}");
+    assert_eq!(t.init_of(0), None);
+}

@@ -9,10 +9,10 @@
 //!   tracks; its tracks stay for its life. A source that stops leaves
 //!   its renditions out of the playlists until it is back.
 //! - Each source's time is put on the channel's clock at its first frame
-//!   (and again when it comes back): sources whose own timestamps agree
-//!   (encoders of one clock, within 2 s of each other's arrival) keep
-//!   them, so their renditions stay aligned however late each arrives;
-//!   others line up by arrival. No track goes backwards.
+//!   (and again when it comes back): sources line up by arrival, so each
+//!   rendition's newest part is as new as the others' (a player switching
+//!   at the live edge finds it; sources' own clocks, which separate
+//!   encoders do not share, are not trusted). No track goes backwards.
 
 use super::xml::{self, XmlError};
 use super::{StreamUrl, MAX_ITEMS};
@@ -260,16 +260,7 @@ pub struct Multiplexer {
     tracks: Vec<Option<Track>>,
     /// The last decode time given out per channel track.
     last_dts: Vec<Option<Ticks>>,
-    /// The offset of the first source seen: a source whose own times
-    /// agree with it (within [`ALIGN_WINDOW`]) keeps them, so renditions
-    /// from encoders with one clock stay aligned however late each
-    /// arrives.
-    common: Option<Ticks>,
 }
-
-/// How far a source's arrival may be from the channel's clock for its own
-/// timestamps to be kept (2 s).
-const ALIGN_WINDOW: Ticks = 180_000;
 
 impl Multiplexer {
     pub fn new(spec: MuxSpec) -> Self {
@@ -286,7 +277,6 @@ impl Multiplexer {
                 .collect(),
             tracks: vec![None; n],
             last_dts: vec![None; n],
-            common: None,
             spec,
         }
     }
@@ -380,17 +370,9 @@ impl Multiplexer {
     /// A frame of source `i` on the channel's clock (`now`: the channel's
     /// clock now, 90 kHz); `None` when it is not mapped or would go back.
     pub fn frame(&mut self, i: usize, f: &Frame, now: Ticks) -> Option<Frame> {
-        let common = self.common;
         let s = self.sources.get_mut(i)?;
         let &(_, id) = s.bound.iter().find(|(src, _)| *src == f.track)?;
-        let offset = *s.offset.get_or_insert_with(|| {
-            let arrival = now - f.dts;
-            match common {
-                Some(c) if (c - arrival).abs() <= ALIGN_WINDOW => c,
-                _ => arrival,
-            }
-        });
-        self.common.get_or_insert(offset);
+        let offset = *s.offset.get_or_insert(now - f.dts);
         let dts = f.dts + offset;
         let last = &mut self.last_dts[id as usize - 1];
         if last.is_some_and(|l| dts <= l) {

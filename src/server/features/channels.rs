@@ -174,7 +174,7 @@ impl SchedRun {
         }
         if core.api.registry.streams.get(id).is_some_and(|s| !s.tracks().is_empty()) {
             crate::info!(
-                "scheduled channel [{}]: the item's codec configuration differs; the outputs restart (LL-HLS gets new URLs)",
+                "scheduled channel [{}]: the item's codec configuration differs: LL-HLS goes on after a discontinuity with a new init section; other outputs send the new configuration",
                 key_str(&self.key)
             );
             crate::debug!("{:?}", tracks);
