@@ -177,7 +177,6 @@ impl SchedRun {
                 "scheduled channel [{}]: the item's codec configuration differs: LL-HLS goes on after a discontinuity with a new init section; other outputs send the new configuration",
                 key_str(&self.key)
             );
-            crate::debug!("{:?}", tracks);
         }
         core.api.registry.streams.set_tracks(id, tracks);
         // Said with the item's first frames, in one output: an output
