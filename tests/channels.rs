@@ -41,12 +41,19 @@ fn channel_server(tag: &str, providers: &str) -> Server {
 /// An MP4 or TS file as the test publishers encode (640x360, 25 fps, H.264
 /// ultrafast, GOP 25, stereo AAC 48 kHz), of `video` (a lavfi source).
 fn make_file(path: &Path, video: &str, secs: u32) {
+    let codecs = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-c:a", "aac"];
+    make_file_with(path, video, secs, &codecs);
+}
+
+/// As [`make_file`] with other codec options.
+fn make_file_with(path: &Path, video: &str, secs: u32, codecs: &[&str]) {
     let st = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
         .arg(video)
         .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args(["-t", &secs.to_string(), "-c:v", "libx264", "-preset", "ultrafast", "-g", "25"])
-        .args(["-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2"])
+        .args(["-t", &secs.to_string()])
+        .args(codecs)
+        .args(["-pix_fmt", "yuv420p", "-ac", "2"])
         .arg(path)
         .status()
         .expect("ffmpeg runs");
@@ -268,6 +275,13 @@ fn programmes_play_their_files_at_their_times() {
     make_file(&media.join("black.mp4"), "color=c=black:size=640x360:rate=25", 4);
     // Another size: a new codec configuration mid-channel.
     make_file(&media.join("white.ts"), "color=c=white:size=320x180:rate=25", 4);
+    // And H.265 with Opus (MP4 sample entries hvc1 and Opus).
+    make_file_with(
+        &media.join("gray.mp4"),
+        "color=c=gray:size=640x360:rate=25",
+        4,
+        &["-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "keyint=25:log-level=error", "-tag:v", "hvc1", "-c:a", "libopus"],
+    );
     let providers = format!("<Schedule><MediaRootDir>{}</MediaRootDir></Schedule>", media.display());
     let s = channel_server("channel-programmes", &providers);
     let now = std::time::SystemTime::now()
@@ -282,6 +296,8 @@ fn programmes_play_their_files_at_their_times() {
              "items": [{"url": "file://black.mp4", "start": 0, "duration": 3000}]},
             {"name": "second", "scheduled": at(7000), "repeat": false,
              "items": [{"url": "file://white.ts", "start": 0, "duration": 3000}]},
+            {"name": "third", "scheduled": at(11000), "repeat": false,
+             "items": [{"url": "file://gray.mp4", "start": 0, "duration": 3000}]},
         ]
     });
     let r = s.request("POST", "/v1/vhosts/default/apps/app/scheduledChannels", Some(&body.to_string()));
@@ -296,7 +312,7 @@ fn programmes_play_their_files_at_their_times() {
     assert_eq!(bad.status, 400, "{}", bad.body);
     let t0 = Instant::now();
     let mut seen = Vec::new();
-    while t0.elapsed() < Duration::from_secs(12) {
+    while t0.elapsed() < Duration::from_secs(15) {
         let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/prog");
         let item = info["response"]["currentProgram"]["currentItem"]["url"].as_str().unwrap_or("").to_string();
         if !item.is_empty() && seen.last() != Some(&item) {
@@ -304,7 +320,7 @@ fn programmes_play_their_files_at_their_times() {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    assert_eq!(seen, ["file://black.mp4", "file://white.ts"], "{}", s.log_text());
+    assert_eq!(seen, ["file://black.mp4", "file://white.ts", "file://gray.mp4"], "{}", s.log_text());
     // The channel's LL-HLS holds both under the same URLs (40 one-second
     // segments): the white item's segments come after a discontinuity
     // with their own init section. Each side, init + its first segment,
@@ -315,7 +331,8 @@ fn programmes_play_their_files_at_their_times() {
     let (_, list, _) = curl(&[], &format!("{base}/{video}"));
     println!("{list}");
     hls_check::check_chunklist(&list);
-    let (before, after) = list.split_once("#EXT-X-DISCONTINUITY\n").unwrap_or_else(|| panic!("no discontinuity:\n{list}"));
+    let sides: Vec<&str> = list.split("#EXT-X-DISCONTINUITY\n").collect();
+    assert_eq!(sides.len(), 3, "two discontinuities:\n{list}");
     let map = |text: &str| text.split("#EXT-X-MAP:URI=\"").nth(1).and_then(|x| x.split('"').next()).map(str::to_string);
     let first_segment = |text: &str| text.lines().find(|l| l.starts_with("seg_")).map(str::to_string);
     let fetch = |uri: &str| {
@@ -323,22 +340,38 @@ fn programmes_play_their_files_at_their_times() {
         assert!(out.status.success(), "{uri}");
         out.stdout
     };
-    for (text, name, dark, width) in [(before, "black", true, 640), (after, "white", false, 320)] {
+    let probe = |file: &Path, what: &str, entry: &str| {
+        let out = Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", what, "-show_entries", entry, "-of", "csv=p=0"])
+            .arg(file)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for (text, name, (lo, hi), width, codec) in [
+        (sides[0], "black", (0.0, 40.0), 640, "h264"),
+        (sides[1], "white", (200.0, 256.0), 320, "h264"),
+        (sides[2], "gray", (90.0, 160.0), 640, "hevc"),
+    ] {
         let (init, seg) = (map(text).expect("a map"), first_segment(text).expect("a segment"));
         let file = s.dir.join(format!("{name}.mp4"));
         std::fs::write(&file, [fetch(&init), fetch(&seg)].concat()).unwrap();
         let y = luma(&file);
-        let w = Command::new("ffprobe")
-            .args(["-v", "error", "-select_streams", "v", "-show_entries", "stream=width", "-of", "csv=p=0"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let w: u32 = String::from_utf8_lossy(&w.stdout).trim().parse().unwrap_or(0);
+        let w: u32 = probe(&file, "v", "stream=width").parse().unwrap_or(0);
         println!("{name}: {init} + {seg}: {} frames, width {w}, luma {:?}", y.len(), y.first());
         assert_eq!(w, width, "{name}");
+        assert_eq!(probe(&file, "v", "stream=codec_name"), codec, "{name}");
         assert!(y.len() >= 20, "{name}: {y:?}");
-        assert!(y.iter().all(|v| if dark { *v < 40.0 } else { *v > 200.0 }), "{name}: {y:?}");
+        assert!(y.iter().all(|v| (lo..hi).contains(v)), "{name}: {y:?}");
     }
+    // The audio went from AAC to Opus: its last init section says so.
+    let audio = master.lines().find_map(|l| l.split("URI=\"").nth(1)?.split('"').next()).expect("audio").to_string();
+    let (_, alist, _) = curl(&[], &format!("{base}/{audio}"));
+    let last = alist.rsplit("#EXT-X-DISCONTINUITY\n").next().unwrap_or("");
+    let (init, seg) = (map(last).expect("a map"), first_segment(last).expect("a segment"));
+    let file = s.dir.join("opus.mp4");
+    std::fs::write(&file, [fetch(&init), fetch(&seg)].concat()).unwrap();
+    assert_eq!(probe(&file, "a", "stream=codec_name"), "opus", "{alist}");
     assert!(s.log_text().contains("goes on after a discontinuity"));
     // PATCH changes the programmes; DELETE ends the channel.
     let r = s.request(
