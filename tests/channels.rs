@@ -41,14 +41,31 @@ fn channel_server(tag: &str, providers: &str) -> Server {
 /// An MP4 or TS file as the test publishers encode (640x360, 25 fps, H.264
 /// ultrafast, GOP 25, stereo AAC 48 kHz), of `video` (a lavfi source).
 fn make_file(path: &Path, video: &str, secs: u32) {
-    let codecs = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-c:a", "aac"];
+    let codecs = [
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-g",
+        "25",
+        "-c:a",
+        "aac",
+    ];
     make_file_with(path, video, secs, &codecs);
 }
 
 /// As [`make_file`] with other codec options.
 fn make_file_with(path: &Path, video: &str, secs: u32, codecs: &[&str]) {
     let st = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+        ])
         .arg(video)
         .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
         .args(["-t", &secs.to_string()])
@@ -74,8 +91,20 @@ fn record_llhls(s: &Server, stream: &str, secs: u32, out: &Path) -> Child {
     Command::new("timeout")
         .args(["-k", "3"])
         .arg((secs + 15).to_string())
-        .args(["ffmpeg", "-hide_banner", "-loglevel", "warning", "-y", "-live_start_index", "0", "-i"])
-        .arg(format!("http://127.0.0.1:{}/app/{stream}/llhls.m3u8", s.media.llhls))
+        .args([
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "warning",
+            "-y",
+            "-live_start_index",
+            "0",
+            "-i",
+        ])
+        .arg(format!(
+            "http://127.0.0.1:{}/app/{stream}/llhls.m3u8",
+            s.media.llhls
+        ))
         .args(["-t", &secs.to_string(), "-c", "copy", "-f", "mpegts"])
         .arg(out)
         .stdout(Stdio::null())
@@ -90,7 +119,10 @@ fn wait_llhls_segment(s: &Server, stream: &str) -> bool {
     let base = format!("http://127.0.0.1:{}/app/{stream}", s.media.llhls);
     wait_until(Duration::from_secs(20), || {
         let (code, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
-        let uri = master.lines().find(|l| l.starts_with("chunklist_"))?.to_string();
+        let uri = master
+            .lines()
+            .find(|l| l.starts_with("chunklist_"))?
+            .to_string();
         let (c2, text, _) = curl(&[], &format!("{base}/{uri}"));
         (code == 200 && c2 == 200 && text.contains("#EXTINF")).then_some(())
     })
@@ -102,7 +134,14 @@ fn luma(file: &Path) -> Vec<f64> {
     let out = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "info", "-i"])
         .arg(file)
-        .args(["-vf", "signalstats,metadata=print:key=lavfi.signalstats.YAVG", "-an", "-f", "null", "-"])
+        .args([
+            "-vf",
+            "signalstats,metadata=print:key=lavfi.signalstats.YAVG",
+            "-an",
+            "-f",
+            "null",
+            "-",
+        ])
         .output()
         .expect("ffmpeg runs");
     String::from_utf8_lossy(&out.stderr)
@@ -130,7 +169,11 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     let sch = dir.join("sch");
     std::fs::create_dir_all(&media).unwrap();
     std::fs::create_dir_all(&sch).unwrap();
-    make_file(&media.join("fallback.mp4"), "testsrc2=size=640x360:rate=25", 6);
+    make_file(
+        &media.join("fallback.mp4"),
+        "testsrc2=size=640x360:rate=25",
+        6,
+    );
     let providers = format!(
         "<Schedule><MediaRootDir>{}</MediaRootDir><ScheduleFilesDir>{}</ScheduleFilesDir></Schedule>",
         media.display(),
@@ -150,20 +193,34 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     )
     .unwrap();
     // The file is picked up and the fallback plays.
-    let tracks = s.tracks_within("tv", Duration::from_secs(20)).unwrap_or_else(|| panic!("no channel\n{}", s.log_text()));
+    let tracks = s
+        .tracks_within("tv", Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("no channel\n{}", s.log_text()));
     assert_eq!(tracks["input"]["sourceType"], "Scheduled", "{tracks}");
     let list = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels");
     assert_eq!(list["response"], json!(["tv"]));
     let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/tv");
-    assert_eq!(info["response"]["currentProgram"]["name"], "fallback", "{info}");
-    assert_eq!(info["response"]["currentProgram"]["currentItem"]["url"], "file://fallback.mp4");
+    assert_eq!(
+        info["response"]["currentProgram"]["name"], "fallback",
+        "{info}"
+    );
+    assert_eq!(
+        info["response"]["currentProgram"]["currentItem"]["url"],
+        "file://fallback.mp4"
+    );
     // A bad edit is refused with its place; the channel plays on.
     std::fs::write(sch.join("tv.sch"), "<Schedule>\n  <Stream/>\n  <Program scheduled=\"never\"><Item url=\"file://x.mp4\"/></Program>\n</Schedule>").unwrap();
     let refused = wait_until(Duration::from_secs(10), || {
         let log = s.log_text();
-        log.lines().find(|l| l.contains("tv.sch:3:3")).map(str::to_string)
+        log.lines()
+            .find(|l| l.contains("tv.sch:3:3"))
+            .map(str::to_string)
     });
-    assert!(refused.is_some_and(|l| l.contains("ISO 8601")), "{}", s.log_text());
+    assert!(
+        refused.is_some_and(|l| l.contains("ISO 8601")),
+        "{}",
+        s.log_text()
+    );
     assert!(s.live_stream("tv").is_some());
     std::fs::write(
         sch.join("tv.sch"),
@@ -194,7 +251,17 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     // switches (one connection, one stream).
     let played = s.dir.join("rtmp-play.flv");
     let mut player = Command::new("timeout")
-        .args(["-k", "3", "50", "ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i"])
+        .args([
+            "-k",
+            "3",
+            "50",
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-i",
+        ])
         .arg(format!("rtmp://127.0.0.1:{}/app/tv", s.media.rtmp))
         .args(["-t", "34", "-c", "copy", "-f", "flv"])
         .arg(&played)
@@ -229,12 +296,27 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     println!("RTMP play of the channel: {rtmp_counts:?}");
     assert!(frames_of(&rtmp_counts, "h264") > 25 * 25, "{rtmp_counts:?}");
     assert!(monotonic_dts(&played), "RTMP play: timestamps go back");
-    assert_eq!(programs, [json!("origin"), json!("fallback"), json!("origin")], "{}", s.log_text());
-    let errors: Vec<&str> = result["errors"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
+    assert_eq!(
+        programs,
+        [json!("origin"), json!("fallback"), json!("origin")],
+        "{}",
+        s.log_text()
+    );
+    let errors: Vec<&str> = result["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
     assert!(!errors.iter().any(|e| e.contains("fatal")), "{result}");
     // currentTime goes on through both switches: it grows in every 4 s
     // window of the samples (a stall of a second or two is allowed).
-    let samples: Vec<f64> = result["samples"].as_array().unwrap().iter().filter_map(Value::as_f64).collect();
+    let samples: Vec<f64> = result["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
     let started = samples.iter().position(|t| *t > 0.0).expect("it played");
     for w in samples[started..].windows(5) {
         assert!(w[4] > w[0], "currentTime stopped: {samples:?}");
@@ -250,13 +332,22 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
     let log = s.log_text();
     assert!(log.contains("its live item stopped"), "{log}");
     // Stats and metrics see the channel.
-    let stats = s.request("GET", "/v1/stats/current/vhosts/default/apps/app/streams/tv", None);
+    let stats = s.request(
+        "GET",
+        "/v1/stats/current/vhosts/default/apps/app/streams/tv",
+        None,
+    );
     assert_eq!(stats.status, 200, "{}", stats.body);
     let metrics = s.request("GET", "/metrics", None).body;
-    assert!(metrics.contains("kiln_channels{kind=\"scheduled\",live=\"true\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("kiln_channels{kind=\"scheduled\",live=\"true\"} 1"),
+        "{metrics}"
+    );
     // The file goes: the channel ends.
     std::fs::remove_file(sch.join("tv.sch")).unwrap();
-    let gone = wait_until(Duration::from_secs(10), || s.live_stream("tv").is_none().then_some(()));
+    let gone = wait_until(Duration::from_secs(10), || {
+        s.live_stream("tv").is_none().then_some(())
+    });
     assert!(gone.is_some(), "{}", s.log_text());
 }
 
@@ -272,17 +363,39 @@ fn programmes_play_their_files_at_their_times() {
     let dir = temp_dir("channel-programmes");
     let media = dir.join("media");
     std::fs::create_dir_all(&media).unwrap();
-    make_file(&media.join("black.mp4"), "color=c=black:size=640x360:rate=25", 4);
+    make_file(
+        &media.join("black.mp4"),
+        "color=c=black:size=640x360:rate=25",
+        4,
+    );
     // Another size: a new codec configuration mid-channel.
-    make_file(&media.join("white.ts"), "color=c=white:size=320x180:rate=25", 4);
+    make_file(
+        &media.join("white.ts"),
+        "color=c=white:size=320x180:rate=25",
+        4,
+    );
     // And H.265 with Opus (MP4 sample entries hvc1 and Opus).
     make_file_with(
         &media.join("gray.mp4"),
         "color=c=gray:size=640x360:rate=25",
         4,
-        &["-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "keyint=25:log-level=error", "-tag:v", "hvc1", "-c:a", "libopus"],
+        &[
+            "-c:v",
+            "libx265",
+            "-preset",
+            "ultrafast",
+            "-x265-params",
+            "keyint=25:log-level=error",
+            "-tag:v",
+            "hvc1",
+            "-c:a",
+            "libopus",
+        ],
     );
-    let providers = format!("<Schedule><MediaRootDir>{}</MediaRootDir></Schedule>", media.display());
+    let providers = format!(
+        "<Schedule><MediaRootDir>{}</MediaRootDir></Schedule>",
+        media.display()
+    );
     let s = channel_server("channel-programmes", &providers);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -300,9 +413,17 @@ fn programmes_play_their_files_at_their_times() {
              "items": [{"url": "file://gray.mp4", "start": 0, "duration": 3000}]},
         ]
     });
-    let r = s.request("POST", "/v1/vhosts/default/apps/app/scheduledChannels", Some(&body.to_string()));
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/scheduledChannels",
+        Some(&body.to_string()),
+    );
     assert_eq!(r.status, 201, "{}", r.body);
-    let again = s.request("POST", "/v1/vhosts/default/apps/app/scheduledChannels", Some(&body.to_string()));
+    let again = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/scheduledChannels",
+        Some(&body.to_string()),
+    );
     assert_eq!(again.status, 409, "{}", again.body);
     let bad = s.request(
         "POST",
@@ -314,35 +435,68 @@ fn programmes_play_their_files_at_their_times() {
     let mut seen = Vec::new();
     while t0.elapsed() < Duration::from_secs(15) {
         let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/prog");
-        let item = info["response"]["currentProgram"]["currentItem"]["url"].as_str().unwrap_or("").to_string();
+        let item = info["response"]["currentProgram"]["currentItem"]["url"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         if !item.is_empty() && seen.last() != Some(&item) {
             seen.push(item);
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    assert_eq!(seen, ["file://black.mp4", "file://white.ts", "file://gray.mp4"], "{}", s.log_text());
+    assert_eq!(
+        seen,
+        ["file://black.mp4", "file://white.ts", "file://gray.mp4"],
+        "{}",
+        s.log_text()
+    );
     // The channel's LL-HLS holds both under the same URLs (40 one-second
     // segments): the white item's segments come after a discontinuity
     // with their own init section. Each side, init + its first segment,
     // decodes to what its file shows.
     let base = format!("http://127.0.0.1:{}/app/prog", s.media.llhls);
     let (_, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
-    let video = master.lines().find(|l| l.starts_with("chunklist_1_video")).expect("video").to_string();
+    let video = master
+        .lines()
+        .find(|l| l.starts_with("chunklist_1_video"))
+        .expect("video")
+        .to_string();
     let (_, list, _) = curl(&[], &format!("{base}/{video}"));
     println!("{list}");
     hls_check::check_chunklist(&list);
     let sides: Vec<&str> = list.split("#EXT-X-DISCONTINUITY\n").collect();
     assert_eq!(sides.len(), 3, "two discontinuities:\n{list}");
-    let map = |text: &str| text.split("#EXT-X-MAP:URI=\"").nth(1).and_then(|x| x.split('"').next()).map(str::to_string);
-    let first_segment = |text: &str| text.lines().find(|l| l.starts_with("seg_")).map(str::to_string);
+    let map = |text: &str| {
+        text.split("#EXT-X-MAP:URI=\"")
+            .nth(1)
+            .and_then(|x| x.split('"').next())
+            .map(str::to_string)
+    };
+    let first_segment = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("seg_"))
+            .map(str::to_string)
+    };
     let fetch = |uri: &str| {
-        let out = Command::new("curl").args(["-sf", &format!("{base}/{uri}")]).output().unwrap();
+        let out = Command::new("curl")
+            .args(["-sf", &format!("{base}/{uri}")])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{uri}");
         out.stdout
     };
     let probe = |file: &Path, what: &str, entry: &str| {
         let out = Command::new("ffprobe")
-            .args(["-v", "error", "-select_streams", what, "-show_entries", entry, "-of", "csv=p=0"])
+            .args([
+                "-v",
+                "error",
+                "-select_streams",
+                what,
+                "-show_entries",
+                entry,
+                "-of",
+                "csv=p=0",
+            ])
             .arg(file)
             .output()
             .unwrap();
@@ -353,22 +507,36 @@ fn programmes_play_their_files_at_their_times() {
         (sides[1], "white", (200.0, 256.0), 320, "h264"),
         (sides[2], "gray", (90.0, 160.0), 640, "hevc"),
     ] {
-        let (init, seg) = (map(text).expect("a map"), first_segment(text).expect("a segment"));
+        let (init, seg) = (
+            map(text).expect("a map"),
+            first_segment(text).expect("a segment"),
+        );
         let file = s.dir.join(format!("{name}.mp4"));
         std::fs::write(&file, [fetch(&init), fetch(&seg)].concat()).unwrap();
         let y = luma(&file);
         let w: u32 = probe(&file, "v", "stream=width").parse().unwrap_or(0);
-        println!("{name}: {init} + {seg}: {} frames, width {w}, luma {:?}", y.len(), y.first());
+        println!(
+            "{name}: {init} + {seg}: {} frames, width {w}, luma {:?}",
+            y.len(),
+            y.first()
+        );
         assert_eq!(w, width, "{name}");
         assert_eq!(probe(&file, "v", "stream=codec_name"), codec, "{name}");
         assert!(y.len() >= 20, "{name}: {y:?}");
         assert!(y.iter().all(|v| (lo..hi).contains(v)), "{name}: {y:?}");
     }
     // The audio went from AAC to Opus: its last init section says so.
-    let audio = master.lines().find_map(|l| l.split("URI=\"").nth(1)?.split('"').next()).expect("audio").to_string();
+    let audio = master
+        .lines()
+        .find_map(|l| l.split("URI=\"").nth(1)?.split('"').next())
+        .expect("audio")
+        .to_string();
     let (_, alist, _) = curl(&[], &format!("{base}/{audio}"));
     let last = alist.rsplit("#EXT-X-DISCONTINUITY\n").next().unwrap_or("");
-    let (init, seg) = (map(last).expect("a map"), first_segment(last).expect("a segment"));
+    let (init, seg) = (
+        map(last).expect("a map"),
+        first_segment(last).expect("a segment"),
+    );
     let file = s.dir.join("opus.mp4");
     std::fs::write(&file, [fetch(&init), fetch(&seg)].concat()).unwrap();
     assert_eq!(probe(&file, "a", "stream=codec_name"), "opus", "{alist}");
@@ -380,11 +548,23 @@ fn programmes_play_their_files_at_their_times() {
         Some(&json!({"programs": [{"name": "again", "scheduled": at(0), "items": [{"url": "file://black.mp4"}]}]}).to_string()),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = s.request("PATCH", "/v1/vhosts/default/apps/app/scheduledChannels/prog", Some(r#"{"stream":{"name":"y"}}"#));
+    let r = s.request(
+        "PATCH",
+        "/v1/vhosts/default/apps/app/scheduledChannels/prog",
+        Some(r#"{"stream":{"name":"y"}}"#),
+    );
     assert_eq!(r.status, 400);
-    let r = s.request("DELETE", "/v1/vhosts/default/apps/app/scheduledChannels/prog", None);
+    let r = s.request(
+        "DELETE",
+        "/v1/vhosts/default/apps/app/scheduledChannels/prog",
+        None,
+    );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(wait_until(Duration::from_secs(5), || s.live_stream("prog").is_none().then_some(())).is_some());
+    assert!(wait_until(Duration::from_secs(5), || s
+        .live_stream("prog")
+        .is_none()
+        .then_some(()))
+    .is_some());
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` of Unix seconds and ms.
@@ -427,7 +607,10 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     let dir = temp_dir("channel-mux");
     let muxdir = dir.join("mux");
     std::fs::create_dir_all(&muxdir).unwrap();
-    let providers = format!("<Multiplex><MuxFilesDir>{}</MuxFilesDir></Multiplex>", muxdir.display());
+    let providers = format!(
+        "<Multiplex><MuxFilesDir>{}</MuxFilesDir></Multiplex>",
+        muxdir.display()
+    );
     let mut s = channel_server("channel-mux", &providers);
     let sizes = [("hd", "1920x1080"), ("sd", "1280x720"), ("ld", "640x360")];
     let body = json!({
@@ -443,7 +626,11 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
             "name": n, "video": format!("{n}_video"), "audio": format!("{n}_audio")
         })).collect::<Vec<_>>()}]
     });
-    let r = s.request("POST", "/v1/vhosts/default/apps/app/multiplexChannels", Some(&body.to_string()));
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/multiplexChannels",
+        Some(&body.to_string()),
+    );
     assert_eq!(r.status, 201, "{}", r.body);
     let info = get_json(&s, "/v1/vhosts/default/apps/app/multiplexChannels/abr");
     assert_eq!(info["response"]["state"], "Pulling", "{info}");
@@ -470,11 +657,30 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     // fell behind real time under load, and its rendition with it).
     let start = |n: &str, size: &str| -> Child {
         Command::new("ffmpeg")
-            .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i"])
+            .args([
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-re",
+                "-f",
+                "lavfi",
+                "-i",
+            ])
             .arg(format!("testsrc2=size={size}:rate=15"))
             .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-            .args(["-t", &secs.to_string(), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency"])
-            .args(["-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", "-f", "flv"])
+            .args([
+                "-t",
+                &secs.to_string(),
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-tune",
+                "zerolatency",
+            ])
+            .args([
+                "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", "-f", "flv",
+            ])
             .arg(format!("rtmp://127.0.0.1:{}/app/{n}", s.media.rtmp))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -484,8 +690,11 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     let mut sources: Vec<Child> = sizes.iter().map(|(n, size)| start(n, size)).collect();
     let with_tracks = |name: &str, n: usize| {
         wait_until(Duration::from_secs(30), || {
-            s.live_stream(name)
-                .filter(|v| v["input"]["tracks"].as_array().is_some_and(|t| t.len() == n))
+            s.live_stream(name).filter(|v| {
+                v["input"]["tracks"]
+                    .as_array()
+                    .is_some_and(|t| t.len() == n)
+            })
         })
     };
     let tracks = with_tracks("abr", 6).unwrap_or_else(|| panic!("{}", s.log_text()));
@@ -511,10 +720,22 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
         .skip(1)
         .filter_map(|x| x.split(',').next()?.parse().ok())
         .collect();
-    assert!(rates.len() == 3 && rates[0] > rates[1] && rates[1] > rates[2], "{master}");
-    for uri in master.lines().filter(|l| l.ends_with(".m3u8")).map(str::to_string).chain(
-        master.split("URI=\"").skip(1).filter_map(|x| x.split('"').next()).map(str::to_string),
-    ) {
+    assert!(
+        rates.len() == 3 && rates[0] > rates[1] && rates[1] > rates[2],
+        "{master}"
+    );
+    for uri in master
+        .lines()
+        .filter(|l| l.ends_with(".m3u8"))
+        .map(str::to_string)
+        .chain(
+            master
+                .split("URI=\"")
+                .skip(1)
+                .filter_map(|x| x.split('"').next())
+                .map(str::to_string),
+        )
+    {
         let text = wait_until(Duration::from_secs(10), || {
             let (code, text, _) = curl(&[], &format!("{base}/{uri}"));
             (code == 200 && text.contains("#EXTINF")).then_some(text)
@@ -532,7 +753,12 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), 16);
     println!("hls.js on the channel: {r}");
     assert_eq!(r["levels"], 3, "{r}");
-    let errors: Vec<&str> = r["errors"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
+    let errors: Vec<&str> = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
     assert!(!errors.iter().any(|e| e.contains("fatal")), "{r}");
     assert!(r["switched"].as_array().unwrap().contains(&json!(1)), "{r}");
     assert_eq!(r["currentLevel"], 1, "{r}");

@@ -60,9 +60,18 @@ struct ScheduledView<'a> {
 }
 
 impl Api {
-    pub(super) fn list_channels(&self, kind: ChannelKind, vhost: &str, app: &str) -> Result<Response, ApiError> {
+    pub(super) fn list_channels(
+        &self,
+        kind: ChannelKind,
+        vhost: &str,
+        app: &str,
+    ) -> Result<Response, ApiError> {
         self.app_or_404(vhost, app)?;
-        Ok(envelope::ok(self.channels.names(kind == ChannelKind::Scheduled, vhost, app)))
+        Ok(envelope::ok(self.channels.names(
+            kind == ChannelKind::Scheduled,
+            vhost,
+            app,
+        )))
     }
 
     /// The app, with the provider the kind needs.
@@ -113,7 +122,10 @@ impl Api {
                 spec.plan().map_err(ApiError::bad_request)?;
                 self.record_added(&SCHEDULED_KIND, &spec, "channel not created")?;
                 let k = key(vhost, app, &spec.name);
-                crate::info!("scheduled channel [{vhost}/{app}/{}] created through the API", spec.name);
+                crate::info!(
+                    "scheduled channel [{vhost}/{app}/{}] created through the API",
+                    spec.name
+                );
                 self.channels.scheduled.insert(
                     k.clone(),
                     ScheduledChannel {
@@ -133,7 +145,10 @@ impl Api {
                 spec.check().map_err(ApiError::bad_request)?;
                 self.record_added(&MULTIPLEX_KIND, &spec, "channel not created")?;
                 let k = key(vhost, app, &spec.name);
-                crate::info!("multiplex channel [{vhost}/{app}/{}] created through the API", spec.name);
+                crate::info!(
+                    "multiplex channel [{vhost}/{app}/{}] created through the API",
+                    spec.name
+                );
                 self.channels.multiplex.insert(
                     k.clone(),
                     MultiplexChannel {
@@ -158,7 +173,9 @@ impl Api {
                 "The stream name [{name}] is missing or not valid"
             )));
         }
-        if self.channels.has(vhost, app, name) || self.registry.streams.find(vhost, app, name).is_some() {
+        if self.channels.has(vhost, app, name)
+            || self.registry.streams.find(vhost, app, name).is_some()
+        {
             return Err(ApiError::http(
                 409,
                 format_args!("Stream [{name}] already exists in [{vhost}/{app}]"),
@@ -167,7 +184,13 @@ impl Api {
         Ok(())
     }
 
-    pub(super) fn get_channel(&self, kind: ChannelKind, vhost: &str, app: &str, name: &str) -> Result<Response, ApiError> {
+    pub(super) fn get_channel(
+        &self,
+        kind: ChannelKind,
+        vhost: &str,
+        app: &str,
+        name: &str,
+    ) -> Result<Response, ApiError> {
         self.app_or_404(vhost, app)?;
         let k = key(vhost, app, name);
         let source = |o: &Origin| match o {
@@ -176,7 +199,11 @@ impl Api {
         };
         match kind {
             ChannelKind::Scheduled => {
-                let c = self.channels.scheduled.get(&k).ok_or_else(|| not_found(vhost, app, name))?;
+                let c = self
+                    .channels
+                    .scheduled
+                    .get(&k)
+                    .ok_or_else(|| not_found(vhost, app, name))?;
                 Ok(envelope::ok(ScheduledView {
                     current_program: c.now.as_ref().map(|n| self.current_program(&c.spec, n)),
                     fallback_program: c.spec.fallback_program.as_ref().map(|f| {
@@ -193,7 +220,11 @@ impl Api {
                 }))
             }
             ChannelKind::Multiplex => {
-                let c = self.channels.multiplex.get(&k).ok_or_else(|| not_found(vhost, app, name))?;
+                let c = self
+                    .channels
+                    .multiplex
+                    .get(&k)
+                    .ok_or_else(|| not_found(vhost, app, name))?;
                 let mut v = serde_json::to_value(&c.spec).unwrap_or_default();
                 if let Some(o) = v.as_object_mut() {
                     o.remove("vhost");
@@ -210,7 +241,11 @@ impl Api {
 
     /// OME's `currentProgram`: the programme (or fallback) and its item;
     /// only the state when nothing plays.
-    fn current_program(&self, spec: &ScheduleSpec, n: &crate::channel::NowPlaying) -> serde_json::Value {
+    fn current_program(
+        &self,
+        spec: &ScheduleSpec,
+        n: &crate::channel::NowPlaying,
+    ) -> serde_json::Value {
         let Some(c) = n.playing else {
             return serde_json::json!({ "state": n.state });
         };
@@ -222,7 +257,9 @@ impl Api {
                 "fallback",
                 "1970-01-01T00:00:00Z",
                 true,
-                spec.fallback_program.as_ref().map_or(&fallback, |f| &f.items),
+                spec.fallback_program
+                    .as_ref()
+                    .map_or(&fallback, |f| &f.items),
             ),
         };
         let item = items.get(c.item).map(|i| {
@@ -242,10 +279,20 @@ impl Api {
         })
     }
 
-    pub(super) fn patch_channel(&mut self, vhost: &str, app: &str, name: &str, body: &[u8]) -> Result<Response, ApiError> {
+    pub(super) fn patch_channel(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        name: &str,
+        body: &[u8],
+    ) -> Result<Response, ApiError> {
         self.app_or_404(vhost, app)?;
         let k = key(vhost, app, name);
-        let c = self.channels.scheduled.get(&k).ok_or_else(|| not_found(vhost, app, name))?;
+        let c = self
+            .channels
+            .scheduled
+            .get(&k)
+            .ok_or_else(|| not_found(vhost, app, name))?;
         if c.origin != Origin::Api {
             return Err(ApiError::bad_request(
                 "The channel is made by a .sch file: change the file",
@@ -278,7 +325,13 @@ impl Api {
         Ok(envelope::ok_empty())
     }
 
-    pub(super) fn delete_channel(&mut self, kind: ChannelKind, vhost: &str, app: &str, name: &str) -> Result<Response, ApiError> {
+    pub(super) fn delete_channel(
+        &mut self,
+        kind: ChannelKind,
+        vhost: &str,
+        app: &str,
+        name: &str,
+    ) -> Result<Response, ApiError> {
         self.app_or_404(vhost, app)?;
         let k = key(vhost, app, name);
         let origin = match kind {
@@ -296,7 +349,10 @@ impl Api {
             ChannelKind::Scheduled => &SCHEDULED_KIND,
             ChannelKind::Multiplex => &MULTIPLEX_KIND,
         };
-        self.record(Change::delete_task(task_kind, vhost, app, name), "channel not deleted")?;
+        self.record(
+            Change::delete_task(task_kind, vhost, app, name),
+            "channel not deleted",
+        )?;
         match kind {
             ChannelKind::Scheduled => self.channels.scheduled.remove(&k).map(|_| ()),
             ChannelKind::Multiplex => self.channels.multiplex.remove(&k).map(|_| ()),
@@ -330,7 +386,9 @@ impl Api {
                 continue;
             }
             if let Err(e) = spec.plan() {
-                skipped.push(format!("scheduled channel [{name}] in the state file: {e}; dropped"));
+                skipped.push(format!(
+                    "scheduled channel [{name}] in the state file: {e}; dropped"
+                ));
                 continue;
             }
             let k = key(&spec.vhost, &spec.app, &spec.name);
@@ -350,7 +408,9 @@ impl Api {
                 continue;
             }
             if let Err(e) = spec.check() {
-                skipped.push(format!("multiplex channel [{name}] in the state file: {e}; dropped"));
+                skipped.push(format!(
+                    "multiplex channel [{name}] in the state file: {e}; dropped"
+                ));
                 continue;
             }
             let k = key(&spec.vhost, &spec.app, &spec.name);

@@ -176,11 +176,25 @@ fn durable(
         (&crate::pull::KIND, json(pulls.table.specs())),
         (
             &crate::channel::SCHEDULED_KIND,
-            json(channels.scheduled.values().filter(|c| c.origin == crate::channel::Origin::Api).map(|c| &c.spec).collect()),
+            json(
+                channels
+                    .scheduled
+                    .values()
+                    .filter(|c| c.origin == crate::channel::Origin::Api)
+                    .map(|c| &c.spec)
+                    .collect(),
+            ),
         ),
         (
             &crate::channel::MULTIPLEX_KIND,
-            json(channels.multiplex.values().filter(|c| c.origin == crate::channel::Origin::Api).map(|c| &c.spec).collect()),
+            json(
+                channels
+                    .multiplex
+                    .values()
+                    .filter(|c| c.origin == crate::channel::Origin::Api)
+                    .map(|c| &c.spec)
+                    .collect(),
+            ),
         ),
     ] {
         state.tasks.insert(kind.list.to_string(), tasks);
@@ -517,7 +531,9 @@ impl Api {
             channels,
             ..
         } = self;
-        (store, move || durable(registry, pushes, records, pulls, channels))
+        (store, move || {
+            durable(registry, pushes, records, pulls, channels)
+        })
     }
 
     /// Opens the state store with what was restored (written out only when
@@ -895,7 +911,11 @@ impl Route {
                 Route::Streams(percent_decode(vh)?, percent_decode(app)?)
             }
             ["vhosts", vh, "apps", app, kind @ ("scheduledChannels" | "multiplexChannels")] => {
-                Route::Channels(channel_kind(kind), percent_decode(vh)?, percent_decode(app)?)
+                Route::Channels(
+                    channel_kind(kind),
+                    percent_decode(vh)?,
+                    percent_decode(app)?,
+                )
             }
             ["vhosts", vh, "apps", app, kind @ ("scheduledChannels" | "multiplexChannels"), c] => {
                 Route::Channel(

@@ -286,14 +286,23 @@ impl Api {
             "gauge",
             "Scheduled and multiplex channels (made by the API or by files), and how many of them are live.",
         );
-        let live = |k: &crate::channel::ChannelKey| self.registry.streams.find(&k.0, &k.1, &k.2).is_some();
+        let live =
+            |k: &crate::channel::ChannelKey| self.registry.streams.find(&k.0, &k.1, &k.2).is_some();
         let ch = &self.channels;
         for (kind, keys) in [
             ("scheduled", ch.scheduled.keys().collect::<Vec<_>>()),
             ("multiplex", ch.multiplex.keys().collect::<Vec<_>>()),
         ] {
-            p.sample("kiln_channels", &[("kind", kind), ("live", "false")], keys.iter().filter(|k| !live(k)).count() as u64);
-            p.sample("kiln_channels", &[("kind", kind), ("live", "true")], keys.iter().filter(|k| live(k)).count() as u64);
+            p.sample(
+                "kiln_channels",
+                &[("kind", kind), ("live", "false")],
+                keys.iter().filter(|k| !live(k)).count() as u64,
+            );
+            p.sample(
+                "kiln_channels",
+                &[("kind", kind), ("live", "true")],
+                keys.iter().filter(|k| live(k)).count() as u64,
+            );
         }
         p.family("kiln_virtual_hosts", "gauge", "Virtual hosts.");
         p.sample(

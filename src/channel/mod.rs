@@ -218,7 +218,8 @@ impl Channels {
     /// a host): their keys.
     pub fn remove_of(&mut self, vhost: &str, app: Option<&str>) -> Vec<ChannelKey> {
         let gone = |k: &ChannelKey| k.0 == vhost && app.is_none_or(|a| k.1 == a);
-        let mut keys: Vec<ChannelKey> = self.scheduled.keys().filter(|k| gone(k)).cloned().collect();
+        let mut keys: Vec<ChannelKey> =
+            self.scheduled.keys().filter(|k| gone(k)).cloned().collect();
         keys.extend(self.multiplex.keys().filter(|k| gone(k)).cloned());
         self.scheduled.retain(|k, _| !gone(k));
         self.multiplex.retain(|k, _| !gone(k));

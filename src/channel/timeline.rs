@@ -43,13 +43,23 @@ impl Splicer {
     /// Where the next item starts: after the last frame of every kind.
     pub fn next_start(&self) -> Ticks {
         let end = |l: Option<Last>, default: Ticks| {
-            l.map(|l| l.dts + if l.step > 0 { l.step.min(90_000) } else { default })
+            l.map(|l| {
+                l.dts
+                    + if l.step > 0 {
+                        l.step.min(90_000)
+                    } else {
+                        default
+                    }
+            })
         };
-        [end(self.video, DEFAULT_VIDEO_TICKS), end(self.audio, DEFAULT_AUDIO_TICKS)]
-            .into_iter()
-            .flatten()
-            .max()
-            .unwrap_or(0)
+        [
+            end(self.video, DEFAULT_VIDEO_TICKS),
+            end(self.audio, DEFAULT_AUDIO_TICKS),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0)
     }
 
     /// A frame of the current item (its `track` is the channel's), placed
@@ -108,7 +118,10 @@ mod tests {
     fn items_follow_each_other() {
         let mut s = Splicer::default();
         s.begin(true);
-        assert!(s.place(MediaKind::Audio, &f(AUDIO, 0, true)).is_none(), "audio waits for video");
+        assert!(
+            s.place(MediaKind::Audio, &f(AUDIO, 0, true)).is_none(),
+            "audio waits for video"
+        );
         let v = s.place(MediaKind::Video, &f(VIDEO, 9000, true)).unwrap();
         assert_eq!(v.dts, 0);
         let v = s.place(MediaKind::Video, &f(VIDEO, 12000, false)).unwrap();
@@ -117,8 +130,12 @@ mod tests {
         assert_eq!(a.dts, 0);
         // The next item starts from 1000 s: placed right after.
         s.begin(true);
-        assert!(s.place(MediaKind::Video, &f(VIDEO, 90_000_000, false)).is_none());
-        let v = s.place(MediaKind::Video, &f(VIDEO, 90_003_000, true)).unwrap();
+        assert!(s
+            .place(MediaKind::Video, &f(VIDEO, 90_000_000, false))
+            .is_none());
+        let v = s
+            .place(MediaKind::Video, &f(VIDEO, 90_003_000, true))
+            .unwrap();
         assert_eq!(v.dts, 6000);
         // An item that starts earlier in its own time still goes forward.
         s.begin(false);

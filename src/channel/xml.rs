@@ -36,7 +36,10 @@ pub(crate) fn root(text: &str, root: &str) -> Result<Element, XmlError> {
         message: e.message,
     })?;
     if doc.name != root {
-        return Err(error(&doc, format!("the root element must be <{root}>, not <{}>", doc.name)));
+        return Err(error(
+            &doc,
+            format!("the root element must be <{root}>, not <{}>", doc.name),
+        ));
     }
     Ok(doc)
 }
@@ -68,7 +71,10 @@ pub(crate) fn boolean(el: &Element, name: &str, default: bool) -> Result<bool, X
     match c.text.to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),
-        other => Err(error(c, format!("<{name}> must be true or false, not [{other}]"))),
+        other => Err(error(
+            c,
+            format!("<{name}> must be true or false, not [{other}]"),
+        )),
     }
 }
 
@@ -76,7 +82,10 @@ pub(crate) fn attr_bool(el: &Element, name: &str) -> Result<bool, XmlError> {
     match el.attribute(name).map(str::to_ascii_lowercase).as_deref() {
         None | Some("false") => Ok(false),
         Some("true") => Ok(true),
-        Some(other) => Err(error(el, format!("{name}=\"{other}\" must be true or false"))),
+        Some(other) => Err(error(
+            el,
+            format!("{name}=\"{other}\" must be true or false"),
+        )),
     }
 }
 
@@ -92,7 +101,10 @@ pub(crate) fn attr_ms(el: &Element, name: &str, default: i64) -> Result<i64, Xml
     }
 }
 
-pub(crate) fn number<T: std::str::FromStr>(el: &Element, name: &str) -> Result<Option<T>, XmlError> {
+pub(crate) fn number<T: std::str::FromStr>(
+    el: &Element,
+    name: &str,
+) -> Result<Option<T>, XmlError> {
     match el.children.iter().find(|c| c.name == name) {
         None => Ok(None),
         Some(c) => c

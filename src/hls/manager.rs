@@ -68,7 +68,11 @@ impl HlsManager {
             // packager.
             let retracked = out.tracks_changed
                 && self.outputs.get_mut(&id).is_some_and(|o| {
-                    let tracks = reg.streams.get(id).map(|s| s.tracks().to_vec()).unwrap_or_default();
+                    let tracks = reg
+                        .streams
+                        .get(id)
+                        .map(|s| s.tracks().to_vec())
+                        .unwrap_or_default();
                     o.hls.as_mut().is_some_and(|h| h.retrack(&tracks))
                 });
             if retracked {

@@ -373,7 +373,10 @@ impl TrackOutput {
                 }
             }
         }
-        let oldest = self.segments.front().map_or(self.init_version, |s| s.init_version);
+        let oldest = self
+            .segments
+            .front()
+            .map_or(self.init_version, |s| s.init_version);
         self.old_inits.retain(|(v, _)| *v >= oldest);
     }
 
@@ -635,7 +638,11 @@ impl StreamHls {
             due.then(|| t.segments.back().map_or(0, |s| s.msn + 1))
         };
         if is_video && open.is_some() {
-            match self.segment_start.iter_mut().find(|(t, _)| *t == frame.track) {
+            match self
+                .segment_start
+                .iter_mut()
+                .find(|(t, _)| *t == frame.track)
+            {
                 Some(s) => s.1 = dts,
                 None => self.segment_start.push((frame.track, dts)),
             }

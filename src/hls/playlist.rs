@@ -128,7 +128,14 @@ pub fn master(s: &StreamHls) -> String {
         return o;
     };
     let group = (video.is_some() && audio.is_some()).then_some("audio");
-    write_variant(&mut o, bandwidth, &codecs, video, group, chunklist_name(main, &s.key));
+    write_variant(
+        &mut o,
+        bandwidth,
+        &codecs,
+        video,
+        group,
+        chunklist_name(main, &s.key),
+    );
     o
 }
 
@@ -207,15 +214,17 @@ pub fn renditions_master(s: &StreamHls, playlist: &crate::state::streams::Playli
         let bandwidth: u64 = [*v, *a]
             .into_iter()
             .flatten()
-            .map(|t| match (t.track.bitrate, t.measured_bitrate(), t.track.video) {
-                (0, m, _) if m > 0 => m + m / 10,
-                // Before a second is measured: by the picture's size
-                // (0.08 bit per pixel), so renditions still rank.
-                (0, _, Some(p)) if p.width > 0 && p.height > 0 => {
-                    (f64::from(p.width * p.height) * p.framerate.max(25.0) * 0.08) as u64
-                }
-                _ => super::nominal_bitrate(&t.track),
-            })
+            .map(
+                |t| match (t.track.bitrate, t.measured_bitrate(), t.track.video) {
+                    (0, m, _) if m > 0 => m + m / 10,
+                    // Before a second is measured: by the picture's size
+                    // (0.08 bit per pixel), so renditions still rank.
+                    (0, _, Some(p)) if p.width > 0 && p.height > 0 => {
+                        (f64::from(p.width * p.height) * p.framerate.max(25.0) * 0.08) as u64
+                    }
+                    _ => super::nominal_bitrate(&t.track),
+                },
+            )
             .sum();
         let group = match (v, a) {
             (Some(_), Some(a)) => Some(format!("audio_{}", a.track.id)),
@@ -261,14 +270,21 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
     let part_target = s.config.part_target.as_secs_f64();
     let skip_until = 6 * target;
     let first = t.segments.front().map_or(0, |f| f.msn);
-    let first_init = t.segments.front().map_or(t.init_version, |f| f.init_version);
+    let first_init = t
+        .segments
+        .front()
+        .map_or(t.init_version, |f| f.init_version);
     let mut o = String::with_capacity(4096);
     let _ = write!(
         o,
         "#EXTM3U\n#EXT-X-VERSION:10\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n"
     );
     if t.discontinuity_sequence > 0 {
-        let _ = writeln!(o, "#EXT-X-DISCONTINUITY-SEQUENCE:{}", t.discontinuity_sequence);
+        let _ = writeln!(
+            o,
+            "#EXT-X-DISCONTINUITY-SEQUENCE:{}",
+            t.discontinuity_sequence
+        );
     }
     let _ = write!(
         o,
@@ -296,7 +312,11 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
             // The first listed segment's init, if a skipped change moved it.
             if let Some(seg) = t.segments.get(skipped) {
                 if seg.init_version != first_init && !seg.discontinuity {
-                    let _ = writeln!(o, "#EXT-X-MAP:URI=\"{}\"", init_name_of(t, seg.init_version, key));
+                    let _ = writeln!(
+                        o,
+                        "#EXT-X-MAP:URI=\"{}\"",
+                        init_name_of(t, seg.init_version, key)
+                    );
                 }
             }
         }

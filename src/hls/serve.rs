@@ -575,14 +575,16 @@ fn answer_file(
             }
             wait(t)
         }
-        File::Init { track, version } => match track_of(track).and_then(|t| Some((t, t.init_of(version)?))) {
-            Some((t, init)) => reply(Reply::media(
-                media_type(t),
-                cache.segment,
-                vec![init.clone().into()],
-            )),
-            None => reply(Reply::error(404, "No such track")),
-        },
+        File::Init { track, version } => {
+            match track_of(track).and_then(|t| Some((t, t.init_of(version)?))) {
+                Some((t, init)) => reply(Reply::media(
+                    media_type(t),
+                    cache.segment,
+                    vec![init.clone().into()],
+                )),
+                None => reply(Reply::error(404, "No such track")),
+            }
+        }
         File::Segment { track, msn } => match track_of(track).and_then(|t| {
             let data = t.segment_data(msn)?;
             Some((t, data))

@@ -457,13 +457,24 @@ fn a_new_codec_configuration_is_a_discontinuity_with_a_new_init() {
     assert_ne!(t.init, old_init);
     let text = playlist::chunklist(&s, t, false, 0);
     check_chunklist(&text);
-    let disc = text.find("#EXT-X-DISCONTINUITY\n").expect("a discontinuity");
+    let disc = text
+        .find("#EXT-X-DISCONTINUITY\n")
+        .expect("a discontinuity");
     let new_map = format!("#EXT-X-MAP:URI=\"init_1_1_video_{key}_llhls.m4s\"");
-    assert!(text[disc..].starts_with(&format!("#EXT-X-DISCONTINUITY\n{new_map}")), "{text}");
-    assert!(text.contains(&format!("#EXT-X-MAP:URI=\"init_1_video_{key}_llhls.m4s\"")), "{text}");
+    assert!(
+        text[disc..].starts_with(&format!("#EXT-X-DISCONTINUITY\n{new_map}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("#EXT-X-MAP:URI=\"init_1_video_{key}_llhls.m4s\"")),
+        "{text}"
+    );
     assert_eq!(
         playlist::parse_file(&format!("init_1_1_video_{key}_llhls.m4s"), &key),
-        Some(File::Init { track: 1, version: 1 })
+        Some(File::Init {
+            track: 1,
+            version: 1
+        })
     );
     assert_eq!(t.init_of(0), Some(&old_init));
     // Audio did not change: no discontinuity there.

@@ -88,10 +88,7 @@ pub fn box_header(data: &[u8], remaining: u64) -> Option<([u8; 4], u64, u64)> {
     let kind: [u8; 4] = data.get(4..8)?.try_into().ok()?;
     let (header, total) = match size {
         0 => (8, remaining),
-        1 => (
-            16,
-            u64::from_be_bytes(data.get(8..16)?.try_into().ok()?),
-        ),
+        1 => (16, u64::from_be_bytes(data.get(8..16)?.try_into().ok()?)),
         n => (8, n),
     };
     if total < header {
@@ -131,8 +128,14 @@ impl<'a> Reader<'a> {
         Reader { data, at: 0, what }
     }
     fn bytes(&mut self, n: usize) -> Result<&'a [u8], Mp4Error> {
-        let end = self.at.checked_add(n).ok_or(Mp4Error::Truncated(self.what))?;
-        let b = self.data.get(self.at..end).ok_or(Mp4Error::Truncated(self.what))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .ok_or(Mp4Error::Truncated(self.what))?;
+        let b = self
+            .data
+            .get(self.at..end)
+            .ok_or(Mp4Error::Truncated(self.what))?;
         self.at = end;
         Ok(b)
     }
@@ -184,7 +187,10 @@ pub fn parse_moov(moov: &[u8]) -> Result<Movie, Mp4Error> {
     let duration_ms = tracks
         .iter()
         .map(|t| {
-            let end = t.samples.last().map_or(0, |s| s.dts + i64::from(s.cts.max(0)));
+            let end = t
+                .samples
+                .last()
+                .map_or(0, |s| s.dts + i64::from(s.cts.max(0)));
             t.ticks(end) / 90
         })
         .max()
@@ -273,10 +279,7 @@ fn sample_entry(stsd: &[u8], id: u32) -> Result<Option<(Track, u8)>, Mp4Error> {
                 video.width = u32::from(r.u16()?);
                 video.height = u32::from(r.u16()?);
             }
-            Ok(Some((
-                track(codec, config, Some(video), None),
-                length_size,
-            )))
+            Ok(Some((track(codec, config, Some(video), None), length_size)))
         }
         b"mp4a" | b"Opus" => {
             // AudioSampleEntry (version 0): 28 bytes before its boxes;
@@ -393,7 +396,9 @@ fn sample_table(stbl: &[u8], total: &mut usize) -> Result<Vec<Sample>, Mp4Error>
         let mut r = Reader::new(stco, "stco");
         r.bytes(4)?;
         let n = r.count(4)?;
-        (0..n).map(|_| r.u32().map(u64::from)).collect::<Result<_, _>>()?
+        (0..n)
+            .map(|_| r.u32().map(u64::from))
+            .collect::<Result<_, _>>()?
     } else if let Some(co64) = child(stbl, b"co64") {
         let mut r = Reader::new(co64, "co64");
         r.bytes(4)?;
@@ -416,7 +421,9 @@ fn sample_table(stbl: &[u8], total: &mut usize) -> Result<Vec<Sample>, Mp4Error>
     let mut samples = Vec::with_capacity(count.min(1 << 16));
     let mut s = 0usize;
     for (ri, &(first, per)) in runs.iter().enumerate() {
-        let last = runs.get(ri + 1).map_or(offsets.len(), |r| (r.0 - 1).min(offsets.len()));
+        let last = runs
+            .get(ri + 1)
+            .map_or(offsets.len(), |r| (r.0 - 1).min(offsets.len()));
         for chunk in (first - 1)..last {
             let Some(&base) = offsets.get(chunk) else {
                 break;
@@ -503,7 +510,12 @@ pub fn play_order(movie: &Movie, start_ms: i64) -> Vec<(usize, usize)> {
         if t.track.codec.kind() != crate::media::MediaKind::Video {
             continue;
         }
-        if let Some(s) = t.samples.iter().rev().find(|s| s.sync && t.ticks(s.dts) <= start) {
+        if let Some(s) = t
+            .samples
+            .iter()
+            .rev()
+            .find(|s| s.sync && t.ticks(s.dts) <= start)
+        {
             from = from.min(t.ticks(s.dts));
         }
     }

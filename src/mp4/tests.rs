@@ -90,7 +90,10 @@ fn sample_tables_give_offsets_times_and_keyframes() {
     let sync: Vec<bool> = t.samples.iter().map(|s| s.sync).collect();
     assert_eq!(sync, [true, false, false, true, false]);
     assert_eq!(t.samples[1].cts, 6000);
-    assert_eq!(t.ticks(t.samples[4].dts), 4 * 3000 * 90_000 / i64::from(t.timescale));
+    assert_eq!(
+        t.ticks(t.samples[4].dts),
+        4 * 3000 * 90_000 / i64::from(t.timescale)
+    );
     // Playing from 3.5 sample-times in starts at the sync sample before.
     let at_ms = t.ticks(t.samples[3].dts + 1500) / 90;
     let order = play_order(&movie, at_ms);
@@ -133,7 +136,10 @@ fn lies_are_errors_not_panics() {
     tables.extend(full(b"stsc", &u32s(&[1, 1, 1, 1])));
     tables.extend(full(b"stsz", &u32s(&[0, 1, 10])));
     tables.extend(full(b"stco", &u32s(&[1, 0])));
-    assert_eq!(parse_moov(&moov_with(&h264(), &tables)).unwrap_err(), Mp4Error::Truncated("stts"));
+    assert_eq!(
+        parse_moov(&moov_with(&h264(), &tables)).unwrap_err(),
+        Mp4Error::Truncated("stts")
+    );
     // Sample sizes for fewer samples than stsz says.
     let mut tables = Vec::new();
     tables.extend(full(b"stts", &u32s(&[0])));

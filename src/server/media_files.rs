@@ -54,7 +54,12 @@ pub(crate) struct FileReader {
 impl FileReader {
     /// Starts reading `path` from `start_ms` for `duration_ms` (all of it
     /// when `None`).
-    pub(crate) fn open(path: PathBuf, start_ms: i64, duration_ms: Option<i64>, waker: Arc<Waker>) -> std::io::Result<FileReader> {
+    pub(crate) fn open(
+        path: PathBuf,
+        start_ms: i64,
+        duration_ms: Option<i64>,
+        waker: Arc<Waker>,
+    ) -> std::io::Result<FileReader> {
         let (tx, rx) = mpsc::sync_channel(BATCHES);
         std::thread::Builder::new()
             .name("kiln-media-file".into())
@@ -151,7 +156,8 @@ fn read_mp4(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result
     let mut moov = None;
     while at < len {
         let mut h = [0u8; 16];
-        file.seek(SeekFrom::Start(at)).map_err(|e| failed(path, e))?;
+        file.seek(SeekFrom::Start(at))
+            .map_err(|e| failed(path, e))?;
         let n = file.read(&mut h).map_err(|e| failed(path, e))?;
         let Some((kind, header, body)) = crate::mp4::box_header(&h[..n], len - at) else {
             return Err(failed(path, "not an MP4, MOV or MPEG-TS file"));
@@ -161,7 +167,8 @@ fn read_mp4(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result
                 return Err(failed(path, crate::mp4::Mp4Error::TooLarge));
             }
             let mut data = vec![0u8; body as usize];
-            file.seek(SeekFrom::Start(at + header)).map_err(|e| failed(path, e))?;
+            file.seek(SeekFrom::Start(at + header))
+                .map_err(|e| failed(path, e))?;
             file.read_exact(&mut data).map_err(|e| failed(path, e))?;
             moov = Some(data);
             break;
@@ -171,8 +178,10 @@ fn read_mp4(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result
     let moov = moov.ok_or_else(|| failed(path, "no moov box (fragmented MP4 is not read)"))?;
     let movie = crate::mp4::parse_moov(&moov).map_err(|e| failed(path, e))?;
     drop(moov);
-    out.send(ReadMsg::Tracks(movie.tracks.iter().map(|t| t.track.clone()).collect()))
-        .ok_or(Stop::Closed)?;
+    out.send(ReadMsg::Tracks(
+        movie.tracks.iter().map(|t| t.track.clone()).collect(),
+    ))
+    .ok_or(Stop::Closed)?;
     let mut buf = Vec::new();
     // Samples of a file are mostly in decode order on disk: read through a
     // large buffer, moving within it where a sample is near (a read system
@@ -238,7 +247,11 @@ fn read_ts(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result<
                         continue; // the first programme's tracks are kept
                     }
                     announced = true;
-                    video = tracks.iter().filter(|t| t.kind() == MediaKind::Video).map(|t| t.id).collect();
+                    video = tracks
+                        .iter()
+                        .filter(|t| t.kind() == MediaKind::Video)
+                        .map(|t| t.id)
+                        .collect();
                     out.send(ReadMsg::Tracks(tracks)).ok_or(Stop::Closed)?;
                 }
                 crate::ts::demux::DemuxEvent::Frame(f) => {
@@ -265,7 +278,10 @@ fn read_ts(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result<
         }
     }
     if !announced {
-        return Err(failed(path, "no playable track (not an MPEG-TS file with H.264, H.265, AAC or Opus)"));
+        return Err(failed(
+            path,
+            "no playable track (not an MPEG-TS file with H.264, H.265, AAC or Opus)",
+        ));
     }
     Ok(())
 }
@@ -288,7 +304,10 @@ pub(crate) enum DirEvent {
         path: PathBuf,
         text: Result<String, String>,
     },
-    Removed { watch: WatchDir, path: PathBuf },
+    Removed {
+        watch: WatchDir,
+        path: PathBuf,
+    },
 }
 
 /// The directory watcher: told which directories to look at, it says what
@@ -306,7 +325,8 @@ impl DirWatch {
             .name("kiln-channel-files".into())
             .spawn(move || {
                 let mut dirs: Vec<WatchDir> = Vec::new();
-                let mut seen: HashMap<PathBuf, (WatchDir, Option<SystemTime>, u64)> = HashMap::new();
+                let mut seen: HashMap<PathBuf, (WatchDir, Option<SystemTime>, u64)> =
+                    HashMap::new();
                 loop {
                     match drx.recv_timeout(SCAN_EVERY) {
                         Ok(d) => dirs = d,
@@ -325,7 +345,10 @@ impl DirWatch {
                     let _ = waker.wake();
                 }
             })?;
-        Ok(DirWatch { dirs: dtx, events: erx })
+        Ok(DirWatch {
+            dirs: dtx,
+            events: erx,
+        })
     }
 
     /// Looks at these directories from now on (at once).
@@ -361,7 +384,10 @@ fn scan(
             }
             present.insert(path.clone());
             let stamp = (meta.modified().ok(), meta.len());
-            if seen.get(&path).is_some_and(|(sw, m, l)| sw == w && (*m, *l) == stamp) {
+            if seen
+                .get(&path)
+                .is_some_and(|(sw, m, l)| sw == w && (*m, *l) == stamp)
+            {
                 continue;
             }
             seen.insert(path.clone(), (w.clone(), stamp.0, stamp.1));
@@ -377,7 +403,11 @@ fn scan(
             });
         }
     }
-    let gone: Vec<PathBuf> = seen.keys().filter(|p| !present.contains(*p)).cloned().collect();
+    let gone: Vec<PathBuf> = seen
+        .keys()
+        .filter(|p| !present.contains(*p))
+        .cloned()
+        .collect();
     for path in gone {
         if let Some((watch, _, _)) = seen.remove(&path) {
             events.push(DirEvent::Removed { watch, path });

@@ -951,7 +951,12 @@ pub fn browser_with_hlsjs() -> Option<(&'static str, std::path::PathBuf)> {
 
 /// Opens the page in headless Chromium for `seconds` and returns what it
 /// logged (`KILN-RESULT {json}`).
-pub fn play_hlsjs(browser: &str, page: &str, profile: &std::path::Path, seconds: u32) -> serde_json::Value {
+pub fn play_hlsjs(
+    browser: &str,
+    page: &str,
+    profile: &std::path::Path,
+    seconds: u32,
+) -> serde_json::Value {
     let out = Command::new("timeout")
         .arg((seconds + 15).to_string())
         .arg(browser)
@@ -988,4 +993,3 @@ pub fn have_tool_quiet(tool: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
-

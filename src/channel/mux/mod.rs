@@ -125,7 +125,9 @@ impl MuxSpec {
         for p in &self.playlists {
             let ok_name = !p.file_name.is_empty()
                 && p.file_name.len() <= 64
-                && p.file_name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                && p.file_name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if !ok_name || files.contains(&p.file_name.as_str()) || p.file_name == "llhls" {
                 return Err(format!(
                     "playlist fileName [{}] must be unique, not llhls, and letters, digits, _ or -",
@@ -134,7 +136,10 @@ impl MuxSpec {
             }
             files.push(&p.file_name);
             if p.renditions.is_empty() || p.renditions.len() > 64 {
-                return Err(format!("playlist [{}] must have 1 to 64 renditions", p.file_name));
+                return Err(format!(
+                    "playlist [{}] must have 1 to 64 renditions",
+                    p.file_name
+                ));
             }
             for r in &p.renditions {
                 for t in [&r.video, &r.audio].into_iter().flatten() {
@@ -146,7 +151,10 @@ impl MuxSpec {
                     }
                 }
                 if r.video.is_none() && r.audio.is_none() {
-                    return Err(format!("rendition [{}] has neither video nor audio", r.name));
+                    return Err(format!(
+                        "rendition [{}] has neither video nor audio",
+                        r.name
+                    ));
                 }
             }
         }
@@ -178,7 +186,15 @@ impl MuxSpec {
                         for m in s.children.iter().filter(|m| m.name == "TrackMap") {
                             xml::only(m, &["Track"])?;
                             for t in &m.children {
-                                xml::only(t, &["SourceTrackName", "NewTrackName", "BitrateConf", "FramerateConf"])?;
+                                xml::only(
+                                    t,
+                                    &[
+                                        "SourceTrackName",
+                                        "NewTrackName",
+                                        "BitrateConf",
+                                        "FramerateConf",
+                                    ],
+                                )?;
                                 let need = |n: &str| {
                                     xml::text(t, n)
                                         .map(str::to_string)
@@ -231,7 +247,9 @@ impl MuxSpec {
             vhost: String::new(),
             app: String::new(),
             name: name.to_string(),
-            output_stream: OutputStream { name: name.to_string() },
+            output_stream: OutputStream {
+                name: name.to_string(),
+            },
             source_streams,
             playlists,
         };
@@ -312,7 +330,10 @@ impl Multiplexer {
         };
         let mut bound = Vec::new();
         for (k, m) in spec.track_map.iter().enumerate() {
-            let Some((t, _)) = tracks.iter().find(|(_, names)| names.contains(&m.source_track_name)) else {
+            let Some((t, _)) = tracks
+                .iter()
+                .find(|(_, names)| names.contains(&m.source_track_name))
+            else {
                 return (false, false);
             };
             bound.push((t.id, k, t.clone()));

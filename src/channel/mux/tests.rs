@@ -93,16 +93,27 @@ fn omes_example_file_reads_and_checks() {
 fn sources_map_start_and_leave() {
     let s = MuxSpec::from_xml(OME_EXAMPLE).unwrap();
     let mut m = Multiplexer::new(s);
-    let names = |t: &Track, n: &[&str]| (t.clone(), n.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+    let names = |t: &Track, n: &[&str]| {
+        (
+            t.clone(),
+            n.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+        )
+    };
     // A source without the named track cannot be used.
-    assert_eq!(m.source_tracks(0, &[names(&video(1, 1920), &["video", "bypass_video"])]), (false, false));
+    assert_eq!(
+        m.source_tracks(0, &[names(&video(1, 1920), &["video", "bypass_video"])]),
+        (false, false)
+    );
     let tv1 = [
         names(&video(1, 1920), &["video", "bypass_video"]),
         names(&audio(2), &["audio", "bypass_audio"]),
     ];
     assert_eq!(m.source_tracks(0, &tv1), (true, true));
     assert!(!m.ready());
-    assert_eq!(m.source_tracks(1, &[names(&video(7, 1280), &["video"])]), (true, true));
+    assert_eq!(
+        m.source_tracks(1, &[names(&video(7, 1280), &["video"])]),
+        (true, true)
+    );
     assert!(m.ready());
     let ids: Vec<u32> = m.tracks().iter().map(|t| t.id).collect();
     assert_eq!(ids, [1, 2, 3]);
@@ -115,14 +126,26 @@ fn sources_map_start_and_leave() {
     assert_eq!((f.track, f.dts), (3, 99_000));
     assert!(m.frame(1, &frame(99, 0), 0).is_none(), "unmapped track");
     // tv2 stops: its rendition leaves the playlist, and comes back.
-    let live = |m: &Multiplexer| m.playlists()[0].renditions.iter().map(|r| r.live).collect::<Vec<_>>();
+    let live = |m: &Multiplexer| {
+        m.playlists()[0]
+            .renditions
+            .iter()
+            .map(|r| r.live)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(live(&m), [true, true]);
     m.source_ended(1);
     assert_eq!(live(&m), [true, false]);
-    assert_eq!(m.source_tracks(1, &[names(&video(7, 1280), &["video"])]), (true, false));
+    assert_eq!(
+        m.source_tracks(1, &[names(&video(7, 1280), &["video"])]),
+        (true, false)
+    );
     assert_eq!(live(&m), [true, true]);
     // Back with times from 0 again: placed by its arrival, still forward.
     let f = m.frame(1, &frame(7, 0), 900_000).unwrap();
     assert_eq!(f.dts, 900_000);
-    assert!(m.frame(1, &frame(7, 0), 300_000).is_none(), "not after the last");
+    assert!(
+        m.frame(1, &frame(7, 0), 300_000).is_none(),
+        "not after the last"
+    );
 }

@@ -111,7 +111,10 @@ fn minus_one() -> i64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     /// A path under the application's `MediaRootDir`.
-    File { path: String, start_ms: i64 },
+    File {
+        path: String,
+        start_ms: i64,
+    },
     Stream(StreamUrl),
 }
 
@@ -226,7 +229,13 @@ impl ScheduleSpec {
             .ok_or_else(|| xml::error(&root, "<Stream> is required"))?;
         xml::only(
             stream_el,
-            &["Name", "BypassTranscoder", "VideoTrack", "AudioTrack", "AudioMap"],
+            &[
+                "Name",
+                "BypassTranscoder",
+                "VideoTrack",
+                "AudioTrack",
+                "AudioMap",
+            ],
         )?;
         let mut audio_map = Vec::new();
         if let Some(m) = stream_el.children.iter().find(|c| c.name == "AudioMap") {
@@ -264,9 +273,9 @@ impl ScheduleSpec {
             match c.name.as_str() {
                 "FallbackProgram" => fallback_program = Some(FallbackProgram { items: items(c)? }),
                 "Program" => {
-                    let scheduled = c
-                        .attribute("scheduled")
-                        .ok_or_else(|| xml::error(c, "<Program> needs scheduled=\"ISO 8601 time\""))?;
+                    let scheduled = c.attribute("scheduled").ok_or_else(|| {
+                        xml::error(c, "<Program> needs scheduled=\"ISO 8601 time\"")
+                    })?;
                     if crate::clock::parse_iso8601(scheduled).is_none() {
                         return Err(xml::error(
                             c,
@@ -413,10 +422,18 @@ impl Scheduler {
         };
         let item = c.item + 1;
         if item < len {
-            return Some(Cursor { item, since_ms: at, ..c });
+            return Some(Cursor {
+                item,
+                since_ms: at,
+                ..c
+            });
         }
         if repeat && len > 0 {
-            return Some(Cursor { item: 0, since_ms: at, ..c });
+            return Some(Cursor {
+                item: 0,
+                since_ms: at,
+                ..c
+            });
         }
         if let Some(p) = c.program {
             self.done[p] = true;
@@ -426,7 +443,11 @@ impl Scheduler {
 
     /// What should play at `now`; `Some(new)` when it changed (`None`
     /// inside: nothing can play).
-    pub fn poll(&mut self, now_ms: i64, is_live: &dyn Fn(&StreamUrl) -> bool) -> Option<Option<Cursor>> {
+    pub fn poll(
+        &mut self,
+        now_ms: i64,
+        is_live: &dyn Fn(&StreamUrl) -> bool,
+    ) -> Option<Option<Cursor>> {
         let due = self.due(now_ms);
         if due != self.want.and_then(|c| c.program) {
             self.want = due.map(|p| Cursor {
@@ -449,11 +470,13 @@ impl Scheduler {
         // A live item plays while its stream is live (it is left when the
         // stream stops and taken again when it is back).
         let retry_due = self.retry_at.is_none_or(|t| now_ms >= t);
-        let wanted = self.want.filter(|c| match self.item(*c).map(|i| &i.source) {
-            Some(Source::Stream(u)) => is_live(u) && retry_due,
-            Some(Source::File { .. }) => retry_due,
-            None => false,
-        });
+        let wanted = self
+            .want
+            .filter(|c| match self.item(*c).map(|i| &i.source) {
+                Some(Source::Stream(u)) => is_live(u) && retry_due,
+                Some(Source::File { .. }) => retry_due,
+                None => false,
+            });
         let target = match wanted {
             Some(c) => {
                 self.fallback = None;
@@ -468,7 +491,11 @@ impl Scheduler {
         Some(target)
     }
 
-    fn fallback_cursor(&mut self, now_ms: i64, is_live: &dyn Fn(&StreamUrl) -> bool) -> Option<Cursor> {
+    fn fallback_cursor(
+        &mut self,
+        now_ms: i64,
+        is_live: &dyn Fn(&StreamUrl) -> bool,
+    ) -> Option<Cursor> {
         let len = self.plan.fallback.len();
         if len == 0 {
             return None;
@@ -485,7 +512,9 @@ impl Scheduler {
         for _ in 0..len {
             let ok = match &self.plan.fallback[c.item].source {
                 Source::Stream(u) => is_live(u),
-                Source::File { .. } => self.fallback_failed[c.item].is_none_or(|t| now_ms >= t + RETRY_MS),
+                Source::File { .. } => {
+                    self.fallback_failed[c.item].is_none_or(|t| now_ms >= t + RETRY_MS)
+                }
             };
             if ok {
                 self.fallback = Some(c);

@@ -50,7 +50,10 @@ fn bad_files_name_line_and_column() {
     let e = ScheduleSpec::from_xml("<Schedule><Stream/><Typo/></Schedule>", "x").unwrap_err();
     assert!(e.message.contains("<Typo>"), "{e}");
     assert!(ScheduleSpec::from_xml("<Mux/>", "x").is_err());
-    assert!(ScheduleSpec::from_xml("<Schedule><Stream/></Schedule>", "x").is_err(), "nothing to play");
+    assert!(
+        ScheduleSpec::from_xml("<Schedule><Stream/></Schedule>", "x").is_err(),
+        "nothing to play"
+    );
 }
 
 fn item(url: &str, duration: i64) -> Item {
@@ -159,7 +162,10 @@ fn programmes_play_at_their_times_and_items_in_order() {
 
 #[test]
 fn a_fallback_that_fails_everywhere_leaves_nothing_playing_and_no_busy_loop() {
-    let s = spec(vec![], vec![item("file://x.mp4", -1), item("file://y.mp4", -1)]);
+    let s = spec(
+        vec![],
+        vec![item("file://x.mp4", -1), item("file://y.mp4", -1)],
+    );
     let mut sch = Scheduler::new(s.plan().unwrap());
     let no = |_: &StreamUrl| false;
     assert!(sch.poll(0, &no).unwrap().is_some());
@@ -189,5 +195,8 @@ fn a_live_item_that_cannot_play_falls_back_and_is_tried_again() {
     sch.failed(100);
     assert_eq!(sch.poll(100, &up).unwrap().unwrap().program, None);
     assert_eq!(sch.poll(100 + RETRY_MS - 1, &up), None);
-    assert_eq!(sch.poll(100 + RETRY_MS, &up).unwrap().unwrap().program, Some(0));
+    assert_eq!(
+        sch.poll(100 + RETRY_MS, &up).unwrap().unwrap().program,
+        Some(0)
+    );
 }

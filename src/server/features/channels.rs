@@ -10,7 +10,9 @@ use crate::api::Effect;
 use crate::channel::mux::Multiplexer;
 use crate::channel::schedule::{Cursor, ScheduleSpec, Scheduler, Source};
 use crate::channel::timeline::{Splicer, AUDIO, VIDEO};
-use crate::channel::{ChannelKey, MultiplexChannel, NowPlaying, Origin, ScheduledChannel, StreamUrl};
+use crate::channel::{
+    ChannelKey, MultiplexChannel, NowPlaying, Origin, ScheduledChannel, StreamUrl,
+};
 use crate::codec::aac;
 use crate::media::{CodecConfig, Frame, MediaKind, Ticks, Track, TrackId};
 use crate::server::core::Core;
@@ -110,10 +112,17 @@ fn key_str(k: &ChannelKey) -> String {
 
 /// The tracks of a source for a channel with these kinds: its first video
 /// and first audio track as the channel's [`VIDEO`] and [`AUDIO`].
-fn map_tracks(tracks: &[Track], video: bool, audio: bool) -> (Vec<(TrackId, TrackId, MediaKind)>, Vec<Track>) {
+fn map_tracks(
+    tracks: &[Track],
+    video: bool,
+    audio: bool,
+) -> (Vec<(TrackId, TrackId, MediaKind)>, Vec<Track>) {
     let mut map = Vec::new();
     let mut out = Vec::new();
-    for (kind, want, id) in [(MediaKind::Video, video, VIDEO), (MediaKind::Audio, audio, AUDIO)] {
+    for (kind, want, id) in [
+        (MediaKind::Video, video, VIDEO),
+        (MediaKind::Audio, audio, AUDIO),
+    ] {
         if !want {
             continue;
         }
@@ -129,7 +138,11 @@ impl SchedRun {
     fn new(c: &ScheduledChannel, media_root: PathBuf, owner: u64) -> Result<SchedRun, String> {
         let plan = c.spec.plan()?;
         Ok(SchedRun {
-            key: (c.spec.vhost.clone(), c.spec.app.clone(), c.spec.name.clone()),
+            key: (
+                c.spec.vhost.clone(),
+                c.spec.app.clone(),
+                c.spec.name.clone(),
+            ),
             owner,
             stream: None,
             scheduler: Scheduler::new(plan),
@@ -167,12 +180,20 @@ impl SchedRun {
         // decoder, and a change restarts the outputs' muxers).
         let same = core.api.registry.streams.get(id).is_some_and(|s| {
             s.tracks().len() == tracks.len()
-                && tracks.iter().all(|t| s.track(t.id).is_some_and(|o| same_decoder(o, t)))
+                && tracks
+                    .iter()
+                    .all(|t| s.track(t.id).is_some_and(|o| same_decoder(o, t)))
         });
         if same {
             return false;
         }
-        if core.api.registry.streams.get(id).is_some_and(|s| !s.tracks().is_empty()) {
+        if core
+            .api
+            .registry
+            .streams
+            .get(id)
+            .is_some_and(|s| !s.tracks().is_empty())
+        {
             crate::info!(
                 "scheduled channel [{}]: the item's codec configuration differs: LL-HLS goes on after a discontinuity with a new init section; other outputs send the new configuration",
                 key_str(&self.key)
@@ -187,7 +208,12 @@ impl SchedRun {
     }
 
     /// Places an item's frames on the channel and hands them on.
-    fn emit(&mut self, core: &mut Core, map: &[(TrackId, TrackId, MediaKind)], frames: impl IntoIterator<Item = Frame>) {
+    fn emit(
+        &mut self,
+        core: &mut Core,
+        map: &[(TrackId, TrackId, MediaKind)],
+        frames: impl IntoIterator<Item = Frame>,
+    ) {
         let Some(id) = self.stream else { return };
         let mut out = Vec::new();
         for f in frames {
@@ -251,8 +277,14 @@ impl SchedRun {
     }
 
     fn start_item(&mut self, core: &mut Core, c: Cursor, now_ms: i64) {
-        let Some(item) = self.scheduler.item(c).cloned() else { return };
-        let what = if c.program.is_some() { "program" } else { "fallback" };
+        let Some(item) = self.scheduler.item(c).cloned() else {
+            return;
+        };
+        let what = if c.program.is_some() {
+            "program"
+        } else {
+            "fallback"
+        };
         crate::info!(
             "scheduled channel [{}]: {what} item [{}] starts",
             key_str(&self.key),
@@ -273,7 +305,10 @@ impl SchedRun {
                         })
                     }
                     Err(e) => {
-                        crate::warn!("scheduled channel [{}]: cannot start a reader: {e}", key_str(&self.key));
+                        crate::warn!(
+                            "scheduled channel [{}]: cannot start a reader: {e}",
+                            key_str(&self.key)
+                        );
                         self.scheduler.failed(now_ms);
                     }
                 }
@@ -290,7 +325,8 @@ impl SchedRun {
                     return;
                 }
                 self.set_tracks(core, out);
-                self.splicer.begin(map.iter().any(|m| m.2 == MediaKind::Video));
+                self.splicer
+                    .begin(map.iter().any(|m| m.2 == MediaKind::Video));
                 // The source's last GOP first: the switch shows at once.
                 self.emit(core, &map, gop);
                 self.item = Some(ItemRun::Live { source, map });
@@ -320,7 +356,9 @@ impl SchedRun {
     /// Moves a file's frames: what its reader has into the queue, what is
     /// due out of it. When the next frame is due.
     fn pump_file(&mut self, core: &mut Core, now: Instant, now_ms: i64) -> Option<Instant> {
-        let Some(ItemRun::File { .. }) = &self.item else { return None };
+        let Some(ItemRun::File { .. }) = &self.item else {
+            return None;
+        };
         let Some(ItemRun::File {
             mut reader,
             mut map,
@@ -337,11 +375,13 @@ impl SchedRun {
                 Some(ReadMsg::Tracks(tracks)) => {
                     let (m, out) = map_tracks(&tracks, self.video, self.audio);
                     if !self.covers(&out) {
-                        failed = Some("lacks the video or audio track the channel carries".to_string());
+                        failed =
+                            Some("lacks the video or audio track the channel carries".to_string());
                         break;
                     }
                     self.set_tracks(core, out);
-                    self.splicer.begin(m.iter().any(|x| x.2 == MediaKind::Video));
+                    self.splicer
+                        .begin(m.iter().any(|x| x.2 == MediaKind::Video));
                     map = m;
                 }
                 Some(ReadMsg::Frames(f)) => {
@@ -362,7 +402,11 @@ impl SchedRun {
             self.state = format!("item failed: {why}");
             // Said once per item until it plays (it is tried every 5 s).
             if self.warned.insert(why.clone()) {
-                crate::warn!("scheduled channel [{}]: {}; the item is left", key_str(&self.key), why);
+                crate::warn!(
+                    "scheduled channel [{}]: {}; the item is left",
+                    key_str(&self.key),
+                    why
+                );
             }
             self.scheduler.failed(now_ms);
             return Some(now);
@@ -400,7 +444,9 @@ impl SchedRun {
 
     /// A live item's frames.
     fn on_source(&mut self, core: &mut Core, o: &IngestOutput, now_ms: i64) {
-        let Some(ItemRun::Live { source, map }) = &self.item else { return };
+        let Some(ItemRun::Live { source, map }) = &self.item else {
+            return;
+        };
         if o.stream != Some(*source) && o.ended != Some(*source) {
             return;
         }
@@ -411,7 +457,10 @@ impl SchedRun {
                 if self.covers(&out) {
                     self.set_tracks(core, out);
                     map = m;
-                    self.item = Some(ItemRun::Live { source, map: map.clone() });
+                    self.item = Some(ItemRun::Live {
+                        source,
+                        map: map.clone(),
+                    });
                 }
             }
         }
@@ -419,7 +468,10 @@ impl SchedRun {
             self.emit(core, &map, o.frames.iter().cloned());
         }
         if o.ended == Some(source) {
-            crate::info!("scheduled channel [{}]: its live item stopped", key_str(&self.key));
+            crate::info!(
+                "scheduled channel [{}]: its live item stopped",
+                key_str(&self.key)
+            );
             self.item = None;
             self.scheduler.ended(now_ms);
         }
@@ -467,7 +519,12 @@ fn same_decoder(a: &Track, b: &Track) -> bool {
 const IN_USE: &str = "the stream name is in use by another publisher";
 
 /// Starts a channel's stream (`None`: another publisher has the name).
-fn start_stream(core: &mut Core, key: &ChannelKey, source: SourceType, owner: u64) -> Option<StreamId> {
+fn start_stream(
+    core: &mut Core,
+    key: &ChannelKey,
+    source: SourceType,
+    owner: u64,
+) -> Option<StreamId> {
     let (v, a, n) = key;
     let id = core
         .api
@@ -475,7 +532,11 @@ fn start_stream(core: &mut Core, key: &ChannelKey, source: SourceType, owner: u6
         .streams
         .start(v, a, n, source, owner, crate::clock::unix_millis_now())
         .ok()?;
-    crate::info!("{} channel [{}] started", source.api_name().to_lowercase(), key_str(key));
+    crate::info!(
+        "{} channel [{}] started",
+        source.api_name().to_lowercase(),
+        key_str(key)
+    );
     core.out.ingest.push(IngestOutput {
         started: Some(id),
         ..Default::default()
@@ -485,7 +546,11 @@ fn start_stream(core: &mut Core, key: &ChannelKey, source: SourceType, owner: u6
 
 fn end_stream(core: &mut Core, id: StreamId, key: &ChannelKey) {
     if let Some(s) = core.api.registry.streams.end(id) {
-        crate::info!("channel [{}] ended ({} frames out)", key_str(key), s.frames_in);
+        crate::info!(
+            "channel [{}] ended ({} frames out)",
+            key_str(key),
+            s.frames_in
+        );
     }
     core.out.ingest.push(IngestOutput {
         ended: Some(id),
@@ -497,7 +562,11 @@ impl MuxRun {
     fn new(c: &MultiplexChannel, owner: u64, now: Instant) -> Result<MuxRun, String> {
         let urls = c.spec.check()?;
         Ok(MuxRun {
-            key: (c.spec.vhost.clone(), c.spec.app.clone(), c.spec.name.clone()),
+            key: (
+                c.spec.vhost.clone(),
+                c.spec.app.clone(),
+                c.spec.name.clone(),
+            ),
             owner,
             stream: None,
             sources: vec![None; urls.len()],
@@ -532,7 +601,10 @@ impl MuxRun {
             if ok {
                 self.sources[i] = Some(id);
                 changed |= c;
-                crate::info!("multiplex channel [{}]: source [{u}] joined", key_str(&self.key));
+                crate::info!(
+                    "multiplex channel [{}]: source [{u}] joined",
+                    key_str(&self.key)
+                );
             }
         }
         if self.stream.is_none() && self.mux.ready() {
@@ -552,14 +624,28 @@ impl MuxRun {
                 });
             }
             let playlists = self.mux.playlists();
-            if core.api.registry.streams.get(id).is_some_and(|s| s.playlists != playlists) {
+            if core
+                .api
+                .registry
+                .streams
+                .get(id)
+                .is_some_and(|s| s.playlists != playlists)
+            {
                 core.api.registry.streams.set_playlists(id, playlists);
             }
             self.note(core, "Playing", String::new());
         } else {
-            let waiting = self.urls.iter().zip(&self.sources).find(|(_, s)| s.is_none());
+            let waiting = self
+                .urls
+                .iter()
+                .zip(&self.sources)
+                .find(|(_, s)| s.is_none());
             let msg = waiting.map_or(String::new(), |(u, _)| {
-                format!("Multiplex Channel : {}: Wait for stream {}", key_str(&self.key), u.stream)
+                format!(
+                    "Multiplex Channel : {}: Wait for stream {}",
+                    key_str(&self.key),
+                    u.stream
+                )
             });
             self.note(core, "Pulling", msg);
         }
@@ -574,7 +660,11 @@ impl MuxRun {
     }
 
     fn on_source(&mut self, core: &mut Core, o: &IngestOutput, now: Instant) {
-        let Some(i) = self.sources.iter().position(|s| s.is_some() && (*s == o.stream || *s == o.ended)) else {
+        let Some(i) = self
+            .sources
+            .iter()
+            .position(|s| s.is_some() && (*s == o.stream || *s == o.ended))
+        else {
             return;
         };
         let Some(src) = self.sources[i] else { return };
@@ -595,7 +685,11 @@ impl MuxRun {
         if o.stream == Some(src) {
             if let Some(id) = self.stream {
                 let at = self.ticks(now);
-                let frames: Vec<Frame> = o.frames.iter().filter_map(|f| self.mux.frame(i, f, at)).collect();
+                let frames: Vec<Frame> = o
+                    .frames
+                    .iter()
+                    .filter_map(|f| self.mux.frame(i, f, at))
+                    .collect();
                 for f in &frames {
                     core.api.registry.streams.on_frame(id, f);
                 }
@@ -609,11 +703,18 @@ impl MuxRun {
             }
         }
         if o.ended == Some(src) {
-            crate::info!("multiplex channel [{}]: source [{}] stopped; its renditions leave the playlists", key_str(&self.key), self.urls[i]);
+            crate::info!(
+                "multiplex channel [{}]: source [{}] stopped; its renditions leave the playlists",
+                key_str(&self.key),
+                self.urls[i]
+            );
             self.mux.source_ended(i);
             self.sources[i] = None;
             if let Some(id) = self.stream {
-                core.api.registry.streams.set_playlists(id, self.mux.playlists());
+                core.api
+                    .registry
+                    .streams
+                    .set_playlists(id, self.mux.playlists());
             }
         }
     }
@@ -630,9 +731,14 @@ impl MuxRun {
 /// names (`bypass_video`).
 fn source_names(core: &Core, id: StreamId) -> Vec<(Track, Vec<String>)> {
     let reg = &core.api.registry;
-    let Some(s) = reg.streams.get(id) else { return Vec::new() };
+    let Some(s) = reg.streams.get(id) else {
+        return Vec::new();
+    };
     let tracks = s.tracks();
-    let profiles = reg.app(&s.vhost, &s.app).map(|a| a.output_profiles.output_profile.as_slice()).unwrap_or(&[]);
+    let profiles = reg
+        .app(&s.vhost, &s.app)
+        .map(|a| a.output_profiles.output_profile.as_slice())
+        .unwrap_or(&[]);
     tracks
         .iter()
         .map(|t| {
@@ -704,7 +810,10 @@ impl Channels {
         // A new schedule for the same stream: the channel's stream and
         // timeline go on, only what it plays changes (viewers notice
         // nothing but the content).
-        if let (Some(r), Some(c)) = (self.scheduled.get_mut(k), core.api.channels.scheduled.get(k)) {
+        if let (Some(r), Some(c)) = (
+            self.scheduled.get_mut(k),
+            core.api.channels.scheduled.get(k),
+        ) {
             if r.section == c.spec.stream {
                 if let Ok(plan) = c.spec.plan() {
                     crate::info!("scheduled channel [{}]: new schedule", key_str(k));
@@ -757,17 +866,31 @@ impl Channels {
     /// A `.sch` / `.mux` file appeared, changed or went.
     fn on_dir_event(&mut self, core: &mut Core, e: DirEvent, now: Instant) {
         let (watch, path) = match &e {
-            DirEvent::Changed { watch, path, .. } | DirEvent::Removed { watch, path } => (watch.clone(), path.clone()),
+            DirEvent::Changed { watch, path, .. } | DirEvent::Removed { watch, path } => {
+                (watch.clone(), path.clone())
+            }
         };
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+            .to_string();
         let shown = path.display().to_string();
         let chans = &mut core.api.channels;
         let from_file = |o: &Origin| *o == Origin::File(path.clone());
         // The channel this file made, if any.
         let old: Option<ChannelKey> = if watch.ext == "sch" {
-            chans.scheduled.iter().find(|(_, c)| from_file(&c.origin)).map(|(k, _)| k.clone())
+            chans
+                .scheduled
+                .iter()
+                .find(|(_, c)| from_file(&c.origin))
+                .map(|(k, _)| k.clone())
         } else {
-            chans.multiplex.iter().find(|(_, c)| from_file(&c.origin)).map(|(k, _)| k.clone())
+            chans
+                .multiplex
+                .iter()
+                .find(|(_, c)| from_file(&c.origin))
+                .map(|(k, _)| k.clone())
         };
         let text = match e {
             DirEvent::Removed { .. } => {
@@ -794,7 +917,10 @@ impl Channels {
                     spec.name = stem.clone();
                     let k = (vh, app, stem);
                     if old.as_ref() != Some(&k) && (chans.has(&k.0, &k.1, &k.2)) {
-                        crate::warn!("{shown}: channel [{}] already exists; the file is not applied", key_str(&k));
+                        crate::warn!(
+                            "{shown}: channel [{}] already exists; the file is not applied",
+                            key_str(&k)
+                        );
                         return;
                     }
                     chans.scheduled.insert(
@@ -830,7 +956,10 @@ impl Channels {
                     }
                     let k = (vh, app, spec.name.clone());
                     if old.as_ref() != Some(&k) && chans.has(&k.0, &k.1, &k.2) {
-                        crate::warn!("{shown}: channel [{}] already exists; the file is not applied", key_str(&k));
+                        crate::warn!(
+                            "{shown}: channel [{}] already exists; the file is not applied",
+                            key_str(&k)
+                        );
                         return;
                     }
                     chans.multiplex.insert(
@@ -937,7 +1066,10 @@ impl Feature for Channels {
         let all = std::mem::take(&mut self.dirty);
         let epoch = *self.epoch.get_or_insert(now);
         let on_grid = |t: Instant| {
-            let n = t.saturating_duration_since(epoch).as_nanos().div_ceil(TICK.as_nanos());
+            let n = t
+                .saturating_duration_since(epoch)
+                .as_nanos()
+                .div_ceil(TICK.as_nanos());
             epoch + TICK * u32::try_from(n).unwrap_or(u32::MAX)
         };
         let mut next: Option<Instant> = None;
