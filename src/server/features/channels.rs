@@ -221,20 +221,10 @@ impl SchedRun {
                 continue;
             };
             let f = Frame { track: dst, ..f };
-            if let Some(placed) = self.splicer.place(kind, &f) {
-                core.api.registry.streams.on_frame(id, &placed);
-                out.push(placed);
-            }
+            out.extend(self.splicer.place(kind, &f));
         }
         let tracks_changed = std::mem::take(&mut self.tracks_changed);
-        if !out.is_empty() || tracks_changed {
-            core.out.ingest.push(IngestOutput {
-                stream: Some(id),
-                frames: out,
-                tracks_changed,
-                ..Default::default()
-            });
-        }
+        publish(core, id, out, tracks_changed);
     }
 
     /// Asks the scheduler what plays and starts it; then moves what the
@@ -494,6 +484,24 @@ impl SchedRun {
     }
 }
 
+/// Hands a channel's frames (and that its tracks changed) to the loop in
+/// one output, after the registry has them: said apart, an output that
+/// starts on the change replays the stream's GOP, those frames included,
+/// and then gets them again.
+fn publish(core: &mut Core, id: StreamId, frames: Vec<Frame>, tracks_changed: bool) {
+    for f in &frames {
+        core.api.registry.streams.on_frame(id, f);
+    }
+    if !frames.is_empty() || tracks_changed {
+        core.out.ingest.push(IngestOutput {
+            stream: Some(id),
+            frames,
+            tracks_changed,
+            ..Default::default()
+        });
+    }
+}
+
 /// Whether a decoder set up for `a` decodes `b`'s frames: the same codec
 /// and configuration; for AAC the same object type, rate and channels
 /// (an MP4 file's AudioSpecificConfig often carries an explicit "no SBR"
@@ -617,11 +625,7 @@ impl MuxRun {
         if let Some(id) = self.stream {
             if changed {
                 core.api.registry.streams.set_tracks(id, self.mux.tracks());
-                core.out.ingest.push(IngestOutput {
-                    stream: Some(id),
-                    tracks_changed: true,
-                    ..Default::default()
-                });
+                publish(core, id, Vec::new(), true);
             }
             let playlists = self.mux.playlists();
             if core
@@ -668,39 +672,23 @@ impl MuxRun {
             return;
         };
         let Some(src) = self.sources[i] else { return };
+        let mut tracks_changed = false;
         if o.tracks_changed && o.stream == Some(src) {
             let named = source_names(core, src);
             let (ok, changed) = self.mux.source_tracks(i, &named);
-            if ok && changed {
-                if let Some(id) = self.stream {
-                    core.api.registry.streams.set_tracks(id, self.mux.tracks());
-                    core.out.ingest.push(IngestOutput {
-                        stream: Some(id),
-                        tracks_changed: true,
-                        ..Default::default()
-                    });
-                }
+            if let (true, true, Some(id)) = (ok, changed, self.stream) {
+                core.api.registry.streams.set_tracks(id, self.mux.tracks());
+                tracks_changed = true;
             }
         }
-        if o.stream == Some(src) {
-            if let Some(id) = self.stream {
-                let at = self.ticks(now);
-                let frames: Vec<Frame> = o
-                    .frames
-                    .iter()
-                    .filter_map(|f| self.mux.frame(i, f, at))
-                    .collect();
-                for f in &frames {
-                    core.api.registry.streams.on_frame(id, f);
-                }
-                if !frames.is_empty() {
-                    core.out.ingest.push(IngestOutput {
-                        stream: Some(id),
-                        frames,
-                        ..Default::default()
-                    });
-                }
-            }
+        if let (Some(id), true) = (self.stream, o.stream == Some(src)) {
+            let at = self.ticks(now);
+            let frames: Vec<Frame> = o
+                .frames
+                .iter()
+                .filter_map(|f| self.mux.frame(i, f, at))
+                .collect();
+            publish(core, id, frames, tracks_changed);
         }
         if o.ended == Some(src) {
             crate::info!(
