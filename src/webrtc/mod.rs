@@ -6,9 +6,11 @@
 //! datagram to [`WebRtc::handle_datagram`] and sends what
 //! [`WebRtc::take_outbox`] returns.
 //!
-//! Media reaches viewers once per stream: a video frame becomes Annex B
-//! (parameter sets before each keyframe) once, AAC becomes Opus once
-//! ([`audio`]), and each viewer's `Rtc` packetizes and encrypts it. A new
+//! Media reaches viewers once per stream: a video frame becomes RTP
+//! payloads once ([`packetize`]: parameter sets before each keyframe), AAC
+//! becomes Opus once ([`audio`]), and each viewer's `Rtc` (in str0m's RTP
+//! mode) only writes its RTP header and encrypts; its NACK history holds
+//! the shared payloads. A new
 //! viewer starts at the stream's last keyframe at once (the GOP kiln
 //! keeps, sent with its timestamps squeezed so the browser shows the
 //! current picture without waiting).
@@ -21,6 +23,7 @@ pub mod audio;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod ingest;
+pub mod packetize;
 pub mod sdp;
 pub mod signal;
 pub mod stun;
@@ -29,18 +32,24 @@ pub mod turn;
 use crate::media::{Codec, CodecConfig, Frame, MediaKind as Kind, Ticks};
 use crate::state::streams::{IngestOutput, LiveStream, StreamId, StreamMap, Streams};
 use slab::Slab;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use str0m::change::{SdpAnswer, SdpOffer, SdpPendingOffer};
 use str0m::format::Codec as RtcCodec;
-use str0m::media::{Direction, MediaKind, MediaTime, Mid, Pt};
+use str0m::media::{Direction, MediaKind, Mid, Pt};
 use str0m::net::{Protocol, Receive};
+use str0m::rtp::{Extension, RtpWrite};
 use str0m::{Candidate, Event, IceConnectionState, IceCreds, Input, Output, Rtc, RtcConfig};
 
 /// Video packets each session keeps to answer NACKs from.
 const VIDEO_HISTORY: usize = 64;
+/// Packets a session is given at a time before they are sent: str0m's
+/// send queue (408 bytes a packet) never shrinks, and a GOP given at once
+/// to a joining viewer, or a keyframe of a hundred packets, would keep it
+/// at that size for the session's life.
+const CHUNK: usize = 16;
 
 /// Sessions at most at once (every viewer, connected or not).
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
@@ -175,8 +184,13 @@ struct Session {
     /// The m-lines, as the offer has them.
     mids: Vec<(Mid, MediaKind)>,
     connected: bool,
-    /// The GOP has been sent; live frames flow.
+    /// The GOP has been given; live frames flow.
     started: bool,
+    /// Frames given to the session and not yet all written to its `Rtc`:
+    /// [`CHUNK`] packets at a time, each chunk sent before the next is
+    /// written (all within the poll that follows: nothing waits here
+    /// across loop turns).
+    outgoing: VecDeque<Outgoing>,
     /// Until ICE completes; then consent (the stack's) keeps it.
     connect_by: Instant,
     addrs: Vec<(SocketAddr, SocketAddr)>,
@@ -184,6 +198,10 @@ struct Session {
     deadline: Option<Instant>,
     /// Keyframe requests (PLI/FIR) received.
     keyframe_requests: u64,
+    /// The next RTP sequence numbers of its video and audio (extended;
+    /// random 15-bit starts).
+    video_seq: u64,
+    audio_seq: u64,
     /// Set when the session publishes `stream` (its media comes in).
     publish: Option<Box<Publish>>,
 }
@@ -204,6 +222,27 @@ struct Feed {
     sessions: Vec<usize>,
     /// Bumped when the tracks change: the transcoder starts afresh.
     audio_generation: u32,
+    /// The stream's GOP as RTP payloads, for viewers joining: made when
+    /// the first joins, grown by later ones, made afresh at a new GOP.
+    gop: Vec<Packets>,
+}
+
+/// One video frame's RTP payloads (the marker goes on the last).
+struct Packets {
+    pts: Ticks,
+    payloads: Payloads,
+}
+
+/// A frame's RTP payloads, shared by every session given them.
+type Payloads = Arc<[Arc<[u8]>]>;
+
+/// A frame on its way into a session: its RTP time, and how many of its
+/// payloads were written.
+struct Outgoing {
+    kind: Kind,
+    time: u32,
+    payloads: Payloads,
+    written: usize,
 }
 
 /// Work for the AAC to Opus transcoder, which runs off the loop (the
@@ -406,6 +445,16 @@ impl WebRtc {
                 ufrag: ufrag.to_string(),
                 pass: random_string(24),
             })
+            // Packets are made once per stream (`packetize`), not per
+            // session.
+            .set_rtp_mode(true)
+            // Header extensions: the m-line's id and the send time only.
+            // Not transport-wide sequence numbers: kiln does not adapt a
+            // viewer's rate to its feedback, and str0m keeps the last 1000
+            // packets sent for it (90 KiB per viewer).
+            .clear_extension_map()
+            .set_extension(2, Extension::AbsoluteSendTime)
+            .set_extension(4, Extension::RtpMid)
             // Viewers only send: no receive-side reordering buffers.
             .set_reordering_size_audio(0)
             .set_reordering_size_video(0)
@@ -510,10 +559,13 @@ impl WebRtc {
             mids: Vec::new(),
             connected: false,
             started: false,
+            outgoing: VecDeque::new(),
             connect_by: now + opts.timeout,
             addrs: Vec::new(),
             deadline: None,
             keyframe_requests: 0,
+            video_seq: random_seq(),
+            audio_seq: random_seq(),
             publish: None,
         });
         self.by_key.insert(key, idx);
@@ -776,9 +828,16 @@ impl WebRtc {
         let s = &mut self.sessions[idx];
         let mids = s.mids.clone();
         for (mid, kind) in mids {
-            let Some(w) = s.rtc.writer(mid) else { continue };
+            let Some(media) = s.rtc.media(mid) else {
+                continue;
+            };
+            let offered = media.remote_pts();
             let pick = |want: RtcCodec| {
-                w.payload_params()
+                s.rtc
+                    .codec_config()
+                    .params()
+                    .iter()
+                    .filter(|p| offered.contains(&p.pt()))
                     .filter(|p| p.spec().codec == want)
                     .filter(|p| {
                         want != RtcCodec::H264 || p.spec().format.packetization_mode == Some(1)
@@ -938,6 +997,11 @@ impl WebRtc {
         }
     }
 
+    /// How many datagrams wait for the socket of port `i`.
+    pub fn outbox_len(&self, i: usize) -> usize {
+        self.outbox.get(i).map_or(0, Vec::len)
+    }
+
     /// Datagrams waiting for the socket of port `i`.
     pub fn take_outbox(&mut self, i: usize) -> Vec<Datagram> {
         self.outbox
@@ -954,6 +1018,8 @@ impl WebRtc {
     /// Drains a session's output: datagrams to the outbox, events, its
     /// next timeout.
     fn poll_session(&mut self, idx: usize, mut streams: Option<&mut Streams>, now: Instant) {
+        // A timeout already due was handled here and gave nothing since.
+        let mut idle = false;
         loop {
             let Some(s) = self.sessions.get_mut(idx) else {
                 return;
@@ -970,7 +1036,26 @@ impl WebRtc {
                     crate::debug!("webrtc session {}: {e:?}", s.key);
                 }
             }
+            let due = matches!(out, Output::Timeout(at) if at <= now);
             match out {
+                // Due now (str0m sends one packet per tick of its pacer):
+                // at once, not on a later turn of the loop.
+                Output::Timeout(_) if due && !idle => {
+                    idle = true;
+                    if let Err(e) = s.rtc.handle_input(Input::Timeout(now)) {
+                        self.end(idx, EndReason::Failed(e.to_string()));
+                        return;
+                    }
+                }
+                // Everything written went out: the next chunk.
+                Output::Timeout(_) if !s.outgoing.is_empty() => {
+                    write_chunk(s, now);
+                    idle = false;
+                    if let Err(e) = s.rtc.handle_input(Input::Timeout(now)) {
+                        self.end(idx, EndReason::Failed(e.to_string()));
+                        return;
+                    }
+                }
                 Output::Timeout(at) => {
                     let mut at = if s.connected {
                         at
@@ -990,6 +1075,7 @@ impl WebRtc {
                     return;
                 }
                 Output::Transmit(t) => {
+                    idle = false;
                     if let Some(&conn) = self.relays.get(&t.destination) {
                         let q = self.relay_out.entry(conn).or_default();
                         if q.len() >= MAX_OUTBOX {
@@ -1016,7 +1102,7 @@ impl WebRtc {
                     } else {
                         self.joined.push(s.stream);
                         if let Some(streams) = streams.as_deref_mut() {
-                            self.start_session(idx, streams, now);
+                            self.start_session(idx, streams);
                         }
                     }
                 }
@@ -1161,21 +1247,23 @@ impl WebRtc {
 
     /// A session just connected: the stream's GOP from its keyframe, with
     /// timestamps squeezed to end at the latest frame's, so the browser
-    /// decodes up to now and shows it at once.
-    fn start_session(&mut self, idx: usize, streams: &mut Streams, now: Instant) {
+    /// decodes up to now and shows it at once. The GOP's payloads are the
+    /// feed's, made once for every viewer joining within it.
+    fn start_session(&mut self, idx: usize, streams: &mut Streams) {
         let Some(s) = self.sessions.get_mut(idx) else {
             return;
         };
+        s.started = true;
+        if s.video.is_none() {
+            return;
+        }
         let Some(stream) = streams.get(s.stream) else {
             return;
         };
-        let video_track = stream
-            .tracks()
-            .iter()
-            .find(|t| t.kind() == Kind::Video)
-            .cloned();
-        s.started = true;
-        let (Some((mid, pt)), Some(track)) = (s.video, video_track) else {
+        let Some(feed) = self.feeds.get_mut(&s.stream) else {
+            return;
+        };
+        let Some(track) = stream.tracks().iter().find(|t| t.kind() == Kind::Video) else {
             return;
         };
         let gop: Vec<&Frame> = stream
@@ -1183,23 +1271,29 @@ impl WebRtc {
             .iter()
             .filter(|f| f.track == track.id)
             .collect();
-        let Some(last) = gop.last().map(|f| f.pts) else {
+        let same = feed.gop.len() <= gop.len()
+            && feed.gop.first().map(|p| p.pts) == gop.first().map(|f| f.pts);
+        if !same {
+            feed.gop.clear();
+        }
+        for f in &gop[feed.gop.len()..] {
+            let payloads = video_payloads(f, track).unwrap_or_else(|| Arc::new([]));
+            feed.gop.push(Packets {
+                pts: f.pts,
+                payloads,
+            });
+        }
+        let Some(last) = feed.gop.last().map(|p| p.pts) else {
             return;
         };
-        let n = gop.len() as Ticks;
-        for (i, f) in gop.iter().enumerate() {
-            let Some(data) = video_payload(f, &track) else {
-                continue;
-            };
-            let ts = (last - (n - 1 - i as Ticks)).max(0) as u64;
-            if let Some(w) = s.rtc.writer(mid) {
-                let _ = w.write(
-                    pt,
-                    now,
-                    MediaTime::new(ts, str0m::media::Frequency::NINETY_KHZ),
-                    data,
-                );
-            }
+        let n = feed.gop.len();
+        for (i, p) in feed.gop.iter().enumerate() {
+            s.outgoing.push_back(Outgoing {
+                kind: Kind::Video,
+                time: (last - (n - 1 - i) as Ticks).max(0) as u32,
+                payloads: p.payloads.clone(),
+                written: 0,
+            });
         }
     }
 
@@ -1234,18 +1328,14 @@ impl WebRtc {
             };
             match track.codec {
                 Codec::H264 | Codec::Vp8 => {
-                    let Some(data) = video_payload(frame, track) else {
+                    let Some(payloads) = video_payloads(frame, track) else {
                         continue;
                     };
-                    let ts = MediaTime::new(
-                        frame.pts.max(0) as u64,
-                        str0m::media::Frequency::NINETY_KHZ,
-                    );
-                    self.write_all(id, true, ts, &data, now);
+                    self.give_all(id, Kind::Video, frame.pts.max(0) as u32, &payloads);
                 }
                 Codec::Opus => {
-                    let data: Arc<[u8]> = Arc::from(&frame.data[..]);
-                    self.write_all(id, false, opus_time(frame.pts), &data, now);
+                    let data: Payloads = Arc::new([Arc::from(&frame.data[..])]);
+                    self.give_all(id, Kind::Audio, opus_time(frame.pts), &data);
                 }
                 Codec::Aac => self.transcode(id, track, frame),
                 _ => {}
@@ -1295,8 +1385,8 @@ impl WebRtc {
             return;
         }
         for p in packets {
-            let data: Arc<[u8]> = Arc::from(&p.data[..]);
-            self.write_all(stream, false, opus_time(p.pts), &data, now);
+            let data: Payloads = Arc::new([Arc::from(&p.data[..])]);
+            self.give_all(stream, Kind::Audio, opus_time(p.pts), &data);
         }
         let sessions = self
             .feeds
@@ -1308,14 +1398,9 @@ impl WebRtc {
         }
     }
 
-    fn write_all(
-        &mut self,
-        id: StreamId,
-        video: bool,
-        ts: MediaTime,
-        data: &Arc<[u8]>,
-        now: Instant,
-    ) {
+    /// One frame's payloads to every started session of the stream (its
+    /// poll writes them).
+    fn give_all(&mut self, id: StreamId, kind: Kind, time: u32, payloads: &Payloads) {
         let Some(feed) = self.feeds.get(&id) else {
             return;
         };
@@ -1323,15 +1408,18 @@ impl WebRtc {
             let Some(s) = self.sessions.get_mut(idx) else {
                 continue;
             };
-            if !s.connected || !s.started {
-                continue;
-            }
-            let target = if video { s.video } else { s.audio };
-            let Some((mid, pt)) = target else { continue };
-            if let Some(w) = s.rtc.writer(mid) {
-                if let Err(e) = w.write(pt, now, ts, data.clone()) {
-                    crate::debug!("webrtc session {}: write: {e}", s.key);
-                }
+            let target = if kind == Kind::Video {
+                s.video
+            } else {
+                s.audio
+            };
+            if s.connected && s.started && target.is_some() {
+                s.outgoing.push_back(Outgoing {
+                    kind,
+                    time,
+                    payloads: payloads.clone(),
+                    written: 0,
+                });
             }
         }
     }
@@ -1342,11 +1430,55 @@ impl WebRtc {
     }
 }
 
-fn opus_time(pts: Ticks) -> MediaTime {
-    MediaTime::new(
-        (pts.max(0) as u64) * 8 / 15,
-        str0m::media::Frequency::FORTY_EIGHT_KHZ,
-    )
+/// 48 kHz RTP time of a 90 kHz timestamp (wrapping, as RTP's).
+fn opus_time(pts: Ticks) -> u32 {
+    ((pts.max(0) as u64) * 8 / 15) as u32
+}
+
+/// The next [`CHUNK`] packets (or the rest of a frame) of what the
+/// session was given into its send queue, numbered from its sequence;
+/// video is kept for NACKs (the history holds the shared payloads) and
+/// marked on a frame's last packet.
+fn write_chunk(s: &mut Session, now: Instant) {
+    let mut room = CHUNK;
+    while room > 0 {
+        let Some(o) = s.outgoing.front_mut() else {
+            return;
+        };
+        let video = o.kind == Kind::Video;
+        let (target, seq) = if video {
+            (s.video, &mut s.video_seq)
+        } else {
+            (s.audio, &mut s.audio_seq)
+        };
+        let end = (o.written + room).min(o.payloads.len());
+        if let Some((mid, pt)) = target {
+            let mut api = s.rtc.direct_api();
+            if let Some(tx) = api.stream_tx_by_mid(mid, None) {
+                for (i, p) in o.payloads[o.written..end].iter().enumerate() {
+                    let last = o.written + i + 1 == o.payloads.len();
+                    let write = RtpWrite::new(pt, (*seq).into(), o.time, now, p.clone())
+                        .marker(video && last)
+                        .nackable(video);
+                    tx.write_rtp(write);
+                    *seq += 1;
+                }
+            }
+        }
+        room = room.saturating_sub((end - o.written).max(1));
+        o.written = end;
+        if o.written >= o.payloads.len() {
+            s.outgoing.pop_front();
+        }
+    }
+}
+
+/// A random start for a session's sequence numbers (RFC 3550), in the
+/// first 15 bits so the extended number needs no rollover signalled.
+fn random_seq() -> u64 {
+    let mut raw = [0u8; 2];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut raw);
+    u64::from(u16::from_be_bytes(raw) & 0x7FFF)
 }
 
 /// The offer's m-lines, in order (str0m names them in events only after
@@ -1362,34 +1494,25 @@ fn offer_mids(rtc: &mut Rtc, offer: &str) -> Vec<(Mid, MediaKind)> {
         .collect()
 }
 
-/// A video frame as str0m's packetizer takes it: H.264 in Annex B,
-/// VP8 as it is.
-fn video_payload(frame: &Frame, track: &crate::media::Track) -> Option<Arc<[u8]>> {
-    match track.codec {
-        Codec::H264 => annexb(frame, &track.config),
-        Codec::Vp8 => Some(Arc::from(&frame.data[..])),
-        _ => None,
-    }
-}
-
-/// A video frame in Annex B (what the RTP packetizer splits), with the
-/// track's SPS/PPS before a keyframe that does not carry them.
-fn annexb(frame: &Frame, config: &CodecConfig) -> Option<Arc<[u8]>> {
-    let mut out = Vec::with_capacity(frame.data.len() + 64);
-    if frame.keyframe {
-        if let CodecConfig::H264 { sps, pps } = config {
-            let has_sps = crate::codec::nal::length_prefixed_units(&frame.data, 4)
-                .any(|n| n.is_ok_and(|n| crate::codec::h264::nal_type(n) == Some(7)));
-            if !has_sps {
-                for p in sps.iter().chain(pps) {
-                    out.extend_from_slice(&[0, 0, 0, 1]);
-                    out.extend_from_slice(p);
-                }
-            }
+/// A video frame's RTP payloads: H.264 with the track's SPS/PPS before
+/// a keyframe that does not carry them, VP8 as it is.
+fn video_payloads(frame: &Frame, track: &crate::media::Track) -> Option<Payloads> {
+    let made = match (&track.codec, &track.config) {
+        (Codec::H264, CodecConfig::H264 { sps, pps }) => {
+            let params = frame.keyframe.then_some((&sps[..], &pps[..]));
+            packetize::h264(&frame.data, params, packetize::MAX_PAYLOAD)
+        }
+        (Codec::H264, _) => packetize::h264(&frame.data, None, packetize::MAX_PAYLOAD),
+        (Codec::Vp8, _) => packetize::vp8(&frame.data, packetize::MAX_PAYLOAD),
+        _ => return None,
+    };
+    match made {
+        Ok(p) => Some(p.into()),
+        Err(e) => {
+            crate::debug!("webrtc: frame of track {} not sent: {e}", track.id);
+            None
         }
     }
-    crate::codec::nal::length_prefixed_to_annexb(&frame.data, &mut out).ok()?;
-    Some(Arc::from(out))
 }
 
 /// A self-signed ECDSA P-256 certificate for DTLS (WebRTC peers check it
