@@ -805,6 +805,77 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
     println!("UDP datagrams dropped on the viewer's side: {dropped}");
 }
 
+/// A viewer behind a path losing 5% of the UDP datagrams each way (two
+/// network namespaces, nftables dropping on receipt): Chromium asks for
+/// what it lost (NACK) and kiln resends it from the session's history,
+/// which holds the stream's shared packets: the browser counts
+/// retransmitted packets and decodes the stream.
+#[test]
+fn a_whep_viewer_on_a_lossy_path_is_repaired_by_retransmission() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ip") || !have_tool("nft") {
+        return;
+    }
+    let Some(net) = NoUdpNet::create_or_skip(2, Some(LOSS_PCT)) else {
+        return;
+    };
+    const ADDR: &str = "10.214.2.1";
+    let kiln_ns = net.kiln_ns.clone();
+    let viewer_ns = net.viewer_ns.clone();
+    let secs = 20;
+    let got = std::thread::spawn(move || {
+        enter_netns(&kiln_ns);
+        let s = Server::start_with(
+            "webrtc-viewer-lossy",
+            ServerOptions {
+                media: true,
+                bind_ip: "0.0.0.0",
+                llhls: Some(String::new()),
+                webrtc: Some(String::new()),
+                webrtc_host: ADDR,
+                ..Default::default()
+            },
+        );
+        let mut src = publish_cam(&s, 60);
+        let got = seen(node_page(
+            "webrtc_check.mjs",
+            Some(&viewer_ns),
+            &[],
+            &chromium,
+            &web,
+            &[
+                "whep",
+                &format!("http://{ADDR}:{}/app/cam?direction=whep", s.media.llhls),
+                &secs.to_string(),
+            ],
+        ));
+        let _ = src.kill();
+        let _ = src.wait();
+        got
+    })
+    .join()
+    .unwrap();
+    println!("WHEP viewer on a lossy path: {got}");
+    let dropped = net.dropped();
+    println!("UDP datagrams dropped: {dropped}");
+    assert!(dropped > 50, "the path lost too little to test anything");
+    assert_eq!(got["connectionState"], "connected", "{got}");
+    let v = &got["video"];
+    assert!(v["nackCount"].as_u64().unwrap_or(0) > 0, "{got}");
+    assert!(
+        v["retransmittedPacketsReceived"].as_u64().unwrap_or(0) > 0,
+        "no retransmission reached the viewer: {got}"
+    );
+    let want = u64::from(FPS) * secs;
+    let decoded = v["framesDecoded"].as_u64().unwrap_or(0);
+    assert!(
+        decoded * 10 >= want * 8,
+        "{decoded} frames decoded of {want} sent: {got}"
+    );
+}
+
 /// An H.265 stream: browsers get no video (the answer refuses the video
 /// m-line, and the log says why), and the audio is still offered.
 #[test]

@@ -152,6 +152,7 @@ try {
         out.video = { codec: codecs[s.codecId], framesReceived: s.framesReceived, framesDecoded: s.framesDecoded,
           framesDropped: s.framesDropped, freezeCount: s.freezeCount, totalFreezesDuration: s.totalFreezesDuration,
           packetsLost: s.packetsLost, nackCount: s.nackCount, pliCount: s.pliCount,
+          retransmittedPacketsReceived: s.retransmittedPacketsReceived,
           frameWidth: s.frameWidth, frameHeight: s.frameHeight, jitterBufferDelay: s.jitterBufferDelay,
           jitterBufferEmittedCount: s.jitterBufferEmittedCount };
       } else if (s.kind === "audio") {
