@@ -121,19 +121,14 @@ impl Api {
                 self.check_new_name(vhost, app, &spec.name)?;
                 spec.plan().map_err(ApiError::bad_request)?;
                 self.record_added(&SCHEDULED_KIND, &spec, "channel not created")?;
-                let k = key(vhost, app, &spec.name);
+                let k = spec.key();
                 crate::info!(
                     "scheduled channel [{vhost}/{app}/{}] created through the API",
                     spec.name
                 );
-                self.channels.scheduled.insert(
-                    k.clone(),
-                    ScheduledChannel {
-                        spec,
-                        origin: Origin::Api,
-                        now: None,
-                    },
-                );
+                self.channels
+                    .scheduled
+                    .insert(k.clone(), ScheduledChannel::new(spec, Origin::Api));
                 self.effects.push(Effect::ChannelChanged(k));
             }
             ChannelKind::Multiplex => {
@@ -144,20 +139,14 @@ impl Api {
                 self.check_new_name(vhost, app, &spec.name)?;
                 spec.check().map_err(ApiError::bad_request)?;
                 self.record_added(&MULTIPLEX_KIND, &spec, "channel not created")?;
-                let k = key(vhost, app, &spec.name);
+                let k = spec.key();
                 crate::info!(
                     "multiplex channel [{vhost}/{app}/{}] created through the API",
                     spec.name
                 );
-                self.channels.multiplex.insert(
-                    k.clone(),
-                    MultiplexChannel {
-                        spec,
-                        origin: Origin::Api,
-                        state: "Pulling",
-                        message: String::new(),
-                    },
-                );
+                self.channels
+                    .multiplex
+                    .insert(k.clone(), MultiplexChannel::new(spec, Origin::Api));
                 self.effects.push(Effect::ChannelChanged(k));
             }
         }
@@ -372,6 +361,29 @@ impl Api {
 }
 
 impl Api {
+    /// Can a `kind` channel of the state file be restored: its
+    /// application still there and its spec `valid`? Why not goes to
+    /// `skipped`.
+    fn restorable(
+        &self,
+        kind: &str,
+        (vhost, app, name): &ChannelKey,
+        valid: Result<(), String>,
+        skipped: &mut Vec<String>,
+    ) -> bool {
+        let why = if self.registry.app(vhost, app).is_none() {
+            "the application is gone".to_string()
+        } else if let Err(e) = valid {
+            e
+        } else {
+            return true;
+        };
+        skipped.push(format!(
+            "{kind} channel [{vhost}/{app}/{name}] in the state file: {why}; dropped"
+        ));
+        false
+    }
+
     /// The API-made channels of a loaded state file.
     pub(super) fn restore_channels(
         &mut self,
@@ -380,49 +392,22 @@ impl Api {
         skipped: &mut Vec<String>,
     ) {
         for spec in scheduled {
-            let name = format!("{}/{}/{}", spec.vhost, spec.app, spec.name);
-            if self.registry.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!("scheduled channel [{name}] in the state file: the application is gone; dropped"));
+            let k = spec.key();
+            if !self.restorable("scheduled", &k, spec.plan().map(drop), skipped) {
                 continue;
             }
-            if let Err(e) = spec.plan() {
-                skipped.push(format!(
-                    "scheduled channel [{name}] in the state file: {e}; dropped"
-                ));
-                continue;
-            }
-            let k = key(&spec.vhost, &spec.app, &spec.name);
-            self.channels.scheduled.insert(
-                k,
-                ScheduledChannel {
-                    spec,
-                    origin: Origin::Api,
-                    now: None,
-                },
-            );
+            self.channels
+                .scheduled
+                .insert(k, ScheduledChannel::new(spec, Origin::Api));
         }
         for spec in multiplex {
-            let name = format!("{}/{}/{}", spec.vhost, spec.app, spec.name);
-            if self.registry.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!("multiplex channel [{name}] in the state file: the application is gone; dropped"));
+            let k = spec.key();
+            if !self.restorable("multiplex", &k, spec.check().map(drop), skipped) {
                 continue;
             }
-            if let Err(e) = spec.check() {
-                skipped.push(format!(
-                    "multiplex channel [{name}] in the state file: {e}; dropped"
-                ));
-                continue;
-            }
-            let k = key(&spec.vhost, &spec.app, &spec.name);
-            self.channels.multiplex.insert(
-                k,
-                MultiplexChannel {
-                    spec,
-                    origin: Origin::Api,
-                    state: "Pulling",
-                    message: String::new(),
-                },
-            );
+            self.channels
+                .multiplex
+                .insert(k, MultiplexChannel::new(spec, Origin::Api));
         }
     }
 }

@@ -186,6 +186,29 @@ pub struct MultiplexChannel {
     pub message: String,
 }
 
+impl ScheduledChannel {
+    /// A channel just made (nothing played yet).
+    pub fn new(spec: schedule::ScheduleSpec, origin: Origin) -> Self {
+        ScheduledChannel {
+            spec,
+            origin,
+            now: None,
+        }
+    }
+}
+
+impl MultiplexChannel {
+    /// A channel just made: `Pulling` until every source was seen.
+    pub fn new(spec: mux::MuxSpec, origin: Origin) -> Self {
+        MultiplexChannel {
+            spec,
+            origin,
+            state: "Pulling",
+            message: String::new(),
+        }
+    }
+}
+
 /// Every channel, by key: what the API shows and changes, and what the
 /// loop's plug-in runs (it hears of changes through the API's effects).
 #[derive(Debug, Default)]

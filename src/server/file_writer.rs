@@ -44,16 +44,9 @@ impl FileWriter {
                     if let Some(n) = queued_bytes(&op) {
                         q.fetch_sub(n, Ordering::Relaxed);
                     }
-                    let events = w.run(op);
-                    if events.is_empty() {
-                        continue;
+                    if !deliver(w.run(op), &etx, &waker) {
+                        return;
                     }
-                    for e in events {
-                        if etx.send(e).is_err() {
-                            return;
-                        }
-                    }
-                    let _ = waker.wake();
                 }
             })?;
         Ok(FileWriter {
@@ -290,6 +283,21 @@ fn replace_file(path: &Path, data: &[u8], fresh: bool) -> std::io::Result<()> {
     } else {
         fs::rename(&tmp, path)
     }
+}
+
+/// A worker thread's events to the loop, which is woken once for them;
+/// `false` when the loop is gone (the thread ends).
+pub(super) fn deliver<T>(events: Vec<T>, tx: &Sender<T>, waker: &Waker) -> bool {
+    if events.is_empty() {
+        return true;
+    }
+    for e in events {
+        if tx.send(e).is_err() {
+            return false;
+        }
+    }
+    let _ = waker.wake();
+    true
 }
 
 #[cfg(test)]

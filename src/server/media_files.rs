@@ -333,16 +333,9 @@ impl DirWatch {
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
-                    let events = scan(&dirs, &mut seen);
-                    if events.is_empty() {
-                        continue;
+                    if !super::file_writer::deliver(scan(&dirs, &mut seen), &etx, &waker) {
+                        return;
                     }
-                    for e in events {
-                        if etx.send(e).is_err() {
-                            return;
-                        }
-                    }
-                    let _ = waker.wake();
                 }
             })?;
         Ok(DirWatch {

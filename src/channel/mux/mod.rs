@@ -15,7 +15,7 @@
 //!   encoders do not share, are not trusted). No track goes backwards.
 
 use super::xml::{self, XmlError};
-use super::{StreamUrl, MAX_ITEMS};
+use super::{ChannelKey, StreamUrl, MAX_ITEMS};
 use crate::media::{Frame, Ticks, Track, TrackId};
 use crate::state::streams::{Playlist, Rendition};
 use serde::{Deserialize, Serialize};
@@ -90,6 +90,11 @@ pub struct RenditionSpec {
 }
 
 impl MuxSpec {
+    /// The channel's key in the channel table.
+    pub fn key(&self) -> ChannelKey {
+        (self.vhost.clone(), self.app.clone(), self.name.clone())
+    }
+
     /// Checks the spec; the source URLs, read.
     pub fn check(&self) -> Result<Vec<StreamUrl>, String> {
         if self.source_streams.is_empty() || self.source_streams.len() > MAX_ITEMS {

@@ -16,7 +16,7 @@
 //!   [`RETRY_MS`] for a file; it is left for the due item at once.
 
 use super::xml::{self, XmlError};
-use super::{file_path, StreamUrl, MAX_ITEMS};
+use super::{file_path, ChannelKey, StreamUrl, MAX_ITEMS};
 use serde::{Deserialize, Serialize};
 
 /// A file item that failed is tried again after this.
@@ -170,6 +170,11 @@ fn plan_item(i: &Item) -> Result<PlanItem, String> {
 }
 
 impl ScheduleSpec {
+    /// The channel's key in the channel table.
+    pub fn key(&self) -> ChannelKey {
+        (self.vhost.clone(), self.app.clone(), self.name.clone())
+    }
+
     /// Checks the spec: every URL and time read, within the limits.
     pub fn plan(&self) -> Result<Plan, String> {
         if self.programs.len() > MAX_ITEMS {

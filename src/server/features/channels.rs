@@ -138,11 +138,7 @@ impl SchedRun {
     fn new(c: &ScheduledChannel, media_root: PathBuf, owner: u64) -> Result<SchedRun, String> {
         let plan = c.spec.plan()?;
         Ok(SchedRun {
-            key: (
-                c.spec.vhost.clone(),
-                c.spec.app.clone(),
-                c.spec.name.clone(),
-            ),
+            key: c.spec.key(),
             owner,
             stream: None,
             scheduler: Scheduler::new(plan),
@@ -570,11 +566,7 @@ impl MuxRun {
     fn new(c: &MultiplexChannel, owner: u64, now: Instant) -> Result<MuxRun, String> {
         let urls = c.spec.check()?;
         Ok(MuxRun {
-            key: (
-                c.spec.vhost.clone(),
-                c.spec.app.clone(),
-                c.spec.name.clone(),
-            ),
+            key: c.spec.key(),
             owner,
             stream: None,
             sources: vec![None; urls.len()],
@@ -913,11 +905,7 @@ impl Channels {
                     }
                     chans.scheduled.insert(
                         k.clone(),
-                        ScheduledChannel {
-                            spec,
-                            origin: Origin::File(path.clone()),
-                            now: None,
-                        },
+                        ScheduledChannel::new(spec, Origin::File(path.clone())),
                     );
                     k
                 }
@@ -942,7 +930,7 @@ impl Channels {
                     if spec.name != stem {
                         crate::warn!("{shown}: <OutputStream><Name> [{}] differs from the file's name; the name is used", spec.name);
                     }
-                    let k = (vh, app, spec.name.clone());
+                    let k = spec.key();
                     if old.as_ref() != Some(&k) && chans.has(&k.0, &k.1, &k.2) {
                         crate::warn!(
                             "{shown}: channel [{}] already exists; the file is not applied",
@@ -952,12 +940,7 @@ impl Channels {
                     }
                     chans.multiplex.insert(
                         k.clone(),
-                        MultiplexChannel {
-                            spec,
-                            origin: Origin::File(path.clone()),
-                            state: "Pulling",
-                            message: String::new(),
-                        },
+                        MultiplexChannel::new(spec, Origin::File(path.clone())),
                     );
                     k
                 }
