@@ -3,6 +3,18 @@ use super::*;
 use crate::media::Frame;
 use crate::rtmp::flv::tests::{aac_track, h264_track};
 
+/// As [`frames`], all `start` seconds later.
+fn frames_from(start: i64, seconds: u32) -> Vec<Frame> {
+    frames(seconds)
+        .into_iter()
+        .map(|f| Frame {
+            dts: f.dts + start * 90_000,
+            pts: f.pts + start * 90_000,
+            ..f
+        })
+        .collect()
+}
+
 /// 30 fps video with a keyframe every second, and 48 kHz AAC (1024
 /// samples a frame), in decode order, for `seconds`.
 fn frames(seconds: u32) -> Vec<Frame> {
@@ -444,12 +456,7 @@ fn a_new_codec_configuration_is_a_discontinuity_with_a_new_init() {
     assert!(s.retrack(&[changed.clone(), aac_track()]));
     assert!(!s.retrack(&[changed.clone()]), "not the same set of tracks");
     // The next item, right after on the timeline.
-    for f in frames(2) {
-        let f = Frame {
-            dts: f.dts + 3 * 90_000,
-            pts: f.pts + 3 * 90_000,
-            ..f
-        };
+    for f in frames_from(3, 2) {
         s.push(&f);
     }
     let t = s.track(1).unwrap();
@@ -481,12 +488,7 @@ fn a_new_codec_configuration_is_a_discontinuity_with_a_new_init() {
     let audio = playlist::chunklist(&s, s.track(2).unwrap(), false, 0);
     assert!(!audio.contains("DISCONTINUITY"), "{audio}");
     // Played on until the old segments left: counted, old init dropped.
-    for f in frames(5) {
-        let f = Frame {
-            dts: f.dts + 5 * 90_000,
-            pts: f.pts + 5 * 90_000,
-            ..f
-        };
+    for f in frames_from(5, 5) {
         s.push(&f);
     }
     let t = s.track(1).unwrap();

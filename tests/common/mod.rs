@@ -949,6 +949,18 @@ pub fn browser_with_hlsjs() -> Option<(&'static str, std::path::PathBuf)> {
     Some((browser, web))
 }
 
+/// The fatal errors among those hls.js reported (`errors` of the page's
+/// result).
+pub fn hlsjs_fatal_errors(r: &serde_json::Value) -> Vec<&str> {
+    r["errors"]
+        .as_array()
+        .expect("the page reports its errors")
+        .iter()
+        .filter_map(|e| e.as_str())
+        .filter(|e| e.contains("fatal"))
+        .collect()
+}
+
 /// Opens the page in headless Chromium for `seconds` and returns what it
 /// logged (`KILN-RESULT {json}`).
 pub fn play_hlsjs(

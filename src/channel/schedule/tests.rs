@@ -85,9 +85,9 @@ fn at(ms: i64) -> String {
     crate::clock::format_iso8601(ms, 0)
 }
 
-#[test]
-fn live_input_with_fallback() {
-    let s = spec(
+/// A programme of one live input since the epoch, and a fallback file.
+fn live_with_fallback() -> ScheduleSpec {
+    spec(
         vec![Program {
             name: "live".into(),
             scheduled: at(0),
@@ -95,7 +95,12 @@ fn live_input_with_fallback() {
             items: vec![item("stream://default/app/input", -1)],
         }],
         vec![item("file://fallback.mp4", -1)],
-    );
+    )
+}
+
+#[test]
+fn live_input_with_fallback() {
+    let s = live_with_fallback();
     let mut sch = Scheduler::new(s.plan().unwrap());
     let down = |_: &StreamUrl| false;
     let up = |_: &StreamUrl| true;
@@ -179,15 +184,7 @@ fn a_fallback_that_fails_everywhere_leaves_nothing_playing_and_no_busy_loop() {
 
 #[test]
 fn a_live_item_that_cannot_play_falls_back_and_is_tried_again() {
-    let s = spec(
-        vec![Program {
-            name: "live".into(),
-            scheduled: at(0),
-            repeat: true,
-            items: vec![item("stream://default/app/input", -1)],
-        }],
-        vec![item("file://fallback.mp4", -1)],
-    );
+    let s = live_with_fallback();
     let mut sch = Scheduler::new(s.plan().unwrap());
     let up = |_: &StreamUrl| true;
     assert_eq!(sch.poll(0, &up).unwrap().unwrap().program, Some(0));
