@@ -78,6 +78,9 @@ impl std::fmt::Display for WsError {
 
 pub struct Reader {
     buf: Vec<u8>,
+    /// Bytes of `buf` already taken as frames (dropped at the next
+    /// `feed`: many small frames cost one move, not one each).
+    pos: usize,
     /// A fragmented message being joined: (is text, bytes so far).
     partial: Option<(bool, Vec<u8>)>,
     max_message: usize,
@@ -87,6 +90,7 @@ impl Reader {
     pub fn new(max_message: usize) -> Reader {
         Reader {
             buf: Vec::new(),
+            pos: 0,
             partial: None,
             max_message,
         }
@@ -94,12 +98,16 @@ impl Reader {
 
     /// Bytes held (unparsed input and a partial message).
     pub fn buffered(&self) -> usize {
-        self.buf.len() + self.partial.as_ref().map_or(0, |p| p.1.len())
+        self.buf.len() - self.pos + self.partial.as_ref().map_or(0, |p| p.1.len())
     }
 
     /// Takes bytes from the socket. Returns false when more than a frame
     /// header and the largest message would be held (read no more).
     pub fn feed(&mut self, data: &[u8]) -> bool {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
         self.buf.extend_from_slice(data);
         self.buffered() <= self.max_message + 14
     }
@@ -110,7 +118,7 @@ impl Reader {
             let Some((fin, opcode, payload, used)) = self.frame()? else {
                 return Ok(None);
             };
-            self.buf.drain(..used);
+            self.pos += used;
             match opcode {
                 0x8 => {
                     if !fin || payload.len() > 125 {
@@ -160,7 +168,7 @@ impl Reader {
     /// One frame from the buffer: (fin, opcode, unmasked payload, bytes used).
     #[allow(clippy::type_complexity)]
     fn frame(&self) -> Result<Option<(bool, u8, Vec<u8>, usize)>, WsError> {
-        let b = &self.buf;
+        let b = &self.buf[self.pos..];
         if b.len() < 2 {
             return Ok(None);
         }

@@ -651,11 +651,15 @@ fn read_rtp(
             }
         }
         more |= !drained;
+        // RTCP is read and dropped; a queue left full raises no new edge.
+        let mut rtcp_drained = false;
         for _ in 0..64 {
             if rtcp.recv_from(&mut buf).is_err() {
+                rtcp_drained = true;
                 break;
             }
         }
+        more |= !rtcp_drained;
     }
     more
 }

@@ -31,6 +31,41 @@ pub(crate) enum ReadEnd {
     Paused,
 }
 
+/// Backpressure, one rule for every TCP peer (HTTP and WebSocket viewers,
+/// the TURN relay, the API): a peer is read only while what kiln has
+/// queued for it is under the endpoint's high-water mark and its input
+/// buffer has room. A read that stopped with input possibly left (the mark
+/// reached, the buffer full) is *owed*: the socket is edge-triggered and
+/// raises no new edge for bytes already waiting, so the endpoint reads
+/// again itself once there is room (in the same turn, or by re-queuing:
+/// its deadline set to now).
+#[derive(Debug, Default)]
+pub(crate) struct ReadGate {
+    owed: bool,
+}
+
+impl ReadGate {
+    /// May the endpoint read now? `queued`: bytes of output waiting for
+    /// the peer; `input_full`: its input buffer takes no more.
+    pub(crate) fn open(&mut self, queued: usize, high_water: usize, input_full: bool) -> bool {
+        if queued >= high_water || input_full {
+            self.owed = true;
+            return false;
+        }
+        true
+    }
+
+    /// How the read it allowed ended.
+    pub(crate) fn ended(&mut self, end: ReadEnd) {
+        self.owed = end == ReadEnd::Paused;
+    }
+
+    /// A read is owed and there is room for it now.
+    pub(crate) fn owed(&self, queued: usize, high_water: usize, input_full: bool) -> bool {
+        self.owed && queued < high_water && !input_full
+    }
+}
+
 pub(crate) struct Transport {
     stream: TcpStream,
     tls: Option<Box<rustls::Connection>>,

@@ -8,7 +8,7 @@
 //! `MSG_MORE` so both leave together): nothing is copied per viewer.
 
 use super::endpoint::{Cx, Endpoint};
-use super::transport::{ReadEnd, Transport};
+use super::transport::{ReadEnd, ReadGate, Transport};
 use crate::admission::manager::{Admit, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
@@ -31,8 +31,16 @@ use std::time::{Duration, Instant};
 /// after `IDLE`.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const IDLE: Duration = Duration::from_secs(30);
-/// Stop answering pipelined requests while this much output waits.
+/// Stop answering pipelined requests, and reading, while this much output
+/// waits (LL-HLS bodies are the packager's shared bytes: little of it is
+/// this connection's own).
 const OUTPUT_HIGH_WATER: usize = 1024 * 1024;
+/// The same for a signalling WebSocket, whose frames are its own bytes.
+#[cfg(feature = "webrtc")]
+const SIGNAL_HIGH_WATER: usize = 64 * 1024;
+/// Read, answer, write rounds in one turn; past them the connection
+/// re-queues itself (see [`ReadGate`]).
+const PUMP_ROUNDS: usize = 8;
 const LIMITS: ReaderLimits = ReaderLimits {
     max_head_bytes: 8 * 1024,
     // A WHEP offer (an SDP of a few KB); LL-HLS requests have no body.
@@ -77,6 +85,9 @@ pub(crate) struct ViewerConn {
     /// When it was accepted, until a whole request head has arrived (then
     /// `None`).
     unproven_since: Option<Instant>,
+    gate: ReadGate,
+    /// A read is owed and the turn's rounds ran out: go on at this time.
+    read_again: Option<Instant>,
     /// Upgraded to OME's WebRTC signalling (a WebSocket).
     #[cfg(feature = "webrtc")]
     signal: Option<Box<super::webrtc_signal::WsSignal>>,
@@ -101,12 +112,59 @@ impl ViewerConn {
             closing: false,
             closed: false,
             unproven_since: Some(now),
+            gate: ReadGate::default(),
+            read_again: None,
             #[cfg(feature = "webrtc")]
             signal: None,
         }
     }
 
+    /// What this connection may have queued before it stops reading.
+    fn high_water(&self) -> usize {
+        #[cfg(feature = "webrtc")]
+        if self.signal.is_some() {
+            return SIGNAL_HIGH_WATER;
+        }
+        OUTPUT_HIGH_WATER
+    }
+
+    /// Its input buffer takes no more: two request heads at most wait
+    /// unanswered (an unauthenticated peer pins ~16 KiB, plus one WHEP
+    /// offer's body), or a WebSocket holds its largest message.
+    fn input_full(&self) -> bool {
+        #[cfg(feature = "webrtc")]
+        if let Some(s) = &self.signal {
+            return s.input_full();
+        }
+        self.reader.buffered() > 2 * LIMITS.max_head_bytes
+    }
+
+    /// Reads (on an edge, or when a read is owed), answers and writes,
+    /// until nothing is owed; bounded per turn, then re-queued.
+    fn pump(&mut self, cx: &mut Cx<'_>, peer_closed: bool, edge: bool) {
+        self.read_again = None;
+        let mut read = edge;
+        for _ in 0..PUMP_ROUNDS {
+            if read || self.gate.owed(self.out_bytes, self.high_water(), self.input_full()) {
+                self.read(peer_closed, cx.now);
+            }
+            self.answer(cx);
+            self.write(cx.now);
+            self.end_signal(cx);
+            read = false;
+            if self.closed || !self.gate.owed(self.out_bytes, self.high_water(), self.input_full())
+            {
+                return;
+            }
+        }
+        self.read_again = Some(cx.now);
+    }
+
     fn read(&mut self, peer_closed: bool, now: Instant) {
+        let (queued, high, full) = (self.out_bytes, self.high_water(), self.input_full());
+        if !self.gate.open(queued, high, full) {
+            return;
+        }
         let reader = &mut self.reader;
         #[cfg(feature = "webrtc")]
         let mut signal = self.signal.as_deref_mut();
@@ -116,13 +174,12 @@ impl ViewerConn {
                 return s.feed(data, now);
             }
             reader.feed(data);
-            // Two request heads at most wait unanswered (a parked request
-            // holds the rest back): an unauthenticated peer pins ~16 KiB
-            // (plus one WHEP offer's body).
+            // See `input_full` (a parked request holds the rest back).
             reader.buffered() <= 2 * LIMITS.max_head_bytes
         });
         match result {
             Ok((got, end)) => {
+                self.gate.ended(end);
                 if got {
                     self.last_activity = now;
                 }
@@ -496,8 +553,10 @@ impl ViewerConn {
     /// Frames the signalling socket has to send.
     #[cfg(feature = "webrtc")]
     fn signalled(&mut self, frames: Vec<Vec<u8>>) {
-        for f in frames {
-            self.push_body(Bytes::from(f).into());
+        // One chunk for the batch: a chunk per small frame would cost more
+        // in bookkeeping than its bytes.
+        if !frames.is_empty() {
+            self.push_body(Bytes::from(frames.concat()).into());
         }
         if self.signal.as_ref().is_some_and(|s| s.closing) {
             self.closing = true;
@@ -662,6 +721,25 @@ impl ViewerConn {
 }
 
 impl ViewerConn {
+    /// Its deadline apart from an owed read: a parked request's, the
+    /// head or idle timeout, a signalling socket's keep-alive.
+    fn own_deadline(&self) -> Option<Instant> {
+        #[cfg(feature = "webrtc")]
+        if let Some(s) = &self.signal {
+            return Some(s.deadline());
+        }
+        match &self.parked {
+            Some(p) => Some(p.until),
+            None if self.reader.in_head() => Some(self.last_activity + HEAD_TIMEOUT),
+            // Nothing sent since the accept: the head timeout, not the
+            // keep-alive idle time.
+            None => match self.unproven_since {
+                Some(at) => Some(at + HEAD_TIMEOUT),
+                None => Some(self.last_activity + IDLE),
+            },
+        }
+    }
+
     /// A signalling socket that closes ends its WebRTC session.
     #[cfg(feature = "webrtc")]
     fn end_signal(&mut self, cx: &mut Cx<'_>) {
@@ -678,13 +756,15 @@ impl ViewerConn {
 
 impl Endpoint for ViewerConn {
     fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool) {
-        self.read(peer_closed, cx.now);
-        self.answer(cx);
-        self.write(cx.now);
-        self.end_signal(cx);
+        self.pump(cx, peer_closed, true);
     }
 
     fn timeout(&mut self, cx: &mut Cx<'_>) {
+        if self.read_again.is_some_and(|at| at <= cx.now) {
+            // Its other deadlines are armed again after the call.
+            self.pump(cx, false, false);
+            return;
+        }
         #[cfg(feature = "webrtc")]
         if let Some(s) = self.signal.as_deref_mut() {
             let frames = s.timeout(cx);
@@ -705,8 +785,7 @@ impl Endpoint for ViewerConn {
     }
 
     fn flush(&mut self, cx: &mut Cx<'_>) {
-        self.answer(cx);
-        self.write(cx.now);
+        self.pump(cx, false, false);
     }
 
     fn prefetch(&self) {
@@ -718,19 +797,10 @@ impl Endpoint for ViewerConn {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        #[cfg(feature = "webrtc")]
-        if let Some(s) = &self.signal {
-            return Some(s.deadline());
-        }
-        match &self.parked {
-            Some(p) => Some(p.until),
-            None if self.reader.in_head() => Some(self.last_activity + HEAD_TIMEOUT),
-            // Nothing sent since the accept: the head timeout, not the
-            // keep-alive idle time.
-            None => match self.unproven_since {
-                Some(at) => Some(at + HEAD_TIMEOUT),
-                None => Some(self.last_activity + IDLE),
-            },
+        let own = self.own_deadline();
+        match (self.read_again, own) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

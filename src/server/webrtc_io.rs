@@ -3,6 +3,11 @@
 //! datagram goes to the table, which finds its session; what the table has
 //! for this socket is sent with `sendmmsg`, in batches. A socket that takes
 //! no more keeps a bounded backlog (the rest is dropped, as UDP would).
+//!
+//! The socket is edge-triggered: a turn reads at most `READ_BUDGET`
+//! datagrams so others are served too, and one that stopped at the budget
+//! re-queues itself (its deadline is now), never waits for an edge that a
+//! full receive queue would never raise again.
 
 use super::endpoint::{Cx, Endpoint};
 use crate::webrtc::Datagram;
@@ -34,6 +39,9 @@ pub(crate) struct IceSocket {
     index: usize,
     buf: Vec<u8>,
     backlog: VecDeque<Datagram>,
+    /// The last read stopped at its budget with datagrams left: read
+    /// again at this time (the next turn).
+    read_again: Option<std::time::Instant>,
 }
 
 impl IceSocket {
@@ -44,6 +52,7 @@ impl IceSocket {
             index,
             buf: vec![0u8; MAX_DATAGRAM],
             backlog: VecDeque::new(),
+            read_again: None,
         }
     }
 
@@ -54,6 +63,7 @@ impl IceSocket {
     }
 
     fn receive(&mut self, cx: &mut Cx<'_>) {
+        self.read_again = None;
         for _ in 0..READ_BUDGET {
             let (n, from) = match self.socket.recv_from(&mut self.buf) {
                 Ok(r) => r,
@@ -77,6 +87,9 @@ impl IceSocket {
                 self.write(cx);
             }
         }
+        // The budget ran out before `WouldBlock`: more may wait, and no
+        // new edge comes for it.
+        self.read_again = Some(cx.now);
     }
 
     fn write(&mut self, cx: &mut Cx<'_>) {
@@ -133,10 +146,15 @@ impl Endpoint for IceSocket {
         self.write(cx);
     }
 
-    fn timeout(&mut self, _cx: &mut Cx<'_>) {}
+    fn timeout(&mut self, cx: &mut Cx<'_>) {
+        if self.read_again.is_some() {
+            self.read(cx);
+            self.write(cx);
+        }
+    }
 
     fn deadline(&self) -> Option<std::time::Instant> {
-        None
+        self.read_again
     }
 
     fn is_closed(&self) -> bool {

@@ -5,7 +5,7 @@
 //! send to that address comes back here, wrapped.
 
 use super::endpoint::{Cx, Endpoint};
-use super::transport::{ReadEnd, Transport};
+use super::transport::{ReadEnd, ReadGate, Transport};
 use crate::webrtc::turn::{TurnConn, TurnOutput};
 use mio::net::TcpStream;
 use std::net::SocketAddr;
@@ -17,6 +17,11 @@ const ALLOCATE_WITHIN: Duration = Duration::from_secs(10);
 const IDLE: Duration = Duration::from_secs(60);
 /// Output held for a slow client; past it, datagrams are dropped.
 const MAX_PENDING: usize = 1 << 20;
+/// The client is not read while this much output waits for it (its
+/// requests' replies would pile up: [`ReadGate`]).
+const HIGH_WATER: usize = 64 * 1024;
+/// Bytes read per turn before what they hold is handled.
+const READ_TURN: usize = 64 * 1024;
 
 pub(crate) struct RelayConn {
     transport: Transport,
@@ -27,6 +32,9 @@ pub(crate) struct RelayConn {
     accepted: Instant,
     last_rx: Instant,
     closed: bool,
+    gate: ReadGate,
+    /// A read is owed (see [`ReadGate`]): go on at this time.
+    read_again: Option<Instant>,
 }
 
 impl RelayConn {
@@ -39,6 +47,8 @@ impl RelayConn {
             accepted: now,
             last_rx: now,
             closed: false,
+            gate: ReadGate::default(),
+            read_again: None,
         }
     }
 
@@ -67,13 +77,17 @@ impl RelayConn {
     }
 
     fn read(&mut self, peer_closed: bool, cx: &mut Cx<'_>) {
+        if !self.gate.open(self.pending.len(), HIGH_WATER, false) {
+            return;
+        }
         let mut data = Vec::new();
         let result = self.transport.read(peer_closed, |b| {
             data.extend_from_slice(b);
-            data.len() < 256 * 1024
+            data.len() < READ_TURN
         });
         match result {
             Ok((got, end)) => {
+                self.gate.ended(end);
                 if got {
                     self.last_rx = cx.now;
                 }
@@ -135,18 +149,40 @@ impl RelayConn {
             Err(_) => self.closed = true,
         }
     }
+
+    /// Reads (on an edge, or when owed), handles and writes until nothing
+    /// is owed; bounded per turn, then re-queued.
+    fn pump(&mut self, cx: &mut Cx<'_>, peer_closed: bool, edge: bool) {
+        self.read_again = None;
+        let mut read = edge;
+        for _ in 0..8 {
+            if read || self.gate.owed(self.pending.len(), HIGH_WATER, false) {
+                self.read(peer_closed, cx);
+            }
+            self.write(cx);
+            read = false;
+            if self.closed {
+                self.release(cx);
+                return;
+            }
+            if !self.gate.owed(self.pending.len(), HIGH_WATER, false) {
+                return;
+            }
+        }
+        self.read_again = Some(cx.now);
+    }
 }
 
 impl Endpoint for RelayConn {
     fn ready(&mut self, cx: &mut Cx<'_>, peer_closed: bool) {
-        self.read(peer_closed, cx);
-        self.write(cx);
-        if self.closed {
-            self.release(cx);
-        }
+        self.pump(cx, peer_closed, true);
     }
 
     fn timeout(&mut self, cx: &mut Cx<'_>) {
+        if self.read_again.is_some_and(|at| at <= cx.now) {
+            self.pump(cx, false, false);
+            return;
+        }
         let late = !self.allocated() && cx.now >= self.accepted + ALLOCATE_WITHIN;
         if late || cx.now >= self.last_rx + IDLE {
             self.closed = true;
@@ -155,11 +191,12 @@ impl Endpoint for RelayConn {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        if self.allocated() {
-            Some(self.last_rx + IDLE)
+        let own = if self.allocated() {
+            self.last_rx + IDLE
         } else {
-            Some(self.accepted + ALLOCATE_WITHIN)
-        }
+            self.accepted + ALLOCATE_WITHIN
+        };
+        Some(self.read_again.map_or(own, |at| at.min(own)))
     }
 
     fn is_closed(&self) -> bool {
@@ -176,7 +213,7 @@ impl Endpoint for RelayConn {
     }
 
     fn flush(&mut self, cx: &mut Cx<'_>) {
-        self.write(cx);
+        self.pump(cx, false, false);
     }
 
     fn unproven_since(&self) -> Option<Instant> {

@@ -455,6 +455,12 @@ impl WsSignal {
         self.reader.feed(data)
     }
 
+    /// Its input buffer holds a whole largest message: read no more until
+    /// it is processed.
+    pub(crate) fn input_full(&self) -> bool {
+        self.reader.buffered() > signal::MAX_MESSAGE + 14
+    }
+
     pub(crate) fn deadline(&self) -> Instant {
         (self.last_ping + PING_EVERY).min(self.last_rx + IDLE)
     }
@@ -475,6 +481,10 @@ impl WsSignal {
     /// Every whole message received: the frames to send back.
     pub(crate) fn process(&mut self, peer: SocketAddr, cx: &mut Cx<'_>) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
+        // A Pong answers only the last Ping of a batch (RFC 6455 5.5.3):
+        // a peer sending Pings it never reads the answers of gets one
+        // frame per read, not one per Ping.
+        let mut last_ping = None;
         while !self.closing {
             let msg = match self.reader.next_message() {
                 Ok(Some(m)) => m,
@@ -488,12 +498,15 @@ impl WsSignal {
             match msg {
                 ws::Message::Text(t) => self.command(&t, peer, cx, &mut out),
                 ws::Message::Binary(_) | ws::Message::Pong(_) => {}
-                ws::Message::Ping(p) => out.push(ws::pong(&p)),
+                ws::Message::Ping(p) => last_ping = Some(p),
                 ws::Message::Close(_) => {
                     out.push(ws::frame(0x8, &1000u16.to_be_bytes()));
                     self.end(cx);
                 }
             }
+        }
+        if let Some(p) = last_ping.filter(|_| !self.closing) {
+            out.push(ws::pong(&p));
         }
         out
     }

@@ -125,22 +125,29 @@ impl TurnConn {
             MAX_UNAUTHENTICATED
         };
         let mut out = Vec::new();
-        loop {
-            let Some(len) = frame_len(&self.buf)? else {
-                if self.buf.len() > limit {
-                    return Err(TurnError::TooLong);
-                }
-                return Ok(out);
+        // Frames are taken from the front by a cursor; what is left moves
+        // once (many small messages cost one move, not one each).
+        let mut at = 0;
+        let result = loop {
+            let rest = &self.buf[at..];
+            let len = match frame_len(rest) {
+                Err(e) => break Err(e),
+                Ok(None) if rest.len() > limit => break Err(TurnError::TooLong),
+                Ok(None) => break Ok(()),
+                Ok(Some(len)) if len > limit => break Err(TurnError::TooLong),
+                Ok(Some(len)) if rest.len() < len => break Ok(()),
+                Ok(Some(len)) => len,
             };
-            if len > limit {
-                return Err(TurnError::TooLong);
+            let frame = std::mem::take(&mut self.buf);
+            let handled = self.handle(&frame[at..at + len], &mut out);
+            self.buf = frame;
+            at += len;
+            if let Err(e) = handled {
+                break Err(e);
             }
-            if self.buf.len() < len {
-                return Ok(out);
-            }
-            let frame: Vec<u8> = self.buf.drain(..len).collect();
-            self.handle(&frame, &mut out)?;
-        }
+        };
+        self.buf.drain(..at);
+        result.map(|()| out)
     }
 
     fn handle(&mut self, frame: &[u8], out: &mut Vec<TurnOutput>) -> Result<(), TurnError> {
@@ -213,9 +220,14 @@ impl TurnConn {
                             .filter(|v| v.len() >= 2)
                             .map(|v| u16::from_be_bytes([v[0], v[1]]));
                         let peer = m.xor_address(ATTR_XOR_PEER_ADDRESS);
+                        // As a Send indication: after the Allocate, and
+                        // only to kiln's own ICE sockets.
                         match (channel, peer) {
                             (Some(c), Some(p))
-                                if (0x4000..=0x7FFF).contains(&c) && self.channels.len() < 64 =>
+                                if (0x4000..=0x7FFF).contains(&c)
+                                    && self.channels.len() < 64
+                                    && self.allocated
+                                    && self.peers.contains(&p) =>
                             {
                                 self.channels.insert(c, p);
                                 Builder::new(m.kind | SUCCESS, m.txid)
@@ -512,6 +524,15 @@ mod tests {
             }]
         );
         assert!(c.feed(&send("8.8.8.8:53")).unwrap().is_empty());
+        // ChannelBind to anyone but kiln's ICE socket: refused, as Send is.
+        let elsewhere = signed(CHANNEL_BIND_REQUEST, |b| {
+            b.attr(ATTR_CHANNEL_NUMBER, &[0x40, 0x02, 0, 0]);
+            b.xor_address(ATTR_XOR_PEER_ADDRESS, "8.8.8.8:53".parse().unwrap());
+        });
+        assert_eq!(
+            reply(&c.feed(&elsewhere).unwrap()).kind,
+            CHANNEL_BIND_REQUEST | ERROR
+        );
         // ChannelBind, then ChannelData both ways.
         let bind = signed(CHANNEL_BIND_REQUEST, |b| {
             b.attr(ATTR_CHANNEL_NUMBER, &[0x40, 0x01, 0, 0]);
