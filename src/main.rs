@@ -284,6 +284,7 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
         .map(|port| SocketAddr::new(config.ip, port));
     listen.srt_crypto = config.providers.srt_crypto.clone();
     listen.srt_max_per_address = config.providers.srt_max_per_address;
+    listen.viewer_max_per_address = config.providers.viewer_max_per_address;
     if let (Some(_), Some(c)) = (listen.srt, &listen.srt_crypto) {
         info!(
             "SRT ingest: callers must encrypt (AES-{}, passphrase set)",
@@ -532,6 +533,7 @@ fn webrtc_listen(
     }
     listen.tcp_force = w.tcp_force;
     listen.webrtc_max_sessions = w.max_sessions;
+    listen.webrtc_max_per_address = w.max_sessions_per_address;
     for (host, ports) in &w.candidates {
         for ip in expand(host) {
             for port in ports {

@@ -113,6 +113,11 @@ pub struct ProviderBinds {
     /// (LL-HLS and HLS).
     pub llhls_port: Option<u16>,
     pub llhls_tls_port: Option<u16>,
+    /// `<Bind><Publishers><LLHLS><MaxConnectionsPerAddress>` (kiln
+    /// extension, default 512 of the port's 8192; 0 = no cap): viewer-port
+    /// connections (LL-HLS, HLS, WebRTC signalling, the TCP relay) from
+    /// one address.
+    pub viewer_max_per_address: usize,
     /// `<Bind><Publishers><WebRTC>`: signalling ports and ICE candidates.
     pub webrtc: Option<WebRtcBind>,
 }
@@ -137,6 +142,10 @@ pub struct WebRtcBind {
     /// `<MaxSessions>` (kiln extension, default 1000): WebRTC sessions at
     /// once, connected or not; past it, new viewers are refused (503).
     pub max_sessions: usize,
+    /// `<MaxSessionsPerAddress>` (kiln extension, default a tenth of
+    /// `MaxSessions`; 0 = no cap): sessions from one client address
+    /// (viewers and publishers, WHEP, WHIP and OME's signalling).
+    pub max_sessions_per_address: Option<usize>,
 }
 
 impl Default for ProviderBinds {
@@ -151,6 +160,7 @@ impl Default for ProviderBinds {
             mpegts_quiet: Duration::from_secs(5),
             llhls_port: None,
             llhls_tls_port: None,
+            viewer_max_per_address: 512,
             webrtc: None,
         }
     }
@@ -595,6 +605,11 @@ impl Walker<'_> {
                         } else {
                             bind.max_sessions = n as usize;
                         }
+                    }
+                }
+                "MaxSessionsPerAddress" => {
+                    if let Some(n) = w.number::<u32>(c, p) {
+                        bind.max_sessions_per_address = Some(n as usize);
                     }
                 }
                 "Signalling" => (bind.port, bind.tls_port) = w.tcp_ports(c, p),
@@ -1132,7 +1147,19 @@ impl Walker<'_> {
                         if c.name != "LLHLS" {
                             return false;
                         }
-                        (providers.llhls_port, providers.llhls_tls_port) = w.tcp_ports(c, p);
+                        w.children(c, p, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                            match c.name.as_str() {
+                                "Port" => providers.llhls_port = w.tcp_port(c, p),
+                                "TLSPort" => providers.llhls_tls_port = w.tcp_port(c, p),
+                                "MaxConnectionsPerAddress" => {
+                                    if let Some(n) = w.number::<u32>(c, p) {
+                                        providers.viewer_max_per_address = n as usize;
+                                    }
+                                }
+                                _ => return false,
+                            }
+                            true
+                        });
                         true
                     });
                 }

@@ -55,6 +55,10 @@ pub struct Listen {
     pub tcp_force: bool,
     /// WebRTC sessions at most (0: the default).
     pub webrtc_max_sessions: usize,
+    /// WebRTC sessions from one address (`None`: a tenth of the most).
+    pub webrtc_max_per_address: Option<usize>,
+    /// Viewer-port connections from one address (0: no cap).
+    pub viewer_max_per_address: usize,
 }
 
 /// Binds every listener and port of `listen` as an endpoint of `endpoints`.
@@ -162,6 +166,9 @@ pub(crate) fn bind_all(
         if listen.webrtc_max_sessions > 0 {
             api.webrtc.max_sessions = listen.webrtc_max_sessions;
         }
+        api.webrtc.max_per_address = listen
+            .webrtc_max_per_address
+            .unwrap_or(api.webrtc.max_sessions.div_ceil(10));
     }
     Ok(())
 }

@@ -4,7 +4,10 @@
 //! descriptors an operator's `curl` or a live stream needs:
 //!
 //! - every service has a cap on open connections (beyond: accept and close);
-//! - the API has a cap per client address (`MaxConnectionsPerAddress`);
+//! - the API has a cap per client address (`MaxConnectionsPerAddress`),
+//!   and so has the viewer port (LL-HLS, HLS, WebRTC signalling and the
+//!   TCP relay together: `<Bind><Publishers><LLHLS><MaxConnectionsPerAddress>`,
+//!   512 of its 8192 by default), so one address cannot take every slot;
 //! - when the process nears its open-files limit, the loop first closes the
 //!   oldest connections that never completed a request, publish or play
 //!   ([`Endpoint::unproven_since`](super::endpoint::Endpoint::unproven_since)),
@@ -29,7 +32,7 @@ const MAX_VIEWER_CONNECTIONS: usize = 8192;
 pub(crate) enum Refusal {
     /// The service's cap on open connections.
     ServiceCap(usize),
-    /// The API's cap per client address.
+    /// The API's or the viewer port's cap per client address.
     AddressCap(usize),
 }
 
@@ -39,6 +42,9 @@ pub(crate) struct ConnCaps {
     rtmp: usize,
     viewer: usize,
     api_by_address: HashMap<IpAddr, usize>,
+    viewer_by_address: HashMap<IpAddr, usize>,
+    /// Viewer-port connections from one address (0: no cap).
+    max_viewer_per_address: usize,
     /// `Managers/API/Limits/MaxConnections` and `MaxConnectionsPerAddress`.
     max_api: usize,
     max_api_per_address: usize,
@@ -56,11 +62,19 @@ impl ConnCaps {
             rtmp: 0,
             viewer: 0,
             api_by_address: HashMap::new(),
+            viewer_by_address: HashMap::new(),
+            max_viewer_per_address: 0,
             max_api: limits.max_connections,
             max_api_per_address: limits.max_connections_per_address,
             reserve: (nofile / 16).max(64),
             nofile,
         }
+    }
+
+    /// With a cap on viewer-port connections from one address (0: none).
+    pub(crate) fn with_viewer_share(mut self, per_address: usize) -> Self {
+        self.max_viewer_per_address = per_address;
+        self
     }
 
     /// Takes a connection of `service` from `ip`, or says why not (logged).
@@ -93,6 +107,20 @@ impl ConnCaps {
             }
             *self.api_by_address.entry(ip).or_insert(0) += 1;
         }
+        if matches!(service, Service::Viewer | Service::WebRtcRelay) {
+            let per = self.max_viewer_per_address;
+            let n = self.viewer_by_address.get(&ip).copied().unwrap_or(0);
+            if per > 0 && n >= per {
+                crate::log_throttled!(
+                    Level::Warn,
+                    "viewer-address-cap",
+                    ip,
+                    "viewer connections from {ip}: the cap of {per} per address (<Bind><Publishers><LLHLS><MaxConnectionsPerAddress>) is reached; new ones are closed"
+                );
+                return Err(Refusal::AddressCap(per));
+            }
+            *self.viewer_by_address.entry(ip).or_insert(0) += 1;
+        }
         *self.count(service) += 1;
         Ok(())
     }
@@ -101,12 +129,15 @@ impl ConnCaps {
     pub(crate) fn release(&mut self, service: Service, ip: IpAddr) {
         let c = self.count(service);
         *c = c.saturating_sub(1);
-        if service == Service::Api {
-            if let Some(n) = self.api_by_address.get_mut(&ip) {
-                *n -= 1;
-                if *n == 0 {
-                    self.api_by_address.remove(&ip);
-                }
+        let by_address = match service {
+            Service::Api => &mut self.api_by_address,
+            Service::Viewer | Service::WebRtcRelay => &mut self.viewer_by_address,
+            Service::Rtmp => return,
+        };
+        if let Some(n) = by_address.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                by_address.remove(&ip);
             }
         }
     }
@@ -154,10 +185,23 @@ mod tests {
         assert!(c.admit(Service::Api, ip(3)).is_ok());
         c.release(Service::Api, ip(2));
         assert!(c.admit(Service::Api, ip(2)).is_ok());
-        // Viewers and RTMP have no per-address cap here.
+        // Viewers (unless given one) and RTMP have no per-address cap.
         for _ in 0..10 {
             assert!(c.admit(Service::Viewer, ip(2)).is_ok());
         }
+    }
+
+    #[test]
+    fn the_viewer_port_has_a_share_per_address_with_the_relay() {
+        let mut c = ConnCaps::new(&ApiLimits::default(), 100_000).with_viewer_share(3);
+        assert!(c.admit(Service::Viewer, ip(2)).is_ok());
+        assert!(c.admit(Service::WebRtcRelay, ip(2)).is_ok());
+        assert!(c.admit(Service::Viewer, ip(2)).is_ok());
+        assert_eq!(c.admit(Service::Viewer, ip(2)), Err(Refusal::AddressCap(3)));
+        assert_eq!(c.admit(Service::WebRtcRelay, ip(2)), Err(Refusal::AddressCap(3)));
+        assert!(c.admit(Service::Viewer, ip(3)).is_ok());
+        c.release(Service::WebRtcRelay, ip(2));
+        assert!(c.admit(Service::Viewer, ip(2)).is_ok());
     }
 
     #[test]

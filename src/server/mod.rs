@@ -106,7 +106,8 @@ impl Server {
                 resolver: Resolver::start(waker.clone())?,
                 waker,
                 tls_client: crate::tls::client_config(),
-                conns: conns::ConnCaps::new(&limits, crate::sys::nofile_limit()),
+                conns: conns::ConnCaps::new(&limits, crate::sys::nofile_limit())
+                    .with_viewer_share(listen.viewer_max_per_address),
                 limits,
                 accept_again: Vec::new(),
                 ingest_budget: budget::IngestBudget::new(budget::DEFAULT_INGEST_BUDGET),

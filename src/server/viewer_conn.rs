@@ -478,8 +478,12 @@ impl ViewerConn {
             use super::webrtc_signal::{self as sig, Route};
             let close = !req.keep_alive() || self.closing;
             let answer = match sig::route(&req) {
-                Some(Route::WhepOffer) => Some(sig::whep_answer(&req, &target, &admit, close, cx)),
-                Some(Route::WhipOffer) => Some(sig::whip_answer(&req, &target, &admit, close, cx)),
+                Some(Route::WhepOffer) => {
+                    Some(sig::whep_answer(self.peer.ip(), &req, &target, &admit, close, cx))
+                }
+                Some(Route::WhipOffer) => {
+                    Some(sig::whip_answer(self.peer.ip(), &req, &target, &admit, close, cx))
+                }
                 _ => None,
             };
             if let Some(r) = answer {
@@ -542,7 +546,7 @@ impl ViewerConn {
                 };
                 let url = self.request_url(&req).replacen("http", "ws", 1);
                 self.push_body(Bytes::from(head).into());
-                self.signal = Some(Box::new(sig::WsSignal::new(&req, target, url, cx.now)));
+                self.signal = Some(Box::new(sig::WsSignal::new(&req, self.peer.ip(), target, url, cx.now)));
                 return true;
             }
         };

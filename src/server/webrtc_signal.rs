@@ -289,7 +289,13 @@ fn created(
 }
 
 /// The session options an admission adds (its end, its closing).
-fn admitted_options(mut opts: SessionOptions, admit: &Admit, now: Instant) -> SessionOptions {
+fn admitted_options(
+    mut opts: SessionOptions,
+    admit: &Admit,
+    client: std::net::IpAddr,
+    now: Instant,
+) -> SessionOptions {
+    opts.client = Some(client);
     if let Some(at_ms) = admit.expire_at {
         let wall = Now::read(now).unix_ms.max(0) as u64;
         opts.end_by = Some(now + Duration::from_millis(at_ms.saturating_sub(wall)));
@@ -300,6 +306,7 @@ fn admitted_options(mut opts: SessionOptions, admit: &Admit, now: Instant) -> Se
 
 /// An admitted WHEP offer: the session and its `201`.
 pub(crate) fn whep_answer(
+    client: std::net::IpAddr,
     req: &Request,
     target: &(String, String, String),
     admit: &Admit,
@@ -313,7 +320,7 @@ pub(crate) fn whep_answer(
             return error(404, why, close);
         }
     };
-    let opts = admitted_options(opts, admit, cx.now);
+    let opts = admitted_options(opts, admit, client, cx.now);
     let offer = String::from_utf8_lossy(&req.body).into_owned();
     let api = &mut *cx.api;
     let Some(stream) = api.registry.streams.get(live) else {
@@ -341,6 +348,7 @@ pub(crate) fn whep_answer(
 
 /// An admitted WHIP offer: the stream, the session and its `201`.
 pub(crate) fn whip_answer(
+    client: std::net::IpAddr,
     req: &Request,
     target: &(String, String, String),
     admit: &Admit,
@@ -348,7 +356,7 @@ pub(crate) fn whip_answer(
     cx: &mut Cx<'_>,
 ) -> Vec<u8> {
     let opts = match publishable(cx, target) {
-        Ok(opts) => admitted_options(opts, admit, cx.now),
+        Ok(opts) => admitted_options(opts, admit, client, cx.now),
         Err(why) => {
             close_admission(admit, cx);
             return error(404, why, close);
@@ -408,6 +416,8 @@ const IDLE: Duration = Duration::from_secs(60);
 /// One OME signalling WebSocket: its session, its admission in flight,
 /// its keep-alive.
 pub(crate) struct WsSignal {
+    /// The peer's address (its share of the sessions).
+    client: std::net::IpAddr,
     reader: ws::Reader,
     target: (String, String, String),
     /// The upgrade request's URL (for the signed policy and webhook).
@@ -429,11 +439,13 @@ pub(crate) struct WsSignal {
 impl WsSignal {
     pub(crate) fn new(
         req: &Request,
+        client: std::net::IpAddr,
         target: (String, String, String),
         url: String,
         now: Instant,
     ) -> Self {
         WsSignal {
+            client,
             reader: ws::Reader::new(signal::MAX_MESSAGE),
             target,
             url,
@@ -676,7 +688,7 @@ impl WsSignal {
                 return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
             }
         };
-        let mut opts = admitted_options(opts, admit, cx.now);
+        let mut opts = admitted_options(opts, admit, self.client, cx.now);
         opts.owner = Some(cx.token.0);
         let api = &mut *cx.api;
         let Some(stream) = api.registry.streams.get(live) else {
@@ -717,7 +729,7 @@ impl WsSignal {
         let Ok(opts) = publishable(cx, &target) else {
             return refuse(self, cx, out, 404);
         };
-        let mut opts = admitted_options(opts, admit, cx.now);
+        let mut opts = admitted_options(opts, admit, self.client, cx.now);
         opts.owner = Some(cx.token.0);
         let Ok(id) = start_stream(cx, &target) else {
             return refuse(self, cx, out, 404);

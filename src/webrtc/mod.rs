@@ -16,8 +16,11 @@
 //! current picture without waiting).
 //!
 //! Sessions are found by the ufrag of the peer's first STUN request, then
-//! by its address; a session that does not connect within the app's
-//! `Timeout`, or whose peer stops answering (ICE consent), ends.
+//! by its address (taken only from a request signed with the session's
+//! password); a session that does not connect within [`CONNECT_WITHIN`]
+//! (or the app's `Timeout`, if shorter), or whose peer stops answering
+//! (ICE consent), ends. One client address holds at most
+//! `max_per_address` sessions (a share of `<MaxSessions>`).
 
 pub mod audio;
 #[doc(hidden)]
@@ -53,6 +56,11 @@ const CHUNK: usize = 16;
 
 /// Sessions at most at once (every viewer, connected or not).
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// A session must complete ICE and DTLS this soon after its offer or
+/// answer, or it ends and holds nothing (its slot, a publisher's stream
+/// name, the stream's audio transcoder): a browser does it in well under
+/// a second, through the TCP relay in a few.
+pub const CONNECT_WITHIN: Duration = Duration::from_secs(10);
 /// Peer addresses one session may be reached from (ICE tries a few).
 const MAX_ADDRS_PER_SESSION: usize = 8;
 /// Datagrams waiting for one socket; past it the oldest are dropped (UDP:
@@ -96,6 +104,8 @@ pub enum WebRtcError {
     BadSdp(String),
     /// 503: too many sessions.
     Full,
+    /// 503: too many sessions from this client address.
+    AddressFull,
     /// 404: no such session.
     NoSession,
     /// 500: the stack refused (its message).
@@ -106,7 +116,7 @@ impl WebRtcError {
     pub fn status(&self) -> u16 {
         match self {
             WebRtcError::BadSdp(_) => 400,
-            WebRtcError::Full => 503,
+            WebRtcError::Full | WebRtcError::AddressFull => 503,
             WebRtcError::NoSession => 404,
             WebRtcError::Internal(_) => 500,
         }
@@ -118,6 +128,9 @@ impl std::fmt::Display for WebRtcError {
         match self {
             WebRtcError::BadSdp(e) => write!(f, "Could not use the SDP: {e}"),
             WebRtcError::Full => f.write_str("Too many WebRTC sessions"),
+            WebRtcError::AddressFull => {
+                f.write_str("Too many WebRTC sessions from this address")
+            }
             WebRtcError::NoSession => f.write_str("No such WebRTC session"),
             WebRtcError::Internal(e) => write!(f, "WebRTC: {e}"),
         }
@@ -142,6 +155,8 @@ pub struct SessionOptions {
     pub tag: u64,
     /// The signalling connection that owns it, told when it ends.
     pub owner: Option<usize>,
+    /// The client's address (its share of the sessions).
+    pub client: Option<std::net::IpAddr>,
 }
 
 impl Default for SessionOptions {
@@ -151,6 +166,7 @@ impl Default for SessionOptions {
             end_by: None,
             tag: 0,
             owner: None,
+            client: None,
         }
     }
 }
@@ -174,6 +190,10 @@ struct Session {
     what: Offerable,
     key: String,
     ufrag: String,
+    /// The local ICE password: a peer address is taken only from a STUN
+    /// request signed with it.
+    pass: String,
+    client: Option<std::net::IpAddr>,
     tag: u64,
     owner: Option<usize>,
     end_by: Option<Instant>,
@@ -220,6 +240,9 @@ struct Publish {
 #[derive(Default)]
 struct Feed {
     sessions: Vec<usize>,
+    /// Of them, those that completed ICE and DTLS: only then is the
+    /// stream's AAC transcoded for them.
+    connected: usize,
     /// Bumped when the tracks change: the transcoder starts afresh.
     audio_generation: u32,
     /// The stream's GOP as RTP payloads, for viewers joining: made when
@@ -297,6 +320,9 @@ pub struct WebRtc {
     audio_work: Vec<AudioWork>,
     cert: Option<str0m::config::DtlsCert>,
     pub max_sessions: usize,
+    /// Sessions from one client address at most (0: no cap).
+    pub max_per_address: usize,
+    by_client: HashMap<std::net::IpAddr, usize>,
     /// Datagrams dropped because an outbox, a socket's backlog or a relay
     /// connection was full (a viewer that could not keep up).
     pub dropped: u64,
@@ -342,6 +368,8 @@ impl WebRtc {
             audio_work: Vec::new(),
             cert,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_per_address: DEFAULT_MAX_SESSIONS / 10,
+            by_client: HashMap::new(),
             dropped: 0,
             ingest: Vec::new(),
             publishers: StreamMap::default(),
@@ -434,7 +462,7 @@ impl WebRtc {
 
     /// A session's `Rtc`: only the codecs the stream can give, so an
     /// m-line kiln cannot feed is refused in the answer (port 0).
-    fn new_rtc(&self, ufrag: &str, what: Offerable, now: Instant) -> Rtc {
+    fn new_rtc(&self, ufrag: &str, pass: &str, what: Offerable, now: Instant) -> Rtc {
         let config = RtcConfig::new()
             .set_ice_lite(true)
             .clear_codecs()
@@ -443,7 +471,7 @@ impl WebRtc {
             .enable_opus(what.audio, false)
             .set_local_ice_credentials(IceCreds {
                 ufrag: ufrag.to_string(),
-                pass: random_string(24),
+                pass: pass.to_string(),
             })
             // Packets are made once per stream (`packetize`), not per
             // session.
@@ -472,7 +500,14 @@ impl WebRtc {
     /// H.264) and Opus, orders packets in str0m's reordering buffers
     /// (bounded: its defaults of 30 video and 15 audio packets) and NACKs
     /// what is lost.
-    fn new_publish_rtc(&self, ufrag: &str, h264: bool, vp8: bool, now: Instant) -> Rtc {
+    fn new_publish_rtc(
+        &self,
+        ufrag: &str,
+        pass: &str,
+        h264: bool,
+        vp8: bool,
+        now: Instant,
+    ) -> Rtc {
         let config = RtcConfig::new()
             .set_ice_lite(true)
             .clear_codecs()
@@ -481,7 +516,7 @@ impl WebRtc {
             .enable_opus(true, true)
             .set_local_ice_credentials(IceCreds {
                 ufrag: ufrag.to_string(),
-                pass: random_string(24),
+                pass: pass.to_string(),
             })
             .set_stats_interval(None);
         self.build_rtc(config, now)
@@ -531,17 +566,40 @@ impl WebRtc {
         o
     }
 
+    /// Room for one more session from `client`?
+    fn room_for(&self, client: Option<std::net::IpAddr>) -> Result<(), WebRtcError> {
+        if self.sessions.len() >= self.max_sessions {
+            return Err(WebRtcError::Full);
+        }
+        let held = client.and_then(|c| self.by_client.get(&c)).copied();
+        if self.max_per_address > 0 && held.unwrap_or(0) >= self.max_per_address {
+            if let Some(c) = client {
+                crate::log_throttled!(
+                    crate::log::Level::Warn,
+                    "webrtc-address-cap",
+                    c,
+                    "WebRTC sessions from {c}: the cap of {} per address (<Bind><Publishers><WebRTC><MaxSessionsPerAddress>) is reached; new ones are refused",
+                    self.max_per_address
+                );
+            }
+            return Err(WebRtcError::AddressFull);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn insert(
         &mut self,
         rtc: Rtc,
         stream: StreamId,
         what: Offerable,
-        ufrag: String,
+        (ufrag, pass): (String, String),
         opts: SessionOptions,
         now: Instant,
     ) -> Result<usize, WebRtcError> {
-        if self.sessions.len() >= self.max_sessions {
-            return Err(WebRtcError::Full);
+        self.room_for(opts.client)?;
+        if let Some(c) = opts.client {
+            *self.by_client.entry(c).or_insert(0) += 1;
         }
         let key = random_string(16);
         let idx = self.sessions.insert(Session {
@@ -550,6 +608,8 @@ impl WebRtc {
             what,
             key: key.clone(),
             ufrag: ufrag.clone(),
+            pass,
+            client: opts.client,
             tag: opts.tag,
             owner: opts.owner,
             end_by: opts.end_by,
@@ -560,7 +620,7 @@ impl WebRtc {
             connected: false,
             started: false,
             outgoing: VecDeque::new(),
-            connect_by: now + opts.timeout,
+            connect_by: now + opts.timeout.min(CONNECT_WITHIN),
             addrs: Vec::new(),
             deadline: None,
             keyframe_requests: 0,
@@ -598,10 +658,12 @@ impl WebRtc {
     }
 
     /// An offer a new session may take: room for it, and SDP str0m reads.
-    fn parse_offer<'a>(&self, offer: &'a str) -> Result<(&'a str, SdpOffer), WebRtcError> {
-        if self.sessions.len() >= self.max_sessions {
-            return Err(WebRtcError::Full);
-        }
+    fn parse_offer<'a>(
+        &self,
+        offer: &'a str,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<(&'a str, SdpOffer), WebRtcError> {
+        self.room_for(client)?;
         // str0m's parse errors show parser internals: say what is wrong plainly.
         let parsed = SdpOffer::from_sdp_string(offer)
             .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
@@ -617,13 +679,13 @@ impl WebRtc {
         opts: SessionOptions,
         now: Instant,
     ) -> Result<(String, String), WebRtcError> {
-        let (offer_text, offer) = self.parse_offer(offer)?;
-        let ufrag = random_string(8);
+        let (offer_text, offer) = self.parse_offer(offer, opts.client)?;
+        let creds = credentials();
         // H.264 is preferred: VP8 is taken only when the offer has no H.264.
         let has_h264 = offer_text
             .lines()
             .any(|l| l.starts_with("a=rtpmap:") && l.to_ascii_uppercase().contains(" H264/"));
-        let mut rtc = self.new_publish_rtc(&ufrag, has_h264, !has_h264, now);
+        let mut rtc = self.new_publish_rtc(&creds.0, &creds.1, has_h264, !has_h264, now);
         let answer = rtc
             .sdp_api()
             .accept_offer(offer)
@@ -643,7 +705,7 @@ impl WebRtc {
             audio: true,
             stereo: true,
         };
-        let idx = self.insert(rtc, stream, what, ufrag, opts, now)?;
+        let idx = self.insert(rtc, stream, what, creds, opts, now)?;
         self.sessions[idx].mids = mids;
         self.make_publisher(idx, stream);
         self.poll_session(idx, None, now);
@@ -661,11 +723,9 @@ impl WebRtc {
         opts: SessionOptions,
         now: Instant,
     ) -> Result<(String, String), WebRtcError> {
-        if self.sessions.len() >= self.max_sessions {
-            return Err(WebRtcError::Full);
-        }
-        let ufrag = random_string(8);
-        let mut rtc = self.new_publish_rtc(&ufrag, true, true, now);
+        self.room_for(opts.client)?;
+        let creds = credentials();
+        let mut rtc = self.new_publish_rtc(&creds.0, &creds.1, true, true, now);
         let mut api = rtc.sdp_api();
         let video = api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
         let audio = api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
@@ -678,7 +738,7 @@ impl WebRtc {
             audio: true,
             stereo: true,
         };
-        let idx = self.insert(rtc, stream, what, ufrag, opts, now)?;
+        let idx = self.insert(rtc, stream, what, creds, opts, now)?;
         let s = &mut self.sessions[idx];
         s.pending = Some(pending);
         s.mids = vec![(video, MediaKind::Video), (audio, MediaKind::Audio)];
@@ -720,21 +780,21 @@ impl WebRtc {
         opts: SessionOptions,
         now: Instant,
     ) -> Result<(String, String), WebRtcError> {
-        let (offer_text, offer) = self.parse_offer(offer)?;
-        let ufrag = random_string(8);
+        let (offer_text, offer) = self.parse_offer(offer, opts.client)?;
+        let creds = credentials();
         let what = Self::offerable(stream);
         if !what.video && !what.audio {
             return Err(WebRtcError::Internal(
                 "the stream has no track a browser plays".into(),
             ));
         }
-        let mut rtc = self.new_rtc(&ufrag, what, now);
+        let mut rtc = self.new_rtc(&creds.0, &creds.1, what, now);
         let answer = rtc
             .sdp_api()
             .accept_offer(offer)
             .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
         let mids = offer_mids(&mut rtc, offer_text);
-        let idx = self.insert(rtc, stream.id, what, ufrag, opts, now)?;
+        let idx = self.insert(rtc, stream.id, what, creds, opts, now)?;
         self.sessions[idx].mids = mids;
         self.choose_payloads(idx, what);
         self.poll_session(idx, None, now);
@@ -759,17 +819,15 @@ impl WebRtc {
         opts: SessionOptions,
         now: Instant,
     ) -> Result<(String, String), WebRtcError> {
-        if self.sessions.len() >= self.max_sessions {
-            return Err(WebRtcError::Full);
-        }
+        self.room_for(opts.client)?;
         let what = Self::offerable(stream);
         if !what.video && !what.audio {
             return Err(WebRtcError::Internal(
                 "the stream has no track a browser plays".into(),
             ));
         }
-        let ufrag = random_string(8);
-        let mut rtc = self.new_rtc(&ufrag, what, now);
+        let creds = credentials();
+        let mut rtc = self.new_rtc(&creds.0, &creds.1, what, now);
         let mut api = rtc.sdp_api();
         // One media stream (msid) for both tracks: players take
         // `ontrack`'s `streams[0]` as the whole stream (OvenPlayer does).
@@ -783,7 +841,7 @@ impl WebRtc {
         let Some((offer, pending)) = api.apply() else {
             return Err(WebRtcError::Internal("no offer".into()));
         };
-        let idx = self.insert(rtc, stream.id, what, ufrag, opts, now)?;
+        let idx = self.insert(rtc, stream.id, what, creds, opts, now)?;
         let s = &mut self.sessions[idx];
         s.pending = Some(pending);
         s.mids.extend(video.map(|m| (m, MediaKind::Video)));
@@ -881,6 +939,14 @@ impl WebRtc {
         s.rtc.disconnect();
         self.by_key.remove(&s.key);
         self.by_ufrag.remove(&s.ufrag);
+        if let Some(c) = s.client {
+            if let Some(n) = self.by_client.get_mut(&c) {
+                *n -= 1;
+                if *n == 0 {
+                    self.by_client.remove(&c);
+                }
+            }
+        }
         for a in &s.addrs {
             self.by_addr.remove(a);
         }
@@ -891,10 +957,17 @@ impl WebRtc {
             self.publishers.remove(&s.stream);
         }
         if let Some(feed) = self.feeds.get_mut(&s.stream) {
+            let before = feed.sessions.len();
             feed.sessions.retain(|&i| i != idx);
+            if s.connected && feed.sessions.len() < before {
+                feed.connected = feed.connected.saturating_sub(1);
+            }
+            if (s.connected && feed.connected == 0) || feed.sessions.is_empty() {
+                // No one listens: the transcoder's state goes.
+                self.audio_work.push(AudioWork::Forget(s.stream));
+            }
             if feed.sessions.is_empty() {
                 self.feeds.remove(&s.stream);
-                self.audio_work.push(AudioWork::Forget(s.stream));
             }
         }
         crate::debug!("webrtc session {} ended: {reason:?}", s.key);
@@ -939,7 +1012,9 @@ impl WebRtc {
                     return;
                 };
                 let s = &mut self.sessions[i];
-                if s.addrs.len() >= MAX_ADDRS_PER_SESSION {
+                // Signed with the session's password first: a forged
+                // request must not take one of its address slots.
+                if s.addrs.len() >= MAX_ADDRS_PER_SESSION || !stun::integrity_ok(data, &s.pass) {
                     return;
                 }
                 s.addrs.push((local, from));
@@ -1100,6 +1175,9 @@ impl WebRtc {
                     if s.publish.is_some() {
                         crate::info!("webrtc session {}: publishing", s.key);
                     } else {
+                        if let Some(feed) = self.feeds.get_mut(&s.stream) {
+                            feed.connected += 1;
+                        }
                         self.joined.push(s.stream);
                         if let Some(streams) = streams.as_deref_mut() {
                             self.start_session(idx, streams);
@@ -1353,7 +1431,9 @@ impl WebRtc {
 
     /// An AAC frame for the transcoder (the loop's worker thread).
     fn transcode(&mut self, id: StreamId, track: &crate::media::Track, frame: &Frame) {
-        let Some(feed) = self.feeds.get_mut(&id) else {
+        // Only for viewers that completed ICE and DTLS: an offer that
+        // never connects starts nothing.
+        let Some(feed) = self.feeds.get_mut(&id).filter(|f| f.connected > 0) else {
             return;
         };
         let CodecConfig::Aac { asc } = &track.config else {
@@ -1537,6 +1617,11 @@ pub fn dtls_certificate() -> Option<str0m::config::DtlsCert> {
 }
 
 /// Random letters and digits (ICE ufrag/pwd, session keys).
+/// A new session's local ICE credentials (ufrag, password).
+fn credentials() -> (String, String) {
+    (random_string(8), random_string(24))
+}
+
 pub fn random_string(len: usize) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut raw = vec![0u8; len];

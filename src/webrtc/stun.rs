@@ -7,10 +7,46 @@
 const MAGIC_COOKIE: [u8; 4] = [0x21, 0x12, 0xA4, 0x42];
 const HEADER: usize = 20;
 const USERNAME: u16 = 0x0006;
+const MESSAGE_INTEGRITY: u16 = 0x0008;
 
 /// Is this datagram STUN (first two bits zero, the magic cookie)?
 pub fn is_stun(data: &[u8]) -> bool {
     data.len() >= HEADER && data[0] < 4 && data[4..8] == MAGIC_COOKIE
+}
+
+/// Is this STUN message signed with `pass` (ICE's short-term credential:
+/// a MESSAGE-INTEGRITY, HMAC-SHA1 over the message up to it, with the
+/// header's length counting to its end)? Checked before a session takes
+/// the sender's address: a wrong signature must not use up its slots.
+pub fn integrity_ok(data: &[u8], pass: &str) -> bool {
+    if !is_stun(data) {
+        return false;
+    }
+    let len = u16::from_be_bytes([data[2], data[3]]) as usize;
+    let Some(body) = data.get(HEADER..HEADER + len) else {
+        return false;
+    };
+    let mut at = 0;
+    while at + 4 <= body.len() {
+        let kind = u16::from_be_bytes([body[at], body[at + 1]]);
+        let alen = u16::from_be_bytes([body[at + 2], body[at + 3]]) as usize;
+        let Some(value) = body.get(at + 4..at + 4 + alen) else {
+            return false;
+        };
+        if kind == MESSAGE_INTEGRITY {
+            if alen != 20 {
+                return false;
+            }
+            let end = HEADER + at;
+            let mut covered = data[..end].to_vec();
+            let covered_len = (end - HEADER + 24) as u16;
+            covered[2..4].copy_from_slice(&covered_len.to_be_bytes());
+            let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, pass.as_bytes());
+            return ring::hmac::verify(&key, &covered, value).is_ok();
+        }
+        at += 4 + alen.div_ceil(4) * 4;
+    }
+    false
 }
 
 /// The local ufrag a STUN message's USERNAME names (the part before ':'),
@@ -53,6 +89,33 @@ mod tests {
         m.extend_from_slice(&[7; 12]);
         m.extend_from_slice(&attrs);
         m
+    }
+
+    fn signed(username: &[u8], pass: &str) -> Vec<u8> {
+        let mut m = binding(username);
+        let len = (m.len() - HEADER + 24) as u16;
+        m[2..4].copy_from_slice(&len.to_be_bytes());
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, pass.as_bytes());
+        let tag = ring::hmac::sign(&key, &m);
+        m.extend_from_slice(&MESSAGE_INTEGRITY.to_be_bytes());
+        m.extend_from_slice(&20u16.to_be_bytes());
+        m.extend_from_slice(tag.as_ref());
+        m
+    }
+
+    #[test]
+    fn integrity_is_checked_with_the_password() {
+        let m = signed(b"abcd:wxyz", "secret-password");
+        assert!(integrity_ok(&m, "secret-password"));
+        assert!(!integrity_ok(&m, "another-password"));
+        // Unsigned, cut or flipped: not ok.
+        assert!(!integrity_ok(&binding(b"abcd:wxyz"), "secret-password"));
+        for cut in 0..m.len() {
+            assert!(!integrity_ok(&m[..cut], "secret-password"));
+        }
+        let mut flipped = m.clone();
+        flipped[HEADER + 5] ^= 1;
+        assert!(!integrity_ok(&flipped, "secret-password"));
     }
 
     #[test]
