@@ -123,6 +123,57 @@ impl Api {
         Ok(envelope::ok(AppView::of(a, v.origin)))
     }
 
+    /// The folders an application made through the API reads channel
+    /// files from (`providers.schedule.mediaRootDir` and
+    /// `scheduleFilesDir`, `providers.multiplex.muxFilesDir`) must lie
+    /// under one the config file names for one of its own applications:
+    /// an API caller must not make kiln play `/etc` to anonymous viewers.
+    fn check_channel_folders(&self, spec: &AppSpec) -> Result<(), ApiError> {
+        let p = &spec.providers;
+        let asked = [
+            ("providers.schedule.mediaRootDir", p.schedule.as_ref().map(|s| &s.media_root_dir)),
+            ("providers.schedule.scheduleFilesDir", p.schedule.as_ref().map(|s| &s.schedule_files_dir)),
+            ("providers.multiplex.muxFilesDir", p.multiplex.as_ref().map(|m| &m.mux_files_dir)),
+        ];
+        let asked: Vec<(&str, &String)> = asked
+            .into_iter()
+            .filter_map(|(f, d)| d.filter(|d| !d.is_empty()).map(|d| (f, d)))
+            .collect();
+        if asked.is_empty() {
+            return Ok(());
+        }
+        let roots: Vec<std::path::PathBuf> = self
+            .registry
+            .vhosts()
+            .iter()
+            .filter(|v| v.origin == crate::state::Origin::ConfigFile)
+            .flat_map(|v| v.apps.iter())
+            .flat_map(|a| {
+                let s = a.providers.schedule.as_ref();
+                let m = a.providers.multiplex.as_ref();
+                [
+                    s.map(|s| s.media_root_dir.clone()),
+                    s.map(|s| s.schedule_files_dir.clone()),
+                    m.map(|m| m.mux_files_dir.clone()),
+                ]
+            })
+            .flatten()
+            .filter(|d: &String| !d.is_empty())
+            .filter_map(|d| crate::files::resolve(None, &d).ok())
+            .collect();
+        for (field, dir) in asked {
+            let inside = crate::files::resolve(None, dir)
+                .is_ok_and(|d| roots.iter().any(|r| d.starts_with(r)));
+            if !inside {
+                return Err(ApiError::bad_request(format_args!(
+                    "{field} [{}] must be an absolute folder under one the config file names for its applications' <Schedule> or <Multiplex> (MediaRootDir, ScheduleFilesDir, MuxFilesDir)",
+                    dir.escape_debug()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn create_apps(
         &mut self,
         vhost: &str,
@@ -143,6 +194,7 @@ impl Api {
                 .and_then(|spec| {
                     spec.validate()
                         .map_err(|e| ApiError::invalid_spec("application", Some(i), e))?;
+                    self.check_channel_folders(&spec)?;
                     if apps.iter().any(|a| a.name == spec.name) {
                         return Err(ApiError::app_exists(vhost, &spec.name));
                     }
@@ -209,6 +261,8 @@ impl Api {
         target
             .validate()
             .map_err(|e| ApiError::invalid_spec("application", None, e))?;
+        let target = target.clone();
+        self.check_channel_folders(&target)?;
         self.commit_apps(vhost, apps, None)?;
         info!("application [{vhost}/{app}] changed; restarting it");
         self.effects.push(Effect::RestartApp {

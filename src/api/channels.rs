@@ -119,7 +119,8 @@ impl Api {
                 spec.app = app.to_string();
                 spec.name = spec.stream.name.clone();
                 self.check_new_name(vhost, app, &spec.name)?;
-                spec.plan().map_err(ApiError::bad_request)?;
+                let plan = spec.plan().map_err(ApiError::bad_request)?;
+                self.check_no_loop(&spec.key(), &plan.streams())?;
                 self.record_added(&SCHEDULED_KIND, &spec, "channel not created")?;
                 let k = spec.key();
                 crate::info!(
@@ -137,7 +138,8 @@ impl Api {
                 spec.app = app.to_string();
                 spec.name = spec.output_stream.name.clone();
                 self.check_new_name(vhost, app, &spec.name)?;
-                spec.check().map_err(ApiError::bad_request)?;
+                let urls = spec.check().map_err(ApiError::bad_request)?;
+                self.check_no_loop(&spec.key(), &urls)?;
                 self.record_added(&MULTIPLEX_KIND, &spec, "channel not created")?;
                 let k = spec.key();
                 crate::info!(
@@ -154,6 +156,21 @@ impl Api {
             201,
             br#"{"message":"Created","statusCode":201}"#.to_vec(),
         ))
+    }
+
+    /// A channel must not read its own output, directly or through other
+    /// channels (it would read what it writes as fast as the loop turns).
+    fn check_no_loop(
+        &self,
+        k: &ChannelKey,
+        inputs: &[crate::channel::StreamUrl],
+    ) -> Result<(), ApiError> {
+        match self.channels.loop_through(k, inputs) {
+            Some(l) => Err(ApiError::bad_request(format_args!(
+                "The channel would play its own output: {l}"
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn check_new_name(&self, vhost: &str, app: &str, name: &str) -> Result<(), ApiError> {
@@ -299,7 +316,8 @@ impl Api {
         if let Some(p) = patch.programs {
             spec.programs = p;
         }
-        spec.plan().map_err(ApiError::bad_request)?;
+        let plan = spec.plan().map_err(ApiError::bad_request)?;
+        self.check_no_loop(&k, &plan.streams())?;
         // The journal keeps one record per channel: the old one goes.
         self.record(
             Change::delete_task(&SCHEDULED_KIND, vhost, app, name),

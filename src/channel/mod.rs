@@ -121,6 +121,46 @@ pub mod fuzz {
 mod tests {
     use super::*;
 
+    fn sched(name: &str, reads: &[&str]) -> schedule::ScheduleSpec {
+        let items: Vec<serde_json::Value> = reads
+            .iter()
+            .map(|r| serde_json::json!({"url": format!("stream://default/app/{r}")}))
+            .collect();
+        let mut s: schedule::ScheduleSpec = serde_json::from_value(serde_json::json!({
+            "stream": {"name": name},
+            "fallbackProgram": {"items": items}
+        }))
+        .unwrap();
+        s.vhost = "default".into();
+        s.app = "app".into();
+        s.name = name.into();
+        s
+    }
+
+    #[test]
+    fn a_channel_fed_its_own_output_is_found() {
+        let mut c = Channels::default();
+        let key = |n: &str| ("default".to_string(), "app".to_string(), n.to_string());
+        let url = |n: &str| StreamUrl::parse(&format!("stream://default/app/{n}")).unwrap();
+        // Itself.
+        assert_eq!(
+            c.loop_through(&key("a"), &[url("cam"), url("a")]).as_deref(),
+            Some("default/app/a -> default/app/a")
+        );
+        // Through another: b reads a; a would read b.
+        c.scheduled
+            .insert(key("b"), ScheduledChannel::new(sched("b", &["a"]), Origin::Api));
+        assert_eq!(
+            c.loop_through(&key("a"), &[url("b")]).as_deref(),
+            Some("default/app/a -> default/app/b -> default/app/a")
+        );
+        // A chain without a loop, and a diamond, are fine.
+        c.scheduled
+            .insert(key("c"), ScheduledChannel::new(sched("c", &["cam", "b"]), Origin::Api));
+        assert_eq!(c.loop_through(&key("d"), &[url("c"), url("b")]), None);
+        assert_eq!(c.loop_through(&key("a"), &[url("cam")]), None);
+    }
+
     #[test]
     fn urls() {
         let u = StreamUrl::parse("stream://default/app/cam").unwrap();
@@ -235,6 +275,48 @@ impl Channels {
     pub fn has(&self, vhost: &str, app: &str, name: &str) -> bool {
         let k = (vhost.to_string(), app.to_string(), name.to_string());
         self.scheduled.contains_key(&k) || self.multiplex.contains_key(&k)
+    }
+
+    /// The streams channel `k` reads (its items' or sources'
+    /// `stream://` URLs).
+    fn inputs(&self, k: &ChannelKey) -> Vec<StreamUrl> {
+        if let Some(c) = self.scheduled.get(k) {
+            c.spec.plan().map(|p| p.streams()).unwrap_or_default()
+        } else if let Some(c) = self.multiplex.get(k) {
+            c.spec.check().unwrap_or_default()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Would channel `key`, reading `inputs`, be fed its own output,
+    /// directly or through other channels? The loop as text
+    /// (`default/app/a -> default/app/b -> default/app/a`). Such a channel
+    /// would read what it writes as fast as the loop can turn (a core
+    /// spun forever), so it is refused.
+    pub fn loop_through(&self, key: &ChannelKey, inputs: &[StreamUrl]) -> Option<String> {
+        let name = |k: &ChannelKey| format!("{}/{}/{}", k.0, k.1, k.2);
+        let mut seen = std::collections::BTreeSet::new();
+        // (a stream read, the chain of channels that led to it)
+        let mut todo: Vec<(ChannelKey, Vec<ChannelKey>)> = inputs
+            .iter()
+            .map(|u| ((u.vhost.clone(), u.app.clone(), u.stream.clone()), vec![key.clone()]))
+            .collect();
+        while let Some((k, mut chain)) = todo.pop() {
+            chain.push(k.clone());
+            if k == *key {
+                return Some(chain.iter().map(name).collect::<Vec<_>>().join(" -> "));
+            }
+            let is_channel = self.scheduled.contains_key(&k) || self.multiplex.contains_key(&k);
+            if !is_channel || !seen.insert(k.clone()) {
+                continue;
+            }
+            for u in self.inputs(&k) {
+                let next = (u.vhost, u.app, u.stream);
+                todo.push((next, chain.clone()));
+            }
+        }
+        None
     }
 
     /// Removes the channels of an application (or of every application of

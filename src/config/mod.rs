@@ -143,7 +143,7 @@ pub struct WebRtcBind {
     /// once, connected or not; past it, new viewers are refused (503).
     pub max_sessions: usize,
     /// `<MaxSessionsPerAddress>` (kiln extension, default a tenth of
-    /// `MaxSessions`; 0 = no cap): sessions from one client address
+    /// `MaxSessions` and at least 10; 0 = no cap): sessions from one client address
     /// (viewers and publishers, WHEP, WHIP and OME's signalling).
     pub max_sessions_per_address: Option<usize>,
 }

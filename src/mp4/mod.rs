@@ -503,7 +503,7 @@ fn sample_table(stbl: &[u8], total: &mut usize) -> Result<Vec<Sample>, Mp4Error>
 /// it, audio from its first sample at or after that. (track index,
 /// sample index) pairs, to read with [`Movie::tracks`].
 pub fn play_order(movie: &Movie, start_ms: i64) -> Vec<(usize, usize)> {
-    let start = start_ms.max(0) * 90;
+    let start = start_ms.max(0).saturating_mul(90);
     // Video decides where playing starts: its sync sample at or before.
     let mut from = start;
     for t in &movie.tracks {

@@ -168,7 +168,7 @@ pub(crate) fn bind_all(
         }
         api.webrtc.max_per_address = listen
             .webrtc_max_per_address
-            .unwrap_or(api.webrtc.max_sessions.div_ceil(10));
+            .unwrap_or(crate::webrtc::default_share(api.webrtc.max_sessions));
     }
     Ok(())
 }

@@ -69,7 +69,7 @@ impl FileReader {
                     waker,
                     batch: Vec::with_capacity(BATCH_FRAMES),
                     first_dts: None,
-                    end_dts: duration_ms.map(|d| d * 90),
+                    end_dts: duration_ms.map(|d| d.saturating_mul(90)),
                 };
                 let result = read_file(&path, start_ms, &mut out);
                 let last = match result {
@@ -125,7 +125,7 @@ impl Out {
     /// Queues a frame; `Ok(false)` when the item's duration is reached.
     fn frame(&mut self, f: Frame) -> Result<bool, Stop> {
         let first = *self.first_dts.get_or_insert(f.dts);
-        if self.end_dts.is_some_and(|end| f.dts - first >= end) {
+        if self.end_dts.is_some_and(|end| f.dts.saturating_sub(first) >= end) {
             return Ok(false);
         }
         self.batch.push(f);
@@ -141,13 +141,31 @@ fn failed(path: &Path, e: impl std::fmt::Display) -> Stop {
 }
 
 fn read_file(path: &Path, start_ms: i64, out: &mut Out) -> Result<(), Stop> {
-    let mut file = File::open(path).map_err(|e| failed(path, e))?;
+    let mut file = open_regular(path)?;
     let mut head = [0u8; 8];
     let n = file.read(&mut head).map_err(|e| failed(path, e))?;
     if n >= 1 && head[0] == 0x47 {
         return read_ts(path, file, start_ms, out);
     }
     read_mp4(path, file, start_ms, out)
+}
+
+/// Opens a media item: a regular file only. It is opened non-blocking, so
+/// a FIFO (or a device) named as an item fails at once instead of holding
+/// this thread in `open` for as long as no one writes it (a thread per
+/// item switch, never reclaimed).
+fn open_regular(path: &Path) -> Result<File, Stop> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| failed(path, e))?;
+    let meta = file.metadata().map_err(|e| failed(path, e))?;
+    if !meta.is_file() {
+        return Err(failed(path, "not a regular file"));
+    }
+    Ok(file)
 }
 
 fn read_mp4(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result<(), Stop> {
@@ -262,7 +280,7 @@ fn read_ts(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result<
                     if !started {
                         let is_video = video.contains(&f.track);
                         let at_video_key = video.is_empty() || (is_video && f.keyframe);
-                        if f.dts - base < start_ms * 90 || !at_video_key {
+                        if f.dts.saturating_sub(base) < start_ms.saturating_mul(90) || !at_video_key {
                             continue;
                         }
                         started = true;

@@ -368,7 +368,7 @@ impl WebRtc {
             audio_work: Vec::new(),
             cert,
             max_sessions: DEFAULT_MAX_SESSIONS,
-            max_per_address: DEFAULT_MAX_SESSIONS / 10,
+            max_per_address: default_share(DEFAULT_MAX_SESSIONS),
             by_client: HashMap::new(),
             dropped: 0,
             ingest: Vec::new(),
@@ -1617,6 +1617,13 @@ pub fn dtls_certificate() -> Option<str0m::config::DtlsCert> {
 }
 
 /// Random letters and digits (ICE ufrag/pwd, session keys).
+/// The sessions one address may hold by default: a tenth of the most
+/// (100 of 1000), never fewer than 10 (a small `MaxSessions` is not
+/// split further).
+pub fn default_share(max_sessions: usize) -> usize {
+    (max_sessions / 10).max(10)
+}
+
 /// A new session's local ICE credentials (ufrag, password).
 fn credentials() -> (String, String) {
     (random_string(8), random_string(24))

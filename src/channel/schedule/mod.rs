@@ -21,6 +21,10 @@ use serde::{Deserialize, Serialize};
 
 /// A file item that failed is tried again after this.
 pub const RETRY_MS: i64 = 5000;
+/// The longest an item's `start` and `duration` may be (ms): 366 days.
+/// Times are added to wall-clock ms and scaled to 90 kHz, so they are
+/// bounded well inside `i64`.
+pub const MAX_ITEM_MS: i64 = 366 * 24 * 3600 * 1000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -149,6 +153,12 @@ fn plan_item(i: &Item) -> Result<PlanItem, String> {
             i.url
         ));
     }
+    if i.duration > MAX_ITEM_MS || i.start > MAX_ITEM_MS {
+        return Err(format!(
+            "item [{}]: start and duration must be at most {MAX_ITEM_MS} ms (366 days)",
+            i.url
+        ));
+    }
     let source = if let Some(u) = StreamUrl::parse(&i.url) {
         Source::Stream(u)
     } else if let Some(p) = file_path(&i.url) {
@@ -167,6 +177,21 @@ fn plan_item(i: &Item) -> Result<PlanItem, String> {
         duration_ms,
         url: i.url.clone(),
     })
+}
+
+impl Plan {
+    /// The live streams it reads (`stream://` items).
+    pub fn streams(&self) -> Vec<StreamUrl> {
+        self.programs
+            .iter()
+            .flat_map(|p| &p.items)
+            .chain(&self.fallback)
+            .filter_map(|i| match &i.source {
+                Source::Stream(u) => Some(u.clone()),
+                Source::File { .. } => None,
+            })
+            .collect()
+    }
 }
 
 impl ScheduleSpec {
@@ -389,7 +414,7 @@ impl Scheduler {
         }
         for c in [self.want, self.playing].into_iter().flatten() {
             if let Some(d) = self.item(c).and_then(|i| i.duration_ms) {
-                min(c.since_ms + d);
+                min(c.since_ms.saturating_add(d));
             }
         }
         if let Some(r) = self.retry_at {
@@ -406,8 +431,8 @@ impl Scheduler {
         for _ in 0..=MAX_ITEMS * 2 {
             let d = self.item(c)?.duration_ms;
             match d {
-                Some(d) if now_ms >= c.since_ms + d => {
-                    c = self.next_item(c, c.since_ms + d)?;
+                Some(d) if now_ms >= c.since_ms.saturating_add(d) => {
+                    c = self.next_item(c, c.since_ms.saturating_add(d))?;
                 }
                 _ => return Some(c),
             }

@@ -903,6 +903,11 @@ impl Channels {
                         );
                         return;
                     }
+                    let inputs = spec.plan().map(|p| p.streams()).unwrap_or_default();
+                    if let Some(l) = chans.loop_through(&k, &inputs) {
+                        crate::warn!("{shown}: the channel would play its own output ({l}); the file is not applied");
+                        return;
+                    }
                     chans.scheduled.insert(
                         k.clone(),
                         ScheduledChannel::new(spec, Origin::File(path.clone())),
@@ -936,6 +941,11 @@ impl Channels {
                             "{shown}: channel [{}] already exists; the file is not applied",
                             key_str(&k)
                         );
+                        return;
+                    }
+                    let inputs = spec.check().unwrap_or_default();
+                    if let Some(l) = chans.loop_through(&k, &inputs) {
+                        crate::warn!("{shown}: the channel would play its own output ({l}); the file is not applied");
                         return;
                     }
                     chans.multiplex.insert(
