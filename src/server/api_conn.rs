@@ -11,7 +11,7 @@
 //! instead of a reset.
 
 use super::endpoint::{Cx, Endpoint};
-use super::transport::{ReadEnd, Transport, READ_CHUNK};
+use super::transport::{ReadEnd, ReadGate, Transport, READ_CHUNK};
 use crate::api::envelope::ApiError;
 use crate::api::{Api, RequestInfo};
 use crate::config::ApiLimits;
@@ -64,8 +64,9 @@ pub(crate) struct ApiConn {
     /// When the first byte of the current request head (or the TLS
     /// handshake) arrived.
     head_started: Option<Instant>,
-    /// Reading paused because too much unanswered input is buffered.
-    read_paused: bool,
+    /// Reading stops while too much input waits unanswered or output
+    /// waits unsent, and is owed until resumed ([`ReadGate`]).
+    gate: ReadGate,
     /// The poller reported the client's FIN (or an error).
     peer_closed: bool,
     /// This connection's token (what a parked request waits under).
@@ -107,13 +108,19 @@ impl ApiConn {
             limits,
             last_activity: now,
             head_started: if is_tls { Some(now) } else { None },
-            read_paused: false,
+            gate: ReadGate::default(),
             peer_closed: false,
             token,
             parked: None,
             accepted: now,
             proven: false,
         }
+    }
+
+    /// The most request bytes held before reading stops (a head, a body
+    /// and one read).
+    fn input_cap(&self) -> usize {
+        self.limits.max_head_bytes + self.limits.max_body_bytes + READ_CHUNK
     }
 
     fn handshaking(&self) -> bool {
@@ -205,11 +212,15 @@ impl ApiConn {
     }
 
     fn read_input(&mut self, now: Instant) -> io::Result<()> {
-        if self.read_paused {
+        let cap = self.input_cap();
+        let queued = self.out.len() - self.out_pos;
+        if !self
+            .gate
+            .open(queued, OUTPUT_HIGH_WATER, self.reader.buffered() > cap)
+        {
             return Ok(());
         }
         let lingering = matches!(self.phase, Phase::Lingering { .. });
-        let cap = self.limits.max_head_bytes + self.limits.max_body_bytes + READ_CHUNK;
         let reader = &mut self.reader;
         let head_started = &mut self.head_started;
         let handshaking = self.transport.handshaking();
@@ -229,9 +240,9 @@ impl ApiConn {
         if got {
             self.last_activity = now;
         }
+        self.gate.ended(end);
         match end {
-            ReadEnd::WouldBlock => {}
-            ReadEnd::Paused => self.read_paused = true,
+            ReadEnd::WouldBlock | ReadEnd::Paused => {}
             ReadEnd::Closed => {
                 self.phase = match self.phase {
                     // Lingering ends at the client's EOF.
@@ -348,8 +359,8 @@ impl ApiConn {
                 self.out_pos = 0;
             }
             // Output drained: resume reading and answering if we paused.
-            if self.read_paused && self.phase == Phase::Open {
-                self.read_paused = false;
+            let full = self.reader.buffered() > self.input_cap();
+            if self.gate.owed(0, OUTPUT_HIGH_WATER, full) && self.phase == Phase::Open {
                 if let Err(e) = self.read_input(now) {
                     crate::debug!("api connection {}: read: {e}", self.peer);
                     self.phase = Phase::Closed;

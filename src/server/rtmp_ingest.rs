@@ -24,7 +24,7 @@
 
 use super::budget::BudgetShare;
 use super::endpoint::{Cx, Endpoint};
-use super::transport::{ReadEnd, Transport};
+use super::transport::{ReadEnd, ReadGate, Transport};
 use crate::admission::manager::{AdmissionId, CheckId, Verdict};
 use crate::admission::webhook::{Protocol, Subject};
 use crate::clock::Now;
@@ -49,6 +49,10 @@ const REFUSAL_GRACE: Duration = Duration::from_secs(1);
 /// A player with this much unsent output skips frames until the next
 /// keyframe (its connection costs at most about this much memory).
 pub(crate) const PLAY_BACKLOG: usize = 4 * 1024 * 1024;
+/// A connection is not read while this much of its replies waits unsent
+/// (a peer that sends commands and never reads the answers): a player's
+/// media counts on top, up to [`PLAY_BACKLOG`] (see [`ReadGate`]).
+const REPLY_HIGH_WATER: usize = 256 * 1024;
 
 pub(crate) struct RtmpIngest {
     transport: Transport,
@@ -86,6 +90,9 @@ pub(crate) struct RtmpIngest {
     accepted: Instant,
     /// Bytes written since the last turn (a player's go to its stream).
     written: u64,
+    gate: ReadGate,
+    /// A read is owed and the turn's rounds ran out: go on at this time.
+    read_again: Option<Instant>,
 }
 
 /// The tcUrl's host: `rtmp://host[:port]/app...` -> `host`.
@@ -130,6 +137,8 @@ impl RtmpIngest {
             budget,
             accepted: now,
             written: 0,
+            gate: ReadGate::default(),
+            read_again: None,
         }
     }
 
@@ -140,21 +149,53 @@ impl RtmpIngest {
             (Some(setup), None) => setup.min(idle),
             _ => idle,
         };
-        self.expire.map_or(setup, |e| e.min(setup))
+        let own = self.expire.map_or(setup, |e| e.min(setup));
+        self.read_again.map_or(own, |at| at.min(own))
+    }
+
+    /// What may wait unsent before the connection is not read.
+    fn high_water(&self) -> usize {
+        if self.playing.is_some() {
+            PLAY_BACKLOG + REPLY_HIGH_WATER
+        } else {
+            REPLY_HIGH_WATER
+        }
     }
 
     /// Reads what arrived, acts on the session's events, writes replies.
     pub(crate) fn on_ready(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
-        if self.closed {
+        self.read_again = None;
+        for _ in 0..8 {
+            if self.closed {
+                return;
+            }
+            self.read_turn(cx, out);
+            let queued = self.session.pending_output().len();
+            if self.closed || !self.gate.owed(queued, self.high_water(), false) {
+                return;
+            }
+        }
+        self.read_again = Some(cx.now);
+    }
+
+    /// One read (unless replies wait over the high-water mark), what it
+    /// made happen, and the writes.
+    fn read_turn(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
+        let now = cx.now;
+        let high = self.high_water();
+        if !self
+            .gate
+            .open(self.session.pending_output().len(), high, false)
+        {
+            self.finish_turn(cx, out);
             return;
         }
-        let now = cx.now;
         let session = &mut self.session;
         let mut failure = None;
         let result = self
             .transport
             .read(true, |data| match session.handle_input(data) {
-                Ok(()) => true,
+                Ok(()) => session.pending_output().len() < high,
                 Err(e) => {
                     failure = Some(e);
                     false
@@ -162,6 +203,7 @@ impl RtmpIngest {
             });
         match result {
             Ok((got, end)) => {
+                self.gate.ended(end);
                 if got {
                     self.last_input = now;
                 }
@@ -228,6 +270,10 @@ impl RtmpIngest {
 
     /// The deadline passed (checked due by the loop).
     pub(crate) fn on_deadline(&mut self, cx: &mut Cx<'_>, out: &mut IngestOutput) {
+        if self.read_again.is_some_and(|at| at <= cx.now) {
+            self.on_ready(cx, out);
+            return;
+        }
         let why = if self.expire.is_some_and(|e| cx.now >= e) {
             "the session has expired (signed policy or webhook lifetime)"
         } else if self.setup_deadline.is_some() && self.pending.is_none() {
