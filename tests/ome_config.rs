@@ -14,7 +14,17 @@ use common::*;
 use media::*;
 use std::time::Duration;
 
-fn ome_style(api: u16, rtmp: u16, srt: u16, llhls: u16, vhosts: &str) -> String {
+/// `ports`: (signalling, ICE candidate, TCP relay), each free: fixed ones
+/// (OME's 3333, 10000-10004, 3478) would meet another server on the
+/// machine.
+fn ome_style(
+    api: u16,
+    rtmp: u16,
+    srt: u16,
+    llhls: u16,
+    vhosts: &str,
+    (signal, ice, relay): (u16, u16, u16),
+) -> String {
     format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <Server version="8">
@@ -41,8 +51,8 @@ fn ome_style(api: u16, rtmp: u16, srt: u16, llhls: u16, vhosts: &str) -> String 
 			<RTMP><Port>{rtmp}</Port><WorkerCount>1</WorkerCount></RTMP>
 			<SRT><Port>{srt}</Port><WorkerCount>1</WorkerCount></SRT>
 			<WebRTC>
-				<Signalling><Port>13333</Port><WorkerCount>1</WorkerCount></Signalling>
-				<IceCandidates><IceCandidate>*:10000-10004/udp</IceCandidate><TcpRelay>*:3478</TcpRelay></IceCandidates>
+				<Signalling><Port>{signal}</Port><WorkerCount>1</WorkerCount></Signalling>
+				<IceCandidates><IceCandidate>*:{ice}-{ice}/udp</IceCandidate><TcpRelay>*:{relay}</TcpRelay></IceCandidates>
 			</WebRTC>
 		</Providers>
 		<Publishers>
@@ -140,7 +150,12 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
     .unwrap();
     let (api, rtmp, srt, llhls) = (free_port(), free_port(), free_udp_port(), free_port());
     let config = dir.join("Server.xml");
-    std::fs::write(&config, ome_style(api, rtmp, srt, llhls, "VHost*.xml")).unwrap();
+    let webrtc = (free_port(), free_udp_port(), free_port());
+    std::fs::write(
+        &config,
+        ome_style(api, rtmp, srt, llhls, "VHost*.xml", webrtc),
+    )
+    .unwrap();
     let mut s = Server {
         wrap: None,
         child: None,
