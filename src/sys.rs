@@ -223,7 +223,10 @@ pub fn recv_datagrams(
 }
 
 /// The IPv4 or IPv6 address the kernel wrote into `name` (`len` bytes).
-fn socket_addr(name: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<std::net::SocketAddr> {
+fn socket_addr(
+    name: &libc::sockaddr_storage,
+    len: libc::socklen_t,
+) -> Option<std::net::SocketAddr> {
     use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
     match i32::from(name.ss_family) {
         libc::AF_INET if len as usize >= std::mem::size_of::<libc::sockaddr_in>() => {
@@ -231,7 +234,10 @@ fn socket_addr(name: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<st
             // and it is at least that long (storage is larger than any).
             let a = unsafe { &*(name as *const _ as *const libc::sockaddr_in) };
             let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(a.sin_port))))
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(a.sin_port),
+            )))
         }
         libc::AF_INET6 if len as usize >= std::mem::size_of::<libc::sockaddr_in6>() => {
             // SAFETY: as above, for a sockaddr_in6.
@@ -408,7 +414,10 @@ mod tests {
                 tx.send_to(d, rx.local_addr().unwrap()).unwrap();
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
-            assert_eq!(super::recv_datagrams(rx.as_raw_fd(), &mut slots, &mut got).unwrap(), 3);
+            assert_eq!(
+                super::recv_datagrams(rx.as_raw_fd(), &mut slots, &mut got).unwrap(),
+                3
+            );
             assert_eq!(got[0].from, tx.local_addr().unwrap());
             assert_eq!(&slots[got[1].slot][..got[1].len], b"two");
             assert!(!got[1].truncated);

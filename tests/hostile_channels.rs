@@ -65,7 +65,8 @@ fn channels_that_play_themselves_and_endless_durations_are_refused() {
     let r = post_channel(&s, live_item("selfie", "selfie"));
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(
-        r.body.contains("own output: default/app/selfie -> default/app/selfie"),
+        r.body
+            .contains("own output: default/app/selfie -> default/app/selfie"),
         "{}",
         r.body
     );
@@ -74,7 +75,8 @@ fn channels_that_play_themselves_and_endless_durations_are_refused() {
     let r = post_channel(&s, live_item("b", "a"));
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(
-        r.body.contains("default/app/b -> default/app/a -> default/app/b"),
+        r.body
+            .contains("default/app/b -> default/app/a -> default/app/b"),
         "{}",
         r.body
     );
@@ -96,7 +98,9 @@ fn channels_that_play_themselves_and_endless_durations_are_refused() {
     let r = s.request(
         "PATCH",
         "/v1/vhosts/default/apps/app/scheduledChannels/a",
-        Some(&json!({"fallbackProgram": {"items": [{"url": "stream://default/app/a"}]}}).to_string()),
+        Some(
+            &json!({"fallbackProgram": {"items": [{"url": "stream://default/app/a"}]}}).to_string(),
+        ),
     );
     assert_eq!(r.status, 400, "{}", r.body);
     // Durations past 366 days (i64::MAX wrapped the clock before).
@@ -142,7 +146,11 @@ fn a_fifo_as_a_media_item_holds_no_thread() {
     }
     let after = threads(&s);
     eprintln!("RELIABILITY: a FIFO as a channel's media item, retried for 12 s: kiln threads {before} -> at most {most}, {after} after");
-    assert!(s.log_text().contains("not a regular file"), "{}", s.log_text());
+    assert!(
+        s.log_text().contains("not a regular file"),
+        "{}",
+        s.log_text()
+    );
     // A reader thread lives only while it fails (it exits at once).
     assert!(after <= before, "threads {before} -> {after}");
 }
@@ -167,8 +175,16 @@ fn api_apps_read_channel_files_only_under_config_folders() {
             "mediaRootDir": root, "scheduleFilesDir": files}}}])
         .to_string()
     };
-    let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&app("anywhere", "/", "/etc")));
-    assert!(r.body.contains("400") && r.body.contains("mediaRootDir"), "{}", r.body);
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/studio/apps",
+        Some(&app("anywhere", "/", "/etc")),
+    );
+    assert!(
+        r.body.contains("400") && r.body.contains("mediaRootDir"),
+        "{}",
+        r.body
+    );
     let inside = media.join("shows").display().to_string();
     let r = s.request(
         "POST",

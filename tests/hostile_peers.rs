@@ -525,7 +525,8 @@ fn an_rtmp_client_that_never_reads_its_replies_holds_little() {
     let s = Server::start_media("hostile-rtmp-replies");
     let (_, before) = memory_kib(&s);
     let mut c = std::net::TcpStream::connect(("127.0.0.1", s.media.rtmp)).unwrap();
-    c.set_write_timeout(Some(Duration::from_millis(200))).unwrap();
+    c.set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let mut hs = vec![3u8];
     hs.extend(std::iter::repeat_n(0u8, 2 * 1536));
     c.write_all(&hs).unwrap();
@@ -536,7 +537,8 @@ fn an_rtmp_client_that_never_reads_its_replies_holds_little() {
             Amf0Value::String(format!("rtmp://127.0.0.1:{}/app", s.media.rtmp)),
         ),
     ]);
-    c.write_all(&rtmp_command("connect", 1.0, &[connect])).unwrap();
+    c.write_all(&rtmp_command("connect", 1.0, &[connect]))
+        .unwrap();
     let many: Vec<u8> = (0..2000)
         .flat_map(|i| rtmp_command("createStream", 2.0 + f64::from(i), &[Amf0Value::Null]))
         .collect();
@@ -556,5 +558,8 @@ fn an_rtmp_client_that_never_reads_its_replies_holds_little() {
         "RELIABILITY: an RTMP client sending createStream for 8 s and never reading ({} KB sent): kiln RSS {before} -> peak {peak} KiB",
         sent >> 10
     );
-    assert!(peak < before + 8 * 1024, "kiln grew from {before} to {peak} KiB");
+    assert!(
+        peak < before + 8 * 1024,
+        "kiln grew from {before} to {peak} KiB"
+    );
 }

@@ -239,10 +239,19 @@ fn forged_stun_requests_take_no_address_slot() {
     let forgers: Vec<UdpSocket> = (0..8).map(|_| udp()).collect();
     for f in &forgers {
         for _ in 0..3 {
-            f.send_to(&binding(&user, "not-the-password", [1; 12]), ("127.0.0.1", s.media.ice))
-                .unwrap();
+            f.send_to(
+                &binding(&user, "not-the-password", [1; 12]),
+                ("127.0.0.1", s.media.ice),
+            )
+            .unwrap();
         }
-        assert!(!answered(f, s.media.ice, &user, "wrong", Duration::from_millis(400)));
+        assert!(!answered(
+            f,
+            s.media.ice,
+            &user,
+            "wrong",
+            Duration::from_millis(400)
+        ));
     }
     let ok = answered(&udp(), s.media.ice, &user, &pass, Duration::from_secs(10));
     let _ = src.kill();
@@ -564,7 +573,11 @@ fn whep_viewer(port: u16, secs: u64) -> std::thread::JoinHandle<Vec<u32>> {
 fn get_200(port: u16, path: &str) -> Option<String> {
     let mut t = TcpStream::connect(("127.0.0.1", port)).ok()?;
     t.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(t, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    write!(
+        t,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut text = String::new();
     let _ = t.read_to_string(&mut text);
     text.starts_with("HTTP/1.1 200")
@@ -592,8 +605,7 @@ fn llhls_viewer(port: u16, secs: u64) -> std::thread::JoinHandle<Vec<u32>> {
                 if let Some(list) = get_200(port, c) {
                     let newest = list
                         .lines()
-                        .filter(|l| l.starts_with("#EXT-X-PART:"))
-                        .last()
+                        .rfind(|l| l.starts_with("#EXT-X-PART:"))
                         .unwrap_or("")
                         .to_string();
                     if !newest.is_empty() && newest != last_part {
@@ -665,7 +677,8 @@ fn chaos_every_flood_at_once_while_real_clients_play() {
             let pings: Vec<u8> = (0..4096).flat_map(|_| ws_frame(0x9, b"")).collect();
             while !stop.load(Ordering::Relaxed) {
                 let mut w = ws_open(llhls, "/app/cam");
-                w.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+                w.set_write_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
                 while !stop.load(Ordering::Relaxed) {
                     match w.write(&pings) {
                         Ok(n) => drop(sent.fetch_add(n as u64, Ordering::Relaxed)),
@@ -690,7 +703,8 @@ fn chaos_every_flood_at_once_while_real_clients_play() {
                     std::thread::sleep(Duration::from_millis(100));
                     continue;
                 };
-                t.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+                t.set_write_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
                 while !stop.load(Ordering::Relaxed) {
                     match t.write(&many) {
                         Ok(n) => drop(sent.fetch_add(n as u64, Ordering::Relaxed)),
@@ -756,7 +770,8 @@ fn chaos_every_flood_at_once_while_real_clients_play() {
                 let Ok(mut t) = TcpStream::connect(("127.0.0.1", media_port)) else {
                     continue;
                 };
-                t.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+                t.set_write_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
                 let mut hs = vec![3u8];
                 hs.extend(std::iter::repeat_n(0u8, 2 * 1536));
                 let _ = t.write_all(&hs);

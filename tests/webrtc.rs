@@ -428,7 +428,10 @@ fn whep_and_ome_signalling_answer_as_ome_does_without_a_browser() {
     let gone = wait_until(Duration::from_secs(20), || {
         (whep(&s, "PATCH", &location, "a=end-of-candidates").0 == 404).then_some(())
     });
-    assert!(gone.is_some(), "the silent viewer's session outlived its timeout");
+    assert!(
+        gone.is_some(),
+        "the silent viewer's session outlived its timeout"
+    );
     // DELETE of a live session: 200, then 404.
     let (_, head, _) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
     let location = head

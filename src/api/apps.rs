@@ -131,9 +131,18 @@ impl Api {
     fn check_channel_folders(&self, spec: &AppSpec) -> Result<(), ApiError> {
         let p = &spec.providers;
         let asked = [
-            ("providers.schedule.mediaRootDir", p.schedule.as_ref().map(|s| &s.media_root_dir)),
-            ("providers.schedule.scheduleFilesDir", p.schedule.as_ref().map(|s| &s.schedule_files_dir)),
-            ("providers.multiplex.muxFilesDir", p.multiplex.as_ref().map(|m| &m.mux_files_dir)),
+            (
+                "providers.schedule.mediaRootDir",
+                p.schedule.as_ref().map(|s| &s.media_root_dir),
+            ),
+            (
+                "providers.schedule.scheduleFilesDir",
+                p.schedule.as_ref().map(|s| &s.schedule_files_dir),
+            ),
+            (
+                "providers.multiplex.muxFilesDir",
+                p.multiplex.as_ref().map(|m| &m.mux_files_dir),
+            ),
         ];
         let asked: Vec<(&str, &String)> = asked
             .into_iter()

@@ -144,19 +144,24 @@ mod tests {
         let url = |n: &str| StreamUrl::parse(&format!("stream://default/app/{n}")).unwrap();
         // Itself.
         assert_eq!(
-            c.loop_through(&key("a"), &[url("cam"), url("a")]).as_deref(),
+            c.loop_through(&key("a"), &[url("cam"), url("a")])
+                .as_deref(),
             Some("default/app/a -> default/app/a")
         );
         // Through another: b reads a; a would read b.
-        c.scheduled
-            .insert(key("b"), ScheduledChannel::new(sched("b", &["a"]), Origin::Api));
+        c.scheduled.insert(
+            key("b"),
+            ScheduledChannel::new(sched("b", &["a"]), Origin::Api),
+        );
         assert_eq!(
             c.loop_through(&key("a"), &[url("b")]).as_deref(),
             Some("default/app/a -> default/app/b -> default/app/a")
         );
         // A chain without a loop, and a diamond, are fine.
-        c.scheduled
-            .insert(key("c"), ScheduledChannel::new(sched("c", &["cam", "b"]), Origin::Api));
+        c.scheduled.insert(
+            key("c"),
+            ScheduledChannel::new(sched("c", &["cam", "b"]), Origin::Api),
+        );
         assert_eq!(c.loop_through(&key("d"), &[url("c"), url("b")]), None);
         assert_eq!(c.loop_through(&key("a"), &[url("cam")]), None);
     }
@@ -300,7 +305,12 @@ impl Channels {
         // (a stream read, the chain of channels that led to it)
         let mut todo: Vec<(ChannelKey, Vec<ChannelKey>)> = inputs
             .iter()
-            .map(|u| ((u.vhost.clone(), u.app.clone(), u.stream.clone()), vec![key.clone()]))
+            .map(|u| {
+                (
+                    (u.vhost.clone(), u.app.clone(), u.stream.clone()),
+                    vec![key.clone()],
+                )
+            })
             .collect();
         while let Some((k, mut chain)) = todo.pop() {
             chain.push(k.clone());

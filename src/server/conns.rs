@@ -198,7 +198,10 @@ mod tests {
         assert!(c.admit(Service::WebRtcRelay, ip(2)).is_ok());
         assert!(c.admit(Service::Viewer, ip(2)).is_ok());
         assert_eq!(c.admit(Service::Viewer, ip(2)), Err(Refusal::AddressCap(3)));
-        assert_eq!(c.admit(Service::WebRtcRelay, ip(2)), Err(Refusal::AddressCap(3)));
+        assert_eq!(
+            c.admit(Service::WebRtcRelay, ip(2)),
+            Err(Refusal::AddressCap(3))
+        );
         assert!(c.admit(Service::Viewer, ip(3)).is_ok());
         c.release(Service::WebRtcRelay, ip(2));
         assert!(c.admit(Service::Viewer, ip(2)).is_ok());

@@ -125,7 +125,10 @@ impl Out {
     /// Queues a frame; `Ok(false)` when the item's duration is reached.
     fn frame(&mut self, f: Frame) -> Result<bool, Stop> {
         let first = *self.first_dts.get_or_insert(f.dts);
-        if self.end_dts.is_some_and(|end| f.dts.saturating_sub(first) >= end) {
+        if self
+            .end_dts
+            .is_some_and(|end| f.dts.saturating_sub(first) >= end)
+        {
             return Ok(false);
         }
         self.batch.push(f);
@@ -280,7 +283,8 @@ fn read_ts(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result<
                     if !started {
                         let is_video = video.contains(&f.track);
                         let at_video_key = video.is_empty() || (is_video && f.keyframe);
-                        if f.dts.saturating_sub(base) < start_ms.saturating_mul(90) || !at_video_key {
+                        if f.dts.saturating_sub(base) < start_ms.saturating_mul(90) || !at_video_key
+                        {
                             continue;
                         }
                         started = true;

@@ -145,14 +145,21 @@ impl ViewerConn {
         self.read_again = None;
         let mut read = edge;
         for _ in 0..PUMP_ROUNDS {
-            if read || self.gate.owed(self.out_bytes, self.high_water(), self.input_full()) {
+            if read
+                || self
+                    .gate
+                    .owed(self.out_bytes, self.high_water(), self.input_full())
+            {
                 self.read(peer_closed, cx.now);
             }
             self.answer(cx);
             self.write(cx.now);
             self.end_signal(cx);
             read = false;
-            if self.closed || !self.gate.owed(self.out_bytes, self.high_water(), self.input_full())
+            if self.closed
+                || !self
+                    .gate
+                    .owed(self.out_bytes, self.high_water(), self.input_full())
             {
                 return;
             }
@@ -478,12 +485,22 @@ impl ViewerConn {
             use super::webrtc_signal::{self as sig, Route};
             let close = !req.keep_alive() || self.closing;
             let answer = match sig::route(&req) {
-                Some(Route::WhepOffer) => {
-                    Some(sig::whep_answer(self.peer.ip(), &req, &target, &admit, close, cx))
-                }
-                Some(Route::WhipOffer) => {
-                    Some(sig::whip_answer(self.peer.ip(), &req, &target, &admit, close, cx))
-                }
+                Some(Route::WhepOffer) => Some(sig::whep_answer(
+                    self.peer.ip(),
+                    &req,
+                    &target,
+                    &admit,
+                    close,
+                    cx,
+                )),
+                Some(Route::WhipOffer) => Some(sig::whip_answer(
+                    self.peer.ip(),
+                    &req,
+                    &target,
+                    &admit,
+                    close,
+                    cx,
+                )),
                 _ => None,
             };
             if let Some(r) = answer {
@@ -546,7 +563,13 @@ impl ViewerConn {
                 };
                 let url = self.request_url(&req).replacen("http", "ws", 1);
                 self.push_body(Bytes::from(head).into());
-                self.signal = Some(Box::new(sig::WsSignal::new(&req, self.peer.ip(), target, url, cx.now)));
+                self.signal = Some(Box::new(sig::WsSignal::new(
+                    &req,
+                    self.peer.ip(),
+                    target,
+                    url,
+                    cx.now,
+                )));
                 return true;
             }
         };
@@ -873,6 +896,10 @@ impl Endpoint for ViewerConn {
     }
 
     fn unproven_since(&self) -> Option<Instant> {
+        #[cfg(feature = "webrtc")]
+        if let Some(s) = &self.signal {
+            return s.idle_since();
+        }
         self.unproven_since
     }
 

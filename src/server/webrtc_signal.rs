@@ -432,6 +432,7 @@ pub(crate) struct WsSignal {
     check: Option<CheckId>,
     last_rx: Instant,
     last_ping: Instant,
+    opened: Instant,
     /// Close once what is queued is written.
     pub closing: bool,
 }
@@ -457,8 +458,16 @@ impl WsSignal {
             check: None,
             last_rx: now,
             last_ping: now,
+            opened: now,
             closing: false,
         }
+    }
+
+    /// When the socket was upgraded, while it has no session and no
+    /// admission under way (a WebSocket that never asks for an offer is
+    /// among the first closed when descriptors run short).
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        (self.session.is_none() && self.check.is_none()).then_some(self.opened)
     }
 
     /// Bytes from the socket; false when too much is held (read no more).

@@ -128,9 +128,7 @@ impl std::fmt::Display for WebRtcError {
         match self {
             WebRtcError::BadSdp(e) => write!(f, "Could not use the SDP: {e}"),
             WebRtcError::Full => f.write_str("Too many WebRTC sessions"),
-            WebRtcError::AddressFull => {
-                f.write_str("Too many WebRTC sessions from this address")
-            }
+            WebRtcError::AddressFull => f.write_str("Too many WebRTC sessions from this address"),
             WebRtcError::NoSession => f.write_str("No such WebRTC session"),
             WebRtcError::Internal(e) => write!(f, "WebRTC: {e}"),
         }
@@ -500,14 +498,7 @@ impl WebRtc {
     /// H.264) and Opus, orders packets in str0m's reordering buffers
     /// (bounded: its defaults of 30 video and 15 audio packets) and NACKs
     /// what is lost.
-    fn new_publish_rtc(
-        &self,
-        ufrag: &str,
-        pass: &str,
-        h264: bool,
-        vp8: bool,
-        now: Instant,
-    ) -> Rtc {
+    fn new_publish_rtc(&self, ufrag: &str, pass: &str, h264: bool, vp8: bool, now: Instant) -> Rtc {
         let config = RtcConfig::new()
             .set_ice_lite(true)
             .clear_codecs()

@@ -41,7 +41,8 @@ pub fn integrity_ok(data: &[u8], pass: &str) -> bool {
             let mut covered = data[..end].to_vec();
             let covered_len = (end - HEADER + 24) as u16;
             covered[2..4].copy_from_slice(&covered_len.to_be_bytes());
-            let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, pass.as_bytes());
+            let key =
+                ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, pass.as_bytes());
             return ring::hmac::verify(&key, &covered, value).is_ok();
         }
         at += 4 + alen.div_ceil(4) * 4;
