@@ -1159,3 +1159,57 @@ fn hls_dumps_play_back_as_vod() {
     );
     assert_eq!(again.status, 404);
 }
+
+/// Issue 41: viewers who open the stream in its first second (a page
+/// opened at the start, a player retrying while it waits for a show): the
+/// playlists are held until the first segment is complete, and hls.js and
+/// ffprobe both play. Before, kiln answered playlists with parts and no
+/// segment: hls.js gave up with a fatal `levelEmptyError` and FFmpeg 5.1's
+/// ffprobe crashed.
+#[test]
+fn viewers_who_open_the_stream_in_its_first_second_play() {
+    let Some((browser, web)) = browser_with_hlsjs() else {
+        return;
+    };
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let s = llhls_server(
+        "llhls-first-second",
+        "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>4</SegmentDuration>",
+    );
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    // Live (its tracks known), then half a second: no segment yet.
+    s.wait_for_tracks("cam");
+    std::thread::sleep(Duration::from_millis(500));
+    let url = format!("{}/llhls.m3u8", base(&s, "cam"));
+    let opened = Instant::now();
+    let probe = Command::new("timeout")
+        .args(["30", "ffprobe", "-v", "error", "-show_entries"])
+        .args(["stream=codec_name", "-of", "csv=p=0", &url])
+        .output()
+        .expect("ffprobe runs");
+    let waited = opened.elapsed();
+    let page = format!("file://{}/llhls.html?src={url}&seconds=12", web.display());
+    let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), 12);
+    let _ = src.kill();
+    let _ = src.wait();
+    let codecs = String::from_utf8_lossy(&probe.stdout).to_string();
+    println!("ffprobe after {waited:?}: {codecs:?}; hls.js: {r}");
+    assert!(
+        probe.status.success() && codecs.contains("h264") && codecs.contains("aac"),
+        "ffprobe: {:?} {codecs} {}",
+        probe.status,
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    assert!(hlsjs_fatal_errors(&r).is_empty(), "{r}");
+    let played =
+        r["end"]["media"].as_f64().unwrap_or(0.0) - r["start"]["media"].as_f64().unwrap_or(0.0);
+    assert!(played > 4.0, "played {played} s: {r}");
+    assert!(r["decodedFrames"].as_u64().unwrap_or(0) > 0, "{r}");
+}

@@ -506,6 +506,33 @@ fn answer_file(
             "LL-HLS is not enabled for this application",
         ));
     };
+    // A playlist asked for before there is a segment to play (a player
+    // opening the stream in its first seconds) is held, as a blocking
+    // reload is, until the first segment is complete: three target
+    // durations at most, then 503. hls.js gives up for good on a playlist
+    // without a segment (`levelEmptyError`) and FFmpeg 5.1 crashes on one;
+    // OME holds `llhls.m3u8` the same way.
+    let hold = |ready: bool| -> Option<Answer> {
+        if ready {
+            return None;
+        }
+        let until = parked.unwrap_or(now) + 3 * segment_target.max(Duration::from_secs(1));
+        Some(if now >= until {
+            Answer::Reply(Reply::error(503, "The stream has no segment yet"))
+        } else {
+            Answer::Wait { stream: id, until }
+        })
+    };
+    // The multivariant playlists wait for the first video track (or the
+    // first track) to have a segment.
+    let stream_ready = || {
+        let first = s
+            .tracks
+            .iter()
+            .find(|t| t.kind() == MediaKind::Video)
+            .or(s.tracks.first());
+        first.is_none_or(has_segment)
+    };
     // A stream's named playlists (a multiplex channel's renditions); its
     // first is also what `llhls.m3u8` shows.
     if let Some(stem) = file.strip_suffix(".m3u8") {
@@ -516,6 +543,9 @@ fn answer_file(
             named.iter().find(|p| p.file_name == stem)
         };
         if let Some(p) = found {
+            if let Some(held) = hold(stream_ready()) {
+                return held;
+            }
             let text = playlist::renditions_master(s, p);
             return reply(Reply::playlist(text, cache.master));
         }
@@ -540,7 +570,12 @@ fn answer_file(
         }
     };
     match file {
-        File::Master => reply(Reply::playlist(playlist::master(s), cache.master)),
+        File::Master => {
+            if let Some(held) = hold(stream_ready()) {
+                return held;
+            }
+            reply(Reply::playlist(playlist::master(s), cache.master))
+        }
         File::Chunklist { track } => {
             let Some(t) = track_of(track) else {
                 return reply(Reply::error(404, "No such track"));
@@ -551,6 +586,9 @@ fn answer_file(
             let part = reload.part.map(str::parse::<usize>);
             let (msn, part) = match (msn, part) {
                 (None, None) => {
+                    if let Some(held) = hold(has_segment(t)) {
+                        return held;
+                    }
                     let text = s.chunklist(t, skip, utc_offset);
                     return reply(Reply::media(PLAYLIST, cache.chunklist, vec![text.into()]));
                 }
@@ -615,6 +653,11 @@ fn answer_file(
             wait(t)
         }
     }
+}
+
+/// Has the track a complete segment to play (or ended: nothing will come)?
+fn has_segment(t: &TrackOutput) -> bool {
+    t.is_ended() || t.segments.iter().any(|x| x.complete)
 }
 
 #[cfg(test)]

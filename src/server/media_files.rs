@@ -351,7 +351,10 @@ impl DirWatch {
                     HashMap::new();
                 loop {
                     match drx.recv_timeout(SCAN_EVERY) {
-                        Ok(d) => dirs = d,
+                        Ok(d) => {
+                            make_missing(&d);
+                            dirs = d;
+                        }
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
@@ -373,6 +376,33 @@ impl DirWatch {
 
     pub(crate) fn events(&self) -> impl Iterator<Item = DirEvent> + '_ {
         self.events.try_iter()
+    }
+}
+
+/// The folders to watch that do not exist yet are made (an operator
+/// following the README should not have to, nor guess why nothing is
+/// read); each one made, or that cannot be, is logged.
+fn make_missing(dirs: &[WatchDir]) {
+    for w in dirs {
+        if w.dir.exists() {
+            continue;
+        }
+        match std::fs::create_dir_all(&w.dir) {
+            Ok(()) => crate::info!(
+                "made the folder {} for [{}/{}]'s .{} files",
+                w.dir.display(),
+                w.vhost,
+                w.app,
+                w.ext
+            ),
+            Err(e) => crate::warn!(
+                "the folder {} for [{}/{}]'s .{} files does not exist and cannot be made: {e}",
+                w.dir.display(),
+                w.vhost,
+                w.app,
+                w.ext
+            ),
+        }
     }
 }
 
