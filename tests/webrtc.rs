@@ -214,8 +214,12 @@ fn a_browser_and_ovenplayer_play_over_omes_websocket_signalling() {
     println!("OME signalling, own page: {got}");
     assert_eq!(got["messages"][0], "offer", "{got}");
     assert_eq!(got["messages"][1], "notification", "{got}");
+    // Received is kiln's part; decoded the browser's (a busy machine
+    // starves its decoder): a wider margin there.
+    let received = got["video"]["framesReceived"].as_u64().unwrap();
     let decoded = got["video"]["framesDecoded"].as_u64().unwrap();
-    assert!(decoded * 10 >= u64::from(FPS) * secs * 9, "{got}");
+    assert!(received * 10 >= u64::from(FPS) * secs * 9, "{got}");
+    assert!(decoded * 4 >= u64::from(FPS) * secs * 3, "{got}");
     assert_eq!(got["audio"]["codec"], "audio/opus", "{got}");
     assert!(
         got["audio"]["totalSamplesReceived"].as_u64().unwrap() > 48_000 * (secs - 2),
@@ -238,9 +242,11 @@ fn a_browser_and_ovenplayer_play_over_omes_websocket_signalling() {
     println!("OvenPlayer: {got}");
     assert_eq!(got["state"], "playing", "{got}");
     assert_eq!(got["videoWidth"], 640, "{got}");
+    // Frames its video element decoded: the browser's CPU, so three
+    // quarters (kiln's delivery is checked on the page above).
     let frames = got["totalVideoFrames"].as_u64().unwrap();
     assert!(
-        frames * 10 >= u64::from(FPS) * (secs - 1) * 9,
+        frames * 4 >= u64::from(FPS) * (secs - 1) * 3,
         "{frames} frames: {got}"
     );
     assert!(
@@ -803,16 +809,21 @@ fn viewers_without_udp_play_through_the_tcp_relay() {
     for got in [&whep, &ome] {
         assert_eq!(got["localCandidateType"], "relay", "{got}");
         assert_eq!(got["relayProtocol"], "tcp", "{got}");
+        // Received is kiln's part, decoded the browser's (see above).
+        let received = got["video"]["framesReceived"].as_u64().unwrap_or(0);
         let decoded = got["video"]["framesDecoded"].as_u64().unwrap_or(0);
-        assert!(decoded * 10 >= u64::from(FPS) * 10 * 9, "{got}");
+        assert!(received * 10 >= u64::from(FPS) * 10 * 9, "{got}");
+        assert!(decoded * 4 >= u64::from(FPS) * 10 * 3, "{got}");
         assert!(
             got["audio"]["totalSamplesReceived"].as_u64().unwrap_or(0) > 48_000 * 8,
             "{got}"
         );
     }
     assert_eq!(oven["state"], "playing", "{oven}");
+    // Frames the player's video element decoded: the browser's CPU, so
+    // three quarters.
     assert!(
-        oven["totalVideoFrames"].as_u64().unwrap_or(0) * 10 >= u64::from(FPS) * 9 * 9,
+        oven["totalVideoFrames"].as_u64().unwrap_or(0) * 4 >= u64::from(FPS) * 9 * 3,
         "{oven}"
     );
     println!("UDP datagrams dropped on the viewer's side: {dropped}");
