@@ -180,6 +180,38 @@ fn udp() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").unwrap()
 }
 
+/// Writes `bytes` to `t` again and again (whole: a short write goes on
+/// where it stopped, so frames stay frames), never reading, while `go`
+/// says so (asked after each try); the bytes kiln took. Writes time out
+/// after 100 ms when kiln stops reading; the flood ends when kiln closes.
+fn flood(t: &mut TcpStream, bytes: &[u8], mut go: impl FnMut() -> bool) -> usize {
+    t.set_write_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let (mut sent, mut at) = (0, 0);
+    loop {
+        match t.write(&bytes[at..]) {
+            Ok(n) => {
+                sent += n;
+                at = (at + n) % bytes.len();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return sent,
+        }
+        if !go() {
+            return sent;
+        }
+    }
+}
+
+/// 4,096 STUN Binding requests as a relay client sends them on its TCP
+/// connection.
+fn relay_bindings() -> Vec<u8> {
+    let mut one = vec![0x00, 0x01, 0, 0, 0x21, 0x12, 0xA4, 0x42];
+    one.extend_from_slice(&[3; 12]);
+    (0..4096).flat_map(|_| one.clone()).collect()
+}
+
 /// Finding 1: two seconds of random datagrams on the ICE port (which
 /// before left its receive queue full and no STUN request answered again),
 /// then a new WHEP session's ICE check is answered at once.
@@ -369,19 +401,13 @@ fn a_websocket_that_pings_and_never_reads_holds_little_and_a_burst_is_read() {
     };
     let before = rss_kib(&s);
     let mut w = ws_open(s.media.llhls, "/app/cam");
-    w.set_write_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
     let pings: Vec<u8> = (0..4096).flat_map(|_| ws_frame(0x9, b"")).collect();
     let start = Instant::now();
-    let mut sent = 0usize;
     let mut peak = before;
-    while start.elapsed() < Duration::from_secs(8) && sent < 512 << 20 {
-        match w.write(&pings) {
-            Ok(n) => sent += n,
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
+    let sent = flood(&mut w, &pings, || {
         peak = peak.max(rss_kib(&s));
-    }
+        start.elapsed() < Duration::from_secs(8)
+    });
     eprintln!(
         "RELIABILITY: a WebSocket sending Pings for 8 s and never reading ({} MB sent): kiln RSS {before} -> peak {peak} KiB",
         sent >> 20
@@ -427,24 +453,13 @@ fn a_relay_client_that_never_reads_holds_little() {
     let s = server("hostile-relay", "", true);
     let before = rss_kib(&s);
     let mut t = TcpStream::connect(("127.0.0.1", s.media.relay)).unwrap();
-    t.set_write_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    let mut one = vec![0x00, 0x01, 0, 0, 0x21, 0x12, 0xA4, 0x42];
-    one.extend_from_slice(&[3; 12]);
-    let many: Vec<u8> = (0..4096).flat_map(|_| one.clone()).collect();
     let start = Instant::now();
-    let mut sent = 0usize;
     let mut peak = before;
     // Unallocated connections close after 10 s: flood 8.
-    while start.elapsed() < Duration::from_secs(8) && sent < 512 << 20 {
-        match t.write(&many) {
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-            Err(_) => break,
-        }
+    let sent = flood(&mut t, &relay_bindings(), || {
         peak = peak.max(rss_kib(&s));
-    }
+        start.elapsed() < Duration::from_secs(8)
+    });
     eprintln!(
         "RELIABILITY: a relay client sending Binding requests for 8 s and never reading ({} MB sent): kiln RSS {before} -> peak {peak} KiB",
         sent >> 20
@@ -677,16 +692,8 @@ fn chaos_every_flood_at_once_while_real_clients_play() {
             let pings: Vec<u8> = (0..4096).flat_map(|_| ws_frame(0x9, b"")).collect();
             while !stop.load(Ordering::Relaxed) {
                 let mut w = ws_open(llhls, "/app/cam");
-                w.set_write_timeout(Some(Duration::from_millis(100)))
-                    .unwrap();
-                while !stop.load(Ordering::Relaxed) {
-                    match w.write(&pings) {
-                        Ok(n) => drop(sent.fetch_add(n as u64, Ordering::Relaxed)),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-                        Err(_) => break,
-                    }
-                }
+                let n = flood(&mut w, &pings, || !stop.load(Ordering::Relaxed));
+                sent.fetch_add(n as u64, Ordering::Relaxed);
             }
         }));
     }
@@ -695,24 +702,14 @@ fn chaos_every_flood_at_once_while_real_clients_play() {
     {
         let (stop, sent) = (stop.clone(), sent.clone());
         floods.push(std::thread::spawn(move || {
-            let mut one = vec![0x00, 0x01, 0, 0, 0x21, 0x12, 0xA4, 0x42];
-            one.extend_from_slice(&[3; 12]);
-            let many: Vec<u8> = (0..4096).flat_map(|_| one.clone()).collect();
+            let many = relay_bindings();
             while !stop.load(Ordering::Relaxed) {
                 let Ok(mut t) = TcpStream::connect(("127.0.0.1", relay)) else {
                     std::thread::sleep(Duration::from_millis(100));
                     continue;
                 };
-                t.set_write_timeout(Some(Duration::from_millis(100)))
-                    .unwrap();
-                while !stop.load(Ordering::Relaxed) {
-                    match t.write(&many) {
-                        Ok(n) => drop(sent.fetch_add(n as u64, Ordering::Relaxed)),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-                        Err(_) => break,
-                    }
-                }
+                let n = flood(&mut t, &many, || !stop.load(Ordering::Relaxed));
+                sent.fetch_add(n as u64, Ordering::Relaxed);
             }
         }));
     }
@@ -770,19 +767,11 @@ fn chaos_every_flood_at_once_while_real_clients_play() {
                 let Ok(mut t) = TcpStream::connect(("127.0.0.1", media_port)) else {
                     continue;
                 };
-                t.set_write_timeout(Some(Duration::from_millis(100)))
-                    .unwrap();
                 let mut hs = vec![3u8];
                 hs.extend(std::iter::repeat_n(0u8, 2 * 1536));
                 let _ = t.write_all(&hs);
-                while !stop.load(Ordering::Relaxed) {
-                    match t.write(&many) {
-                        Ok(n) => drop(sent.fetch_add(n as u64, Ordering::Relaxed)),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-                        Err(_) => break,
-                    }
-                }
+                let n = flood(&mut t, &many, || !stop.load(Ordering::Relaxed));
+                sent.fetch_add(n as u64, Ordering::Relaxed);
             }
         }));
     }

@@ -485,24 +485,11 @@ impl ViewerConn {
             use super::webrtc_signal::{self as sig, Route};
             let close = !req.keep_alive() || self.closing;
             let answer = match sig::route(&req) {
-                Some(Route::WhepOffer) => Some(sig::whep_answer(
-                    self.peer.ip(),
-                    &req,
-                    &target,
-                    &admit,
-                    close,
-                    cx,
-                )),
-                Some(Route::WhipOffer) => Some(sig::whip_answer(
-                    self.peer.ip(),
-                    &req,
-                    &target,
-                    &admit,
-                    close,
-                    cx,
-                )),
+                Some(Route::WhepOffer) => Some(sig::whep_answer as sig::OfferAnswer),
+                Some(Route::WhipOffer) => Some(sig::whip_answer as sig::OfferAnswer),
                 _ => None,
-            };
+            }
+            .map(|answer| answer(self.peer.ip(), &req, &target, &admit, close, cx));
             if let Some(r) = answer {
                 self.queue_raw(&req, r, close);
                 return true;

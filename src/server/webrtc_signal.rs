@@ -304,6 +304,11 @@ fn admitted_options(
     opts
 }
 
+/// What answers an admitted WHEP or WHIP offer (the client's address,
+/// the request, the stream, its admission, whether to close): the bytes.
+pub(crate) type OfferAnswer =
+    fn(std::net::IpAddr, &Request, &(String, String, String), &Admit, bool, &mut Cx<'_>) -> Vec<u8>;
+
 /// An admitted WHEP offer: the session and its `201`.
 pub(crate) fn whep_answer(
     client: std::net::IpAddr,
