@@ -491,31 +491,6 @@ fn memory_taken_by_partial_rtmp_messages_is_given_back() {
     drop(conns);
 }
 
-/// One RTMP message as one or more chunks (csid 3, stream 0, 128-byte
-/// chunks: the default size).
-fn rtmp_message(type_id: u8, payload: &[u8]) -> Vec<u8> {
-    let mut m = vec![0x03, 0, 0, 0];
-    m.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
-    m.push(type_id);
-    m.extend_from_slice(&[0, 0, 0, 0]);
-    for (i, piece) in payload.chunks(128).enumerate() {
-        if i > 0 {
-            m.push(0xC3);
-        }
-        m.extend_from_slice(piece);
-    }
-    m
-}
-
-fn rtmp_command(name: &str, txn: f64, args: &[kiln::rtmp::amf0::Amf0Value]) -> Vec<u8> {
-    use kiln::rtmp::amf0::Amf0Value;
-    let mut values = vec![Amf0Value::String(name.into()), Amf0Value::Number(txn)];
-    values.extend_from_slice(args);
-    let mut payload = Vec::new();
-    kiln::rtmp::amf0::encode_all(&values, &mut payload);
-    rtmp_message(20, &payload)
-}
-
 /// Issue 40: an RTMP client that sends commands (each answered) and never
 /// reads the answers makes kiln hold little: the connection is not read
 /// while 256 KiB of replies wait (ReadGate).
@@ -524,36 +499,18 @@ fn an_rtmp_client_that_never_reads_its_replies_holds_little() {
     use kiln::rtmp::amf0::Amf0Value;
     let s = Server::start_media("hostile-rtmp-replies");
     let (_, before) = memory_kib(&s);
-    let mut c = std::net::TcpStream::connect(("127.0.0.1", s.media.rtmp)).unwrap();
-    c.set_write_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    let mut hs = vec![3u8];
-    hs.extend(std::iter::repeat_n(0u8, 2 * 1536));
-    c.write_all(&hs).unwrap();
-    let connect = Amf0Value::Object(vec![
-        ("app".into(), Amf0Value::String("app".into())),
-        (
-            "tcUrl".into(),
-            Amf0Value::String(format!("rtmp://127.0.0.1:{}/app", s.media.rtmp)),
-        ),
-    ]);
-    c.write_all(&rtmp_command("connect", 1.0, &[connect]))
-        .unwrap();
+    // Connected (its `connect` answered), then only commands.
+    let mut c = rtmp_connected(s.media.rtmp, "app").expect("connect answered");
     let many: Vec<u8> = (0..2000)
         .flat_map(|i| rtmp_command("createStream", 2.0 + f64::from(i), &[Amf0Value::Null]))
         .collect();
     let start = Instant::now();
-    let (mut sent, mut peak) = (0usize, before);
+    let mut peak = before;
     // The set-up time-out (10 s) ends the connection: flood 8.
-    while start.elapsed() < Duration::from_secs(8) {
-        match c.write(&many) {
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-            Err(_) => break,
-        }
+    let sent = flood(&mut c, &many, || {
         peak = peak.max(memory_kib(&s).1);
-    }
+        start.elapsed() < Duration::from_secs(8)
+    });
     eprintln!(
         "RELIABILITY: an RTMP client sending createStream for 8 s and never reading ({} KB sent): kiln RSS {before} -> peak {peak} KiB",
         sent >> 10

@@ -180,30 +180,6 @@ fn udp() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").unwrap()
 }
 
-/// Writes `bytes` to `t` again and again (whole: a short write goes on
-/// where it stopped, so frames stay frames), never reading, while `go`
-/// says so (asked after each try); the bytes kiln took. Writes time out
-/// after 100 ms when kiln stops reading; the flood ends when kiln closes.
-fn flood(t: &mut TcpStream, bytes: &[u8], mut go: impl FnMut() -> bool) -> usize {
-    t.set_write_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    let (mut sent, mut at) = (0, 0);
-    loop {
-        match t.write(&bytes[at..]) {
-            Ok(n) => {
-                sent += n;
-                at = (at + n) % bytes.len();
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-            Err(_) => return sent,
-        }
-        if !go() {
-            return sent;
-        }
-    }
-}
-
 /// 4,096 STUN Binding requests as a relay client sends them on its TCP
 /// connection.
 fn relay_bindings() -> Vec<u8> {
@@ -223,29 +199,39 @@ fn a_flood_of_junk_on_the_ice_port_does_not_wedge_webrtc() {
         eprintln!("SKIP: ffmpeg is missing");
         return;
     };
-    let flood = udp();
-    let mut x = 0x9e37_79b9_u64;
-    let mut sent = 0u64;
-    let start = Instant::now();
-    let mut dgram = [0u8; 64];
-    while start.elapsed() < Duration::from_secs(2) && sent < 5_000_000 {
-        for b in dgram.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
-        if flood.send_to(&dgram, ("127.0.0.1", s.media.ice)).is_ok() {
-            sent += 1;
-        }
-    }
+    // Three senders for 2 s, each as fast as it goes: more than kiln
+    // reads, so the socket's receive queue is full when they stop (a full
+    // queue drops what comes next without a wake-up: the old wedge).
+    let ice = s.media.ice;
+    let senders: Vec<_> = (0..3u64)
+        .map(|k| {
+            std::thread::spawn(move || {
+                let sock = udp();
+                let mut x = 0x9e37_79b9_u64 + k;
+                let mut sent = 0u64;
+                let start = Instant::now();
+                let mut dgram = [0u8; 64];
+                while start.elapsed() < Duration::from_secs(2) && sent < 5_000_000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    dgram[..8].copy_from_slice(&x.to_le_bytes());
+                    if sock.send_to(&dgram, ("127.0.0.1", ice)).is_ok() {
+                        sent += 1;
+                    }
+                }
+                sent
+            })
+        })
+        .collect();
+    let sent: u64 = senders.into_iter().map(|h| h.join().unwrap()).sum();
     let (status, answer) = whep_from(&s, IpAddr::from([127, 0, 0, 1]));
     assert_eq!(status, 201, "{answer}");
     let (user, pass) = session_creds(&answer);
     let t = Instant::now();
     let ok = answered(&udp(), s.media.ice, &user, &pass, Duration::from_secs(10));
     eprintln!(
-        "RELIABILITY: ICE port flooded with {sent} random 64-byte datagrams in 2 s: a new session's check answered: {ok} after {:?}; kiln RSS {} KiB",
+        "RELIABILITY: ICE port flooded with {sent} random 64-byte datagrams from 3 senders in 2 s: a new session's check answered: {ok} after {:?}; kiln RSS {} KiB",
         t.elapsed(),
         rss_kib(&s)
     );
@@ -456,7 +442,11 @@ fn a_relay_client_that_never_reads_holds_little() {
     let start = Instant::now();
     let mut peak = before;
     // Unallocated connections close after 10 s: flood 8.
-    let sent = flood(&mut t, &relay_bindings(), || {
+    // 16 kB at a time, a millisecond apart: each read takes it all (a
+    // burst larger than a read would be paused by the read size alone).
+    let batch = relay_bindings();
+    let sent = flood(&mut t, &batch[..16_000], || {
+        std::thread::sleep(Duration::from_millis(1));
         peak = peak.max(rss_kib(&s));
         start.elapsed() < Duration::from_secs(8)
     });
@@ -753,23 +743,15 @@ fn chaos_every_flood_at_once_while_real_clients_play() {
     {
         let (stop, sent) = (stop.clone(), sent.clone());
         floods.push(std::thread::spawn(move || {
-            let mut cmd = vec![0x03, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 0];
-            // AMF0: "createStream", 2.0, null
-            let mut payload = vec![0x02, 0, 12];
-            payload.extend_from_slice(b"createStream");
-            payload.push(0x00);
-            payload.extend_from_slice(&2.0f64.to_be_bytes());
-            payload.push(0x05);
-            cmd[4..7].copy_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
-            cmd.extend_from_slice(&payload);
-            let many: Vec<u8> = (0..2000).flat_map(|_| cmd.clone()).collect();
+            use kiln::rtmp::amf0::Amf0Value;
+            let many: Vec<u8> = (0..2000)
+                .flat_map(|i| rtmp_command("createStream", 2.0 + f64::from(i), &[Amf0Value::Null]))
+                .collect();
             while !stop.load(Ordering::Relaxed) {
-                let Ok(mut t) = TcpStream::connect(("127.0.0.1", media_port)) else {
+                let Ok(mut t) = rtmp_connected(media_port, "app") else {
+                    std::thread::sleep(Duration::from_millis(100));
                     continue;
                 };
-                let mut hs = vec![3u8];
-                hs.extend(std::iter::repeat_n(0u8, 2 * 1536));
-                let _ = t.write_all(&hs);
                 let n = flood(&mut t, &many, || !stop.load(Ordering::Relaxed));
                 sent.fetch_add(n as u64, Ordering::Relaxed);
             }

@@ -5,7 +5,7 @@
 
 pub mod openapi;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -1004,4 +1004,88 @@ pub fn have_tool_quiet(tool: &str) -> bool {
         .args(["-c", &format!("command -v {tool} >/dev/null 2>&1")])
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// One RTMP message as one or more chunks (csid 3, stream 0, 128-byte
+/// chunks: the default size).
+pub fn rtmp_message(type_id: u8, payload: &[u8]) -> Vec<u8> {
+    let mut m = vec![0x03, 0, 0, 0];
+    m.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
+    m.push(type_id);
+    m.extend_from_slice(&[0, 0, 0, 0]);
+    for (i, piece) in payload.chunks(128).enumerate() {
+        if i > 0 {
+            m.push(0xC3);
+        }
+        m.extend_from_slice(piece);
+    }
+    m
+}
+
+/// An AMF0 command message (name, transaction id, arguments).
+pub fn rtmp_command(name: &str, txn: f64, args: &[kiln::rtmp::amf0::Amf0Value]) -> Vec<u8> {
+    use kiln::rtmp::amf0::Amf0Value;
+    let mut values = vec![Amf0Value::String(name.into()), Amf0Value::Number(txn)];
+    values.extend_from_slice(args);
+    let mut payload = Vec::new();
+    kiln::rtmp::amf0::encode_all(&values, &mut payload);
+    rtmp_message(20, &payload)
+}
+
+/// An RTMP connection to kiln's `port` whose `connect` to `app` was
+/// answered (`_result` read), as a client is before `createStream`.
+pub fn rtmp_connected(port: u16, app: &str) -> Result<TcpStream, String> {
+    use kiln::rtmp::amf0::Amf0Value;
+    let mut c = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    c.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    let mut hs = vec![3u8];
+    hs.extend(std::iter::repeat_n(0u8, 2 * 1536));
+    c.write_all(&hs).map_err(|e| e.to_string())?;
+    let connect = Amf0Value::Object(vec![
+        ("app".into(), Amf0Value::String(app.into())),
+        (
+            "tcUrl".into(),
+            Amf0Value::String(format!("rtmp://127.0.0.1:{port}/{app}")),
+        ),
+    ]);
+    c.write_all(&rtmp_command("connect", 1.0, &[connect]))
+        .map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(7).any(|w| w == b"_result") {
+        let n = c
+            .read(&mut buf)
+            .map_err(|e| format!("no answer to connect: {e}"))?;
+        if n == 0 {
+            return Err("closed before answering connect".into());
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    Ok(c)
+}
+
+/// Writes `bytes` to `t` again and again (whole: a short write goes on
+/// where it stopped, so frames stay frames), never reading, while `go`
+/// says so (asked after each try); the bytes the peer took. Writes time
+/// out after 100 ms when the peer stops reading; the flood ends when the
+/// peer closes.
+pub fn flood(t: &mut TcpStream, bytes: &[u8], mut go: impl FnMut() -> bool) -> usize {
+    t.set_write_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let (mut sent, mut at) = (0, 0);
+    loop {
+        match t.write(&bytes[at..]) {
+            Ok(n) => {
+                sent += n;
+                at = (at + n) % bytes.len();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return sent,
+        }
+        if !go() {
+            return sent;
+        }
+    }
 }
