@@ -541,10 +541,12 @@ impl Server {
         (r.status == 200).then(|| r.json()["response"].clone())
     }
 
-    /// Waits (10 s at most) for live stream `name` of `default/app` to show
-    /// with both its tracks (video and audio) known; panics otherwise.
+    /// Waits (30 s at most: a publisher that is a browser may take 10 s
+    /// just to start on a busy machine) for live stream `name` of
+    /// `default/app` to show with both its tracks (video and audio) known;
+    /// panics otherwise.
     pub fn wait_for_tracks(&self, name: &str) -> serde_json::Value {
-        self.tracks_within(name, Duration::from_secs(10))
+        self.tracks_within(name, Duration::from_secs(30))
             .unwrap_or_else(|| panic!("stream {name} never showed with two tracks"))
     }
 
