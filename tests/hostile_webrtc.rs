@@ -302,6 +302,24 @@ fn one_address_holds_a_share_of_sessions_and_unconnected_ones_go() {
     assert!(body.contains("from this address"), "{body}");
     let (st, body) = whep_from(&s, IpAddr::from([127, 0, 0, 2]));
     assert_eq!(st, 201, "another address: {body}");
+    // A WHIP offer that never does ICE takes its stream's name, for 10 s
+    // (the application's Timeout is OME's 30 s).
+    let whip = OFFER.replace("a=recvonly", "a=sendonly");
+    let mut t = connect_from(IpAddr::from([127, 0, 0, 6]), s.media.llhls).unwrap();
+    write!(
+        t,
+        "POST /app/held?direction=whip HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{whip}",
+        whip.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = t.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    let whip_at = Instant::now();
+    assert!(
+        rtmp_publish(s.media.rtmp, "held").is_err(),
+        "the name is held"
+    );
     // None of them does ICE: within 10 s (and the loop's slack) they end.
     let start = Instant::now();
     let room = wait_until(Duration::from_secs(30), || {
@@ -312,6 +330,14 @@ fn one_address_holds_a_share_of_sessions_and_unconnected_ones_go() {
         start.elapsed()
     );
     assert!(room.is_some(), "unconnected sessions still hold the share");
+    let freed = wait_until(Duration::from_secs(20), || {
+        rtmp_publish(s.media.rtmp, "held").ok()
+    });
+    eprintln!(
+        "RELIABILITY: a WHIP offer that never does ICE held its stream name for {:?}",
+        whip_at.elapsed()
+    );
+    assert!(freed.is_some(), "the WHIP offer still holds its name");
     let _ = src.kill();
     let _ = src.wait();
     assert!(s.log_text().contains("MaxSessionsPerAddress"));

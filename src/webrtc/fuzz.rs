@@ -231,16 +231,21 @@ pub fn fuzz_datagrams(data: &[u8], offer: &str) {
         else {
             return;
         };
-        let ufrag = fx
+        let (ufrag, pass) = fx
             .webrtc
             .by_key
             .get(&key)
-            .map(|&i| fx.webrtc.sessions[i].ufrag.clone())
+            .map(|&i| {
+                let s = &fx.webrtc.sessions[i];
+                (s.ufrag.clone(), s.pass.clone())
+            })
             .unwrap_or_default();
         let local = fx.webrtc.ports[0];
         // panic-audit: a literal address parses; a fresh table has no such stream (fuzzing code).
         let peer = "127.0.0.1:5000".parse().expect("an address");
-        let mut first = stun_with_username(&format!("{ufrag}:peer"));
+        // Signed with the session's password: only then does the session
+        // take the peer's address (and the rest reach it).
+        let mut first = signed(stun_with_username(&format!("{ufrag}:peer")), &pass);
         first.extend_from_slice(rest.get(..8).unwrap_or(&[]));
         fx.webrtc
             .handle_datagram(local, peer, &first, &mut fx.streams, now);
@@ -256,6 +261,17 @@ pub fn fuzz_datagrams(data: &[u8], offer: &str) {
             fx.webrtc.take_outbox(i);
         }
     });
+}
+
+/// `m` with a MESSAGE-INTEGRITY made with `pass` (its length counted).
+fn signed(mut m: Vec<u8>, pass: &str) -> Vec<u8> {
+    let len = (m.len() - 20 + 24) as u16;
+    m[2..4].copy_from_slice(&len.to_be_bytes());
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, pass.as_bytes());
+    let tag = ring::hmac::sign(&key, &m);
+    m.extend_from_slice(&[0x00, 0x08, 0x00, 0x14]);
+    m.extend_from_slice(tag.as_ref());
+    m
 }
 
 fn stun_with_username(name: &str) -> Vec<u8> {
@@ -325,6 +341,51 @@ mod tests {
     use super::*;
 
     const OFFER: &str = include_str!("../../tests/fixtures/chromium-whep-offer.sdp");
+
+    /// Issue 40: a WHEP offer that never connects starts no AAC -> Opus
+    /// work for its stream (one POST per stream every 30 s took the
+    /// transcoder from real viewers); a connected viewer does.
+    #[test]
+    fn only_connected_viewers_get_audio_transcoded() {
+        use crate::state::streams::IngestOutput;
+        with_fixture(|fx| {
+            let now = Instant::now();
+            let stream = fx.streams.get(fx.stream).expect("the fixture's stream");
+            let (key, _) = fx
+                .webrtc
+                .accept_offer(stream, OFFER, SessionOptions::default(), now)
+                .expect("the offer is taken");
+            let aac = IngestOutput {
+                stream: Some(fx.stream),
+                frames: vec![Frame {
+                    track: 2,
+                    pts: 0,
+                    dts: 0,
+                    keyframe: true,
+                    data: Bytes::from_static(&[0x21, 0x10, 0x04, 0x60, 0x8c, 0x1c]),
+                }],
+                ..IngestOutput::default()
+            };
+            let transcoded = |w: &[super::super::AudioWork]| {
+                w.iter()
+                    .any(|w| matches!(w, super::super::AudioWork::Frame { .. }))
+            };
+            fx.webrtc.take_audio_work();
+            fx.webrtc.on_ingest(&aac, &mut fx.streams, now);
+            assert!(!transcoded(&fx.webrtc.take_audio_work()));
+            // The same session once it has completed ICE and DTLS.
+            let idx = fx.webrtc.by_key[&key];
+            fx.webrtc.sessions[idx].connected = true;
+            if let Some(f) = fx.webrtc.feeds.get_mut(&fx.stream) {
+                f.connected += 1;
+            }
+            fx.webrtc.on_ingest(&aac, &mut fx.streams, now);
+            assert!(transcoded(&fx.webrtc.take_audio_work()));
+            let _ = fx.webrtc.stop(&key);
+            fx.webrtc.take_ended();
+            assert!(fx.webrtc.feeds.get(&fx.stream).is_none());
+        });
+    }
 
     /// Each entry point on a spread of inputs: the real offer cut and
     /// garbled, and pseudo-random bytes.
