@@ -383,7 +383,7 @@ mod tests {
             assert!(transcoded(&fx.webrtc.take_audio_work()));
             let _ = fx.webrtc.stop(&key);
             fx.webrtc.take_ended();
-            assert!(fx.webrtc.feeds.get(&fx.stream).is_none());
+            assert!(!fx.webrtc.feeds.contains_key(&fx.stream));
         });
     }
 
