@@ -710,6 +710,12 @@ impl WsSignal {
         };
         match api.webrtc.create_offer(stream, opts, cx.now) {
             Ok((key, sdp)) => {
+                crate::info!(
+                    "webrtc: viewer of {}/{}/{} over OME signalling (session {key})",
+                    &target.0,
+                    &target.1,
+                    &target.2
+                );
                 self.target = target;
                 self.session = Some(key);
                 out.push(self.offer_message(&api.webrtc, &sdp));

@@ -1284,7 +1284,7 @@ impl WebRtc {
                     let first = streams.get(id).filter(|st| st.tracks().is_empty());
                     let has = |c: Codec| tracks.iter().any(|t| t.codec == c);
                     if let Some(st) = first.filter(|_| has(Codec::Opus)) {
-                        crate::warn!(
+                        crate::info!(
                             "stream [{}/{}/{}]: its audio is Opus: LL-HLS, HLS, SRT, MPEG-TS, recordings and WebRTC carry it; RTMP outputs carry its video only (RTMP has no Opus)",
                             st.vhost,
                             st.app,

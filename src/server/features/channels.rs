@@ -819,7 +819,8 @@ impl Channels {
         if let Some(c) = core.api.channels.scheduled.get(k).cloned() {
             if c.spec.stream.bypass_transcoder {
             } else {
-                crate::warn!("scheduled channel [{}]: BypassTranscoder false is treated as true (kiln never transcodes)", key_str(k));
+                // Nothing for the operator to do: INFO, not WARN.
+                crate::info!("scheduled channel [{}]: BypassTranscoder false is treated as true (kiln never transcodes)", key_str(k));
             }
             if !c.spec.stream.audio_map.is_empty() {
                 crate::warn!("scheduled channel [{}]: <AudioMap> is not applied; the first audio track plays", key_str(k));
