@@ -329,6 +329,17 @@ impl Multiplexer {
     /// Source `i` is live with these tracks, each with the names it goes
     /// by. False when a mapped name has no track (the source cannot be
     /// used yet); true when the channel's tracks changed.
+    /// The first track name source `i`'s track map asks for that none of
+    /// `tracks` has (why the source cannot join).
+    pub fn missing_track(&self, i: usize, tracks: &[(Track, Vec<String>)]) -> Option<String> {
+        let spec = self.spec.source_streams.get(i)?;
+        spec.track_map
+            .iter()
+            .map(|m| &m.source_track_name)
+            .find(|n| !tracks.iter().any(|(_, names)| names.contains(n)))
+            .cloned()
+    }
+
     pub fn source_tracks(&mut self, i: usize, tracks: &[(Track, Vec<String>)]) -> (bool, bool) {
         let Some(spec) = self.spec.source_streams.get(i) else {
             return (false, false);

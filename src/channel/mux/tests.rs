@@ -99,11 +99,11 @@ fn sources_map_start_and_leave() {
             n.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
         )
     };
-    // A source without the named track cannot be used.
-    assert_eq!(
-        m.source_tracks(0, &[names(&video(1, 1920), &["video", "bypass_video"])]),
-        (false, false)
-    );
+    // A source without the named track cannot be used, and says which.
+    let video_only = [names(&video(1, 1920), &["video", "bypass_video"])];
+    assert_eq!(m.source_tracks(0, &video_only), (false, false));
+    let missing = m.missing_track(0, &video_only).unwrap();
+    assert!(missing.contains("audio"), "{missing}");
     let tv1 = [
         names(&video(1, 1920), &["video", "bypass_video"]),
         names(&audio(2), &["audio", "bypass_audio"]),

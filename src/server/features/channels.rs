@@ -102,6 +102,9 @@ struct MuxRun {
     mux: Multiplexer,
     urls: Vec<StreamUrl>,
     sources: Vec<Option<StreamId>>,
+    /// Per source: the track its map names that it lacks, once said (a
+    /// WARN each time it changes, and the channel's `pullingMessage`).
+    missing: Vec<Option<String>>,
     clock: Instant,
     due: Option<Instant>,
 }
@@ -570,6 +573,7 @@ impl MuxRun {
             owner,
             stream: None,
             sources: vec![None; urls.len()],
+            missing: vec![None; urls.len()],
             urls,
             mux: Multiplexer::new(c.spec.clone()),
             clock: now,
@@ -598,7 +602,24 @@ impl MuxRun {
             let id = s.id;
             let named = source_names(core, id);
             let (ok, c) = self.mux.source_tracks(i, &named);
+            if !ok {
+                let missing = self.mux.missing_track(i, &named);
+                if missing.is_some() && missing != self.missing[i] {
+                    let has: Vec<&str> = named
+                        .iter()
+                        .flat_map(|(_, n)| n.iter().map(String::as_str))
+                        .collect();
+                    crate::warn!(
+                        "multiplex channel [{}]: source [{u}] has no track named [{}] (its tracks: {}); the channel waits for it",
+                        key_str(&self.key),
+                        missing.as_deref().unwrap_or(""),
+                        has.join(", ")
+                    );
+                }
+                self.missing[i] = missing;
+            }
             if ok {
+                self.missing[i] = None;
                 self.sources[i] = Some(id);
                 changed |= c;
                 crate::info!(
@@ -637,11 +658,19 @@ impl MuxRun {
                 .zip(&self.sources)
                 .find(|(_, s)| s.is_none());
             let msg = waiting.map_or(String::new(), |(u, _)| {
-                format!(
-                    "Multiplex Channel : {}: Wait for stream {}",
-                    key_str(&self.key),
-                    u.stream
-                )
+                let i = self.urls.iter().position(|x| x == u).unwrap_or(0);
+                match self.missing.get(i).and_then(Option::as_deref) {
+                    Some(track) => format!(
+                        "Multiplex Channel : {}: stream {} has no track named {track}",
+                        key_str(&self.key),
+                        u.stream
+                    ),
+                    None => format!(
+                        "Multiplex Channel : {}: Wait for stream {}",
+                        key_str(&self.key),
+                        u.stream
+                    ),
+                }
             });
             self.note(core, "Pulling", msg);
         }
