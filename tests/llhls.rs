@@ -1213,3 +1213,109 @@ fn viewers_who_open_the_stream_in_its_first_second_play() {
     assert!(played > 4.0, "played {played} s: {r}");
     assert!(r["decodedFrames"].as_u64().unwrap_or(0) > 0, "{r}");
 }
+
+/// Issue 42: a server stopped by SIGTERM (or Ctrl-C) while a dump and a
+/// recording run finishes both: the dump's chunklists end with
+/// `EXT-X-ENDLIST` (ffprobe reads it as VOD with a duration; before, N/A),
+/// its info file says Completed, and the recording's info file lists the
+/// file the stop cut, which plays.
+#[test]
+fn a_stopped_server_finishes_its_dumps_and_recordings() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let root = temp_dir("llhls-stop-root");
+    let mut s = Server::start_with(
+        "llhls-stop",
+        ServerOptions {
+            media: true,
+            llhls: Some(format!(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>\
+                 <Dumps><RootPath>{}</RootPath></Dumps>",
+                root.display()
+            )),
+            file: Some(format!("<RootPath>{}</RootPath>", root.display())),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    wait_for_first_segment(&s, "cam");
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/streams/cam:startHlsDump",
+        Some(r#"{"id":"d1","outputPath":"dump","infoFile":"dump.xml"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app:startRecord",
+        Some(r#"{"id":"r1","stream":{"name":"cam"},"filePath":"rec.mp4","infoPath":"rec.xml"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A few segments into both, then the stop.
+    std::thread::sleep(Duration::from_secs(5));
+    let (took, status) = s.terminate();
+    let _ = src.kill();
+    let _ = src.wait();
+    println!("kiln stopped in {took:?}: {status}");
+    let dump = root.join("dump");
+    let chunklists: Vec<String> = std::fs::read_dir(&dump)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("chunklist_"))
+        .collect();
+    assert!(!chunklists.is_empty(), "no chunklist in {}", dump.display());
+    for c in &chunklists {
+        let text = std::fs::read_to_string(dump.join(c)).unwrap();
+        assert!(text.ends_with("#EXT-X-ENDLIST\n"), "{c}: {text}");
+    }
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(dump.join("llhls.m3u8"))
+        .output()
+        .unwrap();
+    let d: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0.0);
+    assert!(
+        d >= 2.0,
+        "the dump's duration: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let info = std::fs::read_to_string(root.join("dump.xml")).unwrap();
+    assert!(info.contains("<Status>Completed</Status>"), "{info}");
+    let rec = std::fs::read_to_string(root.join("rec.xml")).unwrap();
+    assert!(rec.contains("rec.mp4"), "{rec}");
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(root.join("rec.mp4"))
+        .output()
+        .unwrap();
+    let d: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0.0);
+    assert!(d >= 2.0, "the recording's duration: {d}");
+    assert!(s.log_text().contains("stopped"));
+}

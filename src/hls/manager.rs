@@ -184,6 +184,18 @@ impl HlsManager {
         true
     }
 
+    /// The server stops: every running dump ends as if its stream had
+    /// (`EXT-X-ENDLIST`, the info file Completed), so what it wrote plays
+    /// back as VOD.
+    pub fn shutdown(&mut self, now: Now) {
+        let mut ids: Vec<StreamId> = self.dumps.iter().map(|d| d.stream).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            self.poll_dumps(id, now, true);
+        }
+    }
+
     /// `:stopHlsDump`: the dump's playlists end (`EXT-X-ENDLIST`), its
     /// info file says Completed, and its id is free.
     pub fn stop_dump(&mut self, key: &TaskKey, now: Now) {

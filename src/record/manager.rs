@@ -226,6 +226,18 @@ impl RecordManager {
         }
     }
 
+    /// The server stops: every open file is closed with its info file, as
+    /// when its stream ends (the records stay, and resume after a
+    /// restart).
+    pub fn shutdown(&mut self, now: Now) {
+        let mut ids: Vec<StreamId> = self.recordings.values().map(|r| r.stream).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            self.end_recordings(id, now, true);
+        }
+    }
+
     /// `:stopRecord` (or its application went): the open file is closed
     /// (the writer is told, and the info XML goes with it) and the task
     /// leaves the table: its id is free at once.

@@ -44,4 +44,10 @@ pub(crate) trait Feature {
 
     /// Its timer is due (then `drive` follows).
     fn timeout(&mut self, _core: &mut Core, _now: Instant) {}
+
+    /// The server stops (SIGINT, SIGTERM): finish what must not be left
+    /// half-written (a dump's playlists, a recording's file and info), as
+    /// file operations `drive` then hands over; the loop waits a moment
+    /// for the writer before it exits.
+    fn shutdown(&mut self, _core: &mut Core, _now: Instant) {}
 }

@@ -20,7 +20,9 @@ use std::sync::Arc;
 pub(crate) const MAX_QUEUED: usize = 64 << 20;
 
 pub(crate) struct FileWriter {
-    ops: Sender<FileOp>,
+    /// `None` once [`finish`](FileWriter::finish) closed it.
+    ops: Option<Sender<FileOp>>,
+    worker: Option<std::thread::JoinHandle<()>>,
     events: Receiver<FileEvent>,
     queued: Arc<AtomicUsize>,
     /// Files whose writes were refused: their later writes are dropped.
@@ -33,7 +35,7 @@ impl FileWriter {
         let (etx, erx) = mpsc::channel::<FileEvent>();
         let queued = Arc::new(AtomicUsize::new(0));
         let q = queued.clone();
-        std::thread::Builder::new()
+        let worker = std::thread::Builder::new()
             .name("kiln-files".into())
             .spawn(move || {
                 let mut w = Worker {
@@ -50,7 +52,8 @@ impl FileWriter {
                 }
             })?;
         Ok(FileWriter {
-            ops: otx,
+            ops: Some(otx),
+            worker: Some(worker),
             events: erx,
             queued,
             refused: HashSet::new(),
@@ -89,8 +92,9 @@ impl FileWriter {
             }
         }
         // The worker lives as long as the server; a send error means it
-        // panicked, and then nothing can be written.
-        self.ops.send(op).err().map(|_| FileEvent::Failed {
+        // panicked (or the server is stopping), and nothing can be written.
+        let sent = self.ops.as_ref().map(|o| o.send(op).is_ok());
+        (sent != Some(true)).then_some(FileEvent::Failed {
             file,
             reason: "the file writer has stopped".into(),
             written: None,
@@ -99,6 +103,24 @@ impl FileWriter {
 
     pub(crate) fn events(&self) -> impl Iterator<Item = FileEvent> + '_ {
         self.events.try_iter()
+    }
+
+    /// The server stops: what was handed over is written (the worker
+    /// ends when it has done every operation), waiting `within` at most
+    /// (a disk that hangs must not keep the process); true when all was.
+    pub(crate) fn finish(&mut self, within: std::time::Duration) -> bool {
+        self.ops = None;
+        let Some(worker) = self.worker.take() else {
+            return true;
+        };
+        let until = std::time::Instant::now() + within;
+        while !worker.is_finished() {
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        worker.join().is_ok()
     }
 }
 

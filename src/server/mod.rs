@@ -13,9 +13,11 @@
 //! ([`Server::settle`]). This file is the loop, its tokens and the
 //! endpoint table's turns; what a feature does is in its plug-in.
 //!
-//! SIGINT and SIGTERM end the loop: endpoints are dropped (closed) and `run`
-//! returns. The state file needs no flush: every change was written before
-//! it was answered.
+//! SIGINT and SIGTERM end the loop: the features finish what must not be
+//! left half-written (dumps get `EXT-X-ENDLIST`, recordings their closed
+//! file and info), the file writer is given a few seconds to write it,
+//! endpoints are dropped (closed) and `run` returns. The state file needs
+//! no flush: every change was written before it was answered.
 
 pub(crate) mod api_conn;
 pub(crate) mod bind;
@@ -74,6 +76,8 @@ const WAKER_TOKEN: Token = Token(usize::MAX - 1);
 const TRIM_TOKEN: Token = Token(usize::MAX - 2);
 /// Feature `i`'s timer is `Token(FEATURE_TIMERS - i)`.
 const FEATURE_TIMERS: usize = usize::MAX - 8;
+/// How long a stopping server waits for its files to be written.
+const SHUTDOWN_WRITES: Duration = Duration::from_secs(5);
 /// Rounds of [`Server::settle`] in one go; what is left waits for the
 /// next turn, and the poll does not sleep then.
 const SETTLE_ROUNDS: usize = 64;
@@ -189,6 +193,17 @@ impl Server {
             if let Some(at) = self.core.heap.on_released(released, now) {
                 self.core.timers.schedule(at, TRIM_TOKEN);
             }
+        }
+        let now = Instant::now();
+        for f in &mut self.features {
+            f.shutdown(&mut self.core, now);
+        }
+        self.settle(now);
+        if !self.core.files.finish(SHUTDOWN_WRITES) {
+            crate::warn!(
+                "files were still being written {} s after the stop; some may lack their end",
+                SHUTDOWN_WRITES.as_secs()
+            );
         }
         // Dropping the endpoints closes every socket.
         crate::info!("stopped");

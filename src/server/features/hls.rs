@@ -54,6 +54,10 @@ impl Feature for Hls {
         None
     }
 
+    fn shutdown(&mut self, core: &mut Core, now: Instant) {
+        core.api.hls.shutdown(Now::read(now));
+    }
+
     /// Answers the viewers parked on what now exists (a new part, a part
     /// cut by an urgent event, ended playlists); hands the dumps' file
     /// operations to the writer (one it cannot take fails its dump).

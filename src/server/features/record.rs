@@ -41,6 +41,10 @@ impl Feature for Record {
         None
     }
 
+    fn shutdown(&mut self, core: &mut Core, now: Instant) {
+        core.api.records.shutdown(Now::read(now));
+    }
+
     /// Hands the recordings' file operations to the writer thread; one it
     /// cannot take fails its recording at once.
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
