@@ -1218,7 +1218,9 @@ fn viewers_who_open_the_stream_in_its_first_second_play() {
 /// recording run finishes both: the dump's chunklists end with
 /// `EXT-X-ENDLIST` (ffprobe reads it as VOD with a duration; before, N/A),
 /// its info file says Completed, and the recording's info file lists the
-/// file the stop cut, which plays.
+/// file the stop cut, which plays. After a restart the recording goes on
+/// in its next file: `${Sequence}` 1, and the info file lists both (before,
+/// the sequence began at 0 again, and the list lost the earlier file).
 #[test]
 fn a_stopped_server_finishes_its_dumps_and_recordings() {
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
@@ -1254,7 +1256,7 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     let r = s.request(
         "POST",
         "/v1/vhosts/default/apps/app:startRecord",
-        Some(r#"{"id":"r1","stream":{"name":"cam"},"filePath":"rec.mp4","infoPath":"rec.xml"}"#),
+        Some(r#"{"id":"r1","stream":{"name":"cam"},"filePath":"rec_${Sequence}.mp4","infoPath":"rec.xml"}"#),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     // A few segments into both, then the stop.
@@ -1299,23 +1301,48 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     let info = std::fs::read_to_string(root.join("dump.xml")).unwrap();
     assert!(info.contains("<Status>Completed</Status>"), "{info}");
     let rec = std::fs::read_to_string(root.join("rec.xml")).unwrap();
-    assert!(rec.contains("rec.mp4"), "{rec}");
-    let out = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(root.join("rec.mp4"))
-        .output()
-        .unwrap();
-    let d: f64 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0.0);
-    assert!(d >= 2.0, "the recording's duration: {d}");
+    assert!(rec.contains("rec_0.mp4"), "{rec}");
+    let probe = |file: &str| -> f64 {
+        let out = Command::new("ffprobe")
+            .args([
+                "-v",
+                "error",
+                "-show_entries",
+                "format=duration",
+                "-of",
+                "csv=p=0",
+            ])
+            .arg(root.join(file))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0.0)
+    };
+    assert!(probe("rec_0.mp4") >= 2.0, "the recording's first file");
     assert!(s.log_text().contains("stopped"));
+    // Again: the record resumes with the stream, in its next file.
+    s.spawn();
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    let second = media::wait_until(Duration::from_secs(20), || {
+        root.join("rec_1.mp4").exists().then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    s.terminate();
+    let _ = src.kill();
+    let _ = src.wait();
+    assert!(second.is_some(), "no rec_1.mp4\n{}", s.log_text());
+    let rec = std::fs::read_to_string(root.join("rec.xml")).unwrap();
+    assert!(
+        rec.contains("rec_0.mp4") && rec.contains("rec_1.mp4"),
+        "{rec}"
+    );
+    assert!(rec.contains("<sequence>1</sequence>"), "{rec}");
+    assert!(probe("rec_1.mp4") >= 1.0, "the recording's second file");
 }

@@ -113,6 +113,32 @@ impl RecordManager {
         }
     }
 
+    /// Where record `key` writes its info XML, when that does not change
+    /// from file to file (no `${Sequence}`, `${StartTime}` or `${EndTime}`
+    /// in `infoPath`): what a restart reads its earlier files back from.
+    pub fn fixed_info_path(&self, key: &TaskKey) -> Option<PathBuf> {
+        let task = self.tasks.get(key)?;
+        let template = &task.spec.info_path;
+        if ["${Sequence", "${StartTime", "${EndTime"]
+            .iter()
+            .any(|m| template.contains(m))
+        {
+            return None;
+        }
+        let path = expand(template, &self.out.macros(task, 0, 0, None));
+        resolve(Some(&template_root(template)), &path).ok()
+    }
+
+    /// The info XML record `key` wrote at `path` before a restart: its
+    /// files are listed again and its `${Sequence}` goes on (how many were
+    /// taken back).
+    pub fn resume_info(&mut self, key: &TaskKey, path: &std::path::Path, xml: &str) -> usize {
+        match self.tasks.get_mut(key) {
+            Some(task) => super::task::resume_from_info(task, &path.display().to_string(), xml),
+            None => 0,
+        }
+    }
+
     /// What the writer must do next, in order.
     pub fn poll_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
         self.out.ops.drain(..)

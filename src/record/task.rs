@@ -125,6 +125,62 @@ impl RecordTask {
     }
 }
 
+/// The files an info XML (as [`info_xml`] wrote it at `info_path`, before
+/// a restart) lists for this record, taken back: the list goes on and the
+/// next file's `${Sequence}` follows the last one's. Entries of other
+/// records, and what does not read, are left out. Bounded by the input
+/// and [`MAX_FILE_INFOS`].
+pub fn resume_from_info(task: &mut RecordTask, info_path: &str, xml: &str) -> usize {
+    let field = |entry: &str, name: &str| -> Option<String> {
+        let open = format!("<{name}>");
+        let at = entry.find(&open)? + open.len();
+        let end = at + entry[at..].find("</")?;
+        Some(xml_unescape(&entry[at..end]))
+    };
+    let mut taken = 0;
+    for entry in xml.split("<file>").skip(1).take(MAX_FILE_INFOS) {
+        if field(entry, "id").as_deref() != Some(task.spec.id.as_str())
+            || field(entry, "vhost").as_deref() != Some(task.spec.vhost.as_str())
+            || field(entry, "app").as_deref() != Some(task.spec.app.as_str())
+        {
+            continue;
+        }
+        let number = |name: &str| field(entry, name).and_then(|v| v.parse::<u64>().ok());
+        let time = |name: &str| field(entry, name).and_then(|v| crate::clock::parse_iso8601(&v));
+        let (Some(file_path), Some(sequence)) = (field(entry, "filePath"), number("sequence"))
+        else {
+            continue;
+        };
+        let info = FileInfo {
+            file_path,
+            info_path: info_path.to_string(),
+            sequence,
+            record_bytes: number("recordBytes").unwrap_or(0),
+            record_ms: number("recordTime").unwrap_or(0),
+            start_ms: time("startTime").unwrap_or(0),
+            finish_ms: time("finishTime").unwrap_or(0),
+            last: field(entry, "lastSequence").as_deref() == Some("true"),
+        };
+        task.files = task.files.max(sequence.saturating_add(1));
+        task.sequence = task.sequence.max(sequence);
+        task.start_ms = Some(
+            task.start_ms
+                .map_or(info.start_ms, |s| s.min(info.start_ms)),
+        );
+        task.file_done(info);
+        taken += 1;
+    }
+    taken
+}
+
+fn xml_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
 /// 16 letters and digits from the record's key and creation time (OME's
 /// `${TransactionId}` is random; this one only needs to differ between
 /// records and starts).
@@ -283,6 +339,37 @@ mod tests {
             segmentation_rule: Default::default(),
             metadata: None,
             created_ms: 0,
+        }
+    }
+
+    #[test]
+    fn an_info_xml_written_before_a_restart_is_taken_back() {
+        let mut before = RecordTask::new(spec("r1"));
+        for n in 0..3u64 {
+            before.sequence = n;
+            before.file_done(FileInfo {
+                file_path: format!("/srv/rec/a&b_{n}.mp4"),
+                info_path: "/srv/rec/r1.xml".into(),
+                sequence: n,
+                record_bytes: 1000 + n,
+                record_ms: 2000,
+                start_ms: 1_700_000_000_000 + n as i64 * 2000,
+                finish_ms: 1_700_000_002_000 + n as i64 * 2000,
+                last: n == 2,
+            });
+        }
+        let xml = info_xml(&before, "/srv/rec/r1.xml", 0);
+        let mut after = RecordTask::new(spec("r1"));
+        assert_eq!(resume_from_info(&mut after, "/srv/rec/r1.xml", &xml), 3);
+        assert_eq!(after.finished, before.finished);
+        assert_eq!((after.files, after.sequence), (3, 2));
+        assert_eq!(after.ended_bytes, 3003);
+        // Another record's entries, and garbage, are left out.
+        let mut other = RecordTask::new(spec("r2"));
+        assert_eq!(resume_from_info(&mut other, "/srv/rec/r1.xml", &xml), 0);
+        for cut in (0..xml.len()).step_by(7) {
+            let mut t = RecordTask::new(spec("r1"));
+            resume_from_info(&mut t, "/srv/rec/r1.xml", &xml[..cut]);
         }
     }
 

@@ -12,6 +12,29 @@ use std::time::Instant;
 pub(crate) struct Record;
 
 impl Feature for Record {
+    /// Records restored from the state file take back the files their info
+    /// XML lists (read once, here, before the loop serves anyone): the list
+    /// and `${Sequence}` go on across a restart.
+    fn start(&mut self, core: &mut Core, _now: Instant) {
+        let records = &mut core.api.records;
+        let keys = records.tasks.keys();
+        for key in keys {
+            let Some(path) = records.fixed_info_path(&key) else {
+                continue;
+            };
+            let Ok(bytes) = crate::sys::read_small_file(&path) else {
+                continue;
+            };
+            let taken = records.resume_info(&key, &path, &String::from_utf8_lossy(&bytes));
+            if taken > 0 {
+                crate::info!(
+                    "record [{key}]: {taken} earlier file(s) listed in {} taken back",
+                    path.display()
+                );
+            }
+        }
+    }
+
     fn on_ingest(&mut self, o: &IngestOutput, core: &mut Core, now: Instant) {
         let api = &mut core.api;
         api.records.on_ingest(o, &mut api.registry, Now::read(now));
