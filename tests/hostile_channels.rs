@@ -201,3 +201,21 @@ fn api_apps_read_channel_files_only_under_config_folders() {
     );
     assert_eq!(r.status, 400, "{}", r.body);
 }
+
+/// Issue 42: the media and schedule folders a config names are made at
+/// start when missing (and logged), not left for the operator to guess.
+#[test]
+fn missing_channel_folders_are_made_at_start() {
+    let dir = temp_dir("channels-folders");
+    let (media, sch) = (dir.join("new-media"), dir.join("new-sch"));
+    let s = channel_server("channels-folders", &media, &sch);
+    let made = wait_until(Duration::from_secs(10), || {
+        (media.is_dir() && sch.is_dir()).then_some(())
+    });
+    assert!(made.is_some(), "{}", s.log_text());
+    let log = s.log_text();
+    assert!(
+        log.contains("made the folder") && log.contains("media files"),
+        "{log}"
+    );
+}

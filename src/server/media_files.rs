@@ -312,7 +312,7 @@ fn read_ts(path: &Path, mut file: File, start_ms: i64, out: &mut Out) -> Result<
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct WatchDir {
     pub(crate) dir: PathBuf,
-    /// `sch` or `mux`.
+    /// `sch` or `mux` (empty: a media folder, made if missing, not read).
     pub(crate) ext: &'static str,
     pub(crate) vhost: String,
     pub(crate) app: String,
@@ -387,20 +387,22 @@ fn make_missing(dirs: &[WatchDir]) {
         if w.dir.exists() {
             continue;
         }
+        let what = match w.ext {
+            "" => "media files".to_string(),
+            ext => format!(".{ext} files"),
+        };
         match std::fs::create_dir_all(&w.dir) {
             Ok(()) => crate::info!(
-                "made the folder {} for [{}/{}]'s .{} files",
+                "made the folder {} for [{}/{}]'s {what}",
                 w.dir.display(),
                 w.vhost,
-                w.app,
-                w.ext
+                w.app
             ),
             Err(e) => crate::warn!(
-                "the folder {} for [{}/{}]'s .{} files does not exist and cannot be made: {e}",
+                "the folder {} for [{}/{}]'s {what} does not exist and cannot be made: {e}",
                 w.dir.display(),
                 w.vhost,
-                w.app,
-                w.ext
+                w.app
             ),
         }
     }
@@ -414,7 +416,7 @@ fn scan(
 ) -> Vec<DirEvent> {
     let mut events = Vec::new();
     let mut present = std::collections::HashSet::new();
-    for w in dirs {
+    for w in dirs.iter().filter(|w| !w.ext.is_empty()) {
         let Ok(entries) = std::fs::read_dir(&w.dir) else {
             continue;
         };

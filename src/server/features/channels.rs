@@ -776,6 +776,15 @@ impl Channels {
         for v in core.api.registry.vhosts() {
             for a in &v.apps {
                 if let Some(s) = &a.providers.schedule {
+                    // The media folder is only made if missing, not read.
+                    if !s.media_root_dir.is_empty() {
+                        dirs.push(WatchDir {
+                            dir: s.media_root_dir.clone().into(),
+                            ext: "",
+                            vhost: v.spec.name.clone(),
+                            app: a.name.clone(),
+                        });
+                    }
                     if !s.schedule_files_dir.is_empty() {
                         dirs.push(WatchDir {
                             dir: s.schedule_files_dir.clone().into(),
