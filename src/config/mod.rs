@@ -13,8 +13,8 @@ pub mod dom;
 pub mod ome_schema;
 
 use crate::state::app::{
-    ports_text, AppSpec, Empty, Encode, Encodes, MpegtsProvider, OutputProfile, OutputProfiles,
-    Providers, Publishers, StreamMap, StreamMapItem,
+    ports_text, AppSpec, Empty, Encode, Encodes, IngestProvider, MpegtsProvider, OutputProfile,
+    OutputProfiles, Providers, Publishers, StreamMap, StreamMapItem,
 };
 use crate::state::vhost::{
     AdmissionWebhooks, Enables, HostSpec, Origin, OriginMapStore, OriginPass, OriginProperties,
@@ -186,6 +186,9 @@ pub struct AppConfig {
     pub output_profiles: Vec<OutputProfileConfig>,
     pub rtmp: bool,
     pub srt: bool,
+    /// `<Providers><RTMP>` / `<SRT>` `<BlockDuplicateStreamName>`.
+    pub rtmp_block_duplicates: Option<bool>,
+    pub srt_block_duplicates: Option<bool>,
     /// `<Providers><MPEGTS><StreamMap>`: (stream name pattern, ports).
     pub mpegts: Option<Vec<StreamMapEntry>>,
     pub push: bool,
@@ -507,6 +510,20 @@ impl Walker<'_> {
             return None;
         }
         Some(t.trim().to_string())
+    }
+
+    /// An application's `<RTMP>` or `<SRT>` provider: its
+    /// `<BlockDuplicateStreamName>`, if given (OME's only child of them).
+    fn block_duplicates(&mut self, el: &Element, path: &str) -> Option<bool> {
+        let mut block = None;
+        self.children(el, path, UNSUPPORTED_WORKERS, &[], |w, c, p| {
+            if c.name != "BlockDuplicateStreamName" {
+                return false;
+            }
+            block = w.bool_text(c, p);
+            true
+        });
+        block
     }
 
     fn bool_text(&mut self, el: &Element, path: &str) -> Option<bool> {
@@ -1768,6 +1785,8 @@ impl Walker<'_> {
             output_profiles: Vec::new(),
             rtmp: false,
             srt: false,
+            rtmp_block_duplicates: None,
+            srt_block_duplicates: None,
             mpegts: None,
             push: false,
             llhls: None,
@@ -1837,12 +1856,12 @@ impl Walker<'_> {
                             app.multiplex = Some(m);
                         }
                         "RTMP" => {
-                            w.no_children(c, p);
                             app.rtmp = true;
+                            app.rtmp_block_duplicates = w.block_duplicates(c, p);
                         }
                         "SRT" => {
-                            w.no_children(c, p);
                             app.srt = true;
+                            app.srt_block_duplicates = w.block_duplicates(c, p);
                         }
                         "MPEGTS" => {
                             let mut map = Vec::new();
@@ -1924,10 +1943,6 @@ impl Walker<'_> {
         }
         app.name = name;
         Some(app)
-    }
-
-    fn no_children(&mut self, el: &Element, path: &str) {
-        self.children(el, path, UNSUPPORTED_WORKERS, &[], |_, _, _| false);
     }
 
     fn output_profile(&mut self, el: &Element, path: &str) -> Option<OutputProfileConfig> {
@@ -2087,8 +2102,12 @@ impl AppConfig {
                     .collect(),
             },
             providers: Providers {
-                rtmp: c.rtmp.then(Empty::default),
-                srt: c.srt.then(Empty::default),
+                rtmp: c.rtmp.then_some(IngestProvider {
+                    block_duplicate_stream_name: c.rtmp_block_duplicates,
+                }),
+                srt: c.srt.then_some(IngestProvider {
+                    block_duplicate_stream_name: c.srt_block_duplicates,
+                }),
                 webrtc: c.webrtc_ingest.clone(),
                 schedule: c.schedule.clone(),
                 multiplex: c.multiplex.clone(),

@@ -48,11 +48,17 @@ pub(crate) struct Output {
     pub accepted: Vec<Accepted>,
     /// The listener that ran out of descriptors (its token).
     pub descriptors_short: Option<Token>,
+    /// Streams a new publisher took over: (the old publisher's token, the
+    /// stream), for the loop to tell the old one to let go.
+    pub taken_over: Vec<(u64, StreamId)>,
 }
 
 impl Output {
     pub(crate) fn is_empty(&self) -> bool {
-        self.ingest.is_empty() && self.accepted.is_empty() && self.descriptors_short.is_none()
+        self.ingest.is_empty()
+            && self.accepted.is_empty()
+            && self.descriptors_short.is_none()
+            && self.taken_over.is_empty()
     }
 
     /// Adds `other`'s after this one's.
@@ -60,6 +66,7 @@ impl Output {
         self.ingest.append(&mut other.ingest);
         self.accepted.append(&mut other.accepted);
         self.descriptors_short = self.descriptors_short.or(other.descriptors_short);
+        self.taken_over.append(&mut other.taken_over);
     }
 }
 
@@ -119,6 +126,10 @@ pub(crate) trait Endpoint {
 
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
+
+    /// Another publisher took `stream` over from this endpoint: stop
+    /// publishing it and close, without ending the stream.
+    fn yield_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
 
     /// When this connection was accepted, while its peer has not yet
     /// completed a request (API, viewer) or a publish/play (RTMP): the

@@ -38,6 +38,7 @@ pub(crate) mod redis_io;
 pub(crate) mod resolver;
 pub(crate) mod rtmp_ingest;
 pub mod srt_ingest;
+pub(crate) mod takeover;
 pub(crate) mod timers;
 pub(crate) mod tokens;
 #[cfg(feature = "webrtc")]
@@ -244,6 +245,9 @@ impl Server {
         }
         for a in out.accepted {
             core.add_conn(a, now);
+        }
+        for (old, id) in out.taken_over {
+            core.call(Token(old as usize), now, |ep, cx| ep.yield_stream(id, cx));
         }
         for o in &out.ingest {
             if let Some(id) = o.stream {

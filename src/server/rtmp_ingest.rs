@@ -93,6 +93,9 @@ pub(crate) struct RtmpIngest {
     gate: ReadGate,
     /// A read is owed and the turn's rounds ran out: go on at this time.
     read_again: Option<Instant>,
+    /// Its frames' place on the stream's timeline (moved when it took the
+    /// stream over from a silent publisher).
+    cont: crate::state::streams::Continue,
 }
 
 /// The tcUrl's host: `rtmp://host[:port]/app...` -> `host`.
@@ -139,6 +142,7 @@ impl RtmpIngest {
             written: 0,
             gate: ReadGate::default(),
             read_again: None,
+            cont: Default::default(),
         }
     }
 
@@ -389,8 +393,9 @@ impl RtmpIngest {
                         out.stream = Some(id);
                     }
                 }
-                ServerEvent::Frame(frame) => {
+                ServerEvent::Frame(mut frame) => {
                     if let Some(id) = self.stream {
+                        self.cont.apply(&mut frame);
                         registry.streams.on_frame(id, &frame);
                         out.frames.push(frame);
                         out.stream = Some(id);
@@ -690,6 +695,23 @@ impl RtmpIngest {
                 );
             }
             Err(PublishError::AlreadyPublishing) => {
+                if let Some(id) =
+                    super::takeover::take_over(cx, (&vhost, &app, &name), self.source, self.owner)
+                {
+                    self.cont = crate::state::streams::Continue::after(
+                        cx.api.registry.streams.get(id).and_then(|s| s.last_dts),
+                    );
+                    self.stream = Some(id);
+                    self.setup_deadline = None;
+                    self.last_input = now;
+                    self.session.accept_publish();
+                    crate::info!(
+                        "stream [{vhost}/{app}/{name}] taken over by {} from {}",
+                        self.source.api_name(),
+                        self.peer
+                    );
+                    return;
+                }
                 let why = format!("The stream is already being published: [{vhost}/{app}/{name}]");
                 self.reject("NetStream.Publish.BadName", &why);
                 self.close_admission(cx);
@@ -881,6 +903,23 @@ impl Endpoint for RtmpIngest {
         if self.stream == Some(stream) {
             self.abort(cx);
         }
+    }
+
+    /// A new publisher took the stream over (this one was silent, or the
+    /// application lets newcomers in): the connection closes, the stream
+    /// goes on.
+    fn yield_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
+        if self.stream != Some(stream) {
+            return;
+        }
+        self.stream = None;
+        crate::info!(
+            "rtmp {}: its stream was taken over by a new publisher; closing",
+            self.peer
+        );
+        let mut out = IngestOutput::default();
+        self.close(cx, &mut out);
+        cx.out.ingest.push(out);
     }
 
     fn unproven_since(&self) -> Option<Instant> {

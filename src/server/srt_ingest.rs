@@ -32,7 +32,7 @@ use crate::pull::on_demand;
 use crate::pull::table::PullAnswer;
 use crate::pull::PullKey;
 use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
-use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
+use crate::state::streams::{Continue, IngestOutput, PublishError, SourceType, StreamId};
 use crate::state::Registry;
 use crate::ts::{DemuxEvent, Demuxer, Muxer};
 use mio::net::UdpSocket;
@@ -68,6 +68,9 @@ struct Connection {
     admission: Option<AdmissionId>,
     /// When the admitted session must end.
     expire: Option<Instant>,
+    /// Its frames' place on the stream's timeline (moved when it took the
+    /// stream over).
+    cont: Continue,
 }
 
 /// (vhost, app, stream).
@@ -104,6 +107,16 @@ pub use crate::srt::stream_id::{access_control_form, parse_stream_id, stream_id_
 /// Moves what a demuxer has into the registry and an output for the
 /// stream's push sessions.
 pub fn drain_demuxer(demuxer: &mut Demuxer, id: StreamId, registry: &mut Registry) -> IngestOutput {
+    drain_onto(demuxer, id, registry, &mut Continue::default())
+}
+
+/// As [`drain_demuxer`], the frames moved onto the stream's timeline.
+fn drain_onto(
+    demuxer: &mut Demuxer,
+    id: StreamId,
+    registry: &mut Registry,
+    cont: &mut Continue,
+) -> IngestOutput {
     let mut out = IngestOutput {
         stream: Some(id),
         ..Default::default()
@@ -114,7 +127,8 @@ pub fn drain_demuxer(demuxer: &mut Demuxer, id: StreamId, registry: &mut Registr
                 registry.streams.set_tracks(id, tracks);
                 out.tracks_changed = true;
             }
-            DemuxEvent::Frame(frame) => {
+            DemuxEvent::Frame(mut frame) => {
+                cont.apply(&mut frame);
                 registry.streams.on_frame(id, &frame);
                 out.frames.push(frame);
             }
@@ -225,6 +239,29 @@ impl SrtIngest {
         }
     }
 
+    /// A new publisher took this connection's stream over: the connection
+    /// closes, the stream goes on.
+    fn let_go(&mut self, conn: ConnectionId, cx: &mut Cx<'_>) {
+        let _ = self.listener.close(conn, cx.now);
+        if let Some(mut c) = self.conns.remove(&conn) {
+            if let Some(a) = c.admission.take() {
+                cx.access.close(a, Now::read(cx.now));
+            }
+            crate::info!("srt {conn}: its stream was taken over by a new publisher; closing");
+        }
+        self.flush(cx.now);
+    }
+
+    /// Ends stream `id` (its publisher is gone before it began).
+    fn end_stream_of(&mut self, id: StreamId, cx: &mut Cx<'_>) {
+        if cx.api.registry.streams.end(id).is_some() {
+            cx.out.ingest.push(IngestOutput {
+                ended: Some(id),
+                ..Default::default()
+            });
+        }
+    }
+
     fn end(&mut self, conn: ConnectionId, cx: &mut Cx<'_>) {
         if self.players.contains_key(&conn) {
             return self.end_player(conn, cx);
@@ -236,7 +273,7 @@ impl SrtIngest {
             }
             // The last PES of each track is complete only now.
             c.demuxer.flush();
-            outs.push(drain_demuxer(&mut c.demuxer, c.stream, registry));
+            outs.push(drain_onto(&mut c.demuxer, c.stream, registry, &mut c.cont));
             if let Some(s) = registry.streams.end(c.stream) {
                 crate::info!(
                     "stream [{}/{}/{}] ended (SRT {conn}; {} frames in)",
@@ -290,7 +327,8 @@ impl SrtIngest {
                         continue;
                     };
                     c.demuxer.push(&payload);
-                    let out = drain_demuxer(&mut c.demuxer, c.stream, &mut cx.api.registry);
+                    let out =
+                        drain_onto(&mut c.demuxer, c.stream, &mut cx.api.registry, &mut c.cont);
                     if out.tracks_changed || !out.frames.is_empty() {
                         cx.out.ingest.push(out);
                     }
@@ -426,6 +464,7 @@ impl SrtIngest {
                             demuxer: Demuxer::new(),
                             admission: admit.admission,
                             expire,
+                            cont: Continue::default(),
                         },
                     );
                     cx.out.ingest.push(IngestOutput {
@@ -439,9 +478,54 @@ impl SrtIngest {
                 }
             }
             Err(PublishError::AlreadyPublishing) => {
-                let why = format!("stream [{vhost}/{app}/{name}] is already being published");
-                self.refuse(conn, peer, 409, &why, now);
-                close_admission(cx);
+                let old_conn = registry
+                    .streams
+                    .find(&vhost, &app, &name)
+                    .and_then(|s| self.connection_of(s.id));
+                let taken = super::takeover::take_over(
+                    cx,
+                    (&vhost, &app, &name),
+                    SourceType::Srt,
+                    self.owner,
+                );
+                let Some(id) = taken else {
+                    let why = format!("stream [{vhost}/{app}/{name}] is already being published");
+                    self.refuse(conn, peer, 409, &why, now);
+                    close_admission(cx);
+                    return;
+                };
+                // The old publisher was a connection of this socket: it
+                // lets go here, not through the loop.
+                let mine = (self.owner, id);
+                if let Some(i) = cx.out.taken_over.iter().position(|t| *t == mine) {
+                    cx.out.taken_over.remove(i);
+                    if let Some(old) = old_conn {
+                        self.let_go(old, cx);
+                    }
+                }
+                if self.listener.accept(conn, now).is_err() {
+                    // The caller gave up meanwhile: the stream ends.
+                    self.end_stream_of(id, cx);
+                    close_admission(cx);
+                    return;
+                }
+                crate::info!("stream [{vhost}/{app}/{name}] taken over by Srt from {peer}");
+                let last = cx.api.registry.streams.get(id).and_then(|s| s.last_dts);
+                let expire = admit.expire_at.map(|at| {
+                    now + std::time::Duration::from_millis(
+                        at.saturating_sub(Now::read(now).unix_ms.max(0) as u64),
+                    )
+                });
+                self.conns.insert(
+                    conn,
+                    Connection {
+                        stream: id,
+                        demuxer: Demuxer::new(),
+                        admission: admit.admission,
+                        expire,
+                        cont: Continue::after(last),
+                    },
+                );
             }
             Err(PublishError::InvalidName) => {
                 // A webhook's new_url may name one.
@@ -785,6 +869,12 @@ impl Endpoint for SrtIngest {
 
     fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
         self.close(stream, cx);
+    }
+
+    fn yield_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
+        if let Some(conn) = self.connection_of(stream) {
+            self.let_go(conn, cx);
+        }
     }
 
     fn on_media(&mut self, o: &IngestOutput, cx: &mut Cx<'_>) {

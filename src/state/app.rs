@@ -118,9 +118,9 @@ pub struct Encode {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Providers {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rtmp: Option<Empty>,
+    pub rtmp: Option<IngestProvider>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub srt: Option<Empty>,
+    pub srt: Option<IngestProvider>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpegts: Option<MpegtsProvider>,
     /// Publishing over WebRTC (WHIP, OME's `direction=send`): OME's
@@ -134,6 +134,31 @@ pub struct Providers {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplex: Option<MultiplexProvider>,
 }
+
+/// An RTMP or SRT provider (`<Providers><RTMP>`, `providers.rtmp`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IngestProvider {
+    /// OME's `<BlockDuplicateStreamName>` (default true): a publisher of a
+    /// name that is live is refused, unless the live one has sent nothing
+    /// for [`TAKE_OVER_AFTER`] (a reconnecting encoder whose old
+    /// connection died without a close takes its name back). False: any
+    /// new publisher takes the name over at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_duplicate_stream_name: Option<bool>,
+}
+
+impl IngestProvider {
+    /// Does a live publisher keep its name against a newcomer?
+    pub fn blocks_duplicates(&self) -> bool {
+        self.block_duplicate_stream_name.unwrap_or(true)
+    }
+}
+
+/// A publisher silent this long loses its name to a new publisher of it
+/// (a connection that died without a FIN looks live until the 30 s idle
+/// timeout; an encoder reconnects within a few seconds).
+pub const TAKE_OVER_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Where a scheduled channel's files are (absolute, or relative to the
 /// config file's directory, resolved when read).

@@ -7,7 +7,7 @@
 //!
 //! Plain data: no sockets. The ingest glue calls in; the API reads.
 
-use crate::media::{Frame, MediaKind, Track, TrackId};
+use crate::media::{Frame, MediaKind, Ticks, Track, TrackId};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -81,6 +81,39 @@ impl SourceType {
     }
 }
 
+/// A taken-over stream's timeline: the new publisher's frames are moved
+/// to go on right after the stream's last decode time (its own clock
+/// starts again near 0), so every output sees one timeline going forward
+/// across the change of publisher.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Continue {
+    after: Option<Ticks>,
+    shift: Option<Ticks>,
+}
+
+impl Continue {
+    /// Frames go on after `last_dts` (the stream's, when taken over).
+    pub fn after(last_dts: Option<Ticks>) -> Self {
+        Continue {
+            after: last_dts,
+            shift: None,
+        }
+    }
+
+    /// Moves a frame onto the stream's timeline (the first one fixes the
+    /// shift: 40 ms after the last frame before).
+    pub fn apply(&mut self, f: &mut Frame) {
+        let Some(after) = self.after else {
+            return;
+        };
+        let shift = *self
+            .shift
+            .get_or_insert_with(|| after.saturating_add(3600).saturating_sub(f.dts));
+        f.dts = f.dts.saturating_add(shift);
+        f.pts = f.pts.saturating_add(shift);
+    }
+}
+
 #[derive(Debug)]
 pub struct LiveStream {
     pub id: StreamId,
@@ -106,6 +139,9 @@ pub struct LiveStream {
     /// Named playlists of renditions (a multiplex channel's), served
     /// beside the stream's own.
     pub playlists: Vec<Playlist>,
+    /// The latest decode time of any frame (where a publisher taking the
+    /// stream over goes on from).
+    pub last_dts: Option<Ticks>,
 }
 
 /// A playlist of renditions: `{file_name}.m3u8` for LL-HLS.
@@ -271,9 +307,50 @@ impl Streams {
                 in_rate: Default::default(),
                 audience: Audience::default(),
                 playlists: Vec::new(),
+                last_dts: None,
             },
         );
         Ok(id)
+    }
+
+    /// May a new RTMP or SRT publisher take live stream `id` over? Only an
+    /// RTMP(S) or SRT publisher's stream is taken (not a pull's, a
+    /// channel's or a WebRTC session's), and only when it has sent nothing
+    /// for `silence` (a connection that died without a close) or the
+    /// application does not keep names for live publishers (`blocks`
+    /// false: OME's `BlockDuplicateStreamName`).
+    pub fn may_take_over(
+        &self,
+        id: StreamId,
+        blocks: bool,
+        silence: std::time::Duration,
+        now: std::time::Instant,
+    ) -> bool {
+        let Some(s) = self.streams.get(&id) else {
+            return false;
+        };
+        if !matches!(
+            s.source,
+            SourceType::Rtmp | SourceType::Rtmps | SourceType::Srt
+        ) {
+            return false;
+        }
+        !blocks
+            || s.in_rate
+                .last_at()
+                .is_none_or(|at| now.saturating_duration_since(at) >= silence)
+    }
+
+    /// A new publisher takes live stream `id` over (its old one is gone
+    /// silent, or the application lets any newcomer in): the stream, its
+    /// viewers and outputs stay; the old publisher (returned) is to be
+    /// closed without ending it.
+    pub fn take_over(&mut self, id: StreamId, source: SourceType, publisher: u64) -> Option<u64> {
+        let s = self.streams.get_mut(&id)?;
+        let old = s.publisher;
+        s.publisher = publisher;
+        s.source = source;
+        Some(old)
     }
 
     pub fn end(&mut self, id: StreamId) -> Option<LiveStream> {
@@ -378,6 +455,7 @@ impl Streams {
         };
         s.frames_in += 1;
         s.bytes_in += frame.data.len() as u64;
+        s.last_dts = Some(s.last_dts.map_or(frame.dts, |d| d.max(frame.dts)));
         match s.track_bytes.iter_mut().find(|(t, _)| *t == frame.track) {
             Some((_, b)) => *b += frame.data.len() as u64,
             None => s.track_bytes.push((frame.track, frame.data.len() as u64)),

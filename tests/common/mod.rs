@@ -109,6 +109,8 @@ pub struct ServerOptions {
     /// More of `<Bind><Publishers><WebRTC>` (e.g. `<MaxSessions>`).
     pub webrtc_bind_extra: String,
     /// More of the application's `<Providers>` (e.g. `<Schedule>`).
+    /// The application's `<RTMP>` provider element (default `<RTMP/>`).
+    pub rtmp_provider: Option<String>,
     pub providers_extra: String,
 }
 
@@ -134,6 +136,7 @@ impl Default for ServerOptions {
             webrtc_relay: false,
             webrtc_bind_extra: String::new(),
             providers_extra: String::new(),
+            rtmp_provider: None,
         }
     }
 }
@@ -315,7 +318,7 @@ pub fn write_config_with_media(
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
         </Encodes></OutputProfile></OutputProfiles>
-        <Providers><RTMP/><SRT/>{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>
+        <Providers>{rtmp_provider}<SRT/>{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>
       </Application></Applications>
     </VirtualHost>
     {extra}
@@ -340,6 +343,7 @@ pub fn write_config_with_media(
         extra = opts.extra_vhosts,
         vhost_access = opts.vhost_access,
         providers_extra = opts.providers_extra,
+        rtmp_provider = opts.rtmp_provider.as_deref().unwrap_or("<RTMP/>"),
     );
     let path = dir.join("server.xml");
     std::fs::write(&path, xml).unwrap();
