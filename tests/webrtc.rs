@@ -137,7 +137,8 @@ fn a_browser_plays_an_rtmp_stream_over_whep_with_h264_and_opus() {
     let secs = 20;
     let child = browser(&chromium, &web, &["whep", &url, &secs.to_string()]);
     // While it plays: one WebRTC viewer in the stats and the metrics.
-    let counted = wait_until(Duration::from_secs(15), || {
+    // A browser may take 10 s and more just to start on a busy machine.
+    let counted = wait_until(Duration::from_secs(40), || {
         (webrtc_viewers(&s) == 1).then_some(())
     });
     let metrics = s.request("GET", "/metrics", None).body;
@@ -568,7 +569,7 @@ fn a_viewer_that_vanishes_without_a_word_is_dropped_by_ice_consent() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let playing = wait_until(Duration::from_secs(20), || {
+    let playing = wait_until(Duration::from_secs(40), || {
         (webrtc_viewers(&s) == 1).then_some(())
     });
     let _ = Command::new("pkill")
