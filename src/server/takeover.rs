@@ -27,10 +27,8 @@ pub(crate) fn take_over(
     });
     let blocks = provider.is_none_or(|p| p.blocks_duplicates());
     let id = reg.streams.find(vhost, app, name)?.id;
-    if !reg
-        .streams
-        .may_take_over(id, blocks, TAKE_OVER_AFTER, cx.now)
-    {
+    let now = (cx.now, crate::clock::Now::read(cx.now).unix_ms);
+    if !reg.streams.may_take_over(id, blocks, TAKE_OVER_AFTER, now) {
         return None;
     }
     let old = reg.streams.take_over(id, source, owner)?;

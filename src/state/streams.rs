@@ -324,7 +324,7 @@ impl Streams {
         id: StreamId,
         blocks: bool,
         silence: std::time::Duration,
-        now: std::time::Instant,
+        (now, now_ms): (std::time::Instant, i64),
     ) -> bool {
         let Some(s) = self.streams.get(&id) else {
             return false;
@@ -335,10 +335,12 @@ impl Streams {
         ) {
             return false;
         }
-        !blocks
-            || s.in_rate
-                .last_at()
-                .is_none_or(|at| now.saturating_duration_since(at) >= silence)
+        // Silent since its last frame, or since it started if none came.
+        let silent = match s.in_rate.last_at() {
+            Some(at) => now.saturating_duration_since(at) >= silence,
+            None => now_ms.saturating_sub(s.created_ms) >= silence.as_millis() as i64,
+        };
+        !blocks || silent
     }
 
     /// A new publisher takes live stream `id` over (its old one is gone
@@ -505,6 +507,51 @@ mod tests {
     use super::*;
     use crate::media::{Codec, CodecConfig, VideoParams};
     use bytes::Bytes;
+
+    #[test]
+    fn a_silent_or_unblocked_publishers_stream_is_taken_over_and_goes_on_in_time() {
+        use std::time::{Duration, Instant};
+        let mut s = Streams::default();
+        let t0 = Instant::now();
+        let ms0 = 1_000_000;
+        let id = s.start("v", "a", "cam", SourceType::Rtmp, 7, ms0).unwrap();
+        let two = Duration::from_secs(2);
+        // Just started, nothing yet: its own for 2 s.
+        assert!(!s.may_take_over(id, true, two, (t0, ms0 + 500)));
+        assert!(s.may_take_over(id, true, two, (t0, ms0 + 2500)));
+        s.note_input(id, 100, t0);
+        assert!(!s.may_take_over(id, true, two, (t0 + Duration::from_secs(1), ms0)));
+        assert!(s.may_take_over(id, true, two, (t0 + Duration::from_secs(3), ms0)));
+        // Not blocking: at once.
+        assert!(s.may_take_over(id, false, two, (t0, ms0)));
+        assert_eq!(s.take_over(id, SourceType::Srt, 9), Some(7));
+        assert_eq!(
+            s.get(id).map(|l| (l.publisher, l.source)),
+            Some((9, SourceType::Srt))
+        );
+        // A channel's stream is never taken.
+        let ch = s
+            .start("v", "a", "tv", SourceType::Scheduled, 3, ms0)
+            .unwrap();
+        assert!(!s.may_take_over(ch, false, two, (t0, ms0 + 10_000)));
+        // The newcomer's frames follow the stream's last one.
+        let frame = |dts: i64| Frame {
+            track: 1,
+            pts: dts + 3000,
+            dts,
+            keyframe: false,
+            data: Bytes::from_static(b"x"),
+        };
+        let mut c = Continue::after(Some(900_000));
+        let (mut a, mut b) = (frame(0), frame(3600));
+        c.apply(&mut a);
+        c.apply(&mut b);
+        assert_eq!((a.dts, a.pts, b.dts), (903_600, 906_600, 907_200));
+        let mut none = Continue::default();
+        let mut f = frame(5);
+        none.apply(&mut f);
+        assert_eq!(f.dts, 5);
+    }
 
     fn video_track() -> Track {
         Track {
