@@ -12,6 +12,14 @@ use media::*;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// The tests that run Chromium run one at a time: two browsers decoding
+/// beside the encoders on two cores measure the machine, not kiln.
+static BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_browser() -> std::sync::MutexGuard<'static, ()> {
+    BROWSER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn llhls_server(tag: &str, settings: &str) -> Server {
     Server::start_with(
         tag,
@@ -488,6 +496,7 @@ fn the_tls_port_serves_with_the_vhost_certificate() {
 /// in low-latency mode for 20 s.
 #[test]
 fn hls_js_plays_the_stream_in_headless_chromium() {
+    let _one = one_browser();
     let Some((browser, web)) = browser_with_hlsjs() else {
         return;
     };
@@ -611,6 +620,7 @@ fn hls_js_plays_the_stream_in_headless_chromium() {
 /// chunklist, init section and part with the session kiln put in them.
 #[test]
 fn hls_js_plays_a_signed_url() {
+    let _one = one_browser();
     let Some((browser, web)) = browser_with_hlsjs() else {
         return;
     };
@@ -1168,6 +1178,7 @@ fn hls_dumps_play_back_as_vod() {
 /// ffprobe crashed.
 #[test]
 fn viewers_who_open_the_stream_in_its_first_second_play() {
+    let _one = one_browser();
     let Some((browser, web)) = browser_with_hlsjs() else {
         return;
     };
