@@ -975,8 +975,11 @@ pub fn play_hlsjs(
     profile: &std::path::Path,
     seconds: u32,
 ) -> serde_json::Value {
-    let out = Command::new("timeout")
-        .arg((seconds + 15).to_string())
+    let mut child = Command::new("timeout")
+        // A busy machine may take Chromium many seconds to start and load
+        // the page: a wide margin (the result is read as soon as the page
+        // logs it, and Chromium is then stopped).
+        .arg((seconds + 40).to_string())
         .arg(browser)
         .args([
             "--headless",
@@ -990,9 +993,26 @@ pub fn play_hlsjs(
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(page)
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
+    let mut log = String::new();
+    if let Some(err) = child.stderr.take() {
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains("KILN-RESULT ") {
+                break;
+            }
+        }
+    }
+    // `timeout` ends Chromium with it (its process group).
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
     let result = log
         .lines()
         .find_map(|l| l.split("KILN-RESULT ").nth(1))
