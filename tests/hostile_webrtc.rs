@@ -539,63 +539,26 @@ mod webrtc_client;
 /// in each second.
 fn whep_viewer(port: u16, secs: u64) -> std::thread::JoinHandle<Vec<u32>> {
     std::thread::spawn(move || {
-        use str0m::net::{Protocol, Receive};
-        use str0m::{Event, Input, Output};
         let url = format!("http://127.0.0.1:{port}/app/cam?direction=whep");
         let mut socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let local = socket.local_addr().unwrap();
         let start = Instant::now();
         let mut rtc = webrtc_client::whep_setup(&url, &socket, start).expect("WHEP");
-        let mut poll = mio::Poll::new().unwrap();
-        poll.registry()
-            .register(&mut socket, mio::Token(0), mio::Interest::READABLE)
-            .unwrap();
-        let mut events = mio::Events::with_capacity(8);
-        let mut buf = vec![0u8; 2048];
         let mut per_second = vec![0u32; secs as usize];
-        while start.elapsed() < Duration::from_secs(secs) {
-            let timeout = loop {
-                match rtc.poll_output() {
-                    Ok(Output::Timeout(t)) => break t,
-                    Ok(Output::Transmit(t)) => {
-                        let _ = socket.send_to(&t.contents, t.destination);
+        webrtc_client::run(
+            &mut rtc,
+            &mut socket,
+            start + Duration::from_secs(secs),
+            |e| {
+                if let str0m::Event::MediaData(m) = e {
+                    let i = start.elapsed().as_secs() as usize;
+                    if let (true, Some(c)) =
+                        (m.params.spec().codec.is_video(), per_second.get_mut(i))
+                    {
+                        *c += 1;
                     }
-                    Ok(Output::Event(Event::MediaData(m))) if m.params.spec().codec.is_video() => {
-                        let i = start.elapsed().as_secs() as usize;
-                        if let Some(c) = per_second.get_mut(i) {
-                            *c += 1;
-                        }
-                    }
-                    Ok(Output::Event(_)) => {}
-                    Err(_) => return per_second,
                 }
-            };
-            let wait = timeout
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(10));
-            let _ = poll.poll(&mut events, Some(wait));
-            let now = Instant::now();
-            while let Ok((n, from)) = socket.recv_from(&mut buf) {
-                let Ok(contents) = buf[..n].try_into() else {
-                    continue;
-                };
-                let input = Input::Receive(
-                    now,
-                    Receive {
-                        proto: Protocol::Udp,
-                        source: from,
-                        destination: local,
-                        contents,
-                    },
-                );
-                if rtc.handle_input(input).is_err() {
-                    return per_second;
-                }
-            }
-            if rtc.handle_input(Input::Timeout(now)).is_err() {
-                return per_second;
-            }
-        }
+            },
+        );
         per_second
     })
 }

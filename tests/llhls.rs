@@ -31,6 +31,17 @@ fn llhls_server(tag: &str, settings: &str) -> Server {
     )
 }
 
+/// ffmpeg publishing the test pattern over RTMP as `app/{stream}` for
+/// `secs` seconds.
+fn publish(s: &Server, stream: &str, secs: u32) -> std::process::Child {
+    ffmpeg_source(
+        secs,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/{stream}", s.media.rtmp),
+    )
+}
+
 fn base(s: &Server, stream: &str) -> String {
     format!("http://127.0.0.1:{}/app/{stream}", s.media.llhls)
 }
@@ -218,12 +229,7 @@ fn blocking_reloads_preload_hints_and_refusals() {
         "llhls-blocking",
         "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration>",
     );
-    let mut src = ffmpeg_source(
-        20,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
-    );
+    let mut src = publish(&s, "live", 20);
     let (_, video) = wait_for_first_segment(&s, "live");
     let url = format!("{}/{video}", base(&s, "live"));
     let (_, list, _) = curl(&[], &url);
@@ -396,12 +402,7 @@ fn cross_domains_and_cache_control_follow_the_application() {
          <CacheControl><MasterPlaylistMaxAge>5</MasterPlaylistMaxAge>\
          <PartialSegmentMaxAge>30</PartialSegmentMaxAge><SegmentMaxAge>0</SegmentMaxAge></CacheControl>",
     );
-    let mut src = ffmpeg_source(
-        15,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
-    );
+    let mut src = publish(&s, "live", 15);
     let (_, video) = wait_for_first_segment(&s, "live");
     let port = s.media.llhls;
     let master = "/app/live/llhls.m3u8";
@@ -471,12 +472,7 @@ fn the_tls_port_serves_with_the_vhost_certificate() {
             ..Default::default()
         },
     );
-    let mut src = ffmpeg_source(
-        15,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/tls", s.media.rtmp),
-    );
+    let mut src = publish(&s, "tls", 15);
     let (_, video) = wait_for_first_segment(&s, "tls");
     let https = format!("https://localhost:{}/app/tls", s.media.llhls_tls);
     let ca = cert.display().to_string();
@@ -508,12 +504,7 @@ fn hls_js_plays_the_stream_in_headless_chromium() {
         "llhls-browser",
         &format!("<ChunkDuration>{chunk}</ChunkDuration><SegmentDuration>2</SegmentDuration>"),
     );
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
+    let mut src = publish(&s, "cam", 60);
     // A viewer who comes while the stream runs (not in its first second).
     wait_for_segments(&s, "cam", 3);
     let seconds = 20;
@@ -641,12 +632,7 @@ fn hls_js_plays_a_signed_url() {
             ..Default::default()
         },
     );
-    let mut src = ffmpeg_source(
-        45,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
+    let mut src = publish(&s, "cam", 45);
     let expire = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -747,12 +733,7 @@ fn send_event_puts_id3_into_the_next_part() {
             ..Default::default()
         },
     );
-    let mut src = ffmpeg_source(
-        30,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
-    );
+    let mut src = publish(&s, "live", 30);
     let (_, video) = wait_for_first_segment(&s, "live");
     let port = s.media.llhls;
     let list_path = format!("/app/live/{video}");
@@ -970,12 +951,7 @@ fn conclude_hls_live_turns_the_playlists_into_vod() {
             ..Default::default()
         },
     );
-    let mut src = ffmpeg_source(
-        30,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/live", s.media.rtmp),
-    );
+    let mut src = publish(&s, "live", 30);
     let (_, video) = wait_for_segments(&s, "live", 2);
     let port = s.media.llhls;
     let list_path = format!("/app/live/{video}");
@@ -1068,18 +1044,8 @@ fn hls_dumps_play_back_as_vod() {
         ),
     );
     let secs = 8;
-    let mut api_src = ffmpeg_source(
-        secs,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/dumped", s.media.rtmp),
-    );
-    let mut auto_src = ffmpeg_source(
-        secs,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/auto1", s.media.rtmp),
-    );
+    let mut api_src = publish(&s, "dumped", secs);
+    let mut auto_src = publish(&s, "auto1", secs);
     wait_for_first_segment(&s, "dumped");
     let path = "/v1/vhosts/default/apps/app/streams/dumped";
     let start = |body: serde_json::Value| {
@@ -1189,12 +1155,7 @@ fn viewers_who_open_the_stream_in_its_first_second_play() {
         "llhls-first-second",
         "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>4</SegmentDuration>",
     );
-    let mut src = ffmpeg_source(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
+    let mut src = publish(&s, "cam", 40);
     // Live (its tracks known), then half a second: no segment yet.
     s.wait_for_tracks("cam");
     std::thread::sleep(Duration::from_millis(500));
@@ -1251,12 +1212,7 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
             ..Default::default()
         },
     );
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
+    let mut src = publish(&s, "cam", 60);
     wait_for_first_segment(&s, "cam");
     let r = s.request(
         "POST",
@@ -1288,59 +1244,18 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
         let text = std::fs::read_to_string(dump.join(c)).unwrap();
         assert!(text.ends_with("#EXT-X-ENDLIST\n"), "{c}: {text}");
     }
-    let out = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(dump.join("llhls.m3u8"))
-        .output()
-        .unwrap();
-    let d: f64 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0.0);
-    assert!(
-        d >= 2.0,
-        "the dump's duration: {:?}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let d = ffprobe_duration(&dump.join("llhls.m3u8"));
+    assert!(d >= 2.0, "the dump's duration: {d}");
     let info = std::fs::read_to_string(root.join("dump.xml")).unwrap();
     assert!(info.contains("<Status>Completed</Status>"), "{info}");
     let rec = std::fs::read_to_string(root.join("rec.xml")).unwrap();
     assert!(rec.contains("rec_0.mp4"), "{rec}");
-    let probe = |file: &str| -> f64 {
-        let out = Command::new("ffprobe")
-            .args([
-                "-v",
-                "error",
-                "-show_entries",
-                "format=duration",
-                "-of",
-                "csv=p=0",
-            ])
-            .arg(root.join(file))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .unwrap_or(0.0)
-    };
+    let probe = |file: &str| ffprobe_duration(&root.join(file));
     assert!(probe("rec_0.mp4") >= 2.0, "the recording's first file");
     assert!(s.log_text().contains("stopped"));
     // Again: the record resumes with the stream, in its next file.
     s.spawn();
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
+    let mut src = publish(&s, "cam", 60);
     let second = media::wait_until(Duration::from_secs(20), || {
         root.join("rec_1.mp4").exists().then_some(())
     });

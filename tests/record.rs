@@ -8,7 +8,7 @@ mod media;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -54,26 +54,6 @@ fn publish_fast(s: &Server, stream: &str, secs: u32) -> std::process::ExitStatus
     )
     .status()
     .unwrap()
-}
-
-/// ffprobe's duration of a file, seconds.
-fn duration(file: &Path) -> f64 {
-    let out = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(file)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0.0)
 }
 
 /// The `<file>` entries of an info XML: (filePath, recordBytes).
@@ -129,7 +109,7 @@ fn a_minute_split_every_20_s_gives_three_playable_files() {
             let path = PathBuf::from(path);
             assert_eq!(path, root.join(format!("split/cam_{i}.{ext}")));
             assert_eq!(std::fs::metadata(&path).unwrap().len(), *bytes, "{ext} {i}");
-            let d = duration(&path);
+            let d = ffprobe_duration(&path);
             let want = if i < 2 { 20.0 } else { 19.9 };
             assert!((d - want).abs() < 0.25, "{ext} file {i}: {d} s");
             let counts = frame_counts(&path);

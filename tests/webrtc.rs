@@ -1057,8 +1057,7 @@ fn slices(annexb: &[u8]) -> Vec<Vec<u8>> {
 /// file's slices (kiln adds parameter sets and start codes, nothing else).
 #[test]
 fn webrtc_video_is_the_sources_byte_for_byte() {
-    use str0m::net::{Protocol, Receive};
-    use str0m::{Event, Input, Output};
+    use str0m::Event;
     if !have_tool("ffmpeg") {
         return;
     }
@@ -1121,55 +1120,17 @@ fn webrtc_video_is_the_sources_byte_for_byte() {
     s.wait_for_tracks("cam");
     let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
     let mut socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let local = socket.local_addr().unwrap();
     let mut rtc = webrtc_client::whep_setup(&url, &socket, std::time::Instant::now()).unwrap();
-    let mut poll = mio::Poll::new().unwrap();
-    poll.registry()
-        .register(&mut socket, mio::Token(0), mio::Interest::READABLE)
-        .unwrap();
-    let mut events = mio::Events::with_capacity(8);
-    let mut buf = vec![0u8; 2048];
     let mut got: Vec<Vec<u8>> = Vec::new();
     let end = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < end {
-        let timeout;
-        loop {
-            match rtc.poll_output().unwrap() {
-                Output::Timeout(t) => {
-                    timeout = t;
-                    break;
-                }
-                Output::Transmit(t) => {
-                    let _ = socket.send_to(&t.contents, t.destination);
-                }
-                Output::Event(Event::MediaData(m)) if m.params.spec().codec.is_video() => {
-                    got.extend(slices(&m.data));
-                }
-                Output::Event(_) => {}
+    let ran = webrtc_client::run(&mut rtc, &mut socket, end, |e| {
+        if let Event::MediaData(m) = e {
+            if m.params.spec().codec.is_video() {
+                got.extend(slices(&m.data));
             }
         }
-        let wait = timeout
-            .saturating_duration_since(std::time::Instant::now())
-            .min(Duration::from_millis(10));
-        poll.poll(&mut events, Some(wait)).unwrap();
-        let now = std::time::Instant::now();
-        while let Ok((n, from)) = socket.recv_from(&mut buf) {
-            let Ok(contents) = buf[..n].try_into() else {
-                continue;
-            };
-            let input = Input::Receive(
-                now,
-                Receive {
-                    proto: Protocol::Udp,
-                    source: from,
-                    destination: local,
-                    contents,
-                },
-            );
-            rtc.handle_input(input).unwrap();
-        }
-        rtc.handle_input(Input::Timeout(now)).unwrap();
-    }
+    });
+    assert!(ran, "the WebRTC stack failed");
     let _ = src.kill();
     let _ = src.wait();
     let foreign = got.iter().filter(|n| !source.contains(*n)).count();

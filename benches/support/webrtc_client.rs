@@ -80,6 +80,64 @@ pub fn new_rtc(socket: &UdpSocket, now: Instant) -> Rtc {
     rtc
 }
 
+/// Drives `rtc` on `socket` until `until`: what it transmits is sent,
+/// what arrives is handed to it, its timers run; every event goes to
+/// `on_event`. False when the stack failed (the run stops there).
+pub fn run(
+    rtc: &mut Rtc,
+    socket: &mut UdpSocket,
+    until: Instant,
+    mut on_event: impl FnMut(str0m::Event),
+) -> bool {
+    use str0m::net::{Protocol, Receive};
+    use str0m::{Input, Output};
+    let local = socket.local_addr().unwrap();
+    let mut poll = mio::Poll::new().unwrap();
+    poll.registry()
+        .register(socket, mio::Token(0), mio::Interest::READABLE)
+        .unwrap();
+    let mut events = mio::Events::with_capacity(8);
+    let mut buf = vec![0u8; 2048];
+    while Instant::now() < until {
+        let timeout = loop {
+            match rtc.poll_output() {
+                Ok(Output::Timeout(t)) => break t,
+                Ok(Output::Transmit(t)) => {
+                    let _ = socket.send_to(&t.contents, t.destination);
+                }
+                Ok(Output::Event(e)) => on_event(e),
+                Err(_) => return false,
+            }
+        };
+        let wait = timeout
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(10));
+        let _ = poll.poll(&mut events, Some(wait));
+        let now = Instant::now();
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            let Ok(contents) = buf[..n].try_into() else {
+                continue;
+            };
+            let input = Input::Receive(
+                now,
+                Receive {
+                    proto: Protocol::Udp,
+                    source: from,
+                    destination: local,
+                    contents,
+                },
+            );
+            if rtc.handle_input(input).is_err() {
+                return false;
+            }
+        }
+        if rtc.handle_input(Input::Timeout(now)).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
 /// WHEP: kiln answers our offer.
 pub fn whep_setup(url: &str, socket: &UdpSocket, now: Instant) -> Result<Rtc, String> {
     let mut rtc = new_rtc(socket, now);

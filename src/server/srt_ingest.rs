@@ -239,6 +239,33 @@ impl SrtIngest {
         }
     }
 
+    /// An accepted publisher of stream `id`: its admission, when it must
+    /// end, and where its frames go on the stream's timeline.
+    fn add_publisher(
+        &mut self,
+        conn: ConnectionId,
+        id: StreamId,
+        admit: &Admit,
+        now: Instant,
+        cont: Continue,
+    ) {
+        let expire = admit.expire_at.map(|at| {
+            now + std::time::Duration::from_millis(
+                at.saturating_sub(Now::read(now).unix_ms.max(0) as u64),
+            )
+        });
+        self.conns.insert(
+            conn,
+            Connection {
+                stream: id,
+                demuxer: Demuxer::new(),
+                admission: admit.admission,
+                expire,
+                cont,
+            },
+        );
+    }
+
     /// A new publisher took this connection's stream over: the connection
     /// closes, the stream goes on.
     fn let_go(&mut self, conn: ConnectionId, cx: &mut Cx<'_>) {
@@ -452,21 +479,7 @@ impl SrtIngest {
             Ok(id) => {
                 if self.listener.accept(conn, now).is_ok() {
                     crate::info!("stream [{vhost}/{app}/{name}] started by Srt from {peer}");
-                    let expire = admit.expire_at.map(|at| {
-                        now + std::time::Duration::from_millis(
-                            at.saturating_sub(Now::read(now).unix_ms.max(0) as u64),
-                        )
-                    });
-                    self.conns.insert(
-                        conn,
-                        Connection {
-                            stream: id,
-                            demuxer: Demuxer::new(),
-                            admission: admit.admission,
-                            expire,
-                            cont: Continue::default(),
-                        },
-                    );
+                    self.add_publisher(conn, id, &admit, now, Continue::default());
                     cx.out.ingest.push(IngestOutput {
                         started: Some(id),
                         ..Default::default()
@@ -511,21 +524,7 @@ impl SrtIngest {
                 }
                 crate::info!("stream [{vhost}/{app}/{name}] taken over by Srt from {peer}");
                 let last = cx.api.registry.streams.get(id).and_then(|s| s.last_dts);
-                let expire = admit.expire_at.map(|at| {
-                    now + std::time::Duration::from_millis(
-                        at.saturating_sub(Now::read(now).unix_ms.max(0) as u64),
-                    )
-                });
-                self.conns.insert(
-                    conn,
-                    Connection {
-                        stream: id,
-                        demuxer: Demuxer::new(),
-                        admission: admit.admission,
-                        expire,
-                        cont: Continue::after(last),
-                    },
-                );
+                self.add_publisher(conn, id, &admit, now, Continue::after(last));
             }
             Err(PublishError::InvalidName) => {
                 // A webhook's new_url may name one.

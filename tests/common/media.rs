@@ -242,3 +242,23 @@ pub fn udp_capture(out: PathBuf, quiet: Duration) -> (u16, std::thread::JoinHand
     });
     (port, capture)
 }
+
+/// ffprobe's duration of a file, seconds.
+pub fn ffprobe_duration(file: &Path) -> f64 {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0.0)
+}
