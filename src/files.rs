@@ -102,8 +102,12 @@ impl std::fmt::Display for PathError {
 const MAX_PATH: usize = 4096;
 
 /// `path` made absolute under `root` and normalised (`.` and `..` folded
-/// lexically): relative paths go under the root; with a root, the result
-/// must stay inside it. Nothing on disk is read.
+/// lexically). With a root, every path is under it, as OME resolves
+/// them: a relative path and an absolute one alike (`/${VirtualHost}/x.ts`
+/// is `<RootPath>/default/x.ts`), except an absolute path already inside
+/// the root, which is kept; the result must stay inside the root (`..`
+/// may not leave it). Without a root, the path must be absolute. Nothing
+/// on disk is read.
 pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
     let invalid = |why| Err(PathError::Invalid(path.to_string(), why));
     if path.is_empty() {
@@ -116,6 +120,9 @@ pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
         return invalid("it holds control characters");
     }
     let joined = match root {
+        Some(r) if Path::new(path).is_absolute() && !inside(r, path) => {
+            Path::new(r).join(path.trim_start_matches('/'))
+        }
         Some(r) => Path::new(r).join(path),
         None if Path::new(path).is_absolute() => PathBuf::from(path),
         None => return Err(PathError::Relative(path.to_string())),
@@ -147,6 +154,16 @@ pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
         }
     }
     Ok(out)
+}
+
+/// Is the absolute `path` (lexically, before `..` are folded) inside the
+/// root `root`?
+fn inside(root: &str, path: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    !root.is_empty()
+        && path
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The container, chosen by the file path's extension.

@@ -103,7 +103,7 @@ fn config_apps_are_listed_and_read_only() {
     let r = s.request("GET", "/v1/vhosts/default/apps/app/streams/none", None);
     assert_eq!(
         r.message(),
-        "[HTTP] Could not find the stream: [default/app/none] (404)"
+        "[HTTP] Could not find the stream: [default/#default#app/none] (404)"
     );
     assert_eq!(
         s.request("GET", "/v1/vhosts/default/apps/app/streams", None)
@@ -126,7 +126,7 @@ fn create_patch_delete_and_survive_a_restart() {
     assert_eq!(v[1]["statusCode"], 409);
     assert_eq!(
         v[1]["message"],
-        "[HTTP] The application already exists: [studio/live] (409)"
+        "The application already exists: [studio/live]"
     );
     assert_eq!(v[2]["statusCode"], 400);
     assert_eq!(v[3]["statusCode"], 400);
@@ -139,23 +139,32 @@ fn create_patch_delete_and_survive_a_restart() {
         v[3]
     );
 
-    // PATCH changes what it names and keeps the rest.
+    // PATCH merges into the application as OME does: what it names
+    // changes (null removes), the rest stays (SRT stays on).
     let r = s.request(
         "PATCH",
         "/v1/vhosts/studio/apps/live",
-        Some(r#"{"publishers":{},"providers":{"rtmp":{}}}"#),
+        Some(r#"{"publishers":{"push":null},"providers":{"rtmp":{"blockDuplicateStreamName":"false"}}}"#),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     let app = r.json()["response"].clone();
-    assert!(app["publishers"].get("push").is_none());
-    assert!(app["providers"].get("srt").is_none());
-    assert_eq!(app["outputProfiles"]["outputProfile"][0]["name"], "bypass");
-    let r = s.request(
-        "PATCH",
-        "/v1/vhosts/studio/apps/live",
-        Some(r#"{"name":"other"}"#),
+    assert!(app["publishers"].get("push").is_none(), "{app}");
+    assert_eq!(app["providers"]["srt"], json!({}), "{app}");
+    // OME's string form, both ways.
+    assert_eq!(
+        app["providers"]["rtmp"]["blockDuplicateStreamName"],
+        "false"
     );
-    assert_eq!(r.status, 400);
+    assert_eq!(app["outputProfiles"]["outputProfile"][0]["name"], "bypass");
+    for body in [
+        r#"{"name":"other"}"#,
+        r#"{"name":"live"}"#,
+        r#"{"dynamic":true}"#,
+    ] {
+        let r = s.request("PATCH", "/v1/vhosts/studio/apps/live", Some(body));
+        assert_eq!(r.status, 400, "{body}");
+        assert!(r.message().contains("using this API"), "{}", r.body);
+    }
     let r = s.request(
         "PATCH",
         "/v1/vhosts/studio/apps/live",
@@ -301,8 +310,8 @@ fn output_profile_endpoints() {
         {"name": "hd", "outputStreamName": "${OriginStreamName}_hd",
          "encodes": {"videos": [{"name": "v", "bypass": true}],
                      "audios": [{"name": "a", "codec": "aac", "bypassIfMatch": {"codec": "eq"}}]}},
-        {"name": "hd", "encodes": {}},
-        {"name": "tc", "encodes": {"videos": [{"name": "x", "codec": "h264", "width": 1280}]}}
+        {"name": "hd", "outputStreamName": "x", "encodes": {"audios": [{"name": "a2", "bypass": "true"}]}},
+        {"name": "tc", "outputStreamName": "x", "encodes": {"videos": [{"name": "x", "codec": "h264", "width": 1280}]}}
     ]);
     let r = s.request("POST", base, Some(&body.to_string()));
     assert_eq!(r.status, 207, "{}", r.body);
@@ -336,11 +345,32 @@ fn output_profile_endpoints() {
         r.json()["response"]["outputStreamName"],
         "${OriginStreamName}_high"
     );
+    // OME refuses a PATCH naming the profile, and a profile without
+    // encodes, in its words.
+    let r = s.request("PATCH", &format!("{base}/hd"), Some(r#"{"name":"hd"}"#));
+    assert_eq!(r.status, 400);
     assert_eq!(
-        s.request("PATCH", &format!("{base}/hd"), Some(r#"{"name":"other"}"#))
-            .status,
-        400
+        r.message(),
+        "[HTTP] The name entry cannot be specified in the modification (400)"
     );
+    for (body, text) in [
+        (
+            json!([{"name": "e", "outputStreamName": "x"}]),
+            "\"name\", \"outputStreamName\", \"encodes\" are required",
+        ),
+        (
+            json!([{"name": "e", "outputStreamName": "x", "encodes": {}}]),
+            "\"encodes\" must have at least one item",
+        ),
+        (
+            json!([{"name": "e", "outputStreamName": "x", "encodes": {"videos": []}}]),
+            "each item must have at least one item",
+        ),
+    ] {
+        let r = s.request("POST", base, Some(&body.to_string()));
+        assert_eq!(r.status, 400, "{body}");
+        assert!(r.message().contains(text), "{body}: {}", r.body);
+    }
     let r = s.request("GET", &format!("{base}/nope"), None);
     assert_eq!(r.status, 404);
     assert_eq!(

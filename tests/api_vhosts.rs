@@ -104,7 +104,8 @@ fn create_mixed_is_207_and_uniform_errors_keep_their_code() {
     assert_eq!(v[1]["statusCode"], 409);
     assert_eq!(
         v[1]["message"],
-        "[HTTP] The virtual host already exists: [default] (409)"
+        // OME's item text: bare, without `[HTTP] ... (409)`
+        "The virtual host already exists: [default]"
     );
     // a duplicate inside the same array: the first wins
     assert_eq!(v[2]["statusCode"], 409);

@@ -541,13 +541,18 @@ fn programmes_play_their_files_at_their_times() {
         "/v1/vhosts/default/apps/app/scheduledChannels/prog",
         Some(&json!({"programs": [{"name": "again", "scheduled": at(0), "items": [{"url": "file://black.mp4"}]}]}).to_string()),
     );
-    assert_eq!(r.status, 200, "{}", r.body);
+    // OME's answer to a change: 201 Created.
+    assert_eq!(r.status, 201, "{}", r.body);
     let r = s.request(
         "PATCH",
         "/v1/vhosts/default/apps/app/scheduledChannels/prog",
         Some(r#"{"stream":{"name":"y"}}"#),
     );
     assert_eq!(r.status, 400);
+    assert_eq!(
+        r.message(),
+        "[HTTP] Stream object could not be patched (400)"
+    );
     let r = s.request(
         "DELETE",
         "/v1/vhosts/default/apps/app/scheduledChannels/prog",
@@ -687,7 +692,7 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
             s.live_stream(name).filter(|v| {
                 v["input"]["tracks"]
                     .as_array()
-                    .is_some_and(|t| t.len() == n)
+                    .is_some_and(|t| media_count(t) == n)
             })
         })
     };

@@ -114,7 +114,7 @@ fn gstreamer_srtsink_and_udpsink_publish() {
             s.live_stream(&name).filter(|v| {
                 v["input"]["tracks"]
                     .as_array()
-                    .is_some_and(|t| !t.is_empty())
+                    .is_some_and(|t| media_count(t) > 0)
             })
         });
         let _ = child.kill();

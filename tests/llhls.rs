@@ -1060,7 +1060,20 @@ fn hls_dumps_play_back_as_vod() {
         "playlist": ["llhls.m3u8", "abr.m3u8"], "infoFile": "api.xml", "userData": "job=42"
     }));
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.json()["response"]["status"], "Running");
+    // OME's answer: no `response`; the list shows it running.
+    assert!(r.json().get("response").is_none(), "{}", r.body);
+    let listed = s.request(
+        "POST",
+        &format!("{path}:hlsDumps"),
+        Some(r#"{"outputStreamName":"dumped","id":"d1"}"#),
+    );
+    assert_eq!(
+        listed.json()["response"][0]["status"],
+        "Running",
+        "{}",
+        listed.body
+    );
+    assert_eq!(listed.json()["response"][0]["enabled"], true);
     // OME's refusals.
     let dup = start(serde_json::json!({"id": "d1", "outputPath": "api2"}));
     assert_eq!(dup.status, 400);
@@ -1069,7 +1082,7 @@ fn hls_dumps_play_back_as_vod() {
         "{}",
         dup.body
     );
-    let outside = start(serde_json::json!({"id": "d2", "outputPath": "/etc/x"}));
+    let outside = start(serde_json::json!({"id": "d2", "outputPath": "/../etc/x"}));
     assert_eq!(outside.status, 400);
     assert!(
         outside.message().contains("outside the root"),

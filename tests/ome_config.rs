@@ -228,7 +228,7 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
             stream(name).filter(|v| {
                 v["outputs"][0]["tracks"]
                     .as_array()
-                    .is_some_and(|t| t.len() == 2)
+                    .is_some_and(|t| media_count(t) == 2)
             })
         })
         .unwrap_or_else(|| {
@@ -243,8 +243,9 @@ fn an_ome_style_server_xml_runs_and_takes_publishers() {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        // the unnamed bypass is video_0; the source's AAC passes as aac_audio
-        assert_eq!(names, ["video_0", "aac_audio"], "{v}");
+        // the unnamed bypass is video_0; the source's AAC passes as aac_audio;
+        // OME's Data track last
+        assert_eq!(names, ["video_0", "aac_audio", "Data"], "{v}");
     }
     let _ = rtmp_pub.kill();
     let _ = srt_pub.kill();

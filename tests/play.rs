@@ -26,7 +26,7 @@ fn wait_live(s: &Server, name: &str) {
         s.live_stream(name).filter(|v| {
             v["input"]["tracks"]
                 .as_array()
-                .is_some_and(|t| t.len() == 2)
+                .is_some_and(|t| media_count(t) == 2)
         })
     });
     assert!(ok.is_some(), "{}", s.log_text());

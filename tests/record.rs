@@ -91,7 +91,8 @@ fn a_minute_split_every_20_s_gives_three_playable_files() {
         );
         assert_eq!(r.status, 200, "{}", r.body);
         // Reserved: the stream does not exist yet.
-        assert_eq!(r.json()["response"][0]["state"], "ready");
+        // One object, as OME answers (not an array).
+        assert_eq!(r.json()["response"]["state"], "ready");
     }
     assert!(publish_fast(&s, "cam", 60).success());
     for ext in ["mp4", "ts"] {
@@ -154,11 +155,12 @@ fn a_record_killed_by_kill_9_leaves_a_playable_file() {
     let r = call(
         &s,
         "startRecord",
-        json!({"id": "k", "stream": {"name": "live"}, "filePath": "kill/live.mp4"}),
+        // OME's form: an absolute path is under the application's root.
+        json!({"id": "k", "stream": {"name": "live"}, "filePath": "/kill/live.mp4"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     // Issue 28, 6.10: a record of a live stream answers the state it is in.
-    assert_eq!(r.json()["response"][0]["state"], "recording", "{}", r.body);
+    assert_eq!(r.json()["response"]["state"], "recording", "{}", r.body);
     wait_until(Duration::from_secs(20), || {
         record(&s, "k").filter(|r| r["recordTime"].as_u64() >= Some(4000))
     })
@@ -212,7 +214,7 @@ fn record_api_errors_id_reuse_and_restart() {
         "[Interval] and [Schedule] cannot be used at the same time",
     );
     bad(
-        json!({"id": "x", "stream": {"name": "s"}, "filePath": "/etc/x.ts"}),
+        json!({"id": "x", "stream": {"name": "s"}, "filePath": "/../etc/x.ts"}),
         400,
         "outside the root",
     );
@@ -238,11 +240,24 @@ fn record_api_errors_id_reuse_and_restart() {
         json!({"id": "r1", "stream": {"name": "s"}}),
     );
     assert_eq!(ok.status, 200, "{}", ok.body);
-    let v = &ok.json()["response"][0];
-    assert_eq!(
-        v["filePath"],
-        format!("{}/${{Stream}}_${{Sequence}}.ts", root.display())
+    let v = &ok.json()["response"];
+    // Shown from the root, as OME shows it.
+    assert_eq!(v["filePath"], "/${Stream}_${Sequence}.ts");
+    assert_eq!(v["isConfig"], false);
+    // OME's documented form (`/${VirtualHost}/...` under the root) is
+    // taken, shown as given, and kept under the root.
+    let ome = call(
+        &s,
+        "startRecord",
+        json!({"id": "ome", "stream": {"name": "s"}, "filePath": "/${VirtualHost}/${Stream}.ts"}),
     );
+    assert_eq!(ome.status, 200, "{}", ome.body);
+    assert_eq!(
+        ome.json()["response"]["filePath"],
+        "/${VirtualHost}/${Stream}.ts"
+    );
+    assert!(root.is_absolute());
+    assert_eq!(call(&s, "stopRecord", json!({"id": "ome"})).status, 200);
     assert_eq!(v["segmentationRule"], "discontinuity");
     bad(
         json!({"id": "r1", "stream": {"name": "s"}}),
@@ -255,7 +270,7 @@ fn record_api_errors_id_reuse_and_restart() {
     assert_eq!(record(&s, "r1").unwrap()["state"], "ready");
     let stop = call(&s, "stopRecord", json!({"id": "r1"}));
     assert_eq!(stop.status, 200);
-    assert_eq!(stop.json()["response"][0]["state"], "stopping");
+    assert_eq!(stop.json()["response"]["state"], "stopping");
     let again = call(&s, "stopRecord", json!({"id": "r1"}));
     assert_eq!(again.status, 404);
     assert!(again

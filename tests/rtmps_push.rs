@@ -62,7 +62,7 @@ fn kiln_pushes_rtmps_into_kiln() {
         if r.status == 200
             && r.json()["response"]["input"]["tracks"]
                 .as_array()
-                .is_some_and(|t| t.len() == 2)
+                .is_some_and(|t| media_count(t) == 2)
         {
             assert_eq!(r.json()["response"]["input"]["sourceType"], "Rtmps");
             break;

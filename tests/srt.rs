@@ -26,6 +26,7 @@ fn codecs(v: &Value) -> Vec<String> {
                         .unwrap_or("")
                         .to_string()
                 })
+                .filter(|c| !c.is_empty())
                 .collect()
         })
         .unwrap_or_default()

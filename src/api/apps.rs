@@ -3,6 +3,7 @@
 //! [`Effect`](super::Effect)). Config-file hosts' applications are read-only.
 
 use super::envelope::{self, ApiError};
+use super::ome_shape;
 use super::vhosts::raw_json;
 use super::{Api, Effect};
 use crate::clock;
@@ -13,12 +14,14 @@ use crate::state::app::{
 };
 use crate::state::store::Change;
 use crate::state::streams::LiveStream;
+use crate::state::track_stats::TrackStats;
 use crate::state::{Origin, Vhost};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// An application as `GET .../apps/{app}` shows it.
+/// An application as `GET .../apps/{app}` shows it (settings in OME's
+/// string form: [`AppView::json`]).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AppView<'a> {
@@ -42,18 +45,37 @@ impl<'a> AppView<'a> {
             publishers: &app.publishers,
         }
     }
+
+    /// As OME's GET writes it: the settings under `outputProfiles`,
+    /// `providers` and `publishers` as strings, `crossDomains` as
+    /// `{"urls": [...]}`.
+    fn json(app: &'a AppSpec, origin: Origin) -> Value {
+        let mut v = serde_json::to_value(AppView::of(app, origin)).unwrap_or_default();
+        for key in ["outputProfiles", "providers", "publishers"] {
+            if let Some(part) = v.get_mut(key) {
+                ome_shape::present(part);
+            }
+        }
+        v
+    }
 }
 
-/// `PATCH .../apps/{app}`: the fields that may change.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AppPatch {
-    name: Option<String>,
-    #[serde(rename = "type")]
-    app_type: Option<String>,
-    output_profiles: Option<OutputProfiles>,
-    providers: Option<Providers>,
-    publishers: Option<Publishers>,
+/// An application body in kiln's shape (OME's accepted: see
+/// [`ome_shape`]), the OME elements kiln does not use dropped with one
+/// WARN each.
+pub(super) fn app_body(mut item: Value, vhost: &str) -> Value {
+    let dropped = ome_shape::normalize_app(&mut item);
+    warn_dropped(&dropped, vhost, item.get("name").and_then(Value::as_str));
+    item
+}
+
+pub(super) fn warn_dropped(dropped: &[String], vhost: &str, app: Option<&str>) {
+    for path in dropped {
+        crate::warn!(
+            "application [{vhost}/{}]: {path} is OME's and not supported by kiln; ignored",
+            app.unwrap_or("?").escape_debug()
+        );
+    }
 }
 
 impl Api {
@@ -120,7 +142,7 @@ impl Api {
 
     pub(super) fn get_app(&self, vhost: &str, app: &str) -> Result<super::Response, ApiError> {
         let (v, a) = self.app_or_404(vhost, app)?;
-        Ok(envelope::ok(AppView::of(a, v.origin)))
+        Ok(envelope::ok(AppView::json(a, v.origin)))
     }
 
     /// The folders an application made through the API reads channel
@@ -196,7 +218,7 @@ impl Api {
         let mut apps = current;
         let mut results: Vec<Result<String, ApiError>> = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let checked = super::envelope::typed::<AppSpec>(item)
+            let checked = super::envelope::typed::<AppSpec>(app_body(item, vhost))
                 .map_err(|e| {
                     ApiError::bad_request(format_args!("Invalid application (item {i}): {e}"))
                 })
@@ -230,7 +252,7 @@ impl Api {
                 r.and_then(|name| {
                     info!("application [{vhost}/{name}] created");
                     let (v, a) = self.app_or_404(vhost, &name)?;
-                    Ok(raw_json(&AppView::of(a, v.origin)))
+                    Ok(raw_json(&AppView::json(a, v.origin)))
                 })
             })
             .collect();
@@ -245,28 +267,27 @@ impl Api {
     ) -> Result<super::Response, ApiError> {
         self.app_or_404(vhost, app)?;
         let v = self.writable_vhost(vhost)?;
-        let patch: AppPatch = super::envelope::typed_body(body, "Invalid application")?;
+        let mut patch = envelope::object_body(body, false)?;
+        // OME's refusals, in its words (a PATCH that names the app at all).
+        for key in ["name", "dynamic"] {
+            if patch.get(key).is_some() {
+                return Err(ApiError::bad_request(format_args!(
+                    "Cannot change [{key}] using this API"
+                )));
+            }
+        }
+        let dropped = ome_shape::normalize_app(&mut patch);
+        warn_dropped(&dropped, vhost, Some(app));
         let mut apps = v.apps.clone();
         let Some(target) = apps.iter_mut().find(|a| a.name == app) else {
             return Err(ApiError::app_not_found(vhost, app));
         };
-        if let Some(name) = patch.name {
-            if name != app {
-                return Err(ApiError::bad_request("An application cannot be renamed"));
-            }
-        }
-        if let Some(t) = patch.app_type {
-            target.app_type = t;
-        }
-        if let Some(p) = patch.output_profiles {
-            target.output_profiles = p;
-        }
-        if let Some(p) = patch.providers {
-            target.providers = p;
-        }
-        if let Some(p) = patch.publishers {
-            target.publishers = p;
-        }
+        // Merged into the application as OME merges it: a PATCH of
+        // `providers.rtmp` leaves SRT on (`null` removes an element).
+        let mut merged = serde_json::to_value(&*target).map_err(|_| ApiError::internal())?;
+        ome_shape::merge(&mut merged, patch);
+        *target = super::envelope::typed::<AppSpec>(merged)
+            .map_err(|e| ApiError::bad_request(format_args!("Invalid application: {e}")))?;
         target
             .validate()
             .map_err(|e| ApiError::invalid_spec("application", None, e))?;
@@ -340,15 +361,14 @@ impl Api {
         stream: &str,
     ) -> Result<super::Response, ApiError> {
         let (spec, live) = self.live_stream(vhost, app, stream)?;
-        Ok(envelope::ok(StreamView::of(
-            live,
-            spec,
-            self.utc_offset,
-            self.now.unix_ms,
-        )))
+        Ok(envelope::ok(StreamView::of(live, spec, self.utc_offset)))
     }
 }
 
+/// A live stream as `GET .../streams/{stream}` shows it: OME's shape. Track
+/// ids are positions in the stream's list, from 0 (as OME numbers them;
+/// the `trackIds` of pushes and records are read the same way), with
+/// OME's Data track (timed metadata) last.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StreamView<'a> {
@@ -361,22 +381,54 @@ struct StreamView<'a> {
 #[serde(rename_all = "camelCase")]
 struct InputView<'a> {
     source_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_url: Option<&'a str>,
     created_time: String,
-    tracks: Vec<TrackView<'a>>,
+    tracks: Vec<TrackView>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct OutputView {
     name: String,
-    tracks: Vec<TrackView<'static>>,
+    playlists: Vec<PlaylistView>,
+    tracks: Vec<TrackView>,
+}
+
+/// A playlist of an output stream (OME's `playlists`): `llhls.m3u8` and
+/// the WebRTC default, and a multiplex channel's own.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlaylistView {
+    name: String,
+    file_name: String,
+    options: PlaylistOptions,
+    renditions: Vec<RenditionView>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct TrackView<'a> {
-    id: u32,
-    name: std::borrow::Cow<'a, str>,
+struct PlaylistOptions {
+    enable_ts_packaging: bool,
+    hls_chunklist_path_depth: i32,
+    webrtc_auto_abr: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RenditionView {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    video_variant_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audio_variant_name: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TrackView {
+    id: usize,
+    name: String,
     #[serde(rename = "type")]
     kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -392,8 +444,24 @@ struct VideoView {
     codec: &'static str,
     width: u32,
     height: u32,
+    max_width: u32,
+    max_height: u32,
     framerate: f64,
-    bitrate: String,
+    framerate_avg: f64,
+    framerate_conf: f64,
+    framerate_latest: f64,
+    bitrate: u64,
+    bitrate_avg: u64,
+    bitrate_conf: u64,
+    bitrate_latest: u64,
+    key_frame_interval: f64,
+    key_frame_interval_avg: f64,
+    key_frame_interval_conf: f64,
+    key_frame_interval_latest: f64,
+    delta_frames_since_last_key_frame: u64,
+    /// B-frames seen (frames presented before one decoded earlier):
+    /// WebRTC viewers get fewer frames (issue 41).
+    has_bframes: bool,
 }
 
 #[derive(Serialize)]
@@ -403,7 +471,10 @@ struct AudioView {
     codec: &'static str,
     samplerate: u32,
     channel: u8,
-    bitrate: String,
+    bitrate: u64,
+    bitrate_avg: u64,
+    bitrate_conf: u64,
+    bitrate_latest: u64,
 }
 
 fn kind_name(kind: MediaKind) -> &'static str {
@@ -414,57 +485,185 @@ fn kind_name(kind: MediaKind) -> &'static str {
     }
 }
 
-fn track_view(t: &Track, name: String, bypass: bool, measured: u64) -> TrackView<'static> {
-    let bitrate = if t.bitrate > 0 {
-        t.bitrate as u64
+/// Rounded to three decimals (frame rates and intervals).
+fn milli(v: f64) -> f64 {
+    if v.is_finite() {
+        (v * 1000.0).round() / 1000.0
     } else {
-        measured
-    };
+        0.0
+    }
+}
+
+fn track_view(
+    id: usize,
+    t: &Track,
+    name: String,
+    bypass: bool,
+    stats: Option<&TrackStats>,
+) -> TrackView {
+    let idle = TrackStats::default();
+    let st = stats.unwrap_or(&idle);
+    let conf = t.bitrate as u64;
+    let avg = st.average_bitrate();
+    let bitrate = if conf > 0 { conf } else { avg };
     TrackView {
-        id: t.id,
-        name: name.into(),
+        id,
+        name,
         kind: kind_name(t.kind()),
-        video: t.video.map(|v| VideoView {
-            bypass,
-            codec: t.codec.api_name(),
-            width: v.width,
-            height: v.height,
-            framerate: (v.framerate * 1000.0).round() / 1000.0,
-            bitrate: bitrate.to_string(),
+        video: t.video.map(|v| {
+            let conf_fps = milli(v.framerate);
+            let avg_fps = milli(st.average_framerate());
+            VideoView {
+                bypass,
+                codec: t.codec.api_name(),
+                width: v.width,
+                height: v.height,
+                max_width: v.width,
+                max_height: v.height,
+                framerate: if conf_fps > 0.0 { conf_fps } else { avg_fps },
+                framerate_avg: avg_fps,
+                framerate_conf: conf_fps,
+                framerate_latest: milli(st.latest_framerate),
+                bitrate,
+                bitrate_avg: avg,
+                bitrate_conf: conf,
+                bitrate_latest: st.latest_bitrate,
+                key_frame_interval: milli(st.average_gop_frames()),
+                key_frame_interval_avg: milli(st.average_gop_frames()),
+                key_frame_interval_conf: 0.0,
+                key_frame_interval_latest: st.last_gop_frames as f64,
+                delta_frames_since_last_key_frame: st.since_keyframe,
+                has_bframes: st.has_bframes,
+            }
         }),
         audio: t.audio.map(|a| AudioView {
             bypass,
             codec: t.codec.api_name(),
             samplerate: a.sample_rate,
             channel: a.channels,
-            bitrate: bitrate.to_string(),
+            bitrate,
+            bitrate_avg: avg,
+            bitrate_conf: conf,
+            bitrate_latest: st.latest_bitrate,
         }),
     }
 }
 
+/// OME's Data track: timed metadata (`:sendEvent`), last in the list.
+fn data_track(id: usize) -> TrackView {
+    TrackView {
+        id,
+        name: "Data".into(),
+        kind: "Data",
+        video: None,
+        audio: None,
+    }
+}
+
+/// "video" → "Video", "audio_2" → "Audio_2" (OME's input track names).
+fn capitalised(name: String) -> String {
+    let mut c = name.chars();
+    match c.next() {
+        Some(first) => first.to_ascii_uppercase().to_string() + c.as_str(),
+        None => name,
+    }
+}
+
+fn playlists_of(s: &LiveStream, spec: &AppSpec, tracks: &[(Track, String)]) -> Vec<PlaylistView> {
+    let options = |ts| PlaylistOptions {
+        enable_ts_packaging: ts,
+        hls_chunklist_path_depth: -1,
+        webrtc_auto_abr: false,
+    };
+    let first = |kind: MediaKind| {
+        tracks
+            .iter()
+            .find(|(t, _)| t.kind() == kind)
+            .map(|(_, n)| n.clone())
+    };
+    let default = || RenditionView {
+        name: "default".into(),
+        video_variant_name: first(MediaKind::Video),
+        audio_variant_name: first(MediaKind::Audio),
+    };
+    let mut out = Vec::new();
+    if spec.publishers.llhls.is_some() {
+        out.push(PlaylistView {
+            name: "llhls_default".into(),
+            file_name: "llhls".into(),
+            options: options(false),
+            renditions: vec![default()],
+        });
+    }
+    if spec.publishers.webrtc.is_some() {
+        out.push(PlaylistView {
+            name: "webrtc_default".into(),
+            file_name: "webrtc_default".into(),
+            options: options(false),
+            renditions: vec![default()],
+        });
+    }
+    let name_of = |id: Option<u32>| {
+        id.and_then(|id| tracks.iter().find(|(t, _)| t.id == id))
+            .map(|(_, n)| n.clone())
+    };
+    for p in &s.playlists {
+        out.push(PlaylistView {
+            name: p.name.clone(),
+            file_name: p.file_name.clone(),
+            options: options(false),
+            renditions: p
+                .renditions
+                .iter()
+                .map(|r| RenditionView {
+                    name: r.name.clone(),
+                    video_variant_name: name_of(r.video),
+                    audio_variant_name: name_of(r.audio),
+                })
+                .collect(),
+        });
+    }
+    out
+}
+
 impl<'a> StreamView<'a> {
-    fn of(s: &'a LiveStream, spec: &AppSpec, utc_offset: i32, now_ms: i64) -> Self {
+    fn of(s: &'a LiveStream, spec: &AppSpec, utc_offset: i32) -> Self {
         let tracks = s.tracks();
-        let measured = |t: &Track| s.measured_bitrate(t.id, now_ms);
+        let position = |t: &Track| tracks.iter().position(|x| x.id == t.id).unwrap_or(0);
+        let mut input: Vec<TrackView> = tracks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let name = capitalised(input_track_name(tracks, t));
+                track_view(i, t, name, false, s.track_stats(t.id))
+            })
+            .collect();
+        input.push(data_track(tracks.len()));
         StreamView {
             name: &s.name,
             input: InputView {
                 source_type: s.source.api_name(),
+                source_url: s.source_url.as_deref(),
                 created_time: clock::format_iso8601(s.created_ms, utc_offset),
-                tracks: tracks
-                    .iter()
-                    .map(|t| track_view(t, input_track_name(tracks, t), false, measured(t)))
-                    .collect(),
+                tracks: input,
             },
             outputs: spec
                 .output_names(&s.name)
                 .into_iter()
-                .map(|(name, profile)| OutputView {
-                    name,
-                    tracks: output_tracks(tracks, profile)
+                .map(|(name, profile)| {
+                    let out = output_tracks(tracks, profile);
+                    let mut views: Vec<TrackView> = out
                         .iter()
-                        .map(|(t, n)| track_view(t, n.clone(), true, measured(t)))
-                        .collect(),
+                        .map(|(t, n)| {
+                            track_view(position(t), t, n.clone(), true, s.track_stats(t.id))
+                        })
+                        .collect();
+                    views.push(data_track(tracks.len()));
+                    OutputView {
+                        name,
+                        playlists: playlists_of(s, spec, &out),
+                        tracks: views,
+                    }
                 })
                 .collect(),
         }

@@ -16,6 +16,7 @@ use crate::channel::{
 };
 use crate::state::store::Change;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Which of the two kinds a request is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +27,11 @@ pub(super) enum ChannelKind {
 
 fn key(vhost: &str, app: &str, name: &str) -> ChannelKey {
     (vhost.to_string(), app.to_string(), name.to_string())
+}
+
+/// OME's `201 Created` (no `response`).
+fn created() -> Response {
+    Response::new(201, br#"{"message":"Created","statusCode":201}"#.to_vec())
 }
 
 fn not_found(vhost: &str, app: &str, name: &str) -> ApiError {
@@ -54,7 +60,9 @@ struct ScheduledView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     fallback_program: Option<serde_json::Value>,
     programs: &'a [crate::channel::schedule::Program],
-    stream: &'a crate::channel::schedule::StreamSection,
+    /// OME's fields: `audioMap` (null when unset) and
+    /// `errorToleranceDurationMs` (500 when unset) always there.
+    stream: serde_json::Value,
     /// kiln extension: `api`, or the `.sch` file it comes from.
     source: String,
 }
@@ -152,10 +160,7 @@ impl Api {
                 self.effects.push(Effect::ChannelChanged(k));
             }
         }
-        Ok(Response::new(
-            201,
-            br#"{"message":"Created","statusCode":201}"#.to_vec(),
-        ))
+        Ok(created())
     }
 
     /// A channel must not read its own output, directly or through other
@@ -221,7 +226,18 @@ impl Api {
                         })
                     }),
                     programs: &c.spec.programs,
-                    stream: &c.spec.stream,
+                    stream: {
+                        let s = &c.spec.stream;
+                        let mut v = serde_json::to_value(s).unwrap_or_default();
+                        if let Some(o) = v.as_object_mut() {
+                            o.entry("audioMap").or_insert(serde_json::Value::Null);
+                            o.insert(
+                                "errorToleranceDurationMs".into(),
+                                s.error_tolerance_duration_ms.unwrap_or(500).into(),
+                            );
+                        }
+                        v
+                    },
                     source: source(&c.origin),
                 }))
             }
@@ -239,6 +255,12 @@ impl Api {
                     o.insert("state".into(), c.state.into());
                     o.insert("pullingMessage".into(), c.message.clone().into());
                     o.insert("source".into(), source(&c.origin).into());
+                    // OME shows `options` on every playlist (null unset).
+                    if let Some(Value::Array(lists)) = o.get_mut("playlists") {
+                        for p in lists.iter_mut().filter_map(Value::as_object_mut) {
+                            p.entry("options").or_insert(Value::Null);
+                        }
+                    }
                 }
                 Ok(envelope::ok(v))
             }
@@ -268,6 +290,19 @@ impl Api {
                     .map_or(&fallback, |f| &f.items),
             ),
         };
+        // OME's `duration` and `end`: a repeating programme has none (-1,
+        // and OME's farthest time as its end).
+        let duration: i64 = if repeat {
+            -1
+        } else {
+            items.iter().map(|i| i.duration.max(0)).sum()
+        };
+        let end = match crate::clock::parse_iso8601(scheduled) {
+            Some(start) if duration >= 0 => {
+                crate::clock::format_iso8601(start.saturating_add(duration), self.utc_offset)
+            }
+            _ => "2262-04-11T23:47:16.854+00:00".to_string(),
+        };
         let item = items.get(c.item).map(|i| {
             serde_json::json!({
                 "url": i.url,
@@ -280,6 +315,8 @@ impl Api {
             "name": name,
             "scheduled": scheduled,
             "repeat": repeat,
+            "duration": duration,
+            "end": end,
             "state": n.state,
             "currentItem": item,
         })
@@ -306,7 +343,10 @@ impl Api {
         }
         let value = envelope::object_body(body, false)?;
         let patch: SchedulePatch = serde_json::from_value(value).map_err(ApiError::bad_request)?;
-        if patch.stream.is_some() || patch.name.is_some() {
+        if patch.stream.is_some() {
+            return Err(ApiError::bad_request("Stream object could not be patched"));
+        }
+        if patch.name.is_some() {
             return Err(ApiError::bad_request("Cannot change [name] using this API"));
         }
         let mut spec = c.spec.clone();
@@ -329,7 +369,8 @@ impl Api {
         }
         crate::info!("scheduled channel [{vhost}/{app}/{name}] changed through the API");
         self.effects.push(Effect::ChannelChanged(k));
-        Ok(envelope::ok_empty())
+        // OME answers a change as it answers a creation.
+        Ok(created())
     }
 
     pub(super) fn delete_channel(

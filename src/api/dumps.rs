@@ -24,6 +24,8 @@ struct DumpView<'a> {
     info_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user_data: Option<&'a str>,
+    /// OME's flag: the dump is writing.
+    enabled: bool,
     status: &'static str,
     segments: u64,
     bytes: u64,
@@ -44,6 +46,7 @@ impl<'a> DumpView<'a> {
             playlist: &s.playlists,
             info_file: s.info_file.as_ref().map(|p| p.display().to_string()),
             user_data: s.user_data.as_deref(),
+            enabled: d.status == crate::hls::dump::DumpStatus::Running,
             status: d.status.name(),
             segments: d.segments,
             bytes: d.bytes,
@@ -105,13 +108,9 @@ impl Api {
             spec.output_path.display()
         );
         self.hls.dump_tasks.insert(spec);
-        self.effects.push(Effect::StartHlsDump(key.clone()));
-        let d = self
-            .hls
-            .dump_tasks
-            .get(&key)
-            .ok_or_else(ApiError::internal)?;
-        Ok(envelope::ok(DumpView::of(d, self.utc_offset)))
+        self.effects.push(Effect::StartHlsDump(key));
+        // OME answers with no `response`; `:hlsDumps` shows the dump.
+        Ok(envelope::ok_empty())
     }
 
     pub(super) fn stop_hls_dump(

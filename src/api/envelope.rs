@@ -94,7 +94,8 @@ fn batch_with<T>(
         let _ = match item {
             Ok(response) => write_ok(&mut body, response),
             Err(e) => {
-                e.write_envelope(&mut body);
+                // OME's items carry the bare text (no `[HTTP] ... (409)`).
+                e.write_item_envelope(&mut body);
                 Ok(())
             }
         };
@@ -289,6 +290,18 @@ impl ApiError {
         );
     }
 
+    /// An item of a batch answer: the text alone, as OME writes it.
+    fn write_item_envelope(&self, out: &mut Vec<u8>) {
+        let _ = serde_json::to_writer(
+            out,
+            &Envelope::<()> {
+                status_code: self.status(),
+                message: &self.to_string(),
+                response: None,
+            },
+        );
+    }
+
     pub fn to_response(&self) -> Response {
         let mut body = Vec::new();
         self.write_envelope(&mut body);
@@ -316,7 +329,12 @@ impl std::fmt::Display for ApiError {
                 write!(f, "Could not find the application: [{vhost}/{app}]")
             }
             ApiError::StreamNotFound { vhost, app, stream } => {
-                write!(f, "Could not find the stream: [{vhost}/{app}/{stream}]")
+                // OME names the application by its internal name
+                // (`#vhost#app`), and scripts match on it.
+                write!(
+                    f,
+                    "Could not find the stream: [{vhost}/#{vhost}#{app}/{stream}]"
+                )
             }
             ApiError::AppExists { vhost, app } => {
                 write!(f, "The application already exists: [{vhost}/{app}]")

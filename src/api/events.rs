@@ -55,6 +55,69 @@ impl Api {
         Ok(envelope::ok_empty())
     }
 
+    /// `POST .../streams/{stream}:sendSubtitles` (OME v0.20): the body is
+    /// checked as OME checks it (`format` "webvtt", `data` of `{label,
+    /// subtitles: [{text, startOffset?, durationMs?, settings?}]}`); then,
+    /// since kiln's streams have no subtitle tracks (WebVTT renditions are
+    /// not built), every label is unknown and the answer is OME's for a
+    /// label that names no subtitle track: 500 "Could not send WebVTT
+    /// frame" (DECISIONS section 10).
+    pub(super) fn send_subtitles(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        stream: &str,
+        body: &[u8],
+    ) -> Result<Response, ApiError> {
+        self.live_stream(vhost, app, stream)?;
+        let value: Value = serde_json::from_slice(body).map_err(|e| ApiError::invalid_json(&e))?;
+        let data = match (&value["format"], &value["data"]) {
+            (Value::String(format), Value::Array(data)) if !data.is_empty() => {
+                if !format.eq_ignore_ascii_case("webvtt") {
+                    return Err(ApiError::BadRequest(format!(
+                        "format is not supported: [{}]",
+                        format.escape_debug()
+                    )));
+                }
+                data
+            }
+            _ => {
+                return Err(ApiError::bad_request(
+                    "format(string) and data(array) are required",
+                ))
+            }
+        };
+        let mut labels = Vec::new();
+        for item in data {
+            let (Value::String(label), Value::Array(subtitles)) =
+                (&item["label"], &item["subtitles"])
+            else {
+                return Err(ApiError::bad_request(
+                    "label(string) and subtitles(array) are required",
+                ));
+            };
+            if subtitles.is_empty() {
+                return Err(ApiError::bad_request(
+                    "label(string) and subtitles(array) are required",
+                ));
+            }
+            if subtitles.iter().any(|s| !s["text"].is_string()) {
+                return Err(ApiError::bad_request(
+                    "text(string) is required in subtitles",
+                ));
+            }
+            labels.push(label.escape_debug().to_string());
+        }
+        crate::warn!(
+            "subtitles for [{vhost}/{app}/{stream}] not sent: the stream has no subtitle track labelled [{}] (kiln does not build WebVTT renditions)",
+            labels.join(", ")
+        );
+        Err(ApiError::http(
+            500,
+            format_args!("Could not send WebVTT frame: [{vhost}/{app}/{stream}]"),
+        ))
+    }
+
     /// A live stream by input or output name, in an application that
     /// publishes LL-HLS (or, with `or_hls`, HLS).
     fn viewed_stream(

@@ -13,6 +13,7 @@ mod console;
 mod dumps;
 pub mod envelope;
 mod events;
+mod ome_shape;
 mod profiles;
 mod pulls;
 mod push;
@@ -715,25 +716,36 @@ impl Api {
                 StreamAction::StartHlsDump => self.start_hls_dump(vh, app, s, &req.body),
                 StreamAction::StopHlsDump => self.stop_hls_dump(vh, app, s, &req.body),
                 StreamAction::HlsDumps => self.list_hls_dumps(vh, app, s, &req.body),
+                StreamAction::SendSubtitles => self.send_subtitles(vh, app, s, &req.body),
             },
         };
         result.unwrap_or_else(|e| e.to_response())
     }
 }
 
-/// `GET /v1/version`.
+/// `GET /v1/version`: OME's fields first, saying which OME version's API
+/// kiln answers as (a script that checks `version >= 0.15.3` before reading
+/// `:startRecord` as an object judges kiln as it would that OME), then
+/// kiln's own name and version.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Version {
-    name: &'static str,
     version: &'static str,
+    git_version: &'static str,
+    name: &'static str,
+    kiln_version: &'static str,
     api_version: &'static str,
 }
 
+/// The OvenMediaEngine release whose v1 API kiln follows.
+pub const OME_API_VERSION: &str = "0.20.0";
+
 impl Version {
     const CURRENT: Version = Version {
+        version: OME_API_VERSION,
+        git_version: concat!("v0.20.0-kiln-", env!("CARGO_PKG_VERSION")),
         name: "kiln",
-        version: env!("CARGO_PKG_VERSION"),
+        kiln_version: env!("CARGO_PKG_VERSION"),
         api_version: "v1",
     };
 }
@@ -793,6 +805,7 @@ enum StreamAction {
     StartHlsDump,
     StopHlsDump,
     HlsDumps,
+    SendSubtitles,
 }
 
 /// kiln's OpenAPI document (YAML in its JSON syntax), served at
@@ -826,6 +839,7 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:startHlsDump",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:stopHlsDump",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:hlsDumps",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}:sendSubtitles",
     "/v1/vhosts/{vhost}/apps/{app}:startPush",
     "/v1/vhosts/{vhost}/apps/{app}:stopPush",
     "/v1/vhosts/{vhost}/apps/{app}:pushes",
@@ -939,6 +953,7 @@ impl Route {
                         "startHlsDump" => StreamAction::StartHlsDump,
                         "stopHlsDump" => StreamAction::StopHlsDump,
                         "hlsDumps" => StreamAction::HlsDumps,
+                        "sendSubtitles" => StreamAction::SendSubtitles,
                         _ => return None,
                     };
                     Some((name.to_string(), action))
@@ -977,6 +992,8 @@ impl Route {
             | Route::ReloadApiCertificate => &["POST"],
             Route::Apps(_) => &["GET", "POST"],
             Route::App(..) => &["GET", "PATCH", "DELETE"],
+            // OME keeps the deprecated GET form of the lists.
+            Route::AppAction(_, _, AppAction::Pushes | AppAction::Records) => &["GET", "POST"],
             Route::AppAction(..) | Route::StreamAction(..) => &["POST"],
             Route::Streams(..) => &["GET", "POST"],
             Route::Stream(..) => &["GET", "DELETE"],

@@ -16,9 +16,42 @@ use serde_json::Value;
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ProfilePatch {
-    name: Option<String>,
     output_stream_name: Option<String>,
     encodes: Option<Encodes>,
+}
+
+/// OME's checks of an output profile to create: `name`,
+/// `outputStreamName` and `encodes` present, with at least one video or
+/// audio encode.
+fn required_parts(item: &Value) -> Result<(), ApiError> {
+    let bad = |why: &str| {
+        Err(ApiError::bad_request(format_args!(
+            "Invalid request body: {why}"
+        )))
+    };
+    let (Some(name), Some(osn), Some(encodes)) = (
+        item.get("name"),
+        item.get("outputStreamName"),
+        item.get("encodes"),
+    ) else {
+        return bad("\"name\", \"outputStreamName\", \"encodes\" are required");
+    };
+    if !name.is_string() || !osn.is_string() || !encodes.is_object() {
+        return bad("\"name\" must be a string and \"encodes\" must be an object");
+    }
+    let count = |k: &str| encodes.get(k).and_then(Value::as_array).map_or(0, Vec::len);
+    for k in ["videos", "audios"] {
+        if encodes.get(k).is_some_and(|v| !v.is_array()) {
+            return bad(&format!("\"encodes.{k}\" must be an array"));
+        }
+    }
+    if encodes.get("videos").is_none() && encodes.get("audios").is_none() {
+        return bad("\"encodes\" must have at least one item (videos array or audios array)");
+    }
+    if count("videos") + count("audios") == 0 {
+        return bad("\"encodes\" must have at least one item (videos array or audios array) and each item must have at least one item");
+    }
+    Ok(())
 }
 
 impl Api {
@@ -57,7 +90,12 @@ impl Api {
             .iter()
             .find(|p| p.name == profile)
             .ok_or_else(|| Self::profile_not_found(vhost, app, profile))?;
-        Ok(envelope::ok(p))
+        // OME's form: settings as strings.
+        let mut v = serde_json::to_value(p).map_err(|_| ApiError::internal())?;
+        if let Some(encodes) = v.get_mut("encodes") {
+            super::ome_shape::present(encodes);
+        }
+        Ok(envelope::ok(v))
     }
 
     /// The application as it is now, for a change (404s; 403 for a
@@ -104,8 +142,14 @@ impl Api {
         let Value::Array(items) = value else {
             return Err(ApiError::bad_request("Request body must be an array"));
         };
+        // OME's checks of the whole request, with its words.
+        for item in &items {
+            required_parts(item)?;
+        }
         let mut results: Vec<Result<OutputProfile, ApiError>> = Vec::with_capacity(items.len());
-        for (n, item) in items.into_iter().enumerate() {
+        for (n, mut item) in items.into_iter().enumerate() {
+            let dropped = super::ome_shape::normalize_profile(&mut item);
+            super::apps::warn_dropped(&dropped, vhost, Some(app));
             let checked = super::envelope::typed::<OutputProfile>(item)
                 .map_err(|e| {
                     ApiError::bad_request(format_args!("Invalid output profile (item {n}): {e}"))
@@ -154,16 +198,24 @@ impl Api {
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
         let (mut apps, i) = self.app_to_change(vhost, app)?;
-        let patch: ProfilePatch = super::envelope::typed_body(body, "Invalid output profile")?;
+        let mut value = envelope::object_body(body, false)?;
+        if let Some(key) = value
+            .as_object()
+            .and_then(|o| o.keys().find(|k| k.eq_ignore_ascii_case("name")))
+        {
+            return Err(ApiError::bad_request(format_args!(
+                "The {key} entry cannot be specified in the modification"
+            )));
+        }
+        let dropped = super::ome_shape::normalize_profile(&mut value);
+        super::apps::warn_dropped(&dropped, vhost, Some(app));
+        let patch: ProfilePatch = envelope::from_object(value)?;
         let target = apps[i]
             .output_profiles
             .output_profile
             .iter_mut()
             .find(|p| p.name == profile)
             .ok_or_else(|| Self::profile_not_found(vhost, app, profile))?;
-        if patch.name.as_deref().is_some_and(|n| n != profile) {
-            return Err(ApiError::bad_request("An output profile cannot be renamed"));
-        }
         if let Some(o) = patch.output_stream_name {
             target.output_stream_name = o;
         }

@@ -43,6 +43,9 @@ pub struct PushView<'a> {
     last_error_time: Option<clock::IsoTime>,
     /// Frames this destination could not take in time (kiln extension).
     dropped_frames: u64,
+    /// OME's flag for tasks made by `<Push><StreamMap>`: kiln's tasks all
+    /// come from the API.
+    is_config: bool,
 }
 
 #[derive(Serialize)]
@@ -81,6 +84,7 @@ impl<'a> PushView<'a> {
             last_error: t.last_error.as_deref(),
             last_error_time: t.last_error_ms.map(|ms| time(Some(ms))),
             dropped_frames: t.dropped_frames,
+            is_config: false,
         }
     }
 }
@@ -284,7 +288,8 @@ impl Api {
         app: &str,
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
-        self.push_app(vhost, app)?;
+        // An application without Push has no tasks: `[]`, as OME answers.
+        self.app_or_404(vhost, app)?;
         let req: IdBody = if body.iter().all(|b| b.is_ascii_whitespace()) {
             IdBody::default()
         } else {

@@ -21,12 +21,17 @@ pub(super) struct RecordView<'a> {
     vhost: &'a str,
     app: &'a str,
     stream: StreamView<'a>,
+    /// Paths as OME shows them: under the application's root, written
+    /// from it (`/default/app/x.ts` for `<RootPath>/default/app/x.ts`).
     file_path: &'a str,
     info_path: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_file_path: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_info_path: Option<&'a str>,
+    /// OME's flag for records made by `<FILE><StreamMap>`: kiln's records
+    /// all come from the API.
+    is_config: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     interval: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,10 +64,22 @@ struct StreamView<'a> {
     variant_names: &'a [String],
 }
 
+/// `path` as the API shows it: from the root when it is under it.
+fn under_root<'a>(root: Option<&str>, path: &'a str) -> &'a str {
+    match root.map(|r| r.trim_end_matches('/')) {
+        Some(r) if !r.is_empty() => match path.strip_prefix(r) {
+            Some(rest) if rest.starts_with('/') => rest,
+            _ => path,
+        },
+        _ => path,
+    }
+}
+
 impl<'a> RecordView<'a> {
-    pub(super) fn of(t: &'a RecordTask, offset: i32) -> Self {
+    pub(super) fn of(t: &'a RecordTask, offset: i32, root: Option<&str>) -> Self {
         let time = |ms: Option<i64>| ms.map(|ms| clock::IsoTime::new(ms, offset));
         let s = &t.spec;
+        let shown = |p: &'a str| under_root(root, p);
         RecordView {
             state: t.state.name(),
             id: &s.id,
@@ -73,10 +90,11 @@ impl<'a> RecordView<'a> {
                 track_ids: &s.track_ids,
                 variant_names: &s.variant_names,
             },
-            file_path: &s.file_path,
-            info_path: &s.info_path,
-            output_file_path: t.output_file_path.as_deref(),
-            output_info_path: t.output_info_path.as_deref(),
+            file_path: shown(&s.file_path),
+            info_path: shown(&s.info_path),
+            output_file_path: t.output_file_path.as_deref().map(shown),
+            output_info_path: t.output_info_path.as_deref().map(shown),
+            is_config: false,
             interval: s.interval_ms,
             schedule: s.schedule.as_deref(),
             segmentation_rule: s.segmentation_rule.name(),
@@ -159,7 +177,7 @@ impl Api {
             .tasks
             .get(&key)
             .ok_or_else(ApiError::internal)?;
-        let mut view = RecordView::of(task, self.utc_offset);
+        let mut view = RecordView::of(task, self.utc_offset, file.root_path.as_deref());
         // The loop starts a record of a live stream right after this answer
         // (as a push's session): say the state it is in by then.
         let live = self
@@ -170,7 +188,8 @@ impl Api {
         if live && view.state == "ready" {
             view.state = "recording";
         }
-        Ok(envelope::ok([view]))
+        // One object, as OME ≥ 0.15.3 answers (an array was its old bug).
+        Ok(envelope::ok(view))
     }
 
     pub(super) fn stop_record(
@@ -179,7 +198,7 @@ impl Api {
         app: &str,
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
-        self.file_app(vhost, app)?;
+        let file = self.file_app(vhost, app)?;
         let req: IdBody = object(body, false)?;
         let Some(id) = req.id.filter(|s| !s.is_empty()) else {
             return Err(ApiError::bad_request("There is no required parameter [id]"));
@@ -206,7 +225,11 @@ impl Api {
             .ok_or_else(ApiError::internal)?;
         task.state = crate::record::task::RecordState::Stopping;
         info!("record [{key}] stopping");
-        let view = envelope::ok([RecordView::of(task, self.utc_offset)]);
+        let view = envelope::ok(RecordView::of(
+            task,
+            self.utc_offset,
+            file.root_path.as_deref(),
+        ));
         self.effects.push(Effect::StopRecord(key));
         Ok(view)
     }
@@ -217,7 +240,9 @@ impl Api {
         app: &str,
         body: &[u8],
     ) -> Result<super::Response, ApiError> {
-        self.file_app(vhost, app)?;
+        // An application without FILE has no records: `[]`, as OME answers.
+        let (_, spec) = self.app_or_404(vhost, app)?;
+        let root = spec.file().and_then(|f| f.root_path.clone());
         let req: IdBody = object(body, true)?;
         let views: Vec<RecordView> = self
             .records
@@ -225,7 +250,7 @@ impl Api {
             .of_app(vhost, app)
             .into_iter()
             .filter(|t| req.id.as_ref().is_none_or(|id| &t.spec.id == id))
-            .map(|t| RecordView::of(t, self.utc_offset))
+            .map(|t| RecordView::of(t, self.utc_offset, root.as_deref()))
             .collect();
         Ok(envelope::ok(views))
     }

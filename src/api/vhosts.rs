@@ -141,6 +141,17 @@ impl Api {
                 "Item {index} must be a virtual host object"
             )));
         }
+        let mut item = item;
+        let vhost_name = item
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        if let Some(Value::Array(apps)) = item.get_mut("applications") {
+            for app in apps.iter_mut() {
+                *app = super::apps::app_body(std::mem::take(app), &vhost_name);
+            }
+        }
         let spec: VhostSpec = match super::envelope::typed(item) {
             Ok(s) => s,
             Err(e) => {

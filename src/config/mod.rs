@@ -224,6 +224,10 @@ pub struct EncodeConfig {
     /// `<BypassIfMatch><Codec>eq</Codec>`): the track passes only when its
     /// codec is X. `None`: a plain bypass.
     pub if_codec: Option<String>,
+    /// The transcoding settings OME shows beside a conditional bypass
+    /// (`bitrate`, `samplerate`, `channel`, ...: GET shows them as OME
+    /// does; kiln applies none).
+    pub shown: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -2001,6 +2005,7 @@ impl Walker<'_> {
         let (mut name, mut bypass, mut codec) = (None, kind == EncodeKind::Data, None);
         let mut codec_eq = false;
         let mut other_conditions = Vec::new();
+        let mut shown = Vec::new();
         self.children(el, path, &[], &[], |w, c, p| {
             match c.name.as_str() {
                 "Name" => name = w.nonempty_text(c, p),
@@ -2018,7 +2023,16 @@ impl Walker<'_> {
                     true
                 }),
                 // Transcoding settings: OME's, moot for a bypass.
-                _ => return ome_schema::is_ome_element(&c.name),
+                _ => {
+                    if !ome_schema::is_ome_element(&c.name) {
+                        return false;
+                    }
+                    if let Some(v) = w.nonempty_text(c, p) {
+                        let mut key = c.name.clone();
+                        key[..1].make_ascii_lowercase();
+                        shown.push((key, v));
+                    }
+                }
             }
             true
         });
@@ -2032,6 +2046,7 @@ impl Walker<'_> {
                 kind,
                 name,
                 if_codec: None,
+                shown: Vec::new(),
             });
         }
         match codec {
@@ -2050,6 +2065,7 @@ impl Walker<'_> {
                     kind,
                     name,
                     if_codec: Some(codec.to_ascii_lowercase()),
+                    shown,
                 })
             }
             _ => {
@@ -2078,7 +2094,13 @@ impl AppConfig {
                         bypass: true,
                         settings: serde_json::Map::new(),
                     },
-                    Some(codec) => Encode::conditional(&e.name, codec),
+                    Some(codec) => {
+                        let mut enc = Encode::conditional(&e.name, codec);
+                        for (k, v) in &e.shown {
+                            enc.settings.insert(k.clone(), v.clone().into());
+                        }
+                        enc
+                    }
                 })
                 .collect()
         };

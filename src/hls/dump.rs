@@ -624,7 +624,7 @@ mod tests {
             "There is no required parameter [id]"
         );
         assert!(
-            err(r#"{"outputStreamName":"s","id":"d","outputPath":"/etc"}"#)
+            err(r#"{"outputStreamName":"s","id":"d","outputPath":"/../etc"}"#)
                 .contains("outside the root")
         );
         assert!(err(

@@ -14,6 +14,8 @@ use std::time::Instant;
 pub(crate) struct Connections {
     pub webrtc: u64,
     pub llhls: u64,
+    /// HLS (MPEG-TS) viewers: OME names them `hlsv3`.
+    #[serde(rename = "hlsv3")]
     pub hls: u64,
     pub ovt: u64,
     pub file: u64,

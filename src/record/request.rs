@@ -369,12 +369,21 @@ mod tests {
             resolve(root, "/srv/rec/./x/../y.mp4").unwrap(),
             PathBuf::from("/srv/rec/y.mp4")
         );
+        // OME's paths: absolute ones are under the root too.
+        assert_eq!(
+            resolve(root, "/default/app/s.ts").unwrap(),
+            PathBuf::from("/srv/rec/default/app/s.ts")
+        );
+        assert_eq!(
+            resolve(root, "/srv/record/x.ts").unwrap(),
+            PathBuf::from("/srv/rec/srv/record/x.ts")
+        );
         for bad in [
             "../x.ts",
-            "/etc/x.ts",
+            "/../x.ts",
             "a/../../x.ts",
-            "/srv/record/x.ts",
-            "/srv/rec",
+            "/srv/rec/../x.ts",
+            ".",
         ] {
             assert!(
                 matches!(resolve(root, bad), Err(PathError::OutsideRoot(..))),
@@ -397,7 +406,11 @@ mod tests {
         assert!(matches!(resolve(root, ""), Err(PathError::Invalid(..))));
         // `..` past / under a root says what `..` out of the root says
         // (issue 28: infoPath said "not valid" where filePath said this).
-        for p in ["../../../../../../../etc/x.xml", "../x.xml", "/etc/x.xml"] {
+        for p in [
+            "../../../../../../../etc/x.xml",
+            "../x.xml",
+            "/../etc/x.xml",
+        ] {
             let e = resolve(root, p).unwrap_err();
             assert!(matches!(e, PathError::OutsideRoot(..)), "{p}: {e:?}");
             assert!(
@@ -489,7 +502,7 @@ mod tests {
             err(r#"{"id":"r","stream":{"name":"s"},"filePath":"x.flv"}"#).contains(".mp4 or .ts")
         );
         assert!(
-            err(r#"{"id":"r","stream":{"name":"s"},"filePath":"/etc/x.ts"}"#)
+            err(r#"{"id":"r","stream":{"name":"s"},"filePath":"/../etc/x.ts"}"#)
                 .contains("outside the root [/srv/rec]")
         );
         assert!(err(r#"{"id":"r","stream":{"name":"s"},"schedule":"x"}"#).contains("schedule"));

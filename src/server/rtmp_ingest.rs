@@ -683,6 +683,10 @@ impl RtmpIngest {
             wall.unix_ms,
         ) {
             Ok(id) => {
+                cx.api
+                    .registry
+                    .streams
+                    .set_source_url(id, format!("TCP://{}", self.peer));
                 self.stream = Some(id);
                 self.setup_deadline = None;
                 self.last_input = now;

@@ -477,6 +477,7 @@ impl SrtIngest {
             wall.unix_ms,
         ) {
             Ok(id) => {
+                registry.streams.set_source_url(id, format!("SRT://{peer}"));
                 if self.listener.accept(conn, now).is_ok() {
                     crate::info!("stream [{vhost}/{app}/{name}] started by Srt from {peer}");
                     self.add_publisher(conn, id, &admit, now, Continue::default());

@@ -106,11 +106,12 @@ pub struct Encode {
     /// Missing: named by [`Encodes`] (`video_0`, ...).
     #[serde(default)]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub bypass: bool,
-    /// Transcoding settings (codec, bitrate, ...): accepted only to say
-    /// clearly that kiln does not transcode.
-    #[serde(flatten, skip_serializing)]
+    /// Transcoding settings (codec, bitrate, ..., OME's `bypassIfMatch`):
+    /// kept and shown as given; a conditional bypass passes a track of
+    /// its codec, and anything else transcoding is refused (kiln relays).
+    #[serde(flatten)]
     pub settings: Map<String, Value>,
 }
 
@@ -729,6 +730,10 @@ pub struct DumpConfig {
 
 fn yes() -> bool {
     true
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[cfg(test)]

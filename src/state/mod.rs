@@ -9,6 +9,7 @@ pub mod name;
 pub mod store;
 pub mod streams;
 pub mod task;
+pub mod track_stats;
 pub mod vhost;
 
 use app::AppSpec;

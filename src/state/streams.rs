@@ -7,6 +7,7 @@
 //!
 //! Plain data: no sockets. The ingest glue calls in; the API reads.
 
+use super::track_stats::TrackStats;
 use crate::media::{Frame, MediaKind, Ticks, Track, TrackId};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -130,8 +131,8 @@ pub struct LiveStream {
     gop_bytes: usize,
     pub frames_in: u64,
     pub bytes_in: u64,
-    /// Payload bytes per track since the stream started.
-    track_bytes: Vec<(TrackId, u64)>,
+    /// What each track's frames say (rates, keyframes, B-frames).
+    track_stats: Vec<(TrackId, TrackStats)>,
     /// Input rate (the loop feeds it with each read's frames).
     pub in_rate: crate::rate::RateMeter,
     /// Who watches it, and what they were sent.
@@ -142,6 +143,10 @@ pub struct LiveStream {
     /// The latest decode time of any frame (where a publisher taking the
     /// stream over goes on from).
     pub last_dts: Option<Ticks>,
+    /// Where the input comes from, as OME's `sourceUrl` says it
+    /// (`TCP://203.0.113.5:50000` for an RTMP publisher, the URL of a
+    /// pull); none when unknown.
+    pub source_url: Option<String>,
 }
 
 /// A playlist of renditions: `{file_name}.m3u8` for LL-HLS.
@@ -241,12 +246,16 @@ impl LiveStream {
     /// second), for sources that do not state one.
     pub fn measured_bitrate(&self, track: TrackId, now_ms: i64) -> u64 {
         let secs = (now_ms - self.created_ms).max(1) as f64 / 1000.0;
-        let bytes = self
-            .track_bytes
+        let bytes = self.track_stats(track).map_or(0, |s| s.bytes);
+        (bytes as f64 * 8.0 / secs) as u64
+    }
+
+    /// What `track`'s frames said so far (none before its first frame).
+    pub fn track_stats(&self, track: TrackId) -> Option<&TrackStats> {
+        self.track_stats
             .iter()
             .find(|(t, _)| *t == track)
-            .map_or(0, |(_, b)| *b);
-        (bytes as f64 * 8.0 / secs) as u64
+            .map(|(_, s)| s)
     }
 
     fn has_video(&self) -> bool {
@@ -303,7 +312,8 @@ impl Streams {
                 gop_bytes: 0,
                 frames_in: 0,
                 bytes_in: 0,
-                track_bytes: Vec::new(),
+                track_stats: Vec::new(),
+                source_url: None,
                 in_rate: Default::default(),
                 audience: Audience::default(),
                 playlists: Vec::new(),
@@ -437,6 +447,12 @@ impl Streams {
     }
 
     /// Sets the stream's named playlists.
+    pub fn set_source_url(&mut self, id: StreamId, url: String) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.source_url = Some(url);
+        }
+    }
+
     pub fn set_playlists(&mut self, id: StreamId, playlists: Vec<Playlist>) {
         if let Some(s) = self.streams.get_mut(&id) {
             s.playlists = playlists;
@@ -458,9 +474,13 @@ impl Streams {
         s.frames_in += 1;
         s.bytes_in += frame.data.len() as u64;
         s.last_dts = Some(s.last_dts.map_or(frame.dts, |d| d.max(frame.dts)));
-        match s.track_bytes.iter_mut().find(|(t, _)| *t == frame.track) {
-            Some((_, b)) => *b += frame.data.len() as u64,
-            None => s.track_bytes.push((frame.track, frame.data.len() as u64)),
+        match s.track_stats.iter_mut().find(|(t, _)| *t == frame.track) {
+            Some((_, stats)) => stats.on_frame(frame),
+            None => {
+                let mut stats = TrackStats::default();
+                stats.on_frame(frame);
+                s.track_stats.push((frame.track, stats));
+            }
         }
         let kind = s.track(frame.track).map(|t| t.kind());
         let is_video = kind == Some(MediaKind::Video);

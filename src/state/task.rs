@@ -80,13 +80,17 @@ pub fn select(
     };
     let explicit = !variant_names.is_empty() || !track_ids.is_empty();
     let mut ids: Vec<TrackId> = if explicit {
+        // `trackIds` are the API's track ids: positions in the stream's
+        // list, from 0 (as OME numbers tracks).
         tracks
             .iter()
-            .filter(|t| {
+            .enumerate()
+            .filter(|(i, t)| {
                 t.kind() == MediaKind::Data
-                    || track_ids.contains(&t.id)
+                    || track_ids.contains(&(*i as TrackId))
                     || named(t).is_some_and(|n| variant_names.contains(&n))
             })
+            .map(|(_, t)| t)
             .filter(|t| carried(t))
             .map(|t| t.id)
             .collect()

@@ -20,6 +20,12 @@ pub const AUTH: &str = "Basic a2lsbjp0ZXN0LXRva2Vu"; // base64("kiln:test-token"
 /// the same port to two calls in a row, so ports this test process gave out
 /// are never given out again (one server's RTMP and LL-HLS ports once came
 /// out equal).
+/// How many of a stream's tracks (the API's `tracks`) carry media: OME's
+/// Data track (timed metadata) is always listed last.
+pub fn media_count(tracks: &[serde_json::Value]) -> usize {
+    tracks.iter().filter(|t| t["type"] != "Data").count()
+}
+
 pub fn free_port() -> u16 {
     unique_port(|| TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()))
 }
@@ -562,7 +568,7 @@ impl Server {
             if let Some(v) = self.live_stream(name).filter(|v| {
                 v["input"]["tracks"]
                     .as_array()
-                    .is_some_and(|t| t.len() == 2)
+                    .is_some_and(|t| media_count(t) == 2)
             }) {
                 return Some(v);
             }

@@ -319,7 +319,8 @@ function appSection(vh, app) {
 
 function trackText(t) {
   const rate = (m) => (m && m.bitrate ? " " + bps(m.bitrate) : "");
-  if (t.video) return `${t.name}: ${t.video.codec} ${t.video.width}x${t.video.height}${rate(t.video)}`;
+  const bframes = (v) => (v.hasBframes ? " · B-frames: WebRTC viewers get a lower frame rate" : "");
+  if (t.video) return `${t.name}: ${t.video.codec} ${t.video.width}x${t.video.height}${rate(t.video)}${bframes(t.video)}`;
   if (t.audio) return `${t.name}: ${t.audio.codec} ${t.audio.samplerate} Hz${rate(t.audio)}`;
   return `${t.name}: ${t.type}`;
 }
@@ -362,7 +363,7 @@ async function renderApp(vh, app, slow) {
     rows.push(el("tr", { class: "stream", "data-stream": name },
       el("td", {}, name, " ", el("button", { type: "button", class: "preview", onclick: () => preview(vh, app, name) }, "Preview")),
       el("td", {}, s.input.sourceType),
-      el("td", {}, (s.input.tracks || []).map(trackText).join("; ")),
+      el("td", {}, (s.input.tracks || []).filter((t) => t.type !== "Data").map(trackText).join("; ")),
       el("td", { class: "bitrate" }, lineGraph([{ values: inRate, color: "#1f77b4" }],
         { label: `input bit rate of ${name}, last 5 minutes`, format: bps, min: 1000 }), " ", bps(inRate[inRate.length - 1])),
       el("td", { class: "fps" }, lineGraph([{ values: fps, color: "#2ca02c" }],

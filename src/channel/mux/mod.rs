@@ -40,6 +40,9 @@ pub struct MuxSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OutputStream {
     pub name: String,
+    /// OME's flag (kiln never transcodes: kept and shown as given).
+    #[serde(default)]
+    pub bypass_transcoder: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -175,7 +178,7 @@ impl MuxSpec {
             .iter()
             .find(|c| c.name == "OutputStream")
             .ok_or_else(|| xml::error(&root, "<OutputStream> is required"))?;
-        xml::only(out, &["Name"])?;
+        xml::only(out, &["Name", "BypassTranscoder"])?;
         let name = xml::text(out, "Name")
             .filter(|n| !n.is_empty())
             .ok_or_else(|| xml::error(out, "<OutputStream><Name> is required"))?;
@@ -254,6 +257,7 @@ impl MuxSpec {
             name: name.to_string(),
             output_stream: OutputStream {
                 name: name.to_string(),
+                bypass_transcoder: xml::boolean(out, "BypassTranscoder", false)?,
             },
             source_streams,
             playlists,

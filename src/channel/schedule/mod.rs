@@ -58,6 +58,11 @@ pub struct StreamSection {
     pub audio_track: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audio_map: Vec<AudioMapItem>,
+    /// OME's tolerance of timestamp jumps between items (ms, default
+    /// 500): kept and shown; kiln's timeline rebases every item, so it
+    /// has no use for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_tolerance_duration_ms: Option<u64>,
 }
 
 fn yes() -> bool {
@@ -332,6 +337,8 @@ impl ScheduleSpec {
                 video_track: xml::boolean(stream_el, "VideoTrack", true)?,
                 audio_track: xml::boolean(stream_el, "AudioTrack", true)?,
                 audio_map,
+                error_tolerance_duration_ms: xml::text(stream_el, "ErrorToleranceDurationMs")
+                    .and_then(|t| t.trim().parse().ok()),
             },
             fallback_program,
             programs,

@@ -75,6 +75,7 @@ fn spec(programs: Vec<Program>, fallback: Vec<Item>) -> ScheduleSpec {
             video_track: true,
             audio_track: true,
             audio_map: vec![],
+            error_tolerance_duration_ms: None,
         },
         fallback_program: Some(FallbackProgram { items: fallback }),
         programs,

@@ -350,7 +350,7 @@ fn publisher_names_cannot_climb_out_of_the_template_directory() {
 fn the_first_file_starts_at_a_keyframe_and_selected_tracks_only() {
     let mut w = World::new();
     w.add(
-        r#"{"id":"a","stream":{"name":"s","trackIds":[2]},"filePath":"a.mp4","infoPath":"a.xml"}"#,
+        r#"{"id":"a","stream":{"name":"s","trackIds":[1]},"filePath":"a.mp4","infoPath":"a.xml"}"#,
     );
     w.publish("s", 0);
     w.media(0, 1_000);
