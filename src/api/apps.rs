@@ -49,24 +49,59 @@ impl<'a> AppView<'a> {
     /// As OME's GET writes it: the settings under `outputProfiles`,
     /// `providers` and `publishers` as strings, `crossDomains` as
     /// `{"urls": [...]}`.
+    /// An application made through the API echoes what its caller gave
+    /// (OME's GET does), section by section.
     fn json(app: &'a AppSpec, origin: Origin) -> Value {
         let mut v = serde_json::to_value(AppView::of(app, origin)).unwrap_or_default();
         for key in ["outputProfiles", "providers", "publishers"] {
+            let given = app.given.as_ref().and_then(|g| g.get(key)).cloned();
             if let Some(part) = v.get_mut(key) {
-                ome_shape::present(part);
+                match given {
+                    Some(g) => *part = g,
+                    None => ome_shape::present(part),
+                }
             }
         }
+        name_encodes(&mut v, app);
         v
     }
 }
 
-/// An application body in kiln's shape (OME's accepted: see
-/// [`ome_shape`]), the OME elements kiln does not use dropped with one
-/// WARN each.
-pub(super) fn app_body(mut item: Value, vhost: &str) -> Value {
-    let dropped = ome_shape::normalize_app(&mut item);
+/// Encodes given without a name show the name kiln gave them (`video_0`,
+/// as the config file names them: what a push's `variantNames` use).
+fn name_encodes(v: &mut Value, app: &AppSpec) {
+    let Some(Value::Array(profiles)) = v.pointer_mut("/outputProfiles/outputProfile") else {
+        return;
+    };
+    for (p, spec) in profiles.iter_mut().zip(&app.output_profiles.output_profile) {
+        let e = &spec.encodes;
+        for (kind, named) in [
+            ("videos", &e.videos),
+            ("audios", &e.audios),
+            ("datas", &e.datas),
+        ] {
+            let Some(Value::Array(list)) = p.pointer_mut(&format!("/encodes/{kind}")) else {
+                continue;
+            };
+            for (enc, n) in list.iter_mut().zip(named) {
+                if let Some(o) = enc.as_object_mut() {
+                    o.entry("name").or_insert_with(|| n.name.clone().into());
+                }
+            }
+        }
+    }
+}
+
+/// An application body read as kiln's [`AppSpec`] (OME's shape
+/// accepted: see [`ome_shape`]; the OME elements kiln does not use are
+/// dropped with one WARN each), remembering the body as given.
+pub(super) fn app_from_body(item: Value, vhost: &str) -> Result<AppSpec, String> {
+    let mut normal = item.clone();
+    let dropped = ome_shape::normalize_app(&mut normal);
     warn_dropped(&dropped, vhost, item.get("name").and_then(Value::as_str));
-    item
+    let mut spec = super::envelope::typed::<AppSpec>(normal)?;
+    spec.given = Some(item);
+    Ok(spec)
 }
 
 pub(super) fn warn_dropped(dropped: &[String], vhost: &str, app: Option<&str>) {
@@ -218,7 +253,7 @@ impl Api {
         let mut apps = current;
         let mut results: Vec<Result<String, ApiError>> = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let checked = super::envelope::typed::<AppSpec>(app_body(item, vhost))
+            let checked = app_from_body(item, vhost)
                 .map_err(|e| {
                     ApiError::bad_request(format_args!("Invalid application (item {i}): {e}"))
                 })
@@ -276,18 +311,25 @@ impl Api {
                 )));
             }
         }
-        let dropped = ome_shape::normalize_app(&mut patch);
-        warn_dropped(&dropped, vhost, Some(app));
         let mut apps = v.apps.clone();
         let Some(target) = apps.iter_mut().find(|a| a.name == app) else {
             return Err(ApiError::app_not_found(vhost, app));
         };
         // Merged into the application as OME merges it: a PATCH of
-        // `providers.rtmp` leaves SRT on (`null` removes an element).
+        // `providers.rtmp` leaves SRT on (`null` removes an element); the
+        // body as given is merged the same way, for GET to echo.
+        let mut given = match target.given.take() {
+            Some(g) => g,
+            None => AppView::json(target, Origin::Api),
+        };
+        ome_shape::merge(&mut given, patch.clone());
+        let dropped = ome_shape::normalize_app(&mut patch);
+        warn_dropped(&dropped, vhost, Some(app));
         let mut merged = serde_json::to_value(&*target).map_err(|_| ApiError::internal())?;
         ome_shape::merge(&mut merged, patch);
         *target = super::envelope::typed::<AppSpec>(merged)
             .map_err(|e| ApiError::bad_request(format_args!("Invalid application: {e}")))?;
+        target.given = Some(given);
         target
             .validate()
             .map_err(|e| ApiError::invalid_spec("application", None, e))?;

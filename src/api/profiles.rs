@@ -116,12 +116,16 @@ impl Api {
         &mut self,
         vhost: &str,
         app: &str,
-        apps: Vec<AppSpec>,
+        mut apps: Vec<AppSpec>,
         i: usize,
     ) -> Result<(), ApiError> {
         apps[i]
             .validate()
             .map_err(|e| ApiError::invalid_spec("output profile", None, e))?;
+        // GET shows the profiles as they are now, not as first given.
+        if let Some(given) = apps[i].given.as_mut().and_then(Value::as_object_mut) {
+            given.remove("outputProfiles");
+        }
         self.commit_apps(vhost, apps, None)?;
         info!("output profiles of [{vhost}/{app}] changed; restarting the application");
         self.effects.push(Effect::RestartApp {

@@ -170,8 +170,18 @@ impl Api {
             "record [{key}] created: stream [{}] to {}",
             spec.stream_name, spec.file_path
         );
+        let live = self
+            .registry
+            .output_stream(&key.vhost, &key.app, &spec.stream_name)
+            .and_then(|(id, _)| self.registry.streams.get(id))
+            .is_some_and(|s| !s.tracks().is_empty());
         self.records.tasks.insert(RecordTask::new(spec));
         self.effects.push(Effect::RecordAdded(key.clone()));
+        if live {
+            // Named now, as OME names it in this answer; the loop opens
+            // that file right after.
+            self.records.promise_first_file(&key, self.now.unix_ms);
+        }
         let task = self
             .records
             .tasks
@@ -180,11 +190,6 @@ impl Api {
         let mut view = RecordView::of(task, self.utc_offset, file.root_path.as_deref());
         // The loop starts a record of a live stream right after this answer
         // (as a push's session): say the state it is in by then.
-        let live = self
-            .registry
-            .output_stream(&key.vhost, &key.app, &task.spec.stream_name)
-            .and_then(|(id, _)| self.registry.streams.get(id))
-            .is_some_and(|s| !s.tracks().is_empty());
         if live && view.state == "ready" {
             view.state = "recording";
         }

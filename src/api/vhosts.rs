@@ -147,12 +147,28 @@ impl Api {
             .and_then(Value::as_str)
             .unwrap_or("?")
             .to_string();
-        if let Some(Value::Array(apps)) = item.get_mut("applications") {
-            for app in apps.iter_mut() {
-                *app = super::apps::app_body(std::mem::take(app), &vhost_name);
+        // The applications as OME's bodies are read (and echoed).
+        let mut apps = None;
+        let given = item.as_object_mut().and_then(|o| o.remove("applications"));
+        if let Some(given) = given {
+            let Value::Array(items) = given else {
+                return fail(ApiError::bad_request(format_args!(
+                    "Invalid virtual host (item {index}): applications must be an array"
+                )));
+            };
+            let apps = apps.get_or_insert_with(Vec::new);
+            for (i, app) in items.into_iter().enumerate() {
+                match super::apps::app_from_body(app, &vhost_name) {
+                    Ok(a) => apps.push(a),
+                    Err(e) => {
+                        return fail(ApiError::bad_request(format_args!(
+                            "Invalid virtual host (item {index}): applications[{i}]: {e}"
+                        )))
+                    }
+                }
             }
         }
-        let spec: VhostSpec = match super::envelope::typed(item) {
+        let mut spec: VhostSpec = match super::envelope::typed(item) {
             Ok(s) => s,
             Err(e) => {
                 return fail(ApiError::bad_request(format_args!(
@@ -160,6 +176,7 @@ impl Api {
                 )))
             }
         };
+        spec.applications = apps;
         if let Err(e) = spec.validate() {
             return fail(ApiError::invalid_spec("virtual host", Some(index), e));
         }

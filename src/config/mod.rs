@@ -2108,6 +2108,7 @@ impl AppConfig {
             name: c.name.clone(),
             app_type: "live".into(),
             dynamic: None,
+            given: None,
             output_profiles: OutputProfiles {
                 output_profile: c
                     .output_profiles

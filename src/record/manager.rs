@@ -140,6 +140,21 @@ impl RecordManager {
     }
 
     /// What the writer must do next, in order.
+    /// A record of a live stream, about to start: its first file's paths
+    /// and start time as the loop will write them, for `:startRecord`'s
+    /// answer (OME names the file there).
+    pub fn promise_first_file(&mut self, key: &TaskKey, now_ms: i64) {
+        let Some(task) = self.tasks.get_mut(key) else {
+            return;
+        };
+        if let Ok((file, info)) = self.out.paths(task, task.files, now_ms) {
+            task.promised_start_ms = Some(now_ms);
+            task.start_ms = Some(now_ms);
+            task.output_file_path = Some(file.display().to_string());
+            task.output_info_path = Some(info.display().to_string());
+        }
+    }
+
     pub fn poll_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
         self.out.ops.drain(..)
     }
@@ -497,13 +512,13 @@ impl FileOut {
         now: Now,
     ) -> Result<(), String> {
         let sequence = task.files;
-        let macros = self.macros(task, sequence, now.unix_ms, None);
-        let path = expand(&task.spec.file_path, &macros);
-        let info_path = expand(&task.spec.info_path, &macros);
-        let file_path = resolve(Some(&template_root(&task.spec.file_path)), &path)
-            .map_err(|e| e.to_string())?;
-        let info_file = resolve(Some(&template_root(&task.spec.info_path)), &info_path)
-            .map_err(|e| e.to_string())?;
+        // The promised time, unless the stream took long to give a frame.
+        let start_ms = task
+            .promised_start_ms
+            .take()
+            .filter(|t| (now.unix_ms - t).abs() < 5_000)
+            .unwrap_or(now.unix_ms);
+        let (file_path, info_file) = self.paths(task, sequence, start_ms)?;
         let mut head = Vec::new();
         if r.mux.is_none() {
             let (m, h) = FileMux::new(r.container, &r.tracks)?;
@@ -541,7 +556,7 @@ impl FileOut {
             info_path: info_file.display().to_string(),
             first_dts: frame.dts,
             last_dts: frame.dts,
-            start_ms: now.unix_ms,
+            start_ms,
             split_at_ms,
             bytes,
         });
@@ -549,12 +564,29 @@ impl FileOut {
         task.files += 1;
         task.output_file_path = Some(file_path.display().to_string());
         task.output_info_path = Some(info_file.display().to_string());
-        task.file_start_ms = Some(now.unix_ms);
-        task.start_ms.get_or_insert(now.unix_ms);
+        task.file_start_ms = Some(start_ms);
+        task.start_ms.get_or_insert(start_ms);
         task.record_bytes = bytes;
         task.record_ms = 0;
         crate::info!("record [{key}]: writing {}", file_path.display());
         Ok(())
+    }
+
+    /// The file and info paths of file `sequence` started at `start_ms`.
+    fn paths(
+        &self,
+        task: &RecordTask,
+        sequence: u64,
+        start_ms: i64,
+    ) -> Result<(PathBuf, PathBuf), String> {
+        let macros = self.macros(task, sequence, start_ms, None);
+        let path = expand(&task.spec.file_path, &macros);
+        let info_path = expand(&task.spec.info_path, &macros);
+        let file_path = resolve(Some(&template_root(&task.spec.file_path)), &path)
+            .map_err(|e| e.to_string())?;
+        let info_file = resolve(Some(&template_root(&task.spec.info_path)), &info_path)
+            .map_err(|e| e.to_string())?;
+        Ok((file_path, info_file))
     }
 
     fn macros<'a>(

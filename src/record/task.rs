@@ -76,6 +76,10 @@ pub struct RecordTask {
     pub finished: Vec<FileInfo>,
     /// Creation order (set by the table).
     pub seq: u64,
+    /// The start time `:startRecord` answered with (its `startTime` and
+    /// `${StartTime}` in `outputFilePath`): the first file is named with
+    /// it, so the answer names the file that is written.
+    pub promised_start_ms: Option<i64>,
 }
 
 impl RecordTask {
@@ -94,6 +98,7 @@ impl RecordTask {
             ended_bytes: 0,
             ended_ms: 0,
             start_ms: None,
+            promised_start_ms: None,
             file_start_ms: None,
             finish_ms: None,
             last_error: None,

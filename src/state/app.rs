@@ -27,6 +27,11 @@ pub struct AppSpec {
     pub providers: Providers,
     #[serde(default)]
     pub publishers: Publishers,
+    /// The body an API caller gave (merged with later PATCHes), which GET
+    /// echoes as OME does: its values in the caller's JSON types, with
+    /// OME's elements kiln does not use. Never read for behaviour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<Value>,
 }
 
 fn live() -> String {
