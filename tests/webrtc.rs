@@ -1654,3 +1654,76 @@ fn a_vp8_only_publisher_reaches_webrtc_viewers() {
     assert!(s.log_text().contains("its video is VP8"));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Issue 41: a source at x264's defaults (`-preset veryfast`: 3 B-frames,
+/// b-pyramid, as OBS sends) played at about one frame a second in
+/// Chromium, whose WebRTC H.264 path does not reorder. kiln leaves the
+/// B-frames out of WebRTC viewers' streams: they get every I- and P-frame
+/// (a quarter of a 30 fps source), smoothly, over WHEP and OME's
+/// signalling alike; the API says the stream has B-frames and one WARN
+/// says which encoder setting gives WebRTC viewers every frame.
+#[test]
+fn an_x264_source_at_its_defaults_plays_over_webrtc_at_its_i_and_p_frame_rate() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    let s = webrtc_server("webrtc-bframes", "<Timeout>30000</Timeout>", "");
+    let mut src = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args([
+            "-t", "90", "-c:v", "libx264", "-preset", "veryfast", "-g", "60",
+        ])
+        .args(["-c:a", "aac", "-f", "flv"])
+        .arg(format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts");
+    s.wait_for_tracks("cam");
+    let bframes = wait_until(Duration::from_secs(10), || {
+        s.live_stream("cam")
+            .filter(|v| v["input"]["tracks"][0]["video"]["hasBframes"] == true)
+    });
+    assert!(bframes.is_some(), "hasBframes never said true");
+    let secs = 15u64;
+    let whep = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
+    let got = seen(browser(
+        &chromium,
+        &web,
+        &["whep", &whep, &secs.to_string()],
+    ));
+    let ws = format!("ws://127.0.0.1:{}/app/cam", s.media.llhls);
+    let ome = seen(browser(&chromium, &web, &["ome", &ws, &secs.to_string()]));
+    let _ = src.kill();
+    let _ = src.wait();
+    // One frame in four of 30 fps: 7.5 fps. Before, ~18 frames in 15 s.
+    let want = 30 * secs / 4;
+    for (how, got) in [("WHEP", &got), ("OME signalling", &ome)] {
+        println!("{how}, x264 veryfast source: {got}");
+        let v = &got["video"];
+        let received = v["framesReceived"].as_u64().unwrap_or(0);
+        let decoded = v["framesDecoded"].as_u64().unwrap_or(0);
+        println!(
+            "{how}: {received} frames received, {decoded} decoded in {secs} s ({:.1} fps); freezes {} ({} s)",
+            decoded as f64 / secs as f64,
+            v["freezeCount"],
+            v["totalFreezesDuration"]
+        );
+        assert!(
+            received * 10 >= want * 9,
+            "{how}: {received} of {want}: {got}"
+        );
+        assert!(decoded * 4 >= want * 3, "{how}: {decoded} of {want}: {got}");
+        assert_eq!(v["packetsLost"], 0, "{how}: {got}");
+    }
+    let log = s.log_text();
+    assert_eq!(
+        log.matches("has B-frames: WebRTC viewers get its I- and P-frames only")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("-bf 0"), "{log}");
+}

@@ -51,6 +51,26 @@ struct SpsDetails {
     chroma_format_idc: u32,
     bit_depth_luma_minus8: u32,
     bit_depth_chroma_minus8: u32,
+    slices: SliceSps,
+}
+
+/// What reading a slice header needs from its SPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SliceSps {
+    pub sps_id: u32,
+    pub separate_colour_plane: bool,
+    pub log2_max_frame_num: u32,
+    pub poc_type: u32,
+    pub log2_max_poc_lsb: u32,
+    pub delta_pic_order_always_zero: bool,
+    pub frame_mbs_only: bool,
+    pub max_num_ref_frames: u32,
+}
+
+/// What a slice header's SPS fields are, from an SPS NAL unit (header byte
+/// included, emulation prevention bytes in place).
+pub fn parse_sps_for_slices(nal: &[u8]) -> Result<SliceSps, CodecError> {
+    parse_sps_details(nal).map(|d| d.slices)
 }
 
 /// Profiles whose SPS carries chroma_format_idc, bit depths and scaling lists.
@@ -131,16 +151,21 @@ fn parse_sps_details(nal: &[u8]) -> Result<SpsDetails, CodecError> {
     if log2_max_frame_num_minus4 > 12 {
         return Err(CodecError::Invalid("SPS log2_max_frame_num out of range"));
     }
-    match r.read_ue()? {
+    let poc_type = r.read_ue()?;
+    let mut log2_max_poc_lsb = 0;
+    let mut delta_pic_order_always_zero = false;
+    match poc_type {
         0 => {
-            if r.read_ue()? > 12 {
+            let minus4 = r.read_ue()?;
+            if minus4 > 12 {
                 return Err(CodecError::Invalid(
                     "SPS log2_max_pic_order_cnt out of range",
                 ));
             }
+            log2_max_poc_lsb = minus4 + 4;
         }
         1 => {
-            let _delta_pic_order_always_zero = r.read_bit()?;
+            delta_pic_order_always_zero = r.read_bit()?;
             let _offset_for_non_ref_pic = r.read_se()?;
             let _offset_for_top_to_bottom_field = r.read_se()?;
             let cycle = r.read_ue()?;
@@ -154,7 +179,7 @@ fn parse_sps_details(nal: &[u8]) -> Result<SpsDetails, CodecError> {
         2 => {}
         _ => return Err(CodecError::Invalid("SPS pic_order_cnt_type above 2")),
     }
-    let _max_num_ref_frames = r.read_ue()?;
+    let max_num_ref_frames = r.read_ue()?;
     let _gaps_in_frame_num_allowed = r.read_bit()?;
     let width_mbs = u64::from(r.read_ue()?) + 1;
     let height_map_units = u64::from(r.read_ue()?) + 1;
@@ -221,6 +246,16 @@ fn parse_sps_details(nal: &[u8]) -> Result<SpsDetails, CodecError> {
         chroma_format_idc,
         bit_depth_luma_minus8,
         bit_depth_chroma_minus8,
+        slices: SliceSps {
+            sps_id,
+            separate_colour_plane,
+            log2_max_frame_num: log2_max_frame_num_minus4 + 4,
+            poc_type,
+            log2_max_poc_lsb,
+            delta_pic_order_always_zero,
+            frame_mbs_only,
+            max_num_ref_frames,
+        },
     })
 }
 

@@ -8,6 +8,7 @@
 pub mod aac;
 pub mod bits;
 pub mod h264;
+pub mod h264_slice;
 pub mod h265;
 pub mod mp3;
 pub mod nal;
@@ -58,6 +59,33 @@ pub mod fuzz {
     pub fn fuzz_h264(data: &[u8]) {
         let _ = h264::nal_type(data);
         let _ = h264::parse_sps(data);
+        let _ = h264::parse_sps_for_slices(data);
+        let _ = super::h264_slice::parse_pps(data);
+        // A slice header against parameter sets of every shape the first
+        // bytes pick (field coding, POC types, redundant pictures).
+        let pick = |i: usize| data.get(i).copied().unwrap_or(0);
+        let sps = h264::SliceSps {
+            sps_id: 0,
+            separate_colour_plane: pick(0) & 1 != 0,
+            log2_max_frame_num: 4 + u32::from(pick(1) % 13),
+            poc_type: u32::from(pick(2) % 3),
+            log2_max_poc_lsb: 4 + u32::from(pick(3) % 13),
+            delta_pic_order_always_zero: pick(4) & 1 != 0,
+            frame_mbs_only: pick(5) & 1 != 0,
+            max_num_ref_frames: u32::from(pick(6) % 17),
+        };
+        let pps = super::h264_slice::SlicePps {
+            pps_id: 0,
+            sps_id: 0,
+            bottom_field_pic_order_in_frame_present: pick(7) & 1 != 0,
+            num_ref_idx_l0_default_active: 1 + u32::from(pick(8) % 32),
+            redundant_pic_cnt_present: pick(9) & 1 != 0,
+        };
+        let _ = super::h264_slice::parse_slice_header(
+            data.get(10..).unwrap_or(&[]),
+            |_| Some(sps),
+            |_| Some(pps),
+        );
         if let Ok((config, _)) = h264::parse_decoder_config(data) {
             let _ = h264::video_params(&config);
         }

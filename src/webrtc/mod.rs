@@ -23,6 +23,7 @@
 //! `max_per_address` sessions (a share of `<MaxSessions>`).
 
 pub mod audio;
+pub mod bframes;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod ingest;
@@ -246,6 +247,13 @@ struct Feed {
     /// The stream's GOP as RTP payloads, for viewers joining: made when
     /// the first joins, grown by later ones, made afresh at a new GOP.
     gop: Vec<Packets>,
+    /// How many of the GOP's frames `gop` has looked at (B-frames are
+    /// looked at and left out), and the GOP's first frame's time.
+    gop_seen: usize,
+    gop_start: Option<Ticks>,
+    gop_gate: Option<bframes::BFrameGate>,
+    /// H.264 B-frames left out of the live frames ([`bframes`]).
+    gate: Option<bframes::BFrameGate>,
 }
 
 /// One video frame's RTP payloads (the marker goes on the last).
@@ -294,6 +302,9 @@ pub struct WebRtc {
     by_ufrag: HashMap<String, usize>,
     by_addr: HashMap<(SocketAddr, SocketAddr), usize>,
     feeds: StreamMap<Feed>,
+    /// Streams whose B-frames were warned about: (B-frames, P-frames
+    /// predicting from them). One WARN per stream, not per viewer.
+    warned_bframes: StreamMap<(bool, bool)>,
     /// The ICE sockets' addresses, in the order the loop bound them.
     ports: Vec<SocketAddr>,
     /// Their endpoints (the loop's tokens).
@@ -352,6 +363,7 @@ impl WebRtc {
             by_ufrag: HashMap::new(),
             by_addr: HashMap::new(),
             feeds: StreamMap::default(),
+            warned_bframes: StreamMap::default(),
             ports: Vec::new(),
             port_tokens: Vec::new(),
             relays: HashMap::new(),
@@ -1340,18 +1352,29 @@ impl WebRtc {
             .iter()
             .filter(|f| f.track == track.id)
             .collect();
-        let same = feed.gop.len() <= gop.len()
-            && feed.gop.first().map(|p| p.pts) == gop.first().map(|f| f.pts);
-        if !same {
+        let start = gop.first().map(|f| f.pts);
+        if feed.gop_seen > gop.len() || feed.gop_start != start {
             feed.gop.clear();
+            feed.gop_seen = 0;
+            feed.gop_start = start;
+            feed.gop_gate = None;
         }
-        for f in &gop[feed.gop.len()..] {
+        for f in &gop[feed.gop_seen..] {
+            if track.codec == Codec::H264 {
+                let gate = feed
+                    .gop_gate
+                    .get_or_insert_with(|| bframes::BFrameGate::new(&track.config));
+                if !gate.admit(f) {
+                    continue;
+                }
+            }
             let payloads = video_payloads(f, track).unwrap_or_else(|| Arc::new([]));
             feed.gop.push(Packets {
                 pts: f.pts,
                 payloads,
             });
         }
+        feed.gop_seen = gop.len();
         let Some(last) = feed.gop.last().map(|p| p.pts) else {
             return;
         };
@@ -1370,6 +1393,7 @@ impl WebRtc {
     /// to all of them.
     pub fn on_ingest(&mut self, out: &IngestOutput, streams: &mut Streams, now: Instant) {
         if let Some(id) = out.ended {
+            self.warned_bframes.remove(&id);
             if let Some(feed) = self.feeds.remove(&id) {
                 for idx in feed.sessions {
                     self.end(idx, EndReason::StreamEnded);
@@ -1388,6 +1412,7 @@ impl WebRtc {
         if out.tracks_changed {
             if let Some(f) = self.feeds.get_mut(&id) {
                 f.audio_generation = f.audio_generation.wrapping_add(1);
+                f.gate = None;
             }
         }
         let tracks = stream.tracks();
@@ -1395,6 +1420,9 @@ impl WebRtc {
             let Some(track) = tracks.iter().find(|t| t.id == frame.track) else {
                 continue;
             };
+            if track.codec == Codec::H264 && !self.admit_h264(id, stream, track, frame) {
+                continue;
+            }
             match track.codec {
                 Codec::H264 | Codec::Vp8 => {
                     let Some(payloads) = video_payloads(frame, track) else {
@@ -1418,6 +1446,55 @@ impl WebRtc {
         for idx in sessions {
             self.poll_session(idx, Some(streams), now);
         }
+    }
+
+    /// Does a WebRTC viewer get this H.264 frame? B-frames are left out
+    /// ([`bframes`]); the first time a stream has them, one WARN says what
+    /// its viewers get and which encoder setting changes it.
+    fn admit_h264(
+        &mut self,
+        id: StreamId,
+        stream: &LiveStream,
+        track: &crate::media::Track,
+        frame: &Frame,
+    ) -> bool {
+        let Some(feed) = self.feeds.get_mut(&id) else {
+            return false;
+        };
+        let gate = feed.gate.get_or_insert_with(|| {
+            // Started mid-GOP: the GOP so far tells it which pictures are
+            // references (what the viewers' decoders hold).
+            let mut g = bframes::BFrameGate::new(&track.config);
+            for f in stream.gop() {
+                if f.track == track.id && f.dts < frame.dts {
+                    g.admit(f);
+                }
+            }
+            g.counts = bframes::GateCounts::default();
+            g
+        });
+        let admitted = gate.admit(frame);
+        let counts = gate.counts;
+        if counts.b_frames == 0 {
+            return admitted;
+        }
+        let warned = self.warned_bframes.entry(id).or_default();
+        let name = || format!("{}/{}/{}", stream.vhost, stream.app, stream.name);
+        if !warned.0 {
+            warned.0 = true;
+            crate::warn!(
+                "stream [{}] has B-frames: WebRTC viewers get its I- and P-frames only (a lower frame rate; LL-HLS, RTMP, SRT and recordings keep every frame). For every frame over WebRTC set the encoder's B-frames to 0 (OBS: x264 options bframes=0; ffmpeg: -bf 0)",
+                name()
+            );
+        }
+        if counts.unsafe_frames > 0 && !warned.1 {
+            warned.1 = true;
+            crate::warn!(
+                "stream [{}]: its P-frames may predict from B-frames (several reference frames), so WebRTC viewers get its keyframes only. Set the encoder's B-frames to 0, or x264's preset to veryfast (one reference frame)",
+                name()
+            );
+        }
+        admitted
     }
 
     /// An AAC frame for the transcoder (the loop's worker thread).
