@@ -195,6 +195,26 @@ fn an_operator_logs_in_watches_a_stream_and_starts_a_push_in_a_real_browser() {
         seen["phoneOverflow"].as_i64().unwrap() <= 0,
         "the page is wider than a 360 px screen: {seen}"
     );
+    // Issue 42, 4: only what the app enables (Push, no FILE here), asked
+    // for and shown; nothing the page asks for is missing (no 404).
+    let parts = seen["appParts"].to_string();
+    assert!(
+        parts.contains("Push tasks") && !parts.contains("Recordings"),
+        "{parts}"
+    );
+    assert_eq!(seen["missing"], json!([]), "404s in the browser: {seen}");
+    // The streams table fits at 1280 px (graphs and labels whole).
+    assert!(seen["streamsOverflow"].as_i64().unwrap() <= 0, "{seen}");
+    // Preview from far down the page: the player is in view, focused.
+    let v = &seen["previewInView"];
+    assert!(
+        v["top"].as_i64().unwrap() >= 0 && v["top"].as_i64() < v["height"].as_i64(),
+        "{seen}"
+    );
+    assert_eq!(v["focused"], true, "{seen}");
+    // On a phone the stream comes before the overview graph.
+    let o = &seen["phoneOrder"];
+    assert!(o["stream"].as_i64() < o["overview"].as_i64(), "{seen}");
     assert_eq!(
         seen["errors"],
         json!([]),

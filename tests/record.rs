@@ -165,6 +165,14 @@ fn a_record_killed_by_kill_9_leaves_a_playable_file() {
         record(&s, "k").filter(|r| r["recordTime"].as_u64() >= Some(4000))
     })
     .expect("4 s recorded");
+    // OME's connections.file counts the recording, for the stream and up.
+    for path in [
+        "/v1/stats/current/vhosts/default/apps/app/streams/live",
+        "/v1/stats/current",
+    ] {
+        let st = s.request("GET", path, None).json();
+        assert_eq!(st["response"]["connections"]["file"], 1, "{path}: {st}");
+    }
     s.kill9();
     let _ = src.kill();
     let _ = src.wait();

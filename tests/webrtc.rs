@@ -374,14 +374,15 @@ fn whep_and_ome_signalling_answer_as_ome_does_without_a_browser() {
         json!([format!("127.0.0.1:{}/udp", s.media.ice)])
     );
     assert_eq!(info["sessions"], 0);
-    // No stream yet: WHEP 404, WebSocket 404 "Cannot create offer", closed.
+    // No stream yet: WHEP 404, WebSocket 404 "Cannot create offer" (with
+    // why, and the vhost and app the URL resolved to), closed.
     let (st, _, body) = whep(&s, "POST", "/app/cam?direction=whep", OFFER);
     assert_eq!(st, 404, "{body}");
     let mut ws = Ws::open(s.media.llhls, "/app/cam");
     ws.send_json(json!({"command":"request_offer"}));
     assert_eq!(
         ws.recv_json(),
-        json!({"code":404,"error":"Cannot create offer"})
+        json!({"code":404,"error":"Cannot create offer: No such stream [default/app/cam]"})
     );
     assert!(ws.closed());
 

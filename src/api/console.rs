@@ -8,6 +8,8 @@ use crate::http::{Request, Response};
 const INDEX: &str = include_str!("console/index.html");
 const SCRIPT: &str = include_str!("console/console.js");
 const STYLE: &str = include_str!("console/console.css");
+/// The page's icon (a browser asks for one; a 404 in its console otherwise).
+const ICON: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#1d232a"/><path d="M4 12h8L8 3z" fill="#f2a900"/></svg>"##;
 
 /// The answer for a console path, `None` for any other path. `webrtc`:
 /// the WebRTC signalling ports, which the page's preview may reach (its
@@ -32,6 +34,7 @@ pub(super) fn serve(req: &Request, webrtc: (Option<u16>, Option<u16>)) -> Option
         "/console/" | "/console/index.html" => (INDEX, "text/html; charset=utf-8"),
         "/console/console.js" => (SCRIPT, "text/javascript; charset=utf-8"),
         "/console/console.css" => (STYLE, "text/css; charset=utf-8"),
+        "/console/favicon.svg" => (ICON, "image/svg+xml"),
         _ => return Some(super::envelope::ApiError::controller_not_found().to_response()),
     };
     Some(

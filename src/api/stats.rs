@@ -54,7 +54,33 @@ impl Api {
 
     fn stream_totals(&self, s: &LiveStream, now: Instant) -> Totals {
         let pushes = self.pushes_of_stream(s);
-        Totals::of_stream(s, pushes.into_iter().map(|p| sent(p, false)), now)
+        let mut t = Totals::of_stream(s, pushes.into_iter().map(|p| sent(p, false)), now);
+        t.connections.file = self.recordings(&s.vhost, &s.app, Some(s));
+        t
+    }
+
+    /// Records writing now (OME's `connections.file`): of a stream (by its
+    /// output names), or of the whole app.
+    fn recordings(&self, vhost: &str, app: &str, stream: Option<&LiveStream>) -> u64 {
+        // A record names the stream by its input or an output name.
+        let outputs: Option<Vec<String>> = stream.map(|s| {
+            let mut names = vec![s.name.clone()];
+            if let Some(spec) = self.registry.app(vhost, app) {
+                names.extend(spec.output_names(&s.name).into_iter().map(|(n, _)| n));
+            }
+            names
+        });
+        self.records
+            .tasks
+            .of_app(vhost, app)
+            .into_iter()
+            .filter(|r| r.state == crate::record::task::RecordState::Recording)
+            .filter(|r| {
+                outputs
+                    .as_ref()
+                    .is_none_or(|o| o.contains(&r.spec.stream_name))
+            })
+            .count() as u64
     }
 
     fn app_totals(&self, vhost: &str, app: &str, now: Instant) -> Totals {
@@ -69,6 +95,7 @@ impl Api {
         for p in self.pushes.tasks.of_app(vhost, app) {
             t.add_push(sent(p, true), now);
         }
+        t.connections.file = self.recordings(vhost, app, None);
         t
     }
 

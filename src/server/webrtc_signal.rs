@@ -620,8 +620,12 @@ impl WsSignal {
             playable(cx, &self.target).map(|_| ())
         };
         if let Err(why) = ready {
-            crate::debug!("webrtc signalling {peer}: {why}");
-            return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
+            // Which vhost and app the URL resolved to (a `localhost` that
+            // matches another vhost's names is a common surprise), and why.
+            let (v, a, n) = &self.target;
+            let text = format!("Cannot create offer: {why} [{v}/{a}/{n}]");
+            crate::info!("webrtc signalling {peer}: {}", text.escape_debug());
+            return self.refuse(Refusal::new(404, &text), cx, out);
         }
         let Some(spec) = cx
             .api

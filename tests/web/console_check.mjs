@@ -24,6 +24,9 @@ const wait = { timeout: 20000 };
 try {
   const page = await browser.newPage();
   const errors = [];
+  // Nothing the page asks for is missing (an app's absent features, the icon).
+  const missing = [];
+  page.on("response", (r) => { if (r.status() === 404) missing.push(r.url()); });
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("dialog", async (d) => {
     errors.push("dialog: " + d.message());
@@ -55,8 +58,23 @@ try {
   seen.bitratePoints = await page.$eval('tr[data-stream="cam"] td.bitrate svg', (e) => Number(e.dataset.points));
   seen.streamRow = await page.$eval('tr[data-stream="cam"]', (e) => e.textContent);
 
+  // Only what the app enables: it has Push, no FILE.
+  seen.appParts = await page.$$eval('section[data-app="app"] h4', (hs) => hs.map((h) => h.textContent));
+  // At 1280 px the streams table fits its box: no sideways scroll.
+  seen.streamsOverflow = await page.$eval('section[data-app="app"] table.streams',
+    (t) => t.scrollWidth - t.parentElement.clientWidth);
+
   // The live preview plays over WebRTC: a frame is decoded and time runs.
+  // Clicked from far down the page, it comes into view with the focus.
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
   await page.click('tr[data-stream="cam"] button.preview');
+  await page.waitForFunction(() => !document.getElementById("preview").hidden, wait);
+  await new Promise((r) => setTimeout(r, 300));
+  seen.previewInView = await page.evaluate(() => {
+    const r = document.getElementById("preview").getBoundingClientRect();
+    return { top: Math.round(r.top), bottom: Math.round(r.bottom), height: window.innerHeight,
+      focused: document.getElementById("preview").contains(document.activeElement) };
+  });
   await page.waitForFunction(() => {
     const v = document.getElementById("preview-video");
     return v.videoWidth > 0 && v.currentTime > 1.5;
@@ -69,6 +87,7 @@ try {
 
   // A push started from the form reaches `pushing`, and its strip shows it.
   const form = 'section[data-app="app"] form.push';
+  await page.click('section[data-app="app"] details.push summary');
   await page.type(`${form} input[name=id]`, "from-form");
   await page.type(`${form} input[name=stream]`, "cam");
   await page.select(`${form} select[name=protocol]`, "mpegts");
@@ -101,6 +120,12 @@ try {
   await page.setViewport({ width: 360, height: 740, isMobile: true });
   await new Promise((r) => setTimeout(r, 1500));
   seen.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  // On a phone the streams come first, above the overview graph.
+  seen.phoneOrder = await page.evaluate(() => ({
+    stream: Math.round(document.querySelector('tr[data-stream="cam"]').getBoundingClientRect().top + window.scrollY),
+    overview: Math.round(document.getElementById("overview").getBoundingClientRect().top + window.scrollY),
+  }));
+  seen.missing = missing;
   await page.screenshot({ path: `${outDir}/console-360x740.png`, fullPage: false });
   seen.errors = errors;
   console.log(JSON.stringify(seen));

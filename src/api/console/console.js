@@ -252,15 +252,24 @@ function form(cls, fields, button, submit) {
     ev.preventDefault();
     if (await submit(new FormData(f), answer)) f.reset();
   });
-  return f;
+  // Folded: a page of empty forms would push the streams off a phone's screen.
+  return el("details", { class: "task-form " + cls }, el("summary", {}, button + "..."), f);
 }
 
-function appSection(vh, app) {
+/// What an application enables (its GET): only those parts are shown and
+/// asked for.
+function enabled(spec) {
+  const pub = (spec && spec.publishers) || {};
+  return { push: "push" in pub, file: "file" in pub, dumps: "llhls" in pub };
+}
+
+function appSection(vh, app, spec) {
   const key = `${vh}/${app}`;
   let a = state.apps.get(key);
   if (a) return a;
   const base = appBase(vh, app);
   a = {
+    has: enabled(spec),
     streams: el("div", { class: "scroll" }),
     pushes: el("div", { class: "scroll" }),
     records: el("div", { class: "scroll" }),
@@ -308,11 +317,11 @@ function appSection(vh, app) {
   });
   a.section = el("section", { class: "app", "data-app": app },
     el("h3", {}, `Application ${app}`),
-    el("h4", {}, "Live streams"), a.streams,
-    el("h4", {}, "Push tasks"), a.pushes, pushForm,
-    el("h4", {}, "Recordings"), a.records, recordForm,
-    el("h4", {}, "HLS dumps"), a.dumps, dumpForm,
-    el("h4", {}, "Pulls"), a.pulls, pullForm);
+    el("h4", {}, "Live streams"), a.streams);
+  if (a.has.push) a.section.append(el("h4", {}, "Push tasks"), a.pushes, pushForm);
+  if (a.has.file) a.section.append(el("h4", {}, "Recordings"), a.records, recordForm);
+  if (a.has.dumps) a.section.append(el("h4", {}, "HLS dumps"), a.dumps, dumpForm);
+  a.section.append(el("h4", {}, "Pulls"), a.pulls, pullForm);
   state.apps.set(key, a);
   return a;
 }
@@ -344,8 +353,13 @@ function table(cls, heads, rows, empty) {
 }
 
 async function renderApp(vh, app, slow) {
-  const a = appSection(vh, app);
   const base = appBase(vh, app);
+  const key = `${vh}/${app}`;
+  if (!state.apps.has(key)) {
+    // A changed app (PATCH) is seen again when its section is made anew.
+    appSection(vh, app, (await api("GET", base)).response);
+  }
+  const a = state.apps.get(key);
   const names = (await api("GET", base + "/streams")).response || [];
   const rows = [];
   for (const name of names) {
@@ -363,7 +377,7 @@ async function renderApp(vh, app, slow) {
     rows.push(el("tr", { class: "stream", "data-stream": name },
       el("td", {}, name, " ", el("button", { type: "button", class: "preview", onclick: () => preview(vh, app, name) }, "Preview")),
       el("td", {}, s.input.sourceType),
-      el("td", {}, (s.input.tracks || []).filter((t) => t.type !== "Data").map(trackText).join("; ")),
+      el("td", { class: "tracks" }, (s.input.tracks || []).filter((t) => t.type !== "Data").map(trackText).join("; ")),
       el("td", { class: "bitrate" }, lineGraph([{ values: inRate, color: "#1f77b4" }],
         { label: `input bit rate of ${name}, last 5 minutes`, format: bps, min: 1000 }), " ", bps(inRate[inRate.length - 1])),
       el("td", { class: "fps" }, lineGraph([{ values: fps, color: "#2ca02c" }],
@@ -372,6 +386,15 @@ async function renderApp(vh, app, slow) {
   }
   show(a.streams, table("streams", ["Stream", "Source", "Tracks", "Input bit rate (5 min)", "Frame rate"], rows, "No live streams."));
 
+  if (a.has.push) await renderPushes(a, vh, app);
+  if (a.has.file) await renderRecords(a, vh, app);
+  if (a.has.dumps) await renderDumps(a, vh, app, names, slow);
+  await renderPulls(a, vh, app);
+  return a.section;
+}
+
+async function renderPushes(a, vh, app) {
+  const base = appBase(vh, app);
   const pushes = await api("POST", base + ":pushes", {});
   const pushRows = (pushes.response || []).map((p) => {
     const strip = sample(`push:${vh}/${app}/${p.id}`, p.state);
@@ -388,7 +411,10 @@ async function renderApp(vh, app, slow) {
   });
   show(a.pushes, table("pushes",
     ["Push", "State", "State (5 min)", "Stream", "Protocol", "URL", "Sent", "Last error", ""], pushRows, "No push tasks."));
+}
 
+async function renderRecords(a, vh, app) {
+  const base = appBase(vh, app);
   const records = await api("POST", base + ":records", {});
   const recordRows = (records.response || []).map((r) => {
     const strip = sample(`record:${vh}/${app}/${r.id}`, r.state);
@@ -405,7 +431,10 @@ async function renderApp(vh, app, slow) {
   show(a.records, table("records",
     ["Record", "State", "State (5 min)", "Stream", "File", "Written", "Last error", ""], recordRows,
     records.statusCode === 200 ? "No recordings." : records.message));
+}
 
+async function renderDumps(a, vh, app, names, slow) {
+  const base = appBase(vh, app);
   if (slow || !state.dumps.has(`${vh}/${app}`)) {
     const dumps = [];
     for (const name of names) {
@@ -419,7 +448,10 @@ async function renderApp(vh, app, slow) {
     el("td", { class: "url" }, d.outputPath), el("td", {}, bytes(d.bytes)), errorCell(d),
     el("td", {}, el("button", { type: "button", onclick: () => act("POST", `${base}/streams/${enc(d.stream)}:stopHlsDump`, { id: d.id }) }, "Stop"))));
   show(a.dumps, table("dumps", ["Dump", "Stream", "Status", "Output", "Written", "Last error", ""], dumpRows, "No HLS dumps."));
+}
 
+async function renderPulls(a, vh, app) {
+  const base = appBase(vh, app);
   const pulls = await api("POST", base + ":pulls", {});
   const pullRows = (pulls.response || []).map((p) => {
     const strip = sample(`pull:${vh}/${app}/${p.name}`, p.state);
@@ -433,7 +465,6 @@ async function renderApp(vh, app, slow) {
       el("td", {}, el("button", { type: "button", onclick: () => act("DELETE", `${base}/streams/${enc(p.name)}`) }, "Delete")));
   });
   show(a.pulls, table("pulls", ["Pull", "State", "State (5 min)", "URL", "Kind", "Last error", ""], pullRows, "No pulls."));
-  return a.section;
 }
 
 // ---- the whole page --------------------------------------------------------
@@ -442,7 +473,8 @@ async function renderViewers() {
   const st = (await api("GET", "/v1/stats/current")).response || {};
   const c = st.connections || {};
   const series = Object.keys(PROTOCOL_COLORS).map((p) => ({
-    values: sample("viewers:" + p, Number(c[p] || 0)), color: PROTOCOL_COLORS[p], label: p,
+    // HLS (MPEG-TS) viewers are OME's `hlsv3`.
+    values: sample("viewers:" + p, Number(c[p === "hls" ? "hlsv3" : p] || 0)), color: PROTOCOL_COLORS[p], label: p,
   }));
   const swatch = (color) => {
     // (a style attribute would be refused by the page's CSP; the property is not)
@@ -559,6 +591,9 @@ async function preview(vh, app, name) {
   await closePreview();
   $("preview").hidden = false;
   $("preview-name").textContent = `${vh}/${app}/${name}`;
+  // The player is at the top of the page: bring it into view, focus on it.
+  $("preview").scrollIntoView({ block: "start" });
+  $("preview").focus({ preventScroll: true });
   const status = $("preview-status");
   const video = $("preview-video");
   const info = (await api("GET", "/v1/webrtc")).response || {};
