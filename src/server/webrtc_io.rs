@@ -35,6 +35,10 @@ const BATCH: usize = 64;
 /// burst ended, 200 viewers joining made 22 MB of them at once, and the
 /// heap kept that size.
 const FLUSH_AT: usize = 4 * BATCH;
+/// Rounds of "send, then let paused sessions write" per write call: a
+/// keyframe for hundreds of viewers goes out in a few rounds, and other
+/// sockets still get their turn.
+const RESUME_ROUNDS: usize = 8;
 
 pub(crate) struct IceSocket {
     socket: UdpSocket,
@@ -111,6 +115,20 @@ impl IceSocket {
     }
 
     fn write(&mut self, cx: &mut Cx<'_>) {
+        // Sessions paused for room write their next frames as this socket
+        // sends (bounded: a few rounds per call, then the loop's turn).
+        for _ in 0..RESUME_ROUNDS {
+            self.send(cx);
+            if !self.backlog.is_empty() || !cx.api.webrtc.has_paused() {
+                return;
+            }
+            let api = &mut *cx.api;
+            api.webrtc.resume(&mut api.registry.streams, cx.now);
+        }
+        self.send(cx);
+    }
+
+    fn send(&mut self, cx: &mut Cx<'_>) {
         let fresh = cx.api.webrtc.take_outbox(self.index);
         if self.backlog.is_empty() {
             let sent = send_batch(&self.socket, self.addr, &fresh);

@@ -67,6 +67,17 @@ const MAX_ADDRS_PER_SESSION: usize = 8;
 /// Datagrams waiting for one socket; past it the oldest are dropped (UDP:
 /// a viewer that cannot keep up loses packets, kiln does not grow).
 const MAX_OUTBOX: usize = 8192;
+/// Past this many datagrams waiting for a socket, sessions stop writing
+/// their frames into their stacks until the socket has taken them (a
+/// keyframe of 55 packets to 200 viewers is 11,000 datagrams in one turn:
+/// without the pause the outbox overflowed and every viewer lost part of
+/// every keyframe). What waits meanwhile is each session's queue of
+/// frames, shared payloads, bounded by [`MAX_QUEUED_FRAMES`].
+const OUTBOX_PAUSE: usize = 2048;
+/// Frames one session may hold unwritten (about 4 s of 30 fps video and
+/// its audio); past it its oldest frames go (a viewer that cannot keep up
+/// loses frames and asks for a keyframe; the others do not notice).
+const MAX_QUEUED_FRAMES: usize = 400;
 
 /// How a session ended, for the log and the signalling socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,6 +234,8 @@ struct Session {
     audio_seq: u64,
     /// Set when the session publishes `stream` (its media comes in).
     publish: Option<Box<Publish>>,
+    /// In [`WebRtc::paused`]: its frames wait for room in the outbox.
+    paused: bool,
 }
 
 /// A publishing session's media path.
@@ -340,6 +353,9 @@ pub struct WebRtc {
     ingest: Vec<IngestOutput>,
     /// The publishing session of each stream published over WebRTC.
     publishers: StreamMap<usize>,
+    /// Sessions whose frames wait for room in the outbox
+    /// ([`OUTBOX_PAUSE`]), in the order they paused.
+    paused: Vec<usize>,
 }
 
 impl Default for WebRtc {
@@ -383,6 +399,7 @@ impl WebRtc {
             dropped: 0,
             ingest: Vec::new(),
             publishers: StreamMap::default(),
+            paused: Vec::new(),
         }
     }
 
@@ -630,6 +647,7 @@ impl WebRtc {
             video_seq: random_seq(),
             audio_seq: random_seq(),
             publish: None,
+            paused: false,
         });
         self.by_key.insert(key, idx);
         self.by_ufrag.insert(ufrag, idx);
@@ -1099,6 +1117,7 @@ impl WebRtc {
         // A timeout already due was handled here and gave nothing since.
         let mut idle = false;
         loop {
+            let room = self.outbox.iter().all(|o| o.len() < OUTBOX_PAUSE);
             let Some(s) = self.sessions.get_mut(idx) else {
                 return;
             };
@@ -1125,8 +1144,9 @@ impl WebRtc {
                         return;
                     }
                 }
-                // Everything written went out: the next chunk.
-                Output::Timeout(_) if !s.outgoing.is_empty() => {
+                // Everything written went out: the next chunk, while the
+                // sockets have room.
+                Output::Timeout(_) if !s.outgoing.is_empty() && room => {
                     write_chunk(s, now);
                     idle = false;
                     if let Err(e) = s.rtc.handle_input(Input::Timeout(now)) {
@@ -1135,6 +1155,11 @@ impl WebRtc {
                     }
                 }
                 Output::Timeout(at) => {
+                    if !s.outgoing.is_empty() && !s.paused {
+                        // Resumed by `resume` once the sockets took theirs.
+                        s.paused = true;
+                        self.paused.push(idx);
+                    }
                     let mut at = if s.connected {
                         at
                     } else {
@@ -1562,6 +1587,12 @@ impl WebRtc {
                 s.audio
             };
             if s.connected && s.started && target.is_some() {
+                if s.outgoing.len() >= MAX_QUEUED_FRAMES {
+                    // A viewer that cannot keep up loses its oldest frames.
+                    if let Some(o) = s.outgoing.pop_front() {
+                        self.dropped += (o.payloads.len() - o.written) as u64;
+                    }
+                }
                 s.outgoing.push_back(Outgoing {
                     kind,
                     time,
@@ -1570,6 +1601,29 @@ impl WebRtc {
                 });
             }
         }
+    }
+
+    /// Sessions paused for room in the outbox ([`OUTBOX_PAUSE`]) write
+    /// their next frames, in the order they paused, while there is room.
+    /// The ICE sockets call it when they have sent what waited.
+    pub fn resume(&mut self, streams: &mut Streams, now: Instant) {
+        let mut waiting = std::mem::take(&mut self.paused).into_iter();
+        for idx in waiting.by_ref() {
+            if !self.outbox.iter().all(|o| o.len() < OUTBOX_PAUSE) {
+                self.paused.push(idx);
+                break;
+            }
+            if let Some(s) = self.sessions.get_mut(idx) {
+                s.paused = false;
+                self.poll_session(idx, Some(streams), now);
+            }
+        }
+        self.paused.extend(waiting);
+    }
+
+    /// Sessions wait for room in the outbox.
+    pub fn has_paused(&self) -> bool {
+        !self.paused.is_empty()
     }
 
     /// Keyframe requests (PLI/FIR) the sessions now open received.

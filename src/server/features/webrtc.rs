@@ -105,6 +105,11 @@ impl Feature for WebRtc {
                 core.call(Token(owner), now, move |ep, cx| ep.webrtc_ended(&key, cx));
             }
         }
+        // Sessions paused for room wrote into another socket's outbox:
+        // that socket sends on the next turn, at once.
+        if core.api.webrtc.has_paused() && core.api.webrtc.has_output() {
+            return Some(now);
+        }
         core.api.webrtc.poll_timeout()
     }
 }
