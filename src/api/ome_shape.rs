@@ -23,6 +23,7 @@ const NUMBER_KEYS: &[&str] = &[
     "partHoldBack",
     "segmentDuration",
     "segmentCount",
+    "firstSegmentTimeout",
     "masterPlaylistMaxAge",
     "chunklistMaxAge",
     "chunklistWithDirectivesMaxAge",

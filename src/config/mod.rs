@@ -551,6 +551,7 @@ impl Walker<'_> {
                 "PartHoldBack" => spec.part_hold_back = w.seconds(c, p, 0.0, 60.0),
                 "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
                 "SegmentCount" => spec.segment_count = w.segment_count(c, p),
+                "FirstSegmentTimeout" => spec.first_segment_timeout = w.seconds(c, p, 1.0, 600.0),
                 "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
                 "CacheControl" => spec.cache_control = Some(w.cache_control(c, p)),
                 "Dumps" => spec.dumps = Some(w.dumps(c, p)),

@@ -415,7 +415,8 @@ fn ome_style_config_loads_with_one_warning_per_unapplied_element() {
 fn llhls_cross_domains_and_cache_control_are_applied() {
     let text = GOOD.replace(
         "<LLHLS/>",
-        "<LLHLS><CrossDomains><Url>*.example.com</Url></CrossDomains>\
+        "<LLHLS><FirstSegmentTimeout>20</FirstSegmentTimeout>\
+         <CrossDomains><Url>*.example.com</Url></CrossDomains>\
          <CacheControl><MasterPlaylistMaxAge>5</MasterPlaylistMaxAge>\
          <SegmentMaxAge>-1</SegmentMaxAge></CacheControl></LLHLS>\
          <HLS><CrossDomains><Url>*</Url></CrossDomains></HLS>",
@@ -426,6 +427,17 @@ fn llhls_cross_domains_and_cache_control_are_applied() {
     assert_eq!(
         llhls.cross_domains.as_deref(),
         Some(&["*.example.com".to_string()][..])
+    );
+    // kiln's own: how long a playlist waits for the first segment.
+    assert_eq!(
+        llhls.config().first_segment_wait(),
+        std::time::Duration::from_secs(20)
+    );
+    assert_eq!(
+        crate::state::app::LlhlsSpec::default()
+            .config()
+            .first_segment_wait(),
+        std::time::Duration::from_secs(18)
     );
     let cache = llhls.cache_control.unwrap().resolved();
     use crate::hls::serve::Cache;

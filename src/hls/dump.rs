@@ -651,6 +651,7 @@ mod tests {
             segment_target: Duration::from_secs(1),
             segment_count: 3,
             part_hold_back: Duration::ZERO,
+            first_segment_timeout: Duration::ZERO,
         };
         let mut s = StreamHls::new(&[h264(), aac()], config, "k".into(), 0);
         let mut table = DumpTable::default();

@@ -34,6 +34,9 @@ pub struct LlhlsConfig {
     pub segment_count: usize,
     /// PartHoldBack; zero means 3 x the part target.
     pub part_hold_back: Duration,
+    /// How long a playlist asked for before the first complete segment
+    /// waits for it (`<FirstSegmentTimeout>`); zero: three segment targets.
+    pub first_segment_timeout: Duration,
 }
 
 impl Default for LlhlsConfig {
@@ -43,11 +46,21 @@ impl Default for LlhlsConfig {
             segment_target: Duration::from_secs(6),
             segment_count: 10,
             part_hold_back: Duration::ZERO,
+            first_segment_timeout: Duration::ZERO,
         }
     }
 }
 
 impl LlhlsConfig {
+    /// How long a playlist waits for the stream's first segment.
+    pub fn first_segment_wait(&self) -> Duration {
+        if self.first_segment_timeout.is_zero() {
+            3 * self.segment_target.max(Duration::from_secs(1))
+        } else {
+            self.first_segment_timeout
+        }
+    }
+
     pub fn hold_back(&self) -> Duration {
         if self.part_hold_back.is_zero() {
             self.part_target * 3
@@ -733,6 +746,7 @@ pub mod fuzz {
             segment_target: Duration::from_secs(1),
             segment_count: 3,
             part_hold_back: Duration::ZERO,
+            first_segment_timeout: Duration::ZERO,
         };
         let mut s = StreamHls::new(&[video, audio], config, "k".into(), 0);
         let mut rest = data;
@@ -854,6 +868,12 @@ impl crate::state::app::LlhlsSpec {
                 .segment_count
                 .map_or(d.segment_count, |n| n.clamp(3, 100) as usize),
             part_hold_back: secs(self.part_hold_back, 0.0, 60.0, d.part_hold_back),
+            first_segment_timeout: secs(
+                self.first_segment_timeout,
+                1.0,
+                600.0,
+                d.first_segment_timeout,
+            ),
         }
     }
 }

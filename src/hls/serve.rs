@@ -508,15 +508,15 @@ fn answer_file(
     };
     // A playlist asked for before there is a segment to play (a player
     // opening the stream in its first seconds) is held, as a blocking
-    // reload is, until the first segment is complete: three target
-    // durations at most, then 503. hls.js gives up for good on a playlist
+    // reload is, until the first segment is complete: `<FirstSegmentTimeout>`
+    // (three target durations by default) at most, then 503. hls.js gives up for good on a playlist
     // without a segment (`levelEmptyError`) and FFmpeg 5.1 crashes on one;
     // OME holds `llhls.m3u8` the same way.
     let hold = |ready: bool| -> Option<Answer> {
         if ready {
             return None;
         }
-        let until = parked.unwrap_or(now) + 3 * segment_target.max(Duration::from_secs(1));
+        let until = parked.unwrap_or(now) + s.config.first_segment_wait();
         Some(if now >= until {
             Answer::Reply(Reply::error(503, "The stream has no segment yet"))
         } else {

@@ -336,6 +336,11 @@ pub struct LlhlsSpec {
     pub segment_duration: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment_count: Option<u32>,
+    /// How long (seconds) a playlist asked for before the stream's first
+    /// complete segment is held for it before 503 (kiln extension,
+    /// `<FirstSegmentTimeout>`; default three segment durations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_segment_timeout: Option<f64>,
     /// Origins allowed to read from a browser (the API's patterns; unset:
     /// any origin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
