@@ -780,3 +780,79 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
         let _ = c.wait();
     }
 }
+
+/// Issue 41, part 2: a player that opens a channel's playlist the moment
+/// the channel is made (a scheduled channel from the API, a multiplex
+/// channel of a live source) is held until the first segment exists, then
+/// plays: ffprobe reads both, with no wait in the test before it opens.
+#[test]
+fn channel_playlists_opened_at_once_are_held_until_they_play() {
+    let _serial = serial();
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let dir = temp_dir("channel-at-once");
+    let media = dir.join("media");
+    std::fs::create_dir_all(&media).unwrap();
+    make_file(&media.join("clip.mp4"), "testsrc2=size=640x360:rate=25", 8);
+    let providers = format!(
+        "<Schedule><MediaRootDir>{}</MediaRootDir></Schedule><Multiplex><MuxFilesDir>{}</MuxFilesDir></Multiplex>",
+        media.display(),
+        dir.join("mux").display()
+    );
+    let s = channel_server("channel-at-once", &providers);
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let probe = |url: &str| {
+        let out = Command::new("timeout")
+            .args(["30", "ffprobe", "-v", "error", "-show_entries"])
+            .args(["stream=codec_name", "-of", "csv=p=0", url])
+            .output()
+            .expect("ffprobe runs");
+        let codecs = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success() && codecs.contains("h264"),
+            "{url}: {:?} {codecs} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        codecs
+    };
+    let base = format!("http://127.0.0.1:{}/app", s.media.llhls);
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/multiplexChannels",
+        Some(
+            &json!({
+                "outputStream": {"name": "mux"},
+                "sourceStreams": [{"name": "cam", "url": "stream://default/app/cam", "trackMap": [
+                    {"sourceTrackName": "video", "newTrackName": "v"},
+                    {"sourceTrackName": "audio", "newTrackName": "a"}]}],
+                "playlists": [{"name": "main", "fileName": "main", "renditions": [{"name": "r", "video": "v", "audio": "a"}]}]
+            })
+            .to_string(),
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let codecs = probe(&format!("{base}/mux/main.m3u8"));
+    println!("multiplex channel at once: {codecs:?}");
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/scheduledChannels",
+        Some(
+            &json!({"stream": {"name": "sched"}, "programs": [{"name": "p", "scheduled": "2000-01-01T00:00:00Z",
+                "repeat": true, "items": [{"url": "file://clip.mp4"}]}]})
+            .to_string(),
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let codecs = probe(&format!("{base}/sched/llhls.m3u8"));
+    println!("scheduled channel at once: {codecs:?}");
+    let _ = src.kill();
+    let _ = src.wait();
+}
