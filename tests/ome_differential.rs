@@ -322,6 +322,7 @@ fn server_xml() -> &'static str {
       <Name>default</Name>
       <Distribution>ovenmediaengine.com</Distribution>
       <Host><Names><Name>*</Name></Names></Host>
+      <CrossDomains><Url>*</Url></CrossDomains>
       <Applications>
         <Application>
           <Name>app</Name>

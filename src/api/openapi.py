@@ -56,6 +56,7 @@ schemas = {
         "name": STR, "distribution": STR,
         "host": obj({"names": S("array", items=STR), "tls": obj({"certPath": STR, "keyPath": STR, "chainCertPath": STR})}, ["names"]),
         "signedPolicy": S("object"), "admissionWebhooks": S("object"), "origins": S("object"), "originMapStore": S("object"),
+        "crossDomains": obj({"urls": S("array", items=STR)}, ["urls"]),
     }, ["name", "distribution", "host"]),
     "Encode": obj({"name": STR, "bypass": {"oneOf": [BOOL, S("string", enum=["true", "false"])]}, "codec": STR, "bypassIfMatch": S("object")}, ["name"]),
     "OutputProfile": obj({

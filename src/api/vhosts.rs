@@ -31,6 +31,9 @@ pub(super) struct VhostView<'a> {
     origins: Option<&'a Origins>,
     #[serde(skip_serializing_if = "Option::is_none")]
     origin_map_store: Option<&'a OriginMapStore>,
+    /// OME's `{"urls": [...]}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cross_domains: Option<&'a crate::state::vhost::CrossDomains>,
 }
 
 impl<'a> VhostView<'a> {
@@ -43,6 +46,7 @@ impl<'a> VhostView<'a> {
             admission_webhooks: v.spec.admission_webhooks.as_ref(),
             origins: v.spec.origins.as_ref(),
             origin_map_store: v.spec.origin_map_store.as_ref(),
+            cross_domains: v.spec.cross_domains.as_ref(),
         }
     }
 }

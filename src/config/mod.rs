@@ -392,7 +392,7 @@ const UNSUPPORTED_BIND_PUBLISHERS: &[&str] =
 const UNSUPPORTED_BIND_PROVIDERS: &[&str] =
     &["OVT", "RTSP", "RTSPC", "WHIP", "Scheduled", "Multiplex"];
 const UNSUPPORTED_WORKERS: &[&str] = &["WorkerCount"];
-const UNSUPPORTED_VHOST: &[&str] = &["CrossDomains"];
+const UNSUPPORTED_VHOST: &[&str] = &[];
 const UNSUPPORTED_APP: &[&str] = &["Decode", "Modules", "Transcoder"];
 const UNSUPPORTED_OUTPUT_PROFILES: &[&str] = &["HWAccels", "HardwareAcceleration", "Decodes"];
 const UNSUPPORTED_OUTPUT_PROFILE: &[&str] = &["Playlist", "Playlists"];
@@ -1556,6 +1556,7 @@ impl Walker<'_> {
         let mut distribution = None;
         let mut host: Option<HostSpec> = None;
         let mut spec_extra = (None, None, None, None);
+        let mut cross_domains = None;
         let mut applications = Vec::new();
         let mut app_template = None;
         let mut tls_at = None;
@@ -1585,6 +1586,11 @@ impl Walker<'_> {
                 "AdmissionWebhooks" => spec_extra.1 = w.admission_webhooks(c, p),
                 "Origins" => spec_extra.2 = w.origins(c, p),
                 "OriginMapStore" => spec_extra.3 = w.origin_map_store(c, p),
+                "CrossDomains" => {
+                    cross_domains = Some(crate::state::vhost::CrossDomains {
+                        urls: w.cross_domains(c, p),
+                    })
+                }
                 "Applications" => w.children(c, p, &[], &["Application"], |w, c, p| {
                     if c.name != "Application" {
                         return false;
@@ -1623,6 +1629,7 @@ impl Walker<'_> {
             admission_webhooks: spec_extra.1,
             origins: spec_extra.2,
             origin_map_store: spec_extra.3,
+            cross_domains,
             applications: None,
         };
         if let Err(e) = spec.validate() {

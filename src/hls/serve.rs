@@ -286,7 +286,10 @@ pub fn answer(
         publishers.and_then(|p| p.hls.as_ref()?.cross_domains.as_deref())
     } else {
         publishers.and_then(|p| p.llhls.as_ref()?.cross_domains.as_deref())
-    };
+    }
+    // The host's own list (OME's vhost `<CrossDomains>`) where the app has
+    // none.
+    .or(vhost.spec.cross_domains.as_ref().map(|c| &c.urls[..]));
     let origin = allow_origin(req, origins);
     let cache = publishers
         .and_then(|p| p.llhls.as_ref()?.cache_control)

@@ -24,10 +24,22 @@ pub struct VhostSpec {
     pub origins: Option<Origins>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_map_store: Option<OriginMapStore>,
+    /// OME's `<VirtualHost><CrossDomains>`: the origins a browser page may
+    /// play the host's LL-HLS and HLS from, where an application names
+    /// none of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_domains: Option<CrossDomains>,
     /// Applications created together with the host; never shown by
     /// `GET /v1/vhosts/{vhost}` (see `/apps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applications: Option<Vec<super::app::AppSpec>>,
+}
+
+/// OME's JSON form of a list of origins: `{"urls": [...]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossDomains {
+    pub urls: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,6 +32,7 @@ fn vhost(policy: bool, hook: bool) -> VhostSpec {
         }),
         origins: None,
         origin_map_store: None,
+        cross_domains: None,
         applications: None,
     }
 }
