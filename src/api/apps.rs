@@ -46,11 +46,10 @@ impl<'a> AppView<'a> {
         }
     }
 
-    /// As OME's GET writes it: the settings under `outputProfiles`,
-    /// `providers` and `publishers` as strings, `crossDomains` as
-    /// `{"urls": [...]}`.
-    /// An application made through the API echoes what its caller gave
-    /// (OME's GET does), section by section.
+    /// As OME's GET writes it: an application made through the API
+    /// echoes what its caller gave, section by section; a config-file
+    /// one shows its settings under `outputProfiles`, `providers` and
+    /// `publishers` as strings, `crossDomains` as `{"urls": [...]}`.
     fn json(app: &'a AppSpec, origin: Origin) -> Value {
         let mut v = serde_json::to_value(AppView::of(app, origin)).unwrap_or_default();
         for key in ["outputProfiles", "providers", "publishers"] {
