@@ -1268,6 +1268,18 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     assert!(s.log_text().contains("stopped"));
     // Again: the record resumes with the stream, in its next file.
     s.spawn();
+    // The dump made through the API is still listed, finished, and its id
+    // stays taken until :stopHlsDump frees it (then gone after a restart).
+    let dumps = s
+        .request(
+            "POST",
+            "/v1/vhosts/default/apps/app/streams/cam:hlsDumps",
+            Some(r#"{"outputStreamName":"cam"}"#),
+        )
+        .json();
+    assert_eq!(dumps["response"][0]["id"], "d1", "{dumps}");
+    assert_eq!(dumps["response"][0]["status"], "Completed", "{dumps}");
+    assert_eq!(dumps["response"][0]["enabled"], false, "{dumps}");
     let mut src = publish(&s, "cam", 60);
     let second = media::wait_until(Duration::from_secs(20), || {
         root.join("rec_1.mp4").exists().then_some(())
@@ -1284,4 +1296,21 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     );
     assert!(rec.contains("<sequence>1</sequence>"), "{rec}");
     assert!(probe("rec_1.mp4") >= 1.0, "the recording's second file");
+    s.spawn();
+    let stop = s.request(
+        "POST",
+        "/v1/vhosts/default/apps/app/streams/cam:stopHlsDump",
+        Some(r#"{"outputStreamName":"cam","id":"d1"}"#),
+    );
+    assert_eq!(stop.status, 200, "{}", stop.body);
+    s.terminate();
+    s.spawn();
+    let dumps = s
+        .request(
+            "POST",
+            "/v1/vhosts/default/apps/app/streams/cam:hlsDumps",
+            Some(r#"{"outputStreamName":"cam"}"#),
+        )
+        .json();
+    assert_eq!(dumps["response"], serde_json::json!([]), "{dumps}");
 }

@@ -7,6 +7,7 @@ use super::{Api, Effect, Response};
 use crate::clock;
 use crate::hls::dump::{self, DumpStatus, DumpTask, StartDumpRequest, StopDumpRequest};
 use crate::push::task::TaskKey;
+use crate::state::store::Change;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -102,6 +103,14 @@ impl Api {
                 self.limits.max_push_tasks
             )));
         }
+        // Kept in the state file (a finished dump of the same id goes).
+        if self.hls.dump_tasks.get(&key).is_some_and(|d| d.spec.api) {
+            self.record(
+                Change::delete_task(&dump::KIND, vhost, app, &spec.id),
+                "dump not started",
+            )?;
+        }
+        self.record_added(&dump::KIND, &spec, "dump not started")?;
         crate::info!(
             "hls dump [{key}] of [{}] to {}",
             spec.stream,
@@ -148,6 +157,12 @@ impl Api {
                 .collect(),
         };
         for key in keys {
+            if self.hls.dump_tasks.get(&key).is_some_and(|d| d.spec.api) {
+                self.record(
+                    Change::delete_task(&dump::KIND, &key.vhost, &key.app, &key.id),
+                    "dump not stopped",
+                )?;
+            }
             self.effects.push(Effect::StopHlsDump(key));
         }
         Ok(envelope::ok_empty())

@@ -147,9 +147,10 @@ fn challenge(req: &Request, e: ApiError) -> Response {
 }
 
 /// The task kinds the state file keeps, one per feature with durable tasks.
-pub static TASK_KINDS: [&TaskKind; 5] = [
+pub static TASK_KINDS: [&TaskKind; 6] = [
     &crate::push::request::KIND,
     &crate::record::request::KIND,
+    &crate::hls::dump::KIND,
     &crate::pull::KIND,
     &crate::channel::SCHEDULED_KIND,
     &crate::channel::MULTIPLEX_KIND,
@@ -161,6 +162,7 @@ fn durable(
     registry: &Registry,
     pushes: &crate::push::manager::PushManager,
     records: &crate::record::manager::RecordManager,
+    dumps: &crate::hls::dump::DumpTable,
     pulls: &crate::pull::Pulls,
     channels: &crate::channel::Channels,
 ) -> DurableState {
@@ -174,6 +176,7 @@ fn durable(
     for (kind, tasks) in [
         (&crate::push::request::KIND, json(pushes.tasks.specs())),
         (&crate::record::request::KIND, json(records.tasks.specs())),
+        (&crate::hls::dump::KIND, json(dumps.api_specs())),
         (&crate::pull::KIND, json(pulls.table.specs())),
         (
             &crate::channel::SCHEDULED_KIND,
@@ -209,6 +212,12 @@ trait Keyed {
 }
 
 impl Keyed for crate::push::request::PushSpec {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.vhost, &self.app, &self.id)
+    }
+}
+
+impl Keyed for crate::hls::dump::DumpSpec {
     fn key(&self) -> (&str, &str, &str) {
         (&self.vhost, &self.app, &self.id)
     }
@@ -360,6 +369,8 @@ impl Api {
             tasks_of(&saved, &crate::push::request::KIND, &mut skipped);
         let records: Vec<crate::record::request::RecordSpec> =
             tasks_of(&saved, &crate::record::request::KIND, &mut skipped);
+        let dumps: Vec<crate::hls::dump::DumpSpec> =
+            tasks_of(&saved, &crate::hls::dump::KIND, &mut skipped);
         let pulls: Vec<crate::pull::PullSpec> = tasks_of(&saved, &crate::pull::KIND, &mut skipped);
         let scheduled: Vec<crate::channel::schedule::ScheduleSpec> =
             tasks_of(&saved, &crate::channel::SCHEDULED_KIND, &mut skipped);
@@ -397,6 +408,17 @@ impl Api {
             self.records
                 .tasks
                 .insert(crate::record::task::RecordTask::new(spec));
+        }
+        // Dumps: listed as finished (every dump ended when kiln stopped).
+        for spec in dumps {
+            if reg.app(&spec.vhost, &spec.app).is_none() {
+                skipped.push(format!(
+                    "hls dump [{}/{}/{}] in the state file: the application is gone; dropped",
+                    spec.vhost, spec.app, spec.id
+                ));
+                continue;
+            }
+            self.hls.dump_tasks.insert_finished(spec);
         }
         for spec in pulls {
             let name = format!("{}/{}/{}", spec.vhost, spec.app, spec.name);
@@ -528,12 +550,13 @@ impl Api {
             registry,
             pushes,
             records,
+            hls,
             pulls,
             channels,
             ..
         } = self;
         (store, move || {
-            durable(registry, pushes, records, pulls, channels)
+            durable(registry, pushes, records, &hls.dump_tasks, pulls, channels)
         })
     }
 

@@ -14,12 +14,22 @@ use crate::files::{FileEvent, FileId, FileOp, DUMP_FILE};
 pub use crate::state::app::{DumpConfig, DumpsSpec};
 use crate::state::streams::StreamId;
 use crate::state::task::TaskKey;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// API-made dumps in the state file (automatic ones are made again with
+/// their streams): after a restart they are listed as `Completed` (a stop
+/// ends every dump with `EXT-X-ENDLIST`), until `:stopHlsDump` frees them.
+pub static KIND: crate::state::store::TaskKind = crate::state::store::TaskKind {
+    list: "hlsDumps",
+    item: "hlsDump",
+    id_field: "id",
+};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DumpSpec {
     pub id: String,
     pub vhost: String,
@@ -30,9 +40,15 @@ pub struct DumpSpec {
     pub output_path: PathBuf,
     /// Master playlists to write (default `llhls.m3u8`).
     pub playlists: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info_file: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_data: Option<String>,
     pub created_ms: i64,
+    /// Made by `:startHlsDump` (kept in the state file), not by a
+    /// `<Dump>` of the config.
+    #[serde(default)]
+    pub api: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +133,26 @@ impl DumpTable {
                 seq: self.next_seq,
             },
         );
+    }
+
+    /// A dump from the state file: finished (kiln stopped since).
+    pub fn insert_finished(&mut self, spec: DumpSpec) {
+        let key = TaskKey {
+            vhost: spec.vhost.clone(),
+            app: spec.app.clone(),
+            id: spec.id.clone(),
+        };
+        self.insert(spec);
+        if let Some(d) = self.dumps.get_mut(&key) {
+            d.status = DumpStatus::Completed;
+        }
+    }
+
+    /// The specs of the API-made dumps, by creation (for the state file).
+    pub fn api_specs(&self) -> Vec<&DumpSpec> {
+        let mut v: Vec<&DumpTask> = self.dumps.values().filter(|d| d.spec.api).collect();
+        v.sort_by_key(|d| d.seq);
+        v.into_iter().map(|d| &d.spec).collect()
     }
 
     pub fn remove(&mut self, key: &TaskKey) -> Option<DumpTask> {
@@ -234,6 +270,7 @@ pub fn validate_start(
         info_file,
         user_data: req.user_data,
         created_ms: now_ms,
+        api: true,
     })
 }
 
@@ -296,6 +333,7 @@ impl DumpsSpec {
                     info_file: None,
                     user_data: None,
                     created_ms: now_ms,
+                    api: false,
                 })
             })
             .collect()
