@@ -270,6 +270,7 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
         .spawn()
         .expect("ffmpeg starts");
     let mut programs = Vec::new();
+    let mut positions = Vec::new();
     let result = std::thread::scope(|scope| {
         let player = scope.spawn(|| play_hlsjs(browser, &page, &s.dir.join("chromium"), seconds));
         // Live 10 s, away 10 s, live 10 s.
@@ -279,6 +280,8 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
             std::thread::sleep(Duration::from_secs(6));
             let info = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/tv");
             programs.push(info["response"]["currentProgram"]["name"].clone());
+            positions
+                .push(info["response"]["currentProgram"]["currentItem"]["currentPosition"].clone());
             let _ = src.wait();
             if round == 0 {
                 std::thread::sleep(Duration::from_secs(4));
@@ -302,6 +305,12 @@ fn a_live_channel_falls_back_to_a_file_and_back_without_stopping() {
         "{}",
         s.log_text()
     );
+    // The live item (no duration) is as far in as it has played since it
+    // began this time, not since its programme's time in 2000 (issue 42).
+    for p in &positions {
+        let ms = p.as_i64().unwrap_or(-1);
+        assert!((0..20_000).contains(&ms), "currentPosition {positions:?}");
+    }
     assert!(hlsjs_fatal_errors(&result).is_empty(), "{result}");
     // currentTime goes on through both switches: it grows in every 4 s
     // window of the samples (a stall of a second or two is allowed).

@@ -304,11 +304,20 @@ impl Api {
             _ => "2262-04-11T23:47:16.854+00:00".to_string(),
         };
         let item = items.get(c.item).map(|i| {
+            // An item with a duration is where the schedule has it; one
+            // without (a live stream, a file to its end) is as far in as
+            // it has played since it began (not since its programme's
+            // scheduled time).
+            let since = if i.duration > 0 {
+                c.since_ms
+            } else {
+                n.since_ms
+            };
             serde_json::json!({
                 "url": i.url,
                 "start": i.start,
                 "duration": i.duration,
-                "currentPosition": (now - c.since_ms).max(0),
+                "currentPosition": (now - since).max(0),
             })
         });
         serde_json::json!({

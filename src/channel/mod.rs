@@ -211,6 +211,9 @@ pub enum Origin {
 pub struct NowPlaying {
     /// What plays, if anything.
     pub playing: Option<schedule::Cursor>,
+    /// When what plays began to play (Unix ms): an item without a
+    /// duration (a live stream, a file to its end) is this far in.
+    pub since_ms: i64,
     /// `onair`, or why nothing plays.
     pub state: String,
 }

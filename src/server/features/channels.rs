@@ -86,6 +86,8 @@ struct SchedRun {
     media_root: PathBuf,
     item: Option<ItemRun>,
     playing: Option<Cursor>,
+    /// When `playing` began to play (wall clock, Unix ms).
+    playing_since_ms: i64,
     state: String,
     /// Failures already logged (each once until an item plays).
     warned: std::collections::HashSet<String>,
@@ -152,6 +154,7 @@ impl SchedRun {
             media_root,
             item: None,
             playing: None,
+            playing_since_ms: 0,
             state: "waiting".into(),
             warned: Default::default(),
             due: None,
@@ -245,6 +248,7 @@ impl SchedRun {
             };
             self.item = None;
             self.playing = change;
+            self.playing_since_ms = now_ms;
             match change {
                 Some(c) => self.start_item(core, c, now_ms),
                 None => self.state = "no item can play".into(),
@@ -470,6 +474,7 @@ impl SchedRun {
         if let Some(c) = core.api.channels.scheduled.get_mut(&self.key) {
             c.now = Some(NowPlaying {
                 playing: self.playing.filter(|_| self.item.is_some()),
+                since_ms: self.playing_since_ms,
                 state: self.state.clone(),
             });
         }
