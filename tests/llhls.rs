@@ -1270,13 +1270,15 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     s.spawn();
     // The dump made through the API is still listed, finished, and its id
     // stays taken until :stopHlsDump frees it (then gone after a restart).
-    let dumps = s
-        .request(
+    let listed = |s: &Server| {
+        s.request(
             "POST",
             "/v1/vhosts/default/apps/app/streams/cam:hlsDumps",
             Some(r#"{"outputStreamName":"cam"}"#),
         )
-        .json();
+        .json()
+    };
+    let dumps = listed(&s);
     assert_eq!(dumps["response"][0]["id"], "d1", "{dumps}");
     assert_eq!(dumps["response"][0]["status"], "Completed", "{dumps}");
     assert_eq!(dumps["response"][0]["enabled"], false, "{dumps}");
@@ -1305,12 +1307,6 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     assert_eq!(stop.status, 200, "{}", stop.body);
     s.terminate();
     s.spawn();
-    let dumps = s
-        .request(
-            "POST",
-            "/v1/vhosts/default/apps/app/streams/cam:hlsDumps",
-            Some(r#"{"outputStreamName":"cam"}"#),
-        )
-        .json();
+    let dumps = listed(&s);
     assert_eq!(dumps["response"], serde_json::json!([]), "{dumps}");
 }

@@ -247,6 +247,29 @@ impl Keyed for crate::pull::PullSpec {
     }
 }
 
+/// The tasks whose application is still there; the others are dropped,
+/// said in `skipped` (`what` names the kind: `push`, `record`, ...).
+fn of_live_apps<T: Keyed>(
+    specs: Vec<T>,
+    what: &str,
+    reg: &Registry,
+    skipped: &mut Vec<String>,
+) -> Vec<T> {
+    specs
+        .into_iter()
+        .filter(|spec| {
+            let (vhost, app, id) = spec.key();
+            let live = reg.app(vhost, app).is_some();
+            if !live {
+                skipped.push(format!(
+                    "{what} [{vhost}/{app}/{id}] in the state file: the application is gone; dropped"
+                ));
+            }
+            live
+        })
+        .collect()
+}
+
 /// Reads the tasks of `kind` in a loaded state file: each that parses,
 /// the later of two with the same key (a hand-edited file); what was
 /// dropped and why. Keys are borrowed: 10,000 tasks copy no string.
@@ -378,14 +401,11 @@ impl Api {
             tasks_of(&saved, &crate::channel::MULTIPLEX_KIND, &mut skipped);
         skipped.extend(self.registry.restore(saved.vhosts));
         let reg = &self.registry;
+        let pushes = of_live_apps(pushes, "push", reg, &mut skipped);
+        let records = of_live_apps(records, "record", reg, &mut skipped);
+        let dumps = of_live_apps(dumps, "hls dump", reg, &mut skipped);
+        let pulls = of_live_apps(pulls, "pull", reg, &mut skipped);
         for spec in pushes {
-            if reg.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!(
-                    "push [{}/{}/{}] in the state file: the application is gone; dropped",
-                    spec.vhost, spec.app, spec.id
-                ));
-                continue;
-            }
             match crate::push::request::parse_url(spec.protocol, &spec.url) {
                 Ok(dest) => self
                     .pushes
@@ -398,36 +418,16 @@ impl Api {
             }
         }
         for spec in records {
-            if reg.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!(
-                    "record [{}/{}/{}] in the state file: the application is gone; dropped",
-                    spec.vhost, spec.app, spec.id
-                ));
-                continue;
-            }
             self.records
                 .tasks
                 .insert(crate::record::task::RecordTask::new(spec));
         }
         // Dumps: listed as finished (every dump ended when kiln stopped).
         for spec in dumps {
-            if reg.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!(
-                    "hls dump [{}/{}/{}] in the state file: the application is gone; dropped",
-                    spec.vhost, spec.app, spec.id
-                ));
-                continue;
-            }
             self.hls.dump_tasks.insert_finished(spec);
         }
         for spec in pulls {
             let name = format!("{}/{}/{}", spec.vhost, spec.app, spec.name);
-            if reg.app(&spec.vhost, &spec.app).is_none() {
-                skipped.push(format!(
-                    "pull [{name}] in the state file: the application is gone; dropped"
-                ));
-                continue;
-            }
             let sources: Result<Vec<_>, _> = spec
                 .urls
                 .iter()
