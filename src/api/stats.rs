@@ -34,16 +34,22 @@ fn sent(p: &PushTask, lifetime: bool) -> Sent<'_> {
 }
 
 impl Api {
-    /// The pushes that read live stream `s` (by its output names).
-    fn pushes_of_stream<'a>(&'a self, s: &LiveStream) -> Vec<&'a PushTask> {
-        let outputs: Vec<String> = match self.registry.app(&s.vhost, &s.app) {
+    /// The output stream names of live stream `s` (its own name when its
+    /// application is gone).
+    fn output_names_of(&self, s: &LiveStream) -> Vec<String> {
+        match self.registry.app(&s.vhost, &s.app) {
             Some(spec) => spec
                 .output_names(&s.name)
                 .into_iter()
                 .map(|(n, _)| n)
                 .collect(),
             None => vec![s.name.clone()],
-        };
+        }
+    }
+
+    /// The pushes that read live stream `s` (by its output names).
+    fn pushes_of_stream<'a>(&'a self, s: &LiveStream) -> Vec<&'a PushTask> {
+        let outputs = self.output_names_of(s);
         self.pushes
             .tasks
             .of_app(&s.vhost, &s.app)
@@ -64,10 +70,8 @@ impl Api {
     fn recordings(&self, vhost: &str, app: &str, stream: Option<&LiveStream>) -> u64 {
         // A record names the stream by its input or an output name.
         let outputs: Option<Vec<String>> = stream.map(|s| {
-            let mut names = vec![s.name.clone()];
-            if let Some(spec) = self.registry.app(vhost, app) {
-                names.extend(spec.output_names(&s.name).into_iter().map(|(n, _)| n));
-            }
+            let mut names = self.output_names_of(s);
+            names.push(s.name.clone());
             names
         });
         self.records

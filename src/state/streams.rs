@@ -242,14 +242,6 @@ impl LiveStream {
         &self.gop
     }
 
-    /// A track's bit rate as measured since the stream started (bits per
-    /// second), for sources that do not state one.
-    pub fn measured_bitrate(&self, track: TrackId, now_ms: i64) -> u64 {
-        let secs = (now_ms - self.created_ms).max(1) as f64 / 1000.0;
-        let bytes = self.track_stats(track).map_or(0, |s| s.bytes);
-        (bytes as f64 * 8.0 / secs) as u64
-    }
-
     /// What `track`'s frames said so far (none before its first frame).
     pub fn track_stats(&self, track: TrackId) -> Option<&TrackStats> {
         self.track_stats
