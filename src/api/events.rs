@@ -89,18 +89,14 @@ impl Api {
         };
         let mut labels = Vec::new();
         for item in data {
-            let (Value::String(label), Value::Array(subtitles)) =
-                (&item["label"], &item["subtitles"])
-            else {
-                return Err(ApiError::bad_request(
-                    "label(string) and subtitles(array) are required",
-                ));
+            let (label, subtitles) = match (&item["label"], &item["subtitles"]) {
+                (Value::String(l), Value::Array(s)) if !s.is_empty() => (l, s),
+                _ => {
+                    return Err(ApiError::bad_request(
+                        "label(string) and subtitles(array) are required",
+                    ))
+                }
             };
-            if subtitles.is_empty() {
-                return Err(ApiError::bad_request(
-                    "label(string) and subtitles(array) are required",
-                ));
-            }
             if subtitles.iter().any(|s| !s["text"].is_string()) {
                 return Err(ApiError::bad_request(
                     "text(string) is required in subtitles",

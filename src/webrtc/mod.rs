@@ -218,8 +218,9 @@ struct Session {
     started: bool,
     /// Frames given to the session and not yet all written to its `Rtc`:
     /// [`CHUNK`] packets at a time, each chunk sent before the next is
-    /// written (all within the poll that follows: nothing waits here
-    /// across loop turns).
+    /// written, within the poll that follows unless the sockets' outboxes
+    /// are full ([`OUTBOX_PAUSE`]): then they wait, at most
+    /// [`MAX_QUEUED_FRAMES`], until [`WebRtc::resume`].
     outgoing: VecDeque<Outgoing>,
     /// Until ICE completes; then consent (the stack's) keeps it.
     connect_by: Instant,
@@ -1117,7 +1118,7 @@ impl WebRtc {
         // A timeout already due was handled here and gave nothing since.
         let mut idle = false;
         loop {
-            let room = self.outbox.iter().all(|o| o.len() < OUTBOX_PAUSE);
+            let room = self.outbox_has_room();
             let Some(s) = self.sessions.get_mut(idx) else {
                 return;
             };
@@ -1609,7 +1610,7 @@ impl WebRtc {
     pub fn resume(&mut self, streams: &mut Streams, now: Instant) {
         let mut waiting = std::mem::take(&mut self.paused).into_iter();
         for idx in waiting.by_ref() {
-            if !self.outbox.iter().all(|o| o.len() < OUTBOX_PAUSE) {
+            if !self.outbox_has_room() {
                 self.paused.push(idx);
                 break;
             }
@@ -1619,6 +1620,11 @@ impl WebRtc {
             }
         }
         self.paused.extend(waiting);
+    }
+
+    /// Every socket's outbox is below [`OUTBOX_PAUSE`]: sessions may write.
+    fn outbox_has_room(&self) -> bool {
+        self.outbox.iter().all(|o| o.len() < OUTBOX_PAUSE)
     }
 
     /// Sessions wait for room in the outbox.
