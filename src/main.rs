@@ -5,11 +5,11 @@
 use kiln::api::Api;
 use kiln::config::{self, Config, ConfigError};
 use kiln::log::{self, Level};
-use kiln::server::{Listen, ListenerSpec, Server, Service};
+use kiln::server::{IcePort, Listen, ListenerSpec, Server, Service};
 use kiln::state::store::StateStore;
 use kiln::tls::{self, ApiCertResolver, VhostCert, VhostCertResolver};
 use kiln::{error, info, warn};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -497,7 +497,14 @@ fn webrtc_listen(
             tls: tls.then(|| tls::server_config(vhost_certs.clone())),
         });
     }
-    let expand = |host: &str| -> Vec<std::net::IpAddr> {
+    listen.tcp_force = w.tcp_force;
+    listen.webrtc_max_sessions = w.max_sessions;
+    listen.webrtc_max_per_address = w.max_sessions_per_address;
+    let public = kiln::config::PUBLIC_IP;
+    let stun = config.stun_server.is_some();
+    let local = kiln::sys::local_addresses();
+    // `*` and `[::]`: the machine's addresses; an address: itself.
+    let expand = |host: &str| -> Vec<IpAddr> {
         match host {
             "*" => kiln::sys::interface_addresses(false),
             "[::]" => kiln::sys::interface_addresses(true),
@@ -508,39 +515,90 @@ fn webrtc_listen(
                 .collect(),
         }
     };
+    // Where an address is bound: itself when it is the machine's, else
+    // (a NAT's outside address) every interface of its family.
+    let bind_ip = |ip: IpAddr| -> IpAddr {
+        if local.contains(&ip) || ip.is_loopback() {
+            ip
+        } else if ip.is_ipv4() {
+            Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            Ipv6Addr::UNSPECIFIED.into()
+        }
+    };
     // The relay listens on the host as written (`*`: every IPv4 address)
-    // and is advertised at each of the machine's addresses.
+    // and is advertised at each of the machine's addresses (and at the
+    // public one, as OME does, once learnt).
     for (host, port) in &w.relays {
-        let bind_ip: std::net::IpAddr = match host.as_str() {
-            "*" => [0, 0, 0, 0].into(),
-            "[::]" => std::net::Ipv6Addr::UNSPECIFIED.into(),
-            h => h
-                .trim_matches(|c| c == '[' || c == ']')
-                .parse()
-                .unwrap_or(config.ip),
+        let ips = if host == public {
+            Vec::new()
+        } else {
+            expand(host)
         };
-        listen.tcp.push(ListenerSpec {
-            service: Service::WebRtcRelay,
-            addr: SocketAddr::new(bind_ip, *port),
-            tls: None,
-        });
-        for ip in expand(host) {
-            listen.relay_urls.push(match ip {
-                std::net::IpAddr::V6(v6) => format!("turn:[{v6}]:{port}?transport=tcp"),
-                v4 => format!("turn:{v4}:{port}?transport=tcp"),
+        let bind: IpAddr = match host.as_str() {
+            "*" => Ipv4Addr::UNSPECIFIED.into(),
+            "[::]" => Ipv6Addr::UNSPECIFIED.into(),
+            h if h == public => Ipv4Addr::UNSPECIFIED.into(),
+            _ => ips.first().map_or(config.ip, |ip| bind_ip(*ip)),
+        };
+        let addr = SocketAddr::new(bind, *port);
+        if !listen.tcp.iter().any(|l| l.addr == addr) {
+            listen.tcp.push(ListenerSpec {
+                service: Service::WebRtcRelay,
+                addr,
+                tls: None,
             });
         }
+        for ip in ips {
+            let url = match ip {
+                IpAddr::V6(v6) => format!("turn:[{v6}]:{port}?transport=tcp"),
+                v4 => format!("turn:{v4}:{port}?transport=tcp"),
+            };
+            if !listen.relay_urls.contains(&url) {
+                listen.relay_urls.push(url);
+            }
+        }
+        if (host == public || (host == "*" && stun)) && !listen.relay_public_ports.contains(port) {
+            listen.relay_public_ports.push(*port);
+        }
     }
-    listen.tcp_force = w.tcp_force;
-    listen.webrtc_max_sessions = w.max_sessions;
-    listen.webrtc_max_per_address = w.max_sessions_per_address;
+    listen.stun_server = config.stun_server.clone();
+    let add = |listen: &mut Listen, port: IcePort| {
+        if listen.ice.contains(&port) || listen.ice.len() >= 256 {
+            return;
+        }
+        // One socket per bound address: a second offer for the same
+        // wildcard would split its datagrams between two sockets.
+        if let Some(other) = listen.ice.iter().find(|p| p.bind == port.bind) {
+            warn!(
+                "<IceCandidate>: {} is already bound for {}; {} is not offered",
+                port.bind,
+                other.offer.map_or(public.to_string(), |a| a.to_string()),
+                port.offer.map_or(public.to_string(), |a| a.to_string())
+            );
+            return;
+        }
+        listen.ice.push(port);
+    };
     for (host, ports) in &w.candidates {
-        for ip in expand(host) {
-            for port in ports {
-                let addr = SocketAddr::new(ip, *port);
-                if !listen.ice.contains(&addr) && listen.ice.len() < 256 {
-                    listen.ice.push(addr);
-                }
+        for port in ports {
+            if host == public || (host == "*" && stun) {
+                let bind = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), *port);
+                add(listen, IcePort { bind, offer: None });
+            }
+            if host == public {
+                continue;
+            }
+            for ip in expand(host) {
+                let offer = SocketAddr::new(ip, *port);
+                let bind = SocketAddr::new(bind_ip(ip), *port);
+                add(
+                    listen,
+                    IcePort {
+                        bind,
+                        offer: Some(offer),
+                    },
+                );
             }
         }
     }

@@ -9,6 +9,8 @@
 mod common;
 #[path = "common/media.rs"]
 mod media;
+#[path = "common/webrtc_pages.rs"]
+mod webrtc_pages;
 use common::*;
 use media::*;
 use serde_json::{json, Value};
@@ -19,6 +21,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use webrtc_pages::*;
 
 const OFFER: &str = include_str!("fixtures/chromium-whep-offer.sdp");
 
@@ -48,71 +51,9 @@ fn publish_cam(s: &Server, secs: u32) -> std::process::Child {
     src
 }
 
-fn chromium_and_node() -> Option<(String, PathBuf)> {
-    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
-    if !have_tool("node") || !have_tool("chromium") || !have_tool("ffmpeg") {
-        return None;
-    }
-    for module in ["puppeteer-core", "ovenplayer", "ovenlivekit"] {
-        if !web.join("node_modules").join(module).exists() {
-            if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
-                panic!("{module} is required (KILN_REQUIRE_INTEROP=1): npm ci --prefix tests/web");
-            }
-            eprintln!("SKIP: {module} is not installed (npm ci --prefix tests/web)");
-            return None;
-        }
-    }
-    let out = Command::new("sh")
-        .args(["-c", "command -v chromium"])
-        .output()
-        .unwrap();
-    Some((String::from_utf8_lossy(&out.stdout).trim().to_string(), web))
-}
-
 /// Runs `webrtc_check.mjs` (mode, url, seconds): what the browser saw.
 fn browser(chromium: &str, web: &Path, args: &[&str]) -> std::process::Child {
     node_page("webrtc_check.mjs", None, &[], chromium, web, args)
-}
-
-/// Runs one of `tests/web`'s browser scripts with `args`, in network
-/// namespace `netns` if given, with `env` set (RELAY, VIDEO_CODEC); its
-/// output is read with [`seen`].
-fn node_page(
-    script: &str,
-    netns: Option<&str>,
-    env: &[(&str, &str)],
-    chromium: &str,
-    web: &Path,
-    args: &[&str],
-) -> std::process::Child {
-    let mut c = match netns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, "node"]);
-            c
-        }
-        None => Command::new("node"),
-    };
-    c.env("CHROMIUM", chromium)
-        .envs(env.iter().copied())
-        .arg(web.join(script))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("node starts")
-}
-
-fn seen(child: std::process::Child) -> Value {
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().unwrap_or("");
-    serde_json::from_str(line).unwrap_or_else(|_| {
-        panic!(
-            "browser said: {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 fn webrtc_viewers(s: &Server) -> u64 {
@@ -1146,17 +1087,6 @@ fn webrtc_video_is_the_sources_byte_for_byte() {
 /// Runs `webrtc_publish.mjs` (mode, url, seconds, [whep url]).
 fn publisher(chromium: &str, web: &Path, args: &[&str]) -> std::process::Child {
     publisher_in(None, &[], chromium, web, args)
-}
-
-/// As `publisher`, in network namespace `netns` if given, with `env` set.
-fn publisher_in(
-    netns: Option<&str>,
-    env: &[(&str, &str)],
-    chromium: &str,
-    web: &Path,
-    args: &[&str],
-) -> std::process::Child {
-    node_page("webrtc_publish.mjs", netns, env, chromium, web, args)
 }
 
 /// A server whose app keeps 40 two-second LL-HLS segments (the whole of a

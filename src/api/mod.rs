@@ -480,7 +480,7 @@ impl Api {
         ) = (
             self.webrtc.enabled(),
             self.webrtc
-                .ports()
+                .candidates()
                 .iter()
                 .map(|a| format!("{a}/udp"))
                 .collect(),

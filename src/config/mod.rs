@@ -41,6 +41,10 @@ pub struct Config {
     pub vhosts: Vec<VhostConfig>,
     /// `<StateFile>` (kiln extension).
     pub state_file: PathBuf,
+    /// `<StunServer>host:port` (OME's): where kiln asks for its public
+    /// address at start-up, for `${PublicIP}` and `*` ICE candidates and
+    /// TCP relays.
+    pub stun_server: Option<(String, u16)>,
 }
 
 /// The management API server: `<Bind><Managers><API>` plus `<Managers>`.
@@ -329,8 +333,13 @@ pub fn parse(
         env,
         errors: Vec::new(),
         warnings: Vec::new(),
+        public_ip_uses: Vec::new(),
     };
     let config = w.server(&root);
+    if config.stun_server.is_none() {
+        let uses = std::mem::take(&mut w.public_ip_uses);
+        w.errors.extend(uses);
+    }
     if w.errors.is_empty() {
         Ok(Loaded {
             config,
@@ -378,14 +387,7 @@ pub fn substitute_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Resul
 pub use crate::ports::parse_ports;
 
 // Elements OME knows that kiln ignores with a warning, by parent.
-const UNSUPPORTED_SERVER: &[&str] = &[
-    "Type",
-    "PrivacyProtection",
-    "StunServer",
-    "Modules",
-    "Alert",
-    "Analytics",
-];
+const UNSUPPORTED_SERVER: &[&str] = &["Type", "PrivacyProtection", "Modules", "Alert", "Analytics"];
 const UNSUPPORTED_BIND: &[&str] = &[];
 const UNSUPPORTED_BIND_PUBLISHERS: &[&str] =
     &["OVT", "HLS", "DASH", "LLDASH", "Thumbnail", "SRT", "WHEP"];
@@ -428,6 +430,8 @@ struct Walker<'e> {
     env: &'e dyn Fn(&str) -> Option<String>,
     errors: Vec<ConfigError>,
     warnings: Vec<ConfigError>,
+    /// Where `${PublicIP}` is used: errors unless `<StunServer>` is set.
+    public_ip_uses: Vec<ConfigError>,
 }
 
 fn join(path: &str, name: &str) -> String {
@@ -456,6 +460,19 @@ impl Walker<'_> {
             column: at.column,
             path: path.to_string(),
             message: message.into(),
+        });
+    }
+
+    /// `${PublicIP}` is used at `at`: it needs `<StunServer>`.
+    fn uses_public_ip(&mut self, at: &Element, path: &str) {
+        self.public_ip_uses.push(ConfigError {
+            file: self.file.clone(),
+            line: at.line,
+            column: at.column,
+            path: path.to_string(),
+            message: format!(
+                "{PUBLIC_IP} needs <Server><StunServer> (kiln learns its public address from it)"
+            ),
         });
     }
 
@@ -650,7 +667,12 @@ impl Walker<'_> {
                         if c.name == "TcpRelay" {
                             if let Some(t) = w.text(c, p) {
                                 match tcp_relay(&t) {
-                                    Ok(r) => bind.relays.push(r),
+                                    Ok(r) => {
+                                        if r.0 == PUBLIC_IP {
+                                            w.uses_public_ip(c, p);
+                                        }
+                                        bind.relays.push(r)
+                                    }
                                     Err(e) => w.error(c, p, e),
                                 }
                             }
@@ -667,7 +689,12 @@ impl Walker<'_> {
                         }
                         if let Some(t) = w.text(c, p) {
                             match ice_candidate(&t) {
-                                Ok(Some(cand)) => bind.candidates.push(cand),
+                                Ok(Some(cand)) => {
+                                    if cand.0 == PUBLIC_IP {
+                                        w.uses_public_ip(c, p);
+                                    }
+                                    bind.candidates.push(cand)
+                                }
                                 Ok(None) => w.warn(
                                     c,
                                     p,
@@ -963,6 +990,7 @@ impl Walker<'_> {
             providers: ProviderBinds::default(),
             vhosts: Vec::new(),
             state_file: default_state_file(&self.file),
+            stun_server: None,
         };
         if root.name != "Server" {
             self.error(
@@ -1017,6 +1045,14 @@ impl Walker<'_> {
                         } else {
                             f
                         };
+                    }
+                }
+                "StunServer" => {
+                    if let Some(t) = w.nonempty_text(c, p) {
+                        match stun_server(&t) {
+                            Ok(server) => config.stun_server = Some(server),
+                            Err(e) => w.error(c, p, e),
+                        }
                     }
                 }
                 "Bind" => {
@@ -2228,18 +2264,7 @@ fn ice_candidate(text: &str) -> Result<Option<(String, Vec<u16>)>, String> {
     if proto == "tcp" {
         return Ok(None);
     }
-    let host = host.trim();
-    if host != "*"
-        && host != "[::]"
-        && host
-            .trim_matches(|c| c == '[' || c == ']')
-            .parse::<IpAddr>()
-            .is_err()
-    {
-        return Err(format!(
-            "[{host}] must be *, [::] or an IP address (kiln does not resolve ${{PublicIP}})"
-        ));
-    }
+    let host = candidate_host(host)?;
     let (ports, _) = crate::ports::parse_ports(ports)?;
     if ports.len() > 64 {
         return Err(format!("[{t}] names more than 64 ports"));
@@ -2247,22 +2272,60 @@ fn ice_candidate(text: &str) -> Result<Option<(String, Vec<u16>)>, String> {
     Ok(Some((host.to_string(), ports)))
 }
 
-/// One `<TcpRelay>`: `host:port` (host `*`, `[::]` or an address).
+/// The host of an `<IceCandidate>` or `<TcpRelay>`: `*`, `[::]`,
+/// `${PublicIP}` or an IP address (on this machine or not: a NAT's
+/// outside address is offered as written and bound on every interface).
+fn candidate_host(host: &str) -> Result<&str, String> {
+    let host = host.trim();
+    if host == "*"
+        || host == "[::]"
+        || host == PUBLIC_IP
+        || host
+            .trim_matches(|c| c == '[' || c == ']')
+            .parse::<IpAddr>()
+            .is_ok()
+    {
+        Ok(host)
+    } else {
+        Err(format!(
+            "[{host}] must be *, [::], {PUBLIC_IP} or an IP address"
+        ))
+    }
+}
+
+/// OME's macro for the public address learnt from `<StunServer>`.
+pub const PUBLIC_IP: &str = "${PublicIP}";
+
+/// `<StunServer>`: `host[:port]` (3478 when the port is left out).
+fn stun_server(text: &str) -> Result<(String, u16), String> {
+    let t = text.trim();
+    let (host, port) = match t.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(':') && !p.contains(']') => (h, Some(p)),
+        _ => (t, None),
+    };
+    let host = host.trim_matches(|c| c == '[' || c == ']');
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err(format!("[{t}] must be host:port"));
+    }
+    let port = match port {
+        Some(p) => p
+            .trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("[{t}] must be host:port"))?,
+        None => 3478,
+    };
+    Ok((host.to_string(), port))
+}
+
+/// One `<TcpRelay>`: `host:port` (host as for an ICE candidate).
 fn tcp_relay(text: &str) -> Result<(String, u16), String> {
     let t = text.trim();
     let Some((host, port)) = t.rsplit_once(':') else {
         return Err(format!("[{t}] must be host:port"));
     };
-    let host = host.trim();
-    if host != "*"
-        && host != "[::]"
-        && host
-            .trim_matches(|c| c == '[' || c == ']')
-            .parse::<IpAddr>()
-            .is_err()
-    {
-        return Err(format!("[{host}] must be *, [::] or an IP address"));
-    }
+    let host = candidate_host(host)?;
     let port = port
         .trim()
         .parse::<u16>()

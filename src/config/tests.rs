@@ -381,7 +381,6 @@ fn ome_style_config_loads_with_one_warning_per_unapplied_element() {
     for want in [
         "Server/Type",
         "Server/PrivacyProtection",
-        "Server/StunServer",
         "Server/Modules",
         "Server/Defaults",
         "Server/Bind/Providers/RTMP/WorkerCount",
@@ -525,4 +524,57 @@ fn webrtc_publisher_binds_and_app_settings_as_ome_writes_them() {
         .unwrap_err()
         .to_string()
         .contains("also an SRT or MPEGTS port"));
+}
+
+/// OME's NAT settings: `${PublicIP}` in candidates and relays with a
+/// `<StunServer>` (host:port, the port 3478 when left out); an address
+/// not on the machine is taken as written (it is offered, bound on every
+/// interface); `${PublicIP}` without `<StunServer>` is an error at its
+/// place.
+#[test]
+fn public_ip_candidates_need_a_stun_server() {
+    let text = GOOD.replace(
+        "</Providers>\n  </Bind>",
+        "</Providers>\n    <Publishers><WebRTC><Signalling><Port>3334</Port></Signalling>\
+         <IceCandidates><IceCandidate>${PublicIP}:10000-10001/udp</IceCandidate>\
+         <IceCandidate>203.0.113.9:10005/udp</IceCandidate>\
+         <TcpRelay>${PublicIP}:3478</TcpRelay></IceCandidates></WebRTC></Publishers>\n  </Bind>",
+    );
+    let with_stun = text.replace(
+        "<Bind>",
+        "<StunServer>stun.example.com:19302</StunServer><Bind>",
+    );
+    let loaded = load_str(&with_stun).unwrap();
+    assert_eq!(
+        loaded.config.stun_server,
+        Some(("stun.example.com".to_string(), 19302))
+    );
+    let w = loaded.config.providers.webrtc.unwrap();
+    assert_eq!(
+        w.candidates,
+        vec![
+            ("${PublicIP}".to_string(), vec![10000, 10001]),
+            ("203.0.113.9".to_string(), vec![10005])
+        ]
+    );
+    assert_eq!(w.relays, vec![("${PublicIP}".to_string(), 3478)]);
+    let port_left_out = text.replace("<Bind>", "<StunServer>192.0.2.1</StunServer><Bind>");
+    assert_eq!(
+        load_str(&port_left_out).unwrap().config.stun_server,
+        Some(("192.0.2.1".to_string(), 3478))
+    );
+    let err = load_str(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("IceCandidate") && err.contains("needs <Server><StunServer>"),
+        "{err}"
+    );
+    assert!(err.contains("TcpRelay"), "{err}");
+    let bad = text.replace(
+        "<Bind>",
+        "<StunServer>stun.example.com:x</StunServer><Bind>",
+    );
+    assert!(load_str(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("must be host:port"));
 }

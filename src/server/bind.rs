@@ -48,10 +48,14 @@ pub struct Listen {
     /// SRT sockets from one address (0: no cap).
     pub srt_max_per_address: usize,
     /// WebRTC's ICE candidates: one UDP socket each.
-    pub ice: Vec<SocketAddr>,
+    pub ice: Vec<IcePort>,
     /// WebRTC's TCP relay as signalling tells viewers (`turn:` URLs), and
     /// whether every viewer is told (`<TcpForce>`).
     pub relay_urls: Vec<String>,
+    /// Relay ports offered at the public address once it is learnt.
+    pub relay_public_ports: Vec<u16>,
+    /// `<StunServer>` (host, port): where the public address is learnt.
+    pub stun_server: Option<(String, u16)>,
     pub tcp_force: bool,
     /// WebRTC sessions at most (0: the default).
     pub webrtc_max_sessions: usize,
@@ -59,6 +63,16 @@ pub struct Listen {
     pub webrtc_max_per_address: Option<usize>,
     /// Viewer-port connections from one address (0: no cap).
     pub viewer_max_per_address: usize,
+}
+
+/// One ICE socket: where it is bound and the address it is offered at
+/// (its candidate). A NAT's outside address is offered while the socket
+/// is bound on every interface; `offer: None` stands for the public
+/// address, learnt from `<StunServer>` after start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IcePort {
+    pub bind: SocketAddr,
+    pub offer: Option<SocketAddr>,
 }
 
 /// Binds every listener and port of `listen` as an endpoint of `endpoints`.
@@ -142,9 +156,12 @@ pub(crate) fn bind_all(
     #[cfg(feature = "webrtc")]
     {
         let mut ports = Vec::new();
-        for (i, &addr) in listen.ice.iter().enumerate() {
-            let mut socket =
-                bind_udp(addr, "WebRTC ICE candidate (<IceCandidates><IceCandidate>)")?;
+        let mut shown = Vec::new();
+        for (i, port) in listen.ice.iter().enumerate() {
+            let mut socket = bind_udp(
+                port.bind,
+                "WebRTC ICE candidate (<IceCandidates><IceCandidate>)",
+            )?;
             let token = endpoints.vacant_token();
             poll.registry().register(
                 &mut socket,
@@ -152,16 +169,46 @@ pub(crate) fn bind_all(
                 Interest::READABLE | Interest::WRITABLE,
             )?;
             endpoints.insert(Entry::new(Box::new(super::webrtc_io::IceSocket::new(
-                socket, addr, i,
+                socket, port.bind, i,
             ))));
-            ports.push((addr, token.0));
+            // Until the public address is learnt: the unspecified IP.
+            let offer = port.offer.unwrap_or(port.bind);
+            shown.push(match port.offer {
+                Some(a) if a == port.bind => a.to_string(),
+                Some(a) => format!("{a} (bound on {})", port.bind),
+                None => format!(
+                    "${{PublicIP}}:{} (bound on {})",
+                    port.bind.port(),
+                    port.bind
+                ),
+            });
+            ports.push((offer, token.0));
         }
-        if !ports.is_empty() {
-            let list: Vec<String> = ports.iter().map(|(a, _)| a.to_string()).collect();
-            crate::info!("WebRTC ICE candidates on udp: {}", list.join(", "));
+        if !shown.is_empty() {
+            crate::info!("WebRTC ICE candidates on udp: {}", shown.join(", "));
         }
         api.webrtc.set_ports(ports);
         api.webrtc.relay_urls = listen.relay_urls.clone();
+        api.webrtc.relay_public_ports = listen.relay_public_ports.clone();
+        let asks =
+            listen.ice.iter().any(|p| p.offer.is_none()) || !listen.relay_public_ports.is_empty();
+        if let (Some((host, port)), true) = (&listen.stun_server, asks) {
+            let mut socket = bind_udp(
+                SocketAddr::from(([0, 0, 0, 0], 0)),
+                "the public address query (<StunServer>)",
+            )?;
+            let token = endpoints.vacant_token();
+            poll.registry()
+                .register(&mut socket, token, Interest::READABLE)?;
+            endpoints.insert(Entry::new(Box::new(
+                super::public_address::PublicAddress::new(
+                    socket,
+                    host.clone(),
+                    *port,
+                    Instant::now(),
+                ),
+            )));
+        }
         api.webrtc.tcp_force = listen.tcp_force;
         if listen.webrtc_max_sessions > 0 {
             api.webrtc.max_sessions = listen.webrtc_max_sessions;

@@ -32,6 +32,8 @@ pub(crate) mod heap;
 pub(crate) mod listener;
 pub(crate) mod media_files;
 pub(crate) mod players;
+#[cfg(feature = "webrtc")]
+pub(crate) mod public_address;
 pub(crate) mod pull_io;
 pub(crate) mod push_io;
 pub(crate) mod redis_io;
@@ -54,7 +56,7 @@ pub(crate) mod webrtc_relay;
 #[cfg(feature = "webrtc")]
 pub(crate) mod webrtc_signal;
 
-pub use bind::{Listen, ListenerSpec, Service};
+pub use bind::{IcePort, Listen, ListenerSpec, Service};
 
 use self::core::{Core, Entry};
 use crate::api::{Api, Effect};
@@ -146,6 +148,17 @@ impl Server {
             .registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let now = Instant::now();
+        // Endpoints bound before the loop with a deadline of their own
+        // (the public address query starts at once).
+        let due: Vec<(Token, Instant)> = self
+            .core
+            .endpoints
+            .iter()
+            .filter_map(|(t, e)| Some((t, e.endpoint.deadline()?)))
+            .collect();
+        for (token, at) in due {
+            self.core.arm(token, at);
+        }
         for f in &mut self.features {
             f.start(&mut self.core, now);
         }

@@ -42,6 +42,7 @@ const RESUME_ROUNDS: usize = 8;
 
 pub(crate) struct IceSocket {
     socket: UdpSocket,
+    /// Where it is bound (for logs).
     addr: SocketAddr,
     /// This socket's index in the table's ports.
     index: usize,
@@ -91,10 +92,14 @@ impl IceSocket {
                     continue;
                 }
             }
+            // Offered at: its own address, or the public one it stands
+            // for (nothing is offered before that is learnt).
+            let local = cx.api.webrtc.port_addr(self.index);
             for r in got.iter().filter(|r| !r.truncated) {
+                let Some(local) = local else { break };
                 let api = &mut *cx.api;
                 api.webrtc.handle_datagram(
-                    self.addr,
+                    local,
                     r.from,
                     &self.slots[r.slot][..r.len],
                     &mut api.registry.streams,

@@ -60,7 +60,7 @@ impl RelayConn {
                 .local_addr()
                 .map_or(self.peer.ip(), |a| a.ip());
             let relayed = cx.api.webrtc.add_relay(ip, cx.token.0);
-            let ports = cx.api.webrtc.ports().to_vec();
+            let ports = cx.api.webrtc.candidates();
             TurnConn::new(self.peer, relayed, ports, crate::webrtc::random_string(16))
         })
     }

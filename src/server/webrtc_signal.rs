@@ -740,7 +740,7 @@ impl WsSignal {
         } else {
             Vec::new()
         };
-        ws::text(&signal::offer(self.id, sdp, webrtc.ports(), &relay))
+        ws::text(&signal::offer(self.id, sdp, &webrtc.candidates(), &relay))
     }
 
     /// `direction=send`: the stream, and kiln's recvonly offer.

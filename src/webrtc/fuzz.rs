@@ -135,6 +135,12 @@ pub fn fuzz_turn(data: &[u8]) {
 
 pub fn fuzz_stun(data: &[u8]) {
     let _ = super::stun::local_ufrag(data);
+    // What a STUN server answers kiln's public-address query with.
+    let txid = data
+        .get(8..20)
+        .and_then(|t| t.try_into().ok())
+        .unwrap_or([0; 12]);
+    let _ = super::turn::mapped_address(data, txid);
 }
 
 struct Fixture {

@@ -304,12 +304,6 @@ pub enum AudioWork {
     Forget(StreamId),
 }
 
-/// A playback endpoint's ICE socket: its address (what candidates name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IcePort {
-    pub addr: SocketAddr,
-}
-
 pub struct WebRtc {
     sessions: Slab<Session>,
     by_key: HashMap<String, usize>,
@@ -319,7 +313,9 @@ pub struct WebRtc {
     /// Streams whose B-frames were warned about: (B-frames, P-frames
     /// predicting from them). One WARN per stream, not per viewer.
     warned_bframes: StreamMap<(bool, bool)>,
-    /// The ICE sockets' addresses, in the order the loop bound them.
+    /// The address each ICE socket is offered at (its candidate), in the
+    /// order the loop bound them; an unspecified IP until the public
+    /// address it stands for is learnt.
     ports: Vec<SocketAddr>,
     /// Their endpoints (the loop's tokens).
     port_tokens: Vec<usize>,
@@ -333,6 +329,8 @@ pub struct WebRtc {
     next_relay_port: u16,
     /// `turn:` URLs of the relay, for signalling (`transport=tcp`).
     pub relay_urls: Vec<String>,
+    /// Relay ports offered at the public address once it is learnt.
+    pub relay_public_ports: Vec<u16>,
     /// Every viewer is told of the relay (`<TcpForce>`).
     pub tcp_force: bool,
     deadlines: BTreeSet<(Instant, usize)>,
@@ -387,6 +385,7 @@ impl WebRtc {
             relay_out: HashMap::new(),
             next_relay_port: 0,
             relay_urls: Vec::new(),
+            relay_public_ports: Vec::new(),
             tcp_force: false,
             outbox: Vec::new(),
             deadlines: BTreeSet::new(),
@@ -422,8 +421,53 @@ impl WebRtc {
             .collect()
     }
 
-    pub fn ports(&self) -> &[SocketAddr] {
-        &self.ports
+    /// The candidates sessions are offered: every ICE socket's address,
+    /// but those waiting for the public address.
+    pub fn candidates(&self) -> Vec<SocketAddr> {
+        self.ports
+            .iter()
+            .copied()
+            .filter(|a| !a.ip().is_unspecified())
+            .collect()
+    }
+
+    /// The address ICE socket `index` is offered at, once known.
+    pub fn port_addr(&self, index: usize) -> Option<SocketAddr> {
+        self.ports
+            .get(index)
+            .copied()
+            .filter(|a| !a.ip().is_unspecified())
+    }
+
+    /// The public address was learnt (`<StunServer>`): the ICE sockets
+    /// and relay ports that stand for it are offered at `ip` from now on
+    /// (a port already offered at `ip`, the machine's own address, is
+    /// not offered twice). What is newly offered, candidates and relay
+    /// URLs.
+    pub fn learn_public_address(&mut self, ip: std::net::IpAddr) -> Vec<String> {
+        let mut new = Vec::new();
+        for i in 0..self.ports.len() {
+            let a = self.ports[i];
+            if !a.ip().is_unspecified() || a.is_ipv4() != ip.is_ipv4() {
+                continue;
+            }
+            let public = SocketAddr::new(ip, a.port());
+            if !self.ports.contains(&public) {
+                self.ports[i] = public;
+                new.push(format!("{public}/udp"));
+            }
+        }
+        for port in std::mem::take(&mut self.relay_public_ports) {
+            let url = match ip {
+                std::net::IpAddr::V6(v6) => format!("turn:[{v6}]:{port}?transport=tcp"),
+                v4 => format!("turn:{v4}:{port}?transport=tcp"),
+            };
+            if !self.relay_urls.contains(&url) {
+                self.relay_urls.push(url.clone());
+                new.push(url);
+            }
+        }
+        new
     }
 
     /// A TCP relay connection allocated: the made-up address its
@@ -548,7 +592,7 @@ impl WebRtc {
             config = config.set_dtls_cert(cert.clone());
         }
         let mut rtc = config.build(now);
-        for addr in &self.ports {
+        for addr in self.ports.iter().filter(|a| !a.ip().is_unspecified()) {
             if let Ok(c) = Candidate::host(*addr, "udp") {
                 let _ = rtc.add_local_candidate(c);
             }

@@ -447,9 +447,73 @@ impl Builder {
     }
 }
 
+// The client side of STUN, for `<StunServer>`: kiln asks what address
+// its datagrams come from (its public address behind a NAT).
+
+const ATTR_MAPPED_ADDRESS: u16 = 0x0001;
+const ATTR_SOFTWARE: u16 = 0x8022;
+
+/// A Binding request with transaction id `txid`.
+pub fn binding_request(txid: [u8; 12]) -> Vec<u8> {
+    let mut b = Builder::new(BINDING_REQUEST, txid);
+    b.attr(
+        ATTR_SOFTWARE,
+        concat!("kiln ", env!("CARGO_PKG_VERSION")).as_bytes(),
+    );
+    b.finish(None)
+}
+
+/// The address a Binding success answer to `txid` reports (its
+/// XOR-MAPPED-ADDRESS, or the MAPPED-ADDRESS of an RFC 3489 server);
+/// `None` for anything else.
+pub fn mapped_address(datagram: &[u8], txid: [u8; 12]) -> Option<SocketAddr> {
+    let m = parse(datagram).ok()?;
+    if m.kind != BINDING_REQUEST | SUCCESS || m.txid != txid {
+        return None;
+    }
+    m.xor_address(ATTR_XOR_MAPPED_ADDRESS).or_else(|| {
+        let v = m.attr(ATTR_MAPPED_ADDRESS)?;
+        let port = u16::from_be_bytes([*v.get(2)?, *v.get(3)?]);
+        let ip = match v[1] {
+            0x01 => IpAddr::from(<[u8; 4]>::try_from(v.get(4..8)?).ok()?),
+            0x02 => IpAddr::from(<[u8; 16]>::try_from(v.get(4..20)?).ok()?),
+            _ => return None,
+        };
+        Some(SocketAddr::new(ip, port))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binding_answer_gives_the_mapped_address() {
+        let txid = [9u8; 12];
+        let req = binding_request(txid);
+        let m = parse(&req).unwrap();
+        assert_eq!((m.kind, m.txid), (BINDING_REQUEST, txid));
+        for public in ["203.0.113.7:40123", "[2001:db8::7]:5000"] {
+            let public: SocketAddr = public.parse().unwrap();
+            let mut b = Builder::new(BINDING_REQUEST | SUCCESS, txid);
+            b.xor_address(ATTR_XOR_MAPPED_ADDRESS, public);
+            let answer = b.finish(None);
+            assert_eq!(mapped_address(&answer, txid), Some(public));
+            // Another transaction's answer, a request, cut: nothing.
+            assert_eq!(mapped_address(&answer, [1; 12]), None);
+            assert_eq!(mapped_address(&req, txid), None);
+            for cut in 0..answer.len() {
+                let _ = mapped_address(&answer[..cut], txid);
+            }
+        }
+        // An RFC 3489 server's MAPPED-ADDRESS.
+        let mut b = Builder::new(BINDING_REQUEST | SUCCESS, txid);
+        b.attr(ATTR_MAPPED_ADDRESS, &[0, 1, 0x1f, 0x90, 198, 51, 100, 9]);
+        assert_eq!(
+            mapped_address(&b.finish(None), txid),
+            Some("198.51.100.9:8080".parse().unwrap())
+        );
+    }
 
     fn conn() -> TurnConn {
         TurnConn::new(

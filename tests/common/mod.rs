@@ -108,12 +108,15 @@ pub struct ServerOptions {
     /// bind gets signalling on the LL-HLS port and one ICE candidate on
     /// 127.0.0.1 (`MediaPorts::ice`).
     pub webrtc: Option<String>,
-    /// The ICE candidate's (and TCP relay's) address for WebRTC.
+    /// The ICE candidate's (and TCP relay's) address for WebRTC; several,
+    /// comma-separated, make one candidate each (the relay on the first).
     pub webrtc_host: &'static str,
     /// Also a TCP relay (`<TcpRelay>`, `MediaPorts::relay`).
     pub webrtc_relay: bool,
     /// More of `<Bind><Publishers><WebRTC>` (e.g. `<MaxSessions>`).
     pub webrtc_bind_extra: String,
+    /// More of `<Server>` after `<IP>` (e.g. `<StunServer>`).
+    pub server_extra: String,
     /// More of the application's `<Providers>` (e.g. `<Schedule>`).
     /// The application's `<RTMP>` provider element (default `<RTMP/>`).
     pub rtmp_provider: Option<String>,
@@ -142,6 +145,7 @@ impl Default for ServerOptions {
             webrtc_relay: false,
             webrtc_bind_extra: String::new(),
             providers_extra: String::new(),
+            server_extra: String::new(),
             rtmp_provider: None,
         }
     }
@@ -226,14 +230,21 @@ pub fn write_config_with_media(
             p => format!("<TLSPort>{p}</TLSPort>"),
         };
         let webrtc = if media.ice != 0 {
-            let host = opts.webrtc_host;
+            // Several hosts (comma-separated): one candidate each, on
+            // the same port; the relay on the first.
+            let host = opts.webrtc_host.split(',').next().unwrap_or("");
             let relay = match media.relay {
                 0 => String::new(),
                 p => format!("<TcpRelay>{host}:{p}</TcpRelay>"),
             };
+            let candidates: String = opts
+                .webrtc_host
+                .split(',')
+                .map(|h| format!("<IceCandidate>{h}:{}/udp</IceCandidate>", media.ice))
+                .collect();
             format!(
-                "<WebRTC><Signalling><Port>{}</Port></Signalling><IceCandidates><IceCandidate>{host}:{}/udp</IceCandidate>{relay}</IceCandidates>{}</WebRTC>",
-                media.llhls, media.ice, opts.webrtc_bind_extra
+                "<WebRTC><Signalling><Port>{}</Port></Signalling><IceCandidates>{candidates}{relay}</IceCandidates>{}</WebRTC>",
+                media.llhls, opts.webrtc_bind_extra
             )
         } else {
             String::new()
@@ -304,7 +315,7 @@ pub fn write_config_with_media(
         r#"<?xml version="1.0"?>
 <Server version="8">
   <Name>kiln-test</Name>
-  <IP>{bind_ip}</IP>
+  <IP>{bind_ip}</IP>{server_extra}
   <Bind><Managers><API><Port>{port}</Port>{tls_bind}</API></Managers>{providers}</Bind>
   <Managers>
     <Host><Names>{names}</Names>{tls_files}</Host>
@@ -346,6 +357,7 @@ pub fn write_config_with_media(
             None => String::new(),
         },
         bind_ip = opts.bind_ip,
+        server_extra = opts.server_extra,
         extra = opts.extra_vhosts,
         vhost_access = opts.vhost_access,
         providers_extra = opts.providers_extra,

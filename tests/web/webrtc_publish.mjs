@@ -139,6 +139,9 @@ try {
         const local = pair && pairs.get(pair.localCandidateId);
         out.localCandidateType = local ? local.candidateType : null;
         out.relayProtocol = local ? local.relayProtocol : null;
+        // kiln's address as this browser reached it (behind a NAT: the public one).
+        const remote = pair && pairs.get(pair.remoteCandidateId);
+        out.remoteCandidate = remote ? `${remote.address}:${remote.port}` : null;
       }
     });
     // The video stops: what the browser sent is final.
