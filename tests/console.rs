@@ -175,6 +175,17 @@ fn an_operator_logs_in_watches_a_stream_and_starts_a_push_in_a_real_browser() {
     assert!(p["frames"].as_u64().unwrap() > 10, "{seen}");
     assert!(p["status"].as_str().unwrap().contains("WebRTC"), "{seen}");
     assert_eq!(seen["previewHidden"], true);
+    // Issue 42, 6: the stream's sessions, one ended by its button.
+    let sessions = seen["sessions"].to_string();
+    assert!(
+        sessions.contains("\"publisher\"") && sessions.contains("\"webrtc-"),
+        "{seen}"
+    );
+    let after = seen["sessionsAfterEnd"].to_string();
+    assert!(
+        after.contains("\"publisher\"") && !after.contains("webrtc-"),
+        "{seen}"
+    );
     assert!(seen["pushRow"].as_str().unwrap().contains("pushing"));
     // The push made from the form is a real one: its state in the API.
     assert_eq!(s.push_task("from-form").unwrap()["state"], "pushing");

@@ -18,6 +18,7 @@ mod profiles;
 mod pulls;
 mod push;
 mod records;
+mod sessions;
 mod stats;
 pub use push::OwnIngest;
 mod vhosts;
@@ -125,6 +126,12 @@ pub enum Effect {
     /// `DELETE .../streams/{stream}`: its publisher or pull ends it.
     EndStream {
         stream: crate::state::streams::StreamId,
+    },
+    /// `DELETE .../sessions/{id}`: end a player (the endpoint's `conn`).
+    EndSession {
+        stream: crate::state::streams::StreamId,
+        endpoint: usize,
+        conn: u64,
     },
     /// A deleted pull that is not live: close its session.
     ClosePull { io: usize },
@@ -730,6 +737,8 @@ impl Api {
             (Route::Channel(k, vh, app, c), _) => self.delete_channel(*k, vh, app, c),
             (Route::Streams(vh, app), "GET") => self.list_streams(vh, app),
             (Route::Streams(vh, app), _) => self.create_stream(vh, app, &req.body),
+            (Route::Sessions(vh, app, s), _) => self.list_sessions(vh, app, s),
+            (Route::Session(vh, app, s, id), _) => self.end_session(vh, app, s, id),
             (Route::Stream(vh, app, s), "GET") => self.get_stream(vh, app, s),
             (Route::Stream(vh, app, s), _) => self.delete_stream(vh, app, s),
             (Route::StreamAction(vh, app, s, action), _) => match action {
@@ -804,6 +813,9 @@ enum Route {
     AppAction(String, String, AppAction),
     Streams(String, String),
     Stream(String, String, String),
+    /// `.../streams/{stream}/sessions` (kiln extension).
+    Sessions(String, String, String),
+    Session(String, String, String, String),
     /// `.../streams/{stream}:{action}`.
     StreamAction(String, String, String, StreamAction),
     Profiles(String, String),
@@ -852,6 +864,8 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}/outputProfiles/{profile}",
     "/v1/vhosts/{vhost}/apps/{app}/streams",
     "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}/sessions",
+    "/v1/vhosts/{vhost}/apps/{app}/streams/{stream}/sessions/{session}",
     "/v1/vhosts/{vhost}/apps/{app}/scheduledChannels",
     "/v1/vhosts/{vhost}/apps/{app}/scheduledChannels/{channel}",
     "/v1/vhosts/{vhost}/apps/{app}/multiplexChannels",
@@ -986,6 +1000,17 @@ impl Route {
                     None => Route::Stream(vh, app, s),
                 }
             }
+            ["vhosts", vh, "apps", app, "streams", s, "sessions"] => Route::Sessions(
+                percent_decode(vh)?,
+                percent_decode(app)?,
+                percent_decode(s)?,
+            ),
+            ["vhosts", vh, "apps", app, "streams", s, "sessions", id] => Route::Session(
+                percent_decode(vh)?,
+                percent_decode(app)?,
+                percent_decode(s)?,
+                percent_decode(id)?,
+            ),
             ["vhosts", name] => {
                 let name = percent_decode(name)?;
                 match name.rsplit_once(':') {
@@ -1020,6 +1045,8 @@ impl Route {
             Route::AppAction(..) | Route::StreamAction(..) => &["POST"],
             Route::Streams(..) => &["GET", "POST"],
             Route::Stream(..) => &["GET", "DELETE"],
+            Route::Sessions(..) => &["GET"],
+            Route::Session(..) => &["DELETE"],
             Route::Profiles(..) => &["GET", "POST"],
             Route::Profile(..) => &["GET", "PATCH", "DELETE"],
             Route::Channels(..) => &["GET", "POST"],

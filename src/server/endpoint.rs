@@ -127,6 +127,10 @@ pub(crate) trait Endpoint {
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
 
+    /// The sessions API ends this endpoint's player `conn` of `stream`
+    /// (an RTMP connection; one of an SRT port's sockets).
+    fn end_session(&mut self, _stream: StreamId, _conn: u64, _cx: &mut Cx<'_>) {}
+
     /// Another publisher took `stream` over from this endpoint: stop
     /// publishing it and close, without ending the stream.
     fn yield_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}

@@ -290,6 +290,16 @@ impl Server {
                     core.call(Token(owner as usize), now, |ep, cx| ep.end_stream(id, cx));
                 }
             }
+            if let Effect::EndSession {
+                stream,
+                endpoint,
+                conn,
+            } = effect
+            {
+                core.call(Token(endpoint), now, |ep, cx| {
+                    ep.end_session(stream, conn, cx)
+                });
+            }
             for f in &mut self.features {
                 f.on_effect(&effect, core, now);
             }

@@ -32,7 +32,7 @@ use crate::pull::on_demand;
 use crate::pull::table::PullAnswer;
 use crate::pull::PullKey;
 use crate::rtmp::server::{ServerConfig, ServerEvent, ServerSession};
-use crate::state::streams::{IngestOutput, PublishError, SourceType, StreamId};
+use crate::state::streams::{IngestOutput, PlayerSession, PublishError, SourceType, StreamId};
 use mio::net::TcpStream;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -66,8 +66,9 @@ pub(crate) struct RtmpIngest {
     /// A `publish` or `play` waiting for its admission: (the check, the
     /// stream name, whether it plays).
     pending: Option<(CheckId, String, bool)>,
-    /// The stream this connection plays.
+    /// The stream this connection plays, and its player session id.
     playing: Option<StreamId>,
+    player_session: u64,
     /// A `play` of a stream being pulled from its origin on demand.
     waiting_pull: Option<PullKey>,
     /// A player skips frames until the next video keyframe.
@@ -128,6 +129,7 @@ impl RtmpIngest {
             target: None,
             pending: None,
             playing: None,
+            player_session: 0,
             waiting_pull: None,
             skipping: false,
             admission: None,
@@ -258,6 +260,7 @@ impl RtmpIngest {
             .and_then(|id| cx.api.registry.streams.audience_mut(id))
         {
             a.bytes_out += written;
+            a.add_player_bytes(self.player_session, written);
         }
         if self.session.is_closed() {
             self.closed = true;
@@ -303,6 +306,10 @@ impl RtmpIngest {
             if let Some(a) = cx.api.registry.streams.audience_mut(id) {
                 a.rtmp = a.rtmp.saturating_sub(1);
             }
+            cx.api
+                .registry
+                .streams
+                .close_player(id, self.player_session);
         }
     }
 
@@ -621,6 +628,17 @@ impl RtmpIngest {
         if let Some(a) = cx.api.registry.streams.audience_mut(id) {
             a.rtmp += 1;
         }
+        self.player_session = cx.api.registry.streams.open_player(
+            id,
+            PlayerSession {
+                protocol: "rtmp",
+                remote: self.peer,
+                since_ms: Now::read(now).unix_ms,
+                bytes: 0,
+                endpoint: cx.token.0,
+                conn: 0,
+            },
+        );
         self.skipping = false;
         self.setup_deadline = None;
         self.last_input = now;
@@ -905,6 +923,14 @@ impl Endpoint for RtmpIngest {
 
     fn end_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
         if self.stream == Some(stream) {
+            self.abort(cx);
+        }
+    }
+
+    /// The sessions API ends this player.
+    fn end_session(&mut self, stream: StreamId, _conn: u64, cx: &mut Cx<'_>) {
+        if self.playing == Some(stream) {
+            crate::info!("rtmp {}: ended from the API; closing", self.peer);
             self.abort(cx);
         }
     }

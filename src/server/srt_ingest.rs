@@ -32,7 +32,9 @@ use crate::pull::on_demand;
 use crate::pull::table::PullAnswer;
 use crate::pull::PullKey;
 use crate::srt::{ConnectionId, Listener, ListenerConfig, ListenerEvent, RejectReason};
-use crate::state::streams::{Continue, IngestOutput, PublishError, SourceType, StreamId};
+use crate::state::streams::{
+    Continue, IngestOutput, PlayerSession, PublishError, SourceType, StreamId,
+};
 use crate::state::Registry;
 use crate::ts::{DemuxEvent, Demuxer, Muxer};
 use mio::net::UdpSocket;
@@ -54,6 +56,8 @@ const MAX_PULLING: usize = 1024;
 /// A caller playing a stream (request mode).
 struct Player {
     stream: StreamId,
+    /// Its session id in the stream's audience (the sessions API).
+    session: u64,
     muxer: Option<Muxer>,
     ts: Vec<u8>,
     skipping: bool,
@@ -624,6 +628,7 @@ impl SrtIngest {
         crate::info!("srt {peer}: playing [{vhost}/{app}/{name}] (SRT {conn})");
         let mut player = Player {
             stream: id,
+            session: 0,
             muxer: Muxer::new(stream.tracks()).ok(),
             ts: Vec::with_capacity(4 * PAYLOAD),
             skipping: false,
@@ -639,12 +644,25 @@ impl SrtIngest {
                 let _ = m.write_frame(f, &mut player.ts);
             }
         }
+        player.session = cx.api.registry.streams.open_player(
+            id,
+            PlayerSession {
+                protocol: "srt",
+                remote: peer,
+                since_ms: Now::read(now).unix_ms,
+                bytes: 0,
+                endpoint: cx.token.0,
+                conn: u64::from(conn.0),
+            },
+        );
+        let session = player.session;
         self.players.insert(conn, player);
         let sent = self.send_ts(conn, now);
         cx.players.add(id, cx.token.0);
         if let Some(a) = cx.api.registry.streams.audience_mut(id) {
             a.srt += 1;
             a.bytes_out += sent;
+            a.add_player_bytes(session, sent);
         }
     }
 
@@ -670,6 +688,7 @@ impl SrtIngest {
         };
         if let Some(a) = cx.api.registry.streams.audience_mut(p.stream) {
             a.srt = a.srt.saturating_sub(1);
+            a.players.remove(&p.session);
         }
         if let Some(a) = p.admission {
             cx.access.close(a, Now::read(cx.now));
@@ -871,6 +890,18 @@ impl Endpoint for SrtIngest {
         self.close(stream, cx);
     }
 
+    /// The sessions API ends player `conn` of `stream`.
+    fn end_session(&mut self, stream: StreamId, conn: u64, cx: &mut Cx<'_>) {
+        let Ok(id) = u32::try_from(conn).map(ConnectionId) else {
+            return;
+        };
+        if self.players.get(&id).is_some_and(|p| p.stream == stream) {
+            crate::info!("srt {id}: ended from the API; closing");
+            let _ = self.listener.close(id, cx.now);
+            self.end_player(id, cx);
+        }
+    }
+
     fn yield_stream(&mut self, stream: StreamId, cx: &mut Cx<'_>) {
         if let Some(conn) = self.connection_of(stream) {
             self.let_go(conn, cx);
@@ -915,12 +946,11 @@ impl Endpoint for SrtIngest {
                     }
                 }
                 let sent = self.send_ts(conn, now);
-                if let Some(a) = self
-                    .players
-                    .get(&conn)
-                    .and_then(|p| cx.api.registry.streams.audience_mut(p.stream))
-                {
+                if let Some((a, session)) = self.players.get(&conn).and_then(|p| {
+                    Some((cx.api.registry.streams.audience_mut(p.stream)?, p.session))
+                }) {
                     a.bytes_out += sent;
+                    a.add_player_bytes(session, sent);
                 }
             }
             let ended = self

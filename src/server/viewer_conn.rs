@@ -295,10 +295,13 @@ impl ViewerConn {
             Answer::Reply(r) => {
                 if let Some(m) = r.viewer {
                     if let Some(a) = cx.api.registry.streams.audience_mut(m.stream) {
-                        a.note_http(self.peer.ip(), m.hls, m.window, cx.now);
-                        if req.method != "HEAD" {
-                            a.bytes_out += r.len() as u64;
-                        }
+                        let bytes = if req.method == "HEAD" {
+                            0
+                        } else {
+                            r.len() as u64
+                        };
+                        a.note_http(self.peer.ip(), m.hls, m.window, bytes, cx.now);
+                        a.bytes_out += bytes;
                     }
                 }
                 self.queue(&req, &r);

@@ -178,11 +178,47 @@ pub struct Audience {
     pub srt: u64,
     /// Connected WebRTC viewers.
     pub webrtc: u64,
-    /// (address, HLS rather than LL-HLS) -> (last request, how long it
-    /// counts as a viewer).
-    http: HashMap<(std::net::IpAddr, bool), (std::time::Instant, std::time::Duration)>,
+    /// (address, HLS rather than LL-HLS) -> what it fetched.
+    http: HashMap<(std::net::IpAddr, bool), HttpViewer>,
     /// Bytes sent to viewers (players and HTTP answers).
     pub bytes_out: u64,
+    /// RTMP and SRT players, by session id (`GET .../sessions`).
+    pub players: HashMap<u64, PlayerSession>,
+}
+
+/// An LL-HLS or HLS viewer: an address that fetches a stream's playlists
+/// and media.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpViewer {
+    /// Its first request since it last went quiet, and its last.
+    pub first: std::time::Instant,
+    pub last: std::time::Instant,
+    /// How long after its last request it counts as a viewer.
+    pub window: std::time::Duration,
+    /// Bytes sent to it since `first`.
+    pub bytes: u64,
+}
+
+impl HttpViewer {
+    fn watching(&self, now: std::time::Instant) -> bool {
+        now.saturating_duration_since(self.last) <= self.window
+    }
+}
+
+/// A viewer with a connection of its own (an RTMP or SRT player): what
+/// the sessions API lists and can end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlayerSession {
+    /// `rtmp` or `srt`.
+    pub protocol: &'static str,
+    pub remote: std::net::SocketAddr,
+    pub since_ms: i64,
+    /// Bytes sent to it.
+    pub bytes: u64,
+    /// The endpoint (the loop's token) that serves it, and which of its
+    /// connections (SRT's socket id; 0 for an RTMP connection).
+    pub endpoint: usize,
+    pub conn: u64,
 }
 
 /// Most LL-HLS/HLS viewer addresses remembered per stream; past it, new
@@ -190,33 +226,71 @@ pub struct Audience {
 const MAX_HTTP_VIEWERS: usize = 65_536;
 
 impl Audience {
-    /// An LL-HLS (`hls` false) or HLS viewer at `ip` fetched something.
+    /// An LL-HLS (`hls` false) or HLS viewer at `ip` fetched something
+    /// (`bytes` sent to it).
     pub fn note_http(
         &mut self,
         ip: std::net::IpAddr,
         hls: bool,
         window: std::time::Duration,
+        bytes: u64,
         now: std::time::Instant,
     ) {
-        if let Some(e) = self.http.get_mut(&(ip, hls)) {
-            *e = (now, window);
+        if let Some(v) = self.http.get_mut(&(ip, hls)) {
+            if !v.watching(now) {
+                // Back after going quiet: a new session.
+                (v.first, v.bytes) = (now, 0);
+            }
+            (v.last, v.window) = (now, window);
+            v.bytes += bytes;
             return;
         }
         if self.http.len() >= MAX_HTTP_VIEWERS || self.http.len().is_power_of_two() {
             // Forget the viewers gone quiet (amortized: at each doubling).
-            self.http
-                .retain(|_, (at, w)| now.saturating_duration_since(*at) <= *w);
+            self.http.retain(|_, v| v.watching(now));
         }
         if self.http.len() < MAX_HTTP_VIEWERS {
-            self.http.insert((ip, hls), (now, window));
+            self.http.insert(
+                (ip, hls),
+                HttpViewer {
+                    first: now,
+                    last: now,
+                    window,
+                    bytes,
+                },
+            );
         }
+    }
+
+    /// A player's bytes (session `id`, when it is one).
+    pub fn add_player_bytes(&mut self, id: u64, bytes: u64) {
+        if let Some(p) = self.players.get_mut(&id) {
+            p.bytes += bytes;
+        }
+    }
+
+    /// LL-HLS (`hls` false) and HLS viewers now: (address, HLS?, last
+    /// request), as the sessions API lists them.
+    pub fn http_list(
+        &self,
+        now: std::time::Instant,
+    ) -> impl Iterator<Item = (std::net::IpAddr, bool, &HttpViewer)> + '_ {
+        self.http
+            .iter()
+            .filter(move |(_, v)| v.watching(now))
+            .map(|((ip, hls), v)| (*ip, *hls, v))
+    }
+
+    /// Forgets an LL-HLS or HLS viewer (the sessions API ended it).
+    pub fn forget_http(&mut self, ip: std::net::IpAddr, hls: bool) -> bool {
+        self.http.remove(&(ip, hls)).is_some()
     }
 
     /// (LL-HLS, HLS) viewers now.
     pub fn http_viewers(&self, now: std::time::Instant) -> (u64, u64) {
         let mut counts = (0, 0);
-        for ((_, hls), (at, window)) in &self.http {
-            if now.saturating_duration_since(*at) <= *window {
+        for ((_, hls), v) in &self.http {
+            if v.watching(now) {
                 if *hls {
                     counts.1 += 1;
                 } else {
@@ -268,9 +342,29 @@ pub enum PublishError {
 pub struct Streams {
     streams: StreamMap<LiveStream>,
     next_id: StreamId,
+    /// The last player session id given (ids are never reused).
+    last_session: u64,
 }
 
 impl Streams {
+    /// A player joins `stream`'s audience: its session id (0 when the
+    /// stream is gone).
+    pub fn open_player(&mut self, stream: StreamId, player: PlayerSession) -> u64 {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return 0;
+        };
+        self.last_session += 1;
+        s.audience.players.insert(self.last_session, player);
+        self.last_session
+    }
+
+    /// A player left (session `id` of `stream`).
+    pub fn close_player(&mut self, stream: StreamId, id: u64) {
+        if let Some(a) = self.audience_mut(stream) {
+            a.players.remove(&id);
+        }
+    }
+
     /// Starts a stream; refused when the name is live.
     pub fn start(
         &mut self,

@@ -237,6 +237,22 @@ struct Session {
     publish: Option<Box<Publish>>,
     /// In [`WebRtc::paused`]: its frames wait for room in the outbox.
     paused: bool,
+    /// When it was made, and the bytes of its datagrams both ways.
+    opened: Instant,
+    bytes: u64,
+}
+
+/// One session as the sessions API lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionView {
+    pub key: String,
+    pub publisher: bool,
+    pub connected: bool,
+    /// The peer's media address once ICE found it, else the address it
+    /// signalled from.
+    pub remote: Option<String>,
+    pub opened: Instant,
+    pub bytes: u64,
 }
 
 /// A publishing session's media path.
@@ -693,6 +709,8 @@ impl WebRtc {
             audio_seq: random_seq(),
             publish: None,
             paused: false,
+            opened: now,
+            bytes: 0,
         });
         self.by_key.insert(key, idx);
         self.by_ufrag.insert(ufrag, idx);
@@ -993,6 +1011,26 @@ impl WebRtc {
         Ok(())
     }
 
+    /// The sessions of `stream` (viewers and its publisher).
+    pub fn sessions_of(&self, stream: StreamId) -> Vec<SessionView> {
+        self.sessions
+            .iter()
+            .filter(|(_, s)| s.stream == stream)
+            .map(|(_, s)| SessionView {
+                key: s.key.clone(),
+                publisher: s.publish.is_some(),
+                connected: s.connected,
+                remote: s
+                    .addrs
+                    .first()
+                    .map(|(_, from)| from.to_string())
+                    .or_else(|| s.client.map(|c| c.to_string())),
+                opened: s.opened,
+                bytes: s.bytes,
+            })
+            .collect()
+    }
+
     /// Does this key name a session of `stream`?
     pub fn session_stream(&self, key: &str) -> Option<StreamId> {
         self.by_key.get(key).map(|&i| self.sessions[i].stream)
@@ -1104,6 +1142,7 @@ impl WebRtc {
         if !s.rtc.accepts(&input) {
             return;
         }
+        s.bytes += data.len() as u64;
         if let Err(e) = s.rtc.handle_input(input) {
             self.end(idx, EndReason::Failed(e.to_string()));
             return;
@@ -1224,6 +1263,7 @@ impl WebRtc {
                 }
                 Output::Transmit(t) => {
                     idle = false;
+                    s.bytes += t.contents.len() as u64;
                     if let Some(&conn) = self.relays.get(&t.destination) {
                         let q = self.relay_out.entry(conn).or_default();
                         if q.len() >= MAX_OUTBOX {

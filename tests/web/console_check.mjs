@@ -21,6 +21,18 @@ const browser = await puppeteer.launch({
     "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
 const wait = { timeout: 20000 };
+// The console redraws its tables on each poll: a button found just before
+// a redraw is gone when clicked; find it again.
+async function clickLive(page, selector) {
+  for (let i = 0; ; i++) {
+    try {
+      return await page.click(selector);
+    } catch (e) {
+      if (i >= 20 || !String(e).includes("detached")) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
 try {
   const page = await browser.newPage();
   const errors = [];
@@ -67,7 +79,7 @@ try {
   // The live preview plays over WebRTC: a frame is decoded and time runs.
   // Clicked from far down the page, it comes into view with the focus.
   await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
-  await page.click('tr[data-stream="cam"] button.preview');
+  await clickLive(page, 'tr[data-stream="cam"] button.preview');
   await page.waitForFunction(() => !document.getElementById("preview").hidden, wait);
   await new Promise((r) => setTimeout(r, 300));
   seen.previewInView = await page.evaluate(() => {
@@ -84,6 +96,15 @@ try {
     return { width: v.videoWidth, height: v.videoHeight, currentTime: v.currentTime,
       frames: v.getVideoPlaybackQuality().totalVideoFrames, status: document.getElementById("preview-status").textContent };
   });
+
+  // The stream's sessions: the publisher and the preview's own WebRTC
+  // session, which its End button ends.
+  await clickLive(page, 'tr[data-stream="cam"] button.sessions-toggle');
+  await page.waitForSelector('tr.sessions tr.session[data-session^="webrtc-"]', wait);
+  seen.sessions = await page.$$eval("tr.sessions tr.session", (rows) => rows.map((r) => r.dataset.session));
+  await clickLive(page, 'tr.sessions tr.session[data-session^="webrtc-"] button');
+  await page.waitForFunction(() => !document.querySelector('tr.sessions tr.session[data-session^="webrtc-"]'), wait);
+  seen.sessionsAfterEnd = await page.$$eval("tr.sessions tr.session", (rows) => rows.map((r) => r.dataset.session));
 
   // A push started from the form reaches `pushing`, and its strip shows it.
   const form = 'section[data-app="app"] form.push';

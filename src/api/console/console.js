@@ -29,6 +29,7 @@ const state = {
   apps: new Map(), // "vh/app" -> the app's section and its parts
   details: new Map(), // "vh/app/stream" -> the stream's last details
   dumps: new Map(), // "vh/app" -> [dumps]
+  sessionsOpen: new Set(), // "vh/app/stream" whose sessions are shown
   busy: false,
 };
 
@@ -342,9 +343,20 @@ function errorCell(item) {
 
 /// Replaces what a box shows, unless the keyboard is in it (a focused
 /// button would be lost); it is brought up to date once the focus leaves.
+/// Replaces what a box shows, unless the operator is typing in it (a
+/// form field has the focus); a focused button with a `data-focus-key`
+/// is found again in the new content and keeps the focus.
 function show(box, content) {
-  if (box.contains(document.activeElement)) return;
+  const active = document.activeElement;
+  if (!box.contains(active)) {
+    box.replaceChildren(content);
+    return;
+  }
+  if (["INPUT", "SELECT", "TEXTAREA"].includes(active.tagName)) return;
+  const key = active.dataset && active.dataset.focusKey;
   box.replaceChildren(content);
+  const again = key && box.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+  if (again) again.focus();
 }
 
 function table(cls, heads, rows, empty) {
@@ -374,8 +386,11 @@ async function renderApp(vh, app, slow) {
     const video = (s.input.tracks || []).find((t) => t.video);
     const inRate = sample("in:" + k, Number(st.lastThroughputIn || 0));
     const fps = sample("fps:" + k, video ? Number(video.video.framerate || 0) : null);
+    const open = state.sessionsOpen.has(k);
     rows.push(el("tr", { class: "stream", "data-stream": name },
-      el("td", {}, name, " ", el("button", { type: "button", class: "preview", onclick: () => preview(vh, app, name) }, "Preview")),
+      el("td", {}, name, " ", el("button", { type: "button", class: "preview", onclick: () => preview(vh, app, name) }, "Preview"),
+        " ", el("button", { type: "button", class: "sessions-toggle", "aria-expanded": String(open), "data-focus-key": "sessions:" + k,
+          onclick: () => { open ? state.sessionsOpen.delete(k) : state.sessionsOpen.add(k); poll(); } }, "Sessions")),
       el("td", {}, s.input.sourceType),
       el("td", { class: "tracks" }, (s.input.tracks || []).filter((t) => t.type !== "Data").map(trackText).join("; ")),
       el("td", { class: "bitrate" }, lineGraph([{ values: inRate, color: "#1f77b4" }],
@@ -383,6 +398,7 @@ async function renderApp(vh, app, slow) {
       el("td", { class: "fps" }, lineGraph([{ values: fps, color: "#2ca02c" }],
         { label: `frame rate of ${name}, last 5 minutes`, format: (v) => v.toFixed(0) + " fps", min: 1, width: 120 }),
         " ", video ? `${Number(video.video.framerate || 0).toFixed(1)} fps` : "")));
+    if (open) rows.push(await sessionsRow(base, name));
   }
   show(a.streams, table("streams", ["Stream", "Source", "Tracks", "Input bit rate (5 min)", "Frame rate"], rows, "No live streams."));
 
@@ -391,6 +407,29 @@ async function renderApp(vh, app, slow) {
   if (a.has.dumps) await renderDumps(a, vh, app, names, slow);
   await renderPulls(a, vh, app);
   return a.section;
+}
+
+/// A stream's sessions (publisher and viewers), each with an End button
+/// (LL-HLS and HLS viewers have no connection to end).
+async function sessionsRow(base, name) {
+  const path = `${base}/streams/${enc(name)}/sessions`;
+  const list = (await api("GET", path)).response || [];
+  const rows = list.map((x) => el("tr", { class: "session", "data-session": x.id },
+    el("td", {}, x.role), el("td", {}, x.protocol), el("td", {}, x.remoteAddress || ""),
+    el("td", {}, (x.since || "").replace("T", " ").slice(0, 19)), el("td", {}, bytesText(x.bytes)),
+    el("td", {}, x.protocol === "llhls" || x.protocol === "hls" ? "" :
+      el("button", { type: "button", onclick: async () => {
+        if (await act("DELETE", `${path}/${enc(x.id)}`)) forgetPreviewSession(x.id);
+      } }, "End"))));
+  return el("tr", { class: "sessions" }, el("td", { colspan: "5" },
+    table("sessions", ["Role", "Protocol", "Address", "Since", "Bytes", ""], rows, "No sessions.")));
+}
+
+function bytesText(n) {
+  const units = ["B", "kB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) { n /= 1000; i++; }
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
 }
 
 async function renderPushes(a, vh, app) {
@@ -575,6 +614,15 @@ setInterval(() => {
 // else the browser's native HLS where it has one ------------------------------
 
 const previewState = { pc: null, location: null, base: null };
+
+/// The preview's own WebRTC session was ended from the sessions list:
+/// closing the preview has nothing left to delete.
+function forgetPreviewSession(id) {
+  const key = id.startsWith("webrtc-") ? id.slice("webrtc-".length) : null;
+  if (key && previewState.location && previewState.location.includes(`/${key}?`)) {
+    previewState.location = null;
+  }
+}
 
 async function closePreview() {
   const p = previewState;

@@ -1,0 +1,179 @@
+//! A stream's sessions (kiln extension; OME's users ask for it in its
+//! #401): `GET .../streams/{stream}/sessions` lists who publishes and who
+//! watches — the publisher, RTMP and SRT players, WebRTC sessions, LL-HLS
+//! and HLS viewers — and `DELETE .../sessions/{id}` ends one.
+//!
+//! Ids name the kind: `publisher`, `rtmp-N` and `srt-N` (players; N is
+//! never reused), `webrtc-KEY`, `llhls-ADDRESS` and `hls-ADDRESS`. An
+//! LL-HLS or HLS viewer has no connection of its own to end (each request
+//! stands alone): DELETE refuses it and says how to keep one out.
+
+use super::envelope::{self, ApiError};
+use super::{Api, Effect, Response};
+use crate::clock;
+use serde::Serialize;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionInfo {
+    id: String,
+    /// `rtmp`, `srt`, `webrtc`, `llhls`, `hls`; for the publisher its
+    /// source type as stream info names it.
+    protocol: String,
+    /// `publisher` or `viewer`.
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote_address: Option<String>,
+    since: String,
+    /// Bytes in (the publisher) or out (a viewer), or both ways (WebRTC).
+    bytes: u64,
+    /// WebRTC: ICE and DTLS are done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connected: Option<bool>,
+}
+
+/// Where a session id points.
+enum Target {
+    Publisher,
+    Player(u64),
+    WebRtc(String),
+    Http(std::net::IpAddr, bool),
+}
+
+fn parse_id(id: &str) -> Option<Target> {
+    if id == "publisher" {
+        return Some(Target::Publisher);
+    }
+    let (kind, rest) = id.split_once('-')?;
+    match kind {
+        "rtmp" | "srt" => rest.parse().ok().map(Target::Player),
+        "webrtc" => Some(Target::WebRtc(rest.to_string())),
+        "llhls" | "hls" => rest.parse().ok().map(|ip| Target::Http(ip, kind == "hls")),
+        _ => None,
+    }
+}
+
+impl Api {
+    pub(super) fn list_sessions(
+        &self,
+        vhost: &str,
+        app: &str,
+        stream: &str,
+    ) -> Result<Response, ApiError> {
+        let (_, live) = self.live_stream(vhost, app, stream)?;
+        let now = self.now;
+        let time = |ms: i64| clock::format_iso8601(ms, self.utc_offset);
+        // An instant of this loop turn as wall-clock time.
+        let wall = |at: std::time::Instant| {
+            now.unix_ms - now.instant.saturating_duration_since(at).as_millis() as i64
+        };
+        let mut list = vec![SessionInfo {
+            id: "publisher".into(),
+            protocol: live.source.api_name().to_string(),
+            role: "publisher",
+            remote_address: live.source_url.clone(),
+            since: time(live.created_ms),
+            bytes: live.bytes_in,
+            connected: None,
+        }];
+        let mut players: Vec<_> = live.audience.players.iter().collect();
+        players.sort_by_key(|(id, _)| **id);
+        for (id, p) in players {
+            list.push(SessionInfo {
+                id: format!("{}-{id}", p.protocol),
+                protocol: p.protocol.to_string(),
+                role: "viewer",
+                remote_address: Some(p.remote.to_string()),
+                since: time(p.since_ms),
+                bytes: p.bytes,
+                connected: None,
+            });
+        }
+        #[cfg(feature = "webrtc")]
+        for s in self.webrtc.sessions_of(live.id) {
+            if s.publisher {
+                // The stream's publisher, listed above.
+                continue;
+            }
+            list.push(SessionInfo {
+                id: format!("webrtc-{}", s.key),
+                protocol: "webrtc".into(),
+                role: "viewer",
+                remote_address: s.remote,
+                since: time(wall(s.opened)),
+                bytes: s.bytes,
+                connected: Some(s.connected),
+            });
+        }
+        let mut http: Vec<_> = live.audience.http_list(now.instant).collect();
+        http.sort_by_key(|(ip, hls, v)| (v.first, *hls, *ip));
+        for (ip, hls, v) in http {
+            let kind = if hls { "hls" } else { "llhls" };
+            list.push(SessionInfo {
+                id: format!("{kind}-{ip}"),
+                protocol: kind.into(),
+                role: "viewer",
+                remote_address: Some(ip.to_string()),
+                since: time(wall(v.first)),
+                bytes: v.bytes,
+                connected: None,
+            });
+        }
+        Ok(envelope::ok(list))
+    }
+
+    pub(super) fn end_session(
+        &mut self,
+        vhost: &str,
+        app: &str,
+        stream: &str,
+        id: &str,
+    ) -> Result<Response, ApiError> {
+        let (_, live) = self.live_stream(vhost, app, stream)?;
+        let (stream_id, path) = (live.id, format!("{vhost}/{app}/{}", live.name));
+        let not_found = || ApiError::Http {
+            status: 404,
+            text: format!("Could not find the session: [{path}/{id}]"),
+        };
+        match parse_id(id).ok_or_else(not_found)? {
+            Target::Publisher => {
+                self.effects.push(Effect::EndStream { stream: stream_id });
+            }
+            Target::Player(n) => {
+                let p = live.audience.players.get(&n).ok_or_else(not_found)?;
+                if !id.starts_with(p.protocol) {
+                    return Err(not_found());
+                }
+                self.effects.push(Effect::EndSession {
+                    stream: stream_id,
+                    endpoint: p.endpoint,
+                    conn: p.conn,
+                });
+            }
+            #[cfg(feature = "webrtc")]
+            Target::WebRtc(key) => {
+                if self.webrtc.session_stream(&key) != Some(stream_id) {
+                    return Err(not_found());
+                }
+                let _ = self.webrtc.stop(&key);
+            }
+            #[cfg(not(feature = "webrtc"))]
+            Target::WebRtc(_) => return Err(not_found()),
+            Target::Http(ip, hls) => {
+                if !live
+                    .audience
+                    .http_list(self.now.instant)
+                    .any(|(a, h, _)| a == ip && h == hls)
+                {
+                    return Err(not_found());
+                }
+                return Err(ApiError::bad_request(format!(
+                    "[{path}/{id}] is an {} viewer: it fetches each playlist and segment on its own, so there is no connection to end; keep it out with <SignedPolicy> or <AdmissionWebhooks>",
+                    if hls { "HLS" } else { "LL-HLS" }
+                )));
+            }
+        }
+        crate::info!("session [{path}/{id}] ended through the API");
+        Ok(envelope::ok_empty())
+    }
+}

@@ -1,0 +1,199 @@
+//! Ending one session from the API (issue 42, part 6; OME #401): a
+//! stream's publisher and its viewers of every protocol are listed by
+//! `GET .../streams/{s}/sessions` with their address, start and bytes, and
+//! `DELETE .../sessions/{id}` ends a player (ffmpeg over RTMP, ffmpeg over
+//! SRT), a WebRTC session or the publisher; LL-HLS viewers are listed and
+//! refused with the reason.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+use common::*;
+use media::*;
+use serde_json::Value;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const OFFER: &str = include_str!("fixtures/chromium-whep-offer.sdp");
+const BASE: &str = "/v1/vhosts/default/apps/app/streams/cam/sessions";
+
+fn player(url: &str) -> Child {
+    Command::new("timeout")
+        .args([
+            "60",
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-i",
+            url,
+        ])
+        .args(["-c", "copy", "-f", "null", "-"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
+fn sessions(s: &Server) -> Vec<Value> {
+    let r = s.request("GET", BASE, None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["response"].as_array().cloned().unwrap_or_default()
+}
+
+fn find<'a>(list: &'a [Value], protocol: &str) -> Option<&'a Value> {
+    list.iter().find(|x| x["protocol"] == protocol)
+}
+
+/// Waits (30 s at most) for a child to exit; whether it did.
+fn exits(child: &mut Child) -> bool {
+    wait_until(Duration::from_secs(30), || child.try_wait().ok().flatten()).is_some()
+}
+
+#[test]
+fn every_session_of_a_stream_is_listed_and_one_can_be_ended() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    let s = Server::start_with(
+        "sessions",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let mut rtmp = player(&format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
+    let mut srt = player(&format!(
+        "srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request",
+        s.media.srt
+    ));
+    // An LL-HLS viewer (its playlist) and a WebRTC session (signalled, not
+    // connected: no browser).
+    let llhls = format!("http://127.0.0.1:{}/app/cam/llhls.m3u8", s.media.llhls);
+    let (status, _, _) = curl(&["-o", "/dev/null"], &llhls);
+    assert_eq!(status, 200);
+    let (status, _, _) = curl(
+        &[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/sdp",
+            "--data-binary",
+            OFFER,
+            "-o",
+            "/dev/null",
+        ],
+        &format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls),
+    );
+    assert_eq!(status, 201);
+    let list = wait_until(Duration::from_secs(20), || {
+        let list = sessions(&s);
+        let playing = ["rtmp", "srt"]
+            .iter()
+            .all(|p| find(&list, p).is_some_and(|x| x["bytes"].as_u64().unwrap_or(0) > 10_000));
+        playing.then_some(list)
+    })
+    .unwrap_or_else(|| panic!("players not listed: {:#?}", sessions(&s)));
+    println!("{}", serde_json::to_string_pretty(&list).unwrap());
+    let publisher = &list[0];
+    assert_eq!(publisher["id"], "publisher");
+    assert_eq!(publisher["role"], "publisher");
+    assert_eq!(publisher["protocol"], "Rtmp");
+    assert!(
+        publisher["remoteAddress"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1"),
+        "{publisher}"
+    );
+    assert!(publisher["bytes"].as_u64().unwrap() > 10_000);
+    for p in ["rtmp", "srt", "webrtc", "llhls"] {
+        let x = find(&list, p).unwrap_or_else(|| panic!("no {p} session: {list:#?}"));
+        assert_eq!(x["role"], "viewer", "{x}");
+        assert!(
+            x["id"].as_str().unwrap().starts_with(&format!("{p}-")),
+            "{x}"
+        );
+        assert!(x["since"].as_str().unwrap().contains('T'), "{x}");
+        if p != "webrtc" {
+            assert!(
+                x["remoteAddress"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("127.0.0.1"),
+                "{x}"
+            );
+        }
+    }
+    assert_eq!(find(&list, "webrtc").unwrap()["connected"], false);
+    assert!(find(&list, "llhls").unwrap()["bytes"].as_u64().unwrap() > 0);
+    let id = |p: &str| find(&list, p).unwrap()["id"].as_str().unwrap().to_string();
+
+    // The RTMP player is ended: ffmpeg sees its connection close.
+    let r = s.request("DELETE", &format!("{BASE}/{}", id("rtmp")), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(exits(&mut rtmp), "the RTMP player still plays");
+    assert!(find(&sessions(&s), "rtmp").is_none());
+    // The SRT player, the WebRTC session.
+    let r = s.request("DELETE", &format!("{BASE}/{}", id("srt")), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(exits(&mut srt), "the SRT player still plays");
+    let r = s.request("DELETE", &format!("{BASE}/{}", id("webrtc")), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let left = sessions(&s);
+    assert!(
+        find(&left, "srt").is_none() && find(&left, "webrtc").is_none(),
+        "{left:#?}"
+    );
+    let r = s.request("GET", "/v1/webrtc", None);
+    assert_eq!(r.json()["response"]["sessions"], 0, "{}", r.body);
+    // An LL-HLS viewer has no connection to end: refused with why.
+    let r = s.request("DELETE", &format!("{BASE}/{}", id("llhls")), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("no connection to end"), "{}", r.body);
+    // Unknown ids, a stream that is not live; GET only on the list.
+    for bad in [
+        "rtmp-999999",
+        "srt-x",
+        "nothing",
+        "webrtc-nosuchkey",
+        "llhls-10.9.9.9",
+    ] {
+        let r = s.request("DELETE", &format!("{BASE}/{bad}"), None);
+        assert_eq!(r.status, 404, "{bad}: {}", r.body);
+    }
+    let r = s.request(
+        "GET",
+        "/v1/vhosts/default/apps/app/streams/nope/sessions",
+        None,
+    );
+    assert_eq!(r.status, 404);
+    let r = s.request("POST", BASE, Some("{}"));
+    assert_eq!(r.status, 405);
+    // The publisher: its stream ends, ffmpeg's connection closes.
+    let r = s.request("DELETE", &format!("{BASE}/publisher"), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(exits(&mut src), "the publisher still publishes");
+    let gone = wait_until(Duration::from_secs(10), || {
+        (s.request("GET", BASE, None).status == 404).then_some(())
+    });
+    assert!(gone.is_some(), "the stream outlived its publisher");
+    let log = s.log_text();
+    assert!(
+        log.contains("session [default/app/cam/publisher] ended through the API"),
+        "{log}"
+    );
+    assert!(
+        log.contains("rtmp 127.0.0.1:") && log.contains("ended from the API"),
+        "{log}"
+    );
+}
