@@ -1,6 +1,6 @@
-// Plays a kiln stream over WebRTC in the system's headless Chromium
-// (puppeteer-core), with the browser's own RTCPeerConnection, for
-// tests/webrtc.rs:
+// Plays a kiln stream over WebRTC in the system's headless Chromium (or
+// Firefox: BROWSER=firefox, see browser.mjs), with the browser's own
+// RTCPeerConnection, for tests/webrtc.rs and tests/firefox.rs:
 //
 //   node webrtc_check.mjs whep  URL SECONDS   (WHEP: POST the offer to URL)
 //   node webrtc_check.mjs ome   URL SECONDS   (OME's WebSocket signalling at URL)
@@ -11,21 +11,14 @@
 // and audio (samples received, codec), plus the WHEP answer's status and
 // the signalling messages seen. Every wait is bounded; a failure prints
 // {"error": ...} and exits 1.
-import puppeteer from "puppeteer-core";
+import { launchBrowser } from "./browser.mjs";
 
 const [mode, url, secondsArg, playerJs] = process.argv.slice(2);
 // RELAY=turn:host:port?transport=tcp: the page may only use that relay
 // (iceTransportPolicy "relay"), as a viewer without UDP would.
 const relay = process.env.RELAY || "";
 const seconds = Number(secondsArg || 20);
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM || "chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--autoplay-policy=no-user-gesture-required",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    // Loopback candidates are kiln's in the tests: let Chromium use them.
-    "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"],
-});
+const browser = await launchBrowser();
 try {
   const page = await browser.newPage();
   const errors = [];
@@ -62,6 +55,10 @@ try {
       pc.addTransceiver("audio", { direction: "recvonly" });
       const offer = await pc.createOffer();
       await pc.setLocalDescription(offer);
+      // The video codecs this browser offered (Firefox offers H.264 only
+      // with Cisco's OpenH264 plugin).
+      out.offeredVideo = [...new Set(offer.sdp.split(/\r?\n/).filter((l) => l.startsWith("a=rtpmap:"))
+        .map((l) => l.split(" ")[1].split("/")[0]).filter((c) => ["H264", "VP8", "VP9", "AV1", "H265"].includes(c)))];
       const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/sdp" }, body: offer.sdp });
       out.status = r.status;
       out.location = r.headers.get("Location");

@@ -1,5 +1,6 @@
-// Publishes to kiln over WebRTC from the system's headless Chromium
-// (puppeteer-core) with a fake camera and microphone, for tests/webrtc.rs:
+// Publishes to kiln over WebRTC from the system's headless Chromium (or
+// Firefox: BROWSER=firefox, see browser.mjs) with a fake camera and
+// microphone, for tests/webrtc.rs and tests/firefox.rs:
 //
 //   node webrtc_publish.mjs whip URL SECONDS [WHEP_URL]   (WHIP: POST the offer to URL)
 //   node webrtc_publish.mjs ome  URL SECONDS [WHEP_URL]   (OME's WebSocket, direction=send)
@@ -14,7 +15,7 @@
 // audio stats (frames encoded and sent, packets, codec), the signalling
 // seen, the viewer's stats. Every wait is bounded; a failure prints
 // {"error": ...} and exits 1.
-import puppeteer from "puppeteer-core";
+import { launchBrowser } from "./browser.mjs";
 
 const [mode, url, secondsArg, whepUrl, liveKitJs] = process.argv.slice(2);
 const videoCodec = process.env.VIDEO_CODEC || "H264";
@@ -27,15 +28,7 @@ const seconds = Number(secondsArg || 20);
 // context: an address other than loopback (a test's network namespace)
 // is declared one.
 const origin = new URL(url.replace(/^ws/, "http")).origin.replace("127.0.0.1", "localhost");
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM || "chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--autoplay-policy=no-user-gesture-required",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
-    "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
-    "--unsafely-treat-insecure-origin-as-secure=" + origin],
-});
+const browser = await launchBrowser({ origin });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 try {
   const page = await browser.newPage();
