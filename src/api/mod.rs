@@ -13,6 +13,7 @@ mod console;
 mod dumps;
 pub mod envelope;
 mod events;
+mod history;
 mod ome_shape;
 mod profiles;
 mod pulls;
@@ -78,6 +79,8 @@ pub struct Api {
     peaks: std::collections::HashMap<(String, String, String), crate::metrics::Peak>,
     /// When the peaks were last counted.
     peaks_noted: Option<Instant>,
+    /// The last five minutes of the console's figures.
+    history: crate::metrics::history::History,
     /// The time of the request being answered (given to `handle`).
     now: crate::clock::Now,
     /// The pull the request just answered waits for ([`Api::take_parked`]).
@@ -369,6 +372,7 @@ impl Api {
             started_ms: crate::clock::unix_millis_now(),
             peaks: Default::default(),
             peaks_noted: None,
+            history: Default::default(),
             now: crate::clock::Now::read(Instant::now()),
             parked: None,
         }
@@ -690,6 +694,7 @@ impl Api {
             (Route::Profile(vh, app, p), "GET") => self.get_profile(vh, app, p),
             (Route::Profile(vh, app, p), "PATCH") => self.patch_profile(vh, app, p, &req.body),
             (Route::Profile(vh, app, p), _) => self.delete_profile(vh, app, p),
+            (Route::History, _) => Ok(self.history_view()),
             (Route::Stats(vh, app, s), _) => self.stats(
                 vh.as_deref(),
                 app.as_deref(),
@@ -803,6 +808,8 @@ enum Route {
     Logs,
     /// `/v1/webrtc`: where WebRTC viewers connect (kiln extension).
     WebRtc,
+    /// `/v1/stats/history`: the console's last five minutes (kiln extension).
+    History,
     Vhosts,
     ReloadAllCertificates,
     Vhost(String),
@@ -885,6 +892,7 @@ pub const ROUTE_TEMPLATES: &[&str] = &[
     "/v1/vhosts/{vhost}/apps/{app}:records",
     "/v1/vhosts/{vhost}/apps/{app}:pulls",
     "/v1/stats/current",
+    "/v1/stats/history",
     "/v1/stats/current/vhosts/{vhost}",
     "/v1/stats/current/vhosts/{vhost}/apps/{app}",
     "/v1/stats/current/vhosts/{vhost}/apps/{app}/streams/{stream}",
@@ -915,6 +923,7 @@ impl Route {
             ["logs"] => Route::Logs,
             ["webrtc"] => Route::WebRtc,
             ["stats", "current"] => Route::Stats(None, None, None),
+            ["stats", "history"] => Route::History,
             ["stats", "current", "vhosts", vh] => {
                 Route::Stats(Some(percent_decode(vh)?), None, None)
             }
@@ -1031,6 +1040,7 @@ impl Route {
             | Route::Logs
             | Route::WebRtc
             | Route::Stats(..)
+            | Route::History
             | Route::Metrics
             | Route::OpenApi => &["GET"],
             Route::Vhosts => &["GET", "POST"],

@@ -285,6 +285,8 @@ paths = {
     "/v1/vhosts/{vhost}/apps/{app}:records": {"parameters": P("vhost", "app"),
         "post": op("Records, creation order (a body {id} selects one); [] for an application without FILE", {"200": json_response("OK", envelope(S("array", items=ref("Record")))), **errs("400", "401", "404")}),
         "get": op("The same (OME keeps this deprecated form)", {"200": json_response("OK", envelope(S("array", items=ref("Record")))), **errs("400", "401", "404")})},
+    "/v1/stats/history": {"get": op("The last five minutes of what the console graphs, one sample every intervalMs (kiln extension): series in:VH/APP/STREAM (input bits per second), fps:VH/APP/STREAM, push:/record:/pull:VH/APP/ID (states), viewers:PROTOCOL; oldest first, null where not sampled",
+        {"200": json_response("OK", envelope(obj({"intervalMs": INT, "series": S("object", additionalProperties=S("array", items={"oneOf": [S("number"), STR, S("null")]}))}, ["intervalMs", "series"]))), **errs("401")})},
     "/v1/stats/current": {"get": op("Statistics of the server", {"200": json_response("OK", envelope(ref("Metrics"))), **errs("401")})},
     "/v1/stats/current/vhosts/{vhost}": {"parameters": P("vhost"), "get": op("Statistics of a virtual host", {"200": json_response("OK", envelope(ref("Metrics"))), **errs("401", "404")})},
     "/v1/stats/current/vhosts/{vhost}/apps/{app}": {"parameters": P("vhost", "app"), "get": op("Statistics of an application", {"200": json_response("OK", envelope(ref("Metrics"))), **errs("401", "404")})},

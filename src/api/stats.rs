@@ -114,6 +114,11 @@ impl Api {
         t
     }
 
+    /// The server's connections now, as `/v1/stats/current` counts them.
+    pub(super) fn connections_now(&self, now: Instant) -> crate::metrics::Connections {
+        self.server_totals(now).connections
+    }
+
     fn server_totals(&self, now: Instant) -> Totals {
         let mut t = Totals {
             created_ms: self.started_ms,

@@ -3,6 +3,8 @@
 //! registry at request time: the only state kept for it is a rate meter
 //! per stream (bytes in) and per push task (bytes out), fed by the loop.
 
+pub(crate) mod history;
+
 use crate::rate::RateMeter;
 use crate::state::streams::LiveStream;
 use serde::Serialize;

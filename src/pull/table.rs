@@ -153,6 +153,10 @@ impl PullTable {
         self.tasks.get(key)
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = &PullTask> {
+        self.tasks.values()
+    }
+
     /// The pulls of an application (on-demand ones too), by name.
     pub fn of_app(&self, vhost: &str, app: &str) -> Vec<&PullTask> {
         let mut v: Vec<&PullTask> = (self.tasks.values())

@@ -263,6 +263,10 @@ pub struct RecordTable {
 }
 
 impl RecordTable {
+    pub fn iter(&self) -> impl Iterator<Item = &RecordTask> {
+        self.tasks.values()
+    }
+
     pub fn get(&self, key: &TaskKey) -> Option<&RecordTask> {
         self.tasks.get(key)
     }

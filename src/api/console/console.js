@@ -30,6 +30,7 @@ const state = {
   details: new Map(), // "vh/app/stream" -> the stream's last details
   dumps: new Map(), // "vh/app" -> [dumps]
   sessionsOpen: new Set(), // "vh/app/stream" whose sessions are shown
+  historyLoaded: false, // the server's five minutes were read
   busy: false,
 };
 
@@ -124,6 +125,24 @@ function sample(key, value) {
   if (h.length > HISTORY) h.splice(0, h.length - HISTORY);
   h.seen = state.tick;
   return h;
+}
+
+/// The server's last five minutes (GET /v1/stats/history), once, so the
+/// graphs are full when the page opens: each of its samples stands for
+/// its interval's polls. A series this page already has is left as it is.
+async function loadHistory() {
+  if (state.historyLoaded) return;
+  state.historyLoaded = true;
+  const h = (await api("GET", "/v1/stats/history")).response;
+  if (!h) return;
+  const per = Math.max(1, Math.round(h.intervalMs / POLL_MS));
+  for (const [key, values] of Object.entries(h.series || {})) {
+    if (state.history.has(key)) continue;
+    const expanded = values.flatMap((v) => Array(per).fill(v));
+    const series = expanded.slice(-HISTORY);
+    series.seen = state.tick;
+    state.history.set(key, series);
+  }
 }
 
 /// Series not sampled for a minute go (a deleted stream or task).
@@ -543,6 +562,7 @@ async function poll() {
   try {
     const v = (await api("GET", "/v1/version")).response;
     $("version").textContent = `${v.name} ${v.version}`;
+    await loadHistory();
     await renderViewers();
     // Sections are kept and updated in place, never rebuilt.
     const hostsSeen = new Set();

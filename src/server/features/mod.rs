@@ -5,6 +5,7 @@
 
 mod access;
 mod channels;
+mod history;
 mod hls;
 mod origin_map;
 mod players;
@@ -29,5 +30,6 @@ pub(crate) fn all() -> Vec<Box<dyn Feature>> {
         Box::new(origin_map::OriginMaps),
         Box::new(pull::Pull),
         Box::new(channels::Channels::default()),
+        Box::new(history::History::default()),
     ]
 }
