@@ -7,9 +7,12 @@
 mod common;
 #[path = "common/media.rs"]
 mod media;
+#[path = "common/webrtc_pages.rs"]
+#[allow(dead_code)] // its publisher page is not used here
+mod webrtc_pages;
 use common::*;
 use media::*;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn signal(child: &Child, sig: &str) {
@@ -90,6 +93,102 @@ fn a_reconnecting_publisher_takes_its_name_back_and_hlsjs_plays_on() {
     let played =
         r["end"]["media"].as_f64().unwrap_or(0.0) - r["start"]["media"].as_f64().unwrap_or(0.0);
     assert!(played > 12.0, "played {played} s: {r}");
+}
+
+/// An RTMP player and an SRT player (ffmpeg, copying to files) and a WHEP
+/// viewer (Chromium) watch through the same takeover: none is dropped,
+/// the players' files hold frames from before the stop and after the
+/// takeover with timestamps going forward, and the browser decodes on.
+#[test]
+fn rtmp_srt_and_webrtc_viewers_play_on_across_a_takeover() {
+    let Some((chromium, web)) = webrtc_pages::chromium_and_node() else {
+        return;
+    };
+    let s = Server::start_with(
+        "takeover-players",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let url = format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp);
+    let mut first = ffmpeg_source(120, &[], "flv", &url);
+    s.wait_for_tracks("cam");
+    let seconds = 24;
+    let player = |input: String, format: &str, file: &std::path::Path| {
+        Command::new("timeout")
+            .args([
+                &seconds.to_string(),
+                "ffmpeg",
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-y",
+            ])
+            .args(["-i", &input, "-c", "copy", "-f", format])
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ffmpeg starts")
+    };
+    let (flv, ts) = (s.dir.join("rtmp-player.flv"), s.dir.join("srt-player.ts"));
+    let mut rtmp = player(url.clone(), "flv", &flv);
+    let srt_url = format!(
+        "srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request",
+        s.media.srt
+    );
+    let mut srt = player(srt_url, "mpegts", &ts);
+    let whep = webrtc_pages::node_page(
+        "webrtc_check.mjs",
+        None,
+        &[],
+        &chromium,
+        &web,
+        &[
+            "whep",
+            &format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls),
+            &seconds.to_string(),
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(6));
+    signal(&first, "STOP");
+    std::thread::sleep(Duration::from_secs(3));
+    let mut second = ffmpeg_source(120, &[], "flv", &url);
+    let taken = wait_until(Duration::from_secs(15), || {
+        s.log_text()
+            .contains("stream [default/app/cam] taken over by Rtmp")
+            .then_some(())
+    });
+    let seen = webrtc_pages::seen(whep);
+    // `timeout` ends each player at the end of its time (124): it was
+    // still playing, not dropped at the takeover.
+    let (rtmp_rc, srt_rc) = (rtmp.wait().unwrap().code(), srt.wait().unwrap().code());
+    stop(&mut second);
+    signal(&first, "CONT");
+    stop(&mut first);
+    assert!(taken.is_some(), "{}", s.log_text());
+    println!("WHEP across the takeover: {seen}");
+    for (file, rc, what) in [(&flv, rtmp_rc, "RTMP"), (&ts, srt_rc, "SRT")] {
+        let counts = frame_counts(file);
+        let video = frames_of(&counts, "h264");
+        println!("{what} player: exit {rc:?}, frames {counts:?}");
+        assert_eq!(
+            rc,
+            Some(124),
+            "the {what} player stopped early: {}",
+            s.log_text()
+        );
+        // 24 s less the silence and the takeover (a few seconds): frames
+        // from both publishers.
+        assert!(video >= 12 * u64::from(FPS), "{what}: {video} video frames");
+        assert!(monotonic_dts(file), "{what}: timestamps go back");
+    }
+    assert_eq!(seen["connectionState"], "connected", "{seen}");
+    let decoded = seen["video"]["framesDecoded"].as_u64().unwrap_or(0);
+    assert!(decoded >= 12 * u64::from(FPS) * 3 / 4, "{seen}");
 }
 
 /// OME's `<BlockDuplicateStreamName>false</BlockDuplicateStreamName>`: any
