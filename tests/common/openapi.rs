@@ -182,6 +182,18 @@ impl Spec {
                 r.body
             )
         });
+        // A response shared by many operations is a reference.
+        let resp = match resp.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                let name = r
+                    .strip_prefix("#/components/responses/")
+                    .expect("a response reference");
+                let shared = &self.doc["components"]["responses"][name];
+                assert!(shared.is_object(), "{r} is not in the document");
+                shared
+            }
+            None => resp,
+        };
         if let Some(schema) = resp["content"]
             .get("application/json")
             .map(|c| &c["schema"])
