@@ -2,8 +2,8 @@
 //! stream's publisher and its viewers of every protocol are listed by
 //! `GET .../streams/{s}/sessions` with their address, start and bytes, and
 //! `DELETE .../sessions/{id}` ends a player (ffmpeg over RTMP, ffmpeg over
-//! SRT), a WebRTC session or the publisher; LL-HLS viewers are listed and
-//! refused with the reason.
+//! SRT), a WebRTC session, an LL-HLS viewer (its address refused a while)
+//! or the publisher.
 
 mod common;
 #[path = "common/media.rs"]
@@ -156,10 +156,21 @@ fn every_session_of_a_stream_is_listed_and_one_can_be_ended() {
     );
     let r = s.request("GET", "/v1/webrtc", None);
     assert_eq!(r.json()["response"]["sessions"], 0, "{}", r.body);
-    // An LL-HLS viewer has no connection to end: refused with why.
+    // An LL-HLS viewer has no connection of its own: its address is
+    // refused for a while (403 to its player's next requests), another
+    // address still plays.
     let r = s.request("DELETE", &format!("{BASE}/{}", id("llhls")), None);
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body.contains("no connection to end"), "{}", r.body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (status, body, _) = curl(&[], &llhls);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("ended by the operator"), "{body}");
+    let (status, _, _) = curl(&["--interface", "127.0.0.2", "-o", "/dev/null"], &llhls);
+    assert_eq!(status, 200);
+    let left = sessions(&s);
+    assert!(
+        left.iter().all(|x| x["id"] != "llhls-127.0.0.1") && find(&left, "llhls").is_some(),
+        "{left:#?}"
+    );
     // Unknown ids, a stream that is not live; GET only on the list.
     for bad in [
         "rtmp-999999",

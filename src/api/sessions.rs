@@ -5,8 +5,9 @@
 //!
 //! Ids name the kind: `publisher`, `rtmp-N` and `srt-N` (players; N is
 //! never reused), `webrtc-KEY`, `llhls-ADDRESS` and `hls-ADDRESS`. An
-//! LL-HLS or HLS viewer has no connection of its own to end (each request
-//! stands alone): DELETE refuses it and says how to keep one out.
+//! LL-HLS or HLS viewer has no connection of its own (each request stands
+//! alone): ending one refuses that address's requests for the stream for
+//! a minute (`ENDED_HTTP_VIEWER_REFUSED`), so its player stops.
 
 use super::envelope::{self, ApiError};
 use super::{Api, Effect, Response};
@@ -160,17 +161,15 @@ impl Api {
             #[cfg(not(feature = "webrtc"))]
             Target::WebRtc(_) => return Err(not_found()),
             Target::Http(ip, hls) => {
-                if !live
-                    .audience
-                    .http_list(self.now.instant)
-                    .any(|(a, h, _)| a == ip && h == hls)
-                {
+                let now = self.now.instant;
+                let ended = self
+                    .registry
+                    .streams
+                    .audience_mut(stream_id)
+                    .is_some_and(|a| a.end_http(ip, hls, now));
+                if !ended {
                     return Err(not_found());
                 }
-                return Err(ApiError::bad_request(format!(
-                    "[{path}/{id}] is an {} viewer: it fetches each playlist and segment on its own, so there is no connection to end; keep it out with <SignedPolicy> or <AdmissionWebhooks>",
-                    if hls { "HLS" } else { "LL-HLS" }
-                )));
             }
         }
         crate::info!("session [{path}/{id}] ended through the API");

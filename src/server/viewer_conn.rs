@@ -294,6 +294,19 @@ impl ViewerConn {
         ) {
             Answer::Reply(r) => {
                 if let Some(m) = r.viewer {
+                    let ip = self.peer.ip();
+                    let ended = cx
+                        .api
+                        .registry
+                        .streams
+                        .get(m.stream)
+                        .is_some_and(|s| s.audience.is_ended_http(ip, m.hls, cx.now));
+                    if ended {
+                        // Ended through the sessions API: refused a while.
+                        let why = "This viewer's session was ended by the operator";
+                        self.queue(&req, &Reply::error(403, why));
+                        return true;
+                    }
                     if let Some(a) = cx.api.registry.streams.audience_mut(m.stream) {
                         let bytes = if req.method == "HEAD" {
                             0

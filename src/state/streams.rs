@@ -184,7 +184,16 @@ pub struct Audience {
     pub bytes_out: u64,
     /// RTMP and SRT players, by session id (`GET .../sessions`).
     pub players: HashMap<u64, PlayerSession>,
+    /// LL-HLS and HLS viewers the sessions API ended: (address, HLS?) ->
+    /// until when their requests for this stream are refused.
+    ended_http: HashMap<(std::net::IpAddr, bool), std::time::Instant>,
 }
+
+/// How long an LL-HLS or HLS viewer the sessions API ended is refused
+/// (its player's retries get 403 meanwhile).
+pub const ENDED_HTTP_VIEWER_REFUSED: std::time::Duration = std::time::Duration::from_secs(60);
+/// Most ended LL-HLS and HLS viewers remembered per stream.
+const MAX_ENDED_HTTP: usize = 1024;
 
 /// An LL-HLS or HLS viewer: an address that fetches a stream's playlists
 /// and media.
@@ -281,9 +290,32 @@ impl Audience {
             .map(|((ip, hls), v)| (*ip, *hls, v))
     }
 
-    /// Forgets an LL-HLS or HLS viewer (the sessions API ended it).
-    pub fn forget_http(&mut self, ip: std::net::IpAddr, hls: bool) -> bool {
-        self.http.remove(&(ip, hls)).is_some()
+    /// Ends an LL-HLS or HLS viewer (the sessions API): it is no longer
+    /// counted and its requests for this stream are refused for
+    /// [`ENDED_HTTP_VIEWER_REFUSED`]. False when it is not a viewer now.
+    pub fn end_http(&mut self, ip: std::net::IpAddr, hls: bool, now: std::time::Instant) -> bool {
+        if !self
+            .http
+            .remove(&(ip, hls))
+            .is_some_and(|v| v.watching(now))
+        {
+            return false;
+        }
+        self.ended_http.retain(|_, until| *until > now);
+        if self.ended_http.len() < MAX_ENDED_HTTP {
+            self.ended_http
+                .insert((ip, hls), now + ENDED_HTTP_VIEWER_REFUSED);
+        }
+        true
+    }
+
+    /// Is this LL-HLS or HLS viewer refused now (ended through the API)?
+    pub fn is_ended_http(&self, ip: std::net::IpAddr, hls: bool, now: std::time::Instant) -> bool {
+        !self.ended_http.is_empty()
+            && self
+                .ended_http
+                .get(&(ip, hls))
+                .is_some_and(|until| *until > now)
     }
 
     /// (LL-HLS, HLS) viewers now.

@@ -428,18 +428,16 @@ async function renderApp(vh, app, slow) {
   return a.section;
 }
 
-/// A stream's sessions (publisher and viewers), each with an End button
-/// (LL-HLS and HLS viewers have no connection to end).
+/// A stream's sessions (publisher and viewers), each with an End button.
 async function sessionsRow(base, name) {
   const path = `${base}/streams/${enc(name)}/sessions`;
   const list = (await api("GET", path)).response || [];
   const rows = list.map((x) => el("tr", { class: "session", "data-session": x.id },
     el("td", {}, x.role), el("td", {}, x.protocol), el("td", {}, x.remoteAddress || ""),
     el("td", {}, (x.since || "").replace("T", " ").slice(0, 19)), el("td", {}, bytesText(x.bytes)),
-    el("td", {}, x.protocol === "llhls" || x.protocol === "hls" ? "" :
-      el("button", { type: "button", onclick: async () => {
-        if (await act("DELETE", `${path}/${enc(x.id)}`)) forgetPreviewSession(x.id);
-      } }, "End"))));
+    el("td", {}, el("button", { type: "button", onclick: async () => {
+      if (await act("DELETE", `${path}/${enc(x.id)}`)) forgetPreviewSession(x.id);
+    } }, "End"))));
   return el("tr", { class: "sessions" }, el("td", { colspan: "5" },
     table("sessions", ["Role", "Protocol", "Address", "Since", "Bytes", ""], rows, "No sessions.")));
 }
