@@ -36,20 +36,22 @@ struct NatNet {
 }
 
 impl NatNet {
-    fn create() -> Result<NatNet, String> {
+    /// `test`: a number of the test's own (tests running at once each
+    /// make their namespaces; the addresses inside may be the same).
+    fn create(test: u8) -> Result<NatNet, String> {
         let id = std::process::id();
         let net = NatNet {
-            kiln_ns: format!("kiln-nk-{id}"),
-            router_ns: format!("kiln-nr-{id}"),
-            viewer_ns: format!("kiln-nv-{id}"),
+            kiln_ns: format!("kiln-nk{test}-{id}"),
+            router_ns: format!("kiln-nr{test}-{id}"),
+            viewer_ns: format!("kiln-nv{test}-{id}"),
         };
         let (k, r, v) = (&net.kiln_ns, &net.router_ns, &net.viewer_ns);
         let n = id % 100_000;
         let (lan_k, lan_r, wan_r, wan_v) = (
-            format!("knk{n}"),
-            format!("knrl{n}"),
-            format!("knrw{n}"),
-            format!("knv{n}"),
+            format!("knk{test}-{n}"),
+            format!("knl{test}-{n}"),
+            format!("knw{test}-{n}"),
+            format!("knv{test}-{n}"),
         );
         let steps = [
             format!("netns add {k}"),
@@ -104,11 +106,11 @@ impl NatNet {
         Ok(net)
     }
 
-    fn create_or_skip() -> Option<NatNet> {
+    fn create_or_skip(test: u8) -> Option<NatNet> {
         if !have_tool("ip") || !have_tool("nft") {
             return None;
         }
-        match NatNet::create() {
+        match NatNet::create(test) {
             Ok(n) => Some(n),
             Err(e) => {
                 if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
@@ -256,7 +258,7 @@ fn webrtc_plays_and_publishes_through_a_nat_with_the_public_address_learnt_by_st
     let Some((chromium, web)) = chromium_and_node() else {
         return;
     };
-    let Some(net) = NatNet::create_or_skip() else {
+    let Some(net) = NatNet::create_or_skip(0) else {
         return;
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -380,7 +382,7 @@ fn a_nats_outside_address_written_in_the_config_is_offered_beside_local_and_ipv6
     let Some((chromium, web)) = chromium_and_node() else {
         return;
     };
-    let Some(net) = NatNet::create_or_skip() else {
+    let Some(net) = NatNet::create_or_skip(1) else {
         return;
     };
     let (kiln_ns, viewer_ns, router_ns) = (
