@@ -641,9 +641,20 @@ fn a_slow_control_server_delays_only_the_session_waiting_for_it() {
     let port = s.media.rtmp;
     let t0 = Instant::now();
     let slow = std::thread::spawn(move || rtmp_publish(port, "slow").map(|_| t0.elapsed()));
-    wait_until(Duration::from_secs(5), || {
+    let asked = wait_until(Duration::from_secs(10), || {
         (hook.count("/slow").0 == 1).then_some(())
     });
+    if asked.is_none() {
+        let why = if slow.is_finished() {
+            format!("{:?}", slow.join().unwrap())
+        } else {
+            "still waiting".into()
+        };
+        panic!(
+            "the slow publish's webhook never came ({why}):\n{}",
+            s.log_text()
+        );
+    }
     // Meanwhile the API answers and other publishers are admitted.
     let mut api = Vec::new();
     while t0.elapsed() < Duration::from_secs(7) {
@@ -661,10 +672,13 @@ fn a_slow_control_server_delays_only_the_session_waiting_for_it() {
         "while the control server sleeps 10 s: {} API requests, p99 {p99:?}; another publish took {quick:?}",
         api.len()
     );
-    assert!(
-        !slow.is_finished(),
-        "the slow publish was answered before its webhook"
-    );
+    if slow.is_finished() {
+        panic!(
+            "the slow publish was answered before its webhook: {:?}\n{}",
+            slow.join().unwrap(),
+            s.log_text()
+        );
+    }
     let waited = slow.join().unwrap().expect("admitted after 10 s");
     println!("the slow publish was admitted after {waited:?}");
     assert!(waited >= Duration::from_secs(9));
