@@ -1135,9 +1135,12 @@ fn check_published(s: &Server, name: &str, got: &Value, live: &Value) {
     assert_eq!(v["codec"], "video/H264", "{got}");
     let encoded = v["framesEncoded"].as_u64().unwrap();
     assert!(encoded > 100, "{got}");
-    // Ended: its chunklists close; ffprobe reads the whole publish.
+    // Ended: its chunklists close; ffprobe reads the whole publish. A
+    // publisher whose page closed without a WHIP DELETE (OvenLiveKit) ends
+    // when ICE consent lapses (15 s without a check), so the wait is wider
+    // than that and the machine's delays.
     let base = format!("http://127.0.0.1:{}/app/{name}", s.media.llhls);
-    let ended = wait_until(Duration::from_secs(15), || {
+    let ended = wait_until(Duration::from_secs(45), || {
         let master = http_get(&format!("{base}/llhls.m3u8"))?;
         let video = master.lines().find(|l| l.contains("_video_"))?.to_string();
         http_get(&format!("{base}/{video}"))?
