@@ -1302,6 +1302,14 @@ impl WebRtc {
                         self.on_published(idx, &m, streams, now);
                     }
                 }
+                // The peer closed DTLS (a page closed without a WHIP or
+                // WHEP DELETE): the session is over at once; str0m sends
+                // and receives nothing more, and waiting for ICE consent
+                // left a publisher's stream live with no input.
+                Output::Event(Event::Closed) => {
+                    self.end(idx, EndReason::Stopped);
+                    return;
+                }
                 Output::Event(Event::IceConnectionStateChange(
                     IceConnectionState::Disconnected,
                 )) => {
