@@ -14,12 +14,15 @@
 mod common;
 #[path = "common/media.rs"]
 mod media;
+#[path = "common/webrtc_pages.rs"]
+#[allow(dead_code)] // its Chromium lookup and publisher page are not used here
+mod webrtc_pages;
 use common::*;
 use media::*;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
+use webrtc_pages::{node_page, seen};
 
 const KILN: &str = "10.217.0.1";
 
@@ -78,14 +81,8 @@ impl TwoNs {
             format!("-n {b} link set lo up"),
         ];
         for step in &steps {
-            if let Err(e) = run("ip", &step.split(' ').map(String::from).collect::<Vec<_>>()) {
-                assert!(
-                    std::env::var("KILN_REQUIRE_INTEROP").as_deref() != Ok("1"),
-                    "network namespaces are required (KILN_REQUIRE_INTEROP=1): {e}"
-                );
-                eprintln!("SKIP: cannot make network namespaces here: {e}");
-                return None;
-            }
+            let args: Vec<String> = step.split(' ').map(String::from).collect();
+            netns_or_skip(run("ip", &args))?;
         }
         Some(net)
     }
@@ -99,37 +96,11 @@ impl Drop for TwoNs {
     }
 }
 
-/// A page of `tests/web` in Firefox, in the browser's namespace.
-fn page(
-    net: &TwoNs,
-    firefox: &str,
-    web: &Path,
-    env: &[(&str, &str)],
-    script: &str,
-    args: &[&str],
-) -> Child {
-    Command::new("ip")
-        .args(["netns", "exec", &net.browser, "node"])
-        .env("BROWSER", "firefox")
-        .env("FIREFOX", firefox)
-        .envs(env.iter().copied())
-        .arg(web.join(script))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node starts")
-}
-
-fn result(child: Child) -> Value {
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.lines().last().unwrap_or("")).unwrap_or_else(|_| {
-        panic!(
-            "Firefox said: {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+/// A page of `tests/web` in Firefox (browser.mjs), in the browser's
+/// namespace; its output is read with [`seen`].
+fn page(net: &TwoNs, firefox: &str, web: &Path, script: &str, args: &[&str]) -> Child {
+    let env = [("BROWSER", "firefox"), ("FIREFOX", firefox)];
+    node_page(script, Some(&net.browser), &env, "chromium", web, args)
 }
 
 fn kiln_in(net: &TwoNs, tag: &str, host: &'static str) -> Server {
@@ -169,7 +140,6 @@ fn firefox_publishes_over_whip_and_another_firefox_page_plays_it_over_whep() {
                     &net,
                     &firefox,
                     &web,
-                    &[],
                     "webrtc_publish.mjs",
                     &[
                         "whip",
@@ -179,7 +149,7 @@ fn firefox_publishes_over_whip_and_another_firefox_page_plays_it_over_whep() {
                     ],
                 );
                 let live = s.tracks_within("fox", Duration::from_secs(40));
-                (live, result(publisher))
+                (live, seen(publisher))
             })
             .join()
             .unwrap()
@@ -234,11 +204,10 @@ fn firefox_watches_an_rtmp_stream_over_whep_and_with_hlsjs() {
                 );
                 s.wait_for_tracks("cam");
                 let port = s.media.llhls;
-                let whep = result(page(
+                let whep = seen(page(
                     &net,
                     &firefox,
                     &web,
-                    &[],
                     "webrtc_check.mjs",
                     &[
                         "whep",
@@ -252,11 +221,10 @@ fn firefox_watches_an_rtmp_stream_over_whep_and_with_hlsjs() {
                     web.display(),
                     src_url.replace(':', "%3A").replace('/', "%2F")
                 );
-                let hls = result(page(
+                let hls = seen(page(
                     &net,
                     &firefox,
                     &web,
-                    &[],
                     "hlsjs_page.mjs",
                     &[&page_url, "12"],
                 ));

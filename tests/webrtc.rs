@@ -602,16 +602,7 @@ impl NoUdpNet {
     /// As `create`; where namespaces cannot be made the test skips, with
     /// the reason (fails under KILN_REQUIRE_INTEROP=1).
     fn create_or_skip(subnet: u8, loss_pct: Option<u32>) -> Option<NoUdpNet> {
-        match NoUdpNet::create(subnet, loss_pct) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
-                    panic!("network namespaces are required (KILN_REQUIRE_INTEROP=1): {e}");
-                }
-                eprintln!("SKIP: cannot make network namespaces here: {e}");
-                None
-            }
-        }
+        netns_or_skip(NoUdpNet::create(subnet, loss_pct))
     }
 
     /// UDP datagrams the rules dropped so far (both sides).

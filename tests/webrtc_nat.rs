@@ -110,41 +110,12 @@ impl NatNet {
         if !have_tool("ip") || !have_tool("nft") {
             return None;
         }
-        match NatNet::create(test) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
-                    panic!("network namespaces are required (KILN_REQUIRE_INTEROP=1): {e}");
-                }
-                eprintln!("SKIP: cannot make network namespaces here: {e}");
-                None
-            }
-        }
+        netns_or_skip(NatNet::create(test))
     }
 
     /// Packets the router translated to kiln (DNAT) so far.
     fn dnat_packets(&self) -> u64 {
-        let out = std::process::Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.router_ns,
-                "nft",
-                "list",
-                "chain",
-                "ip",
-                "kilnnat",
-                "pre",
-            ])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let words: Vec<&str> = out.split_whitespace().collect();
-        words
-            .windows(2)
-            .filter(|w| w[0] == "packets")
-            .filter_map(|w| w[1].parse::<u64>().ok())
-            .sum()
+        nft_packets(&self.router_ns, &["chain", "ip", "kilnnat", "pre"])
     }
 }
 
