@@ -550,10 +550,7 @@ fn webrtc_listen(
             });
         }
         for ip in ips {
-            let url = match ip {
-                IpAddr::V6(v6) => format!("turn:[{v6}]:{port}?transport=tcp"),
-                v4 => format!("turn:{v4}:{port}?transport=tcp"),
-            };
+            let url = kiln::http::url::turn_tcp(ip, *port);
             if !listen.relay_urls.contains(&url) {
                 listen.relay_urls.push(url);
             }

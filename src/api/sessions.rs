@@ -37,6 +37,7 @@ struct SessionInfo {
 enum Target {
     Publisher,
     Player(u64),
+    #[cfg_attr(not(feature = "webrtc"), allow(dead_code))]
     WebRtc(String),
     Http(std::net::IpAddr, bool),
 }

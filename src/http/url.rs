@@ -67,3 +67,9 @@ pub fn redacted_url(url: &str) -> std::borrow::Cow<'_, str> {
         .collect();
     format!("{base}?{}", query.join("&")).into()
 }
+
+/// A TURN-over-TCP server at `ip:port` as WebRTC signalling names it.
+pub fn turn_tcp(ip: std::net::IpAddr, port: u16) -> String {
+    // An IPv6 address is bracketed, as a URL's host must be.
+    format!("turn:{}?transport=tcp", std::net::SocketAddr::new(ip, port))
+}

@@ -474,10 +474,7 @@ impl WebRtc {
             }
         }
         for port in std::mem::take(&mut self.relay_public_ports) {
-            let url = match ip {
-                std::net::IpAddr::V6(v6) => format!("turn:[{v6}]:{port}?transport=tcp"),
-                v4 => format!("turn:{v4}:{port}?transport=tcp"),
-            };
+            let url = crate::http::url::turn_tcp(ip, port);
             if !self.relay_urls.contains(&url) {
                 self.relay_urls.push(url.clone());
                 new.push(url);
