@@ -82,7 +82,25 @@ pub fn send_datagrams(fd: std::os::fd::RawFd, datagrams: &[&[u8]]) -> io::Result
 /// Sends datagrams to their own addresses on an unconnected UDP socket in
 /// one system call (`sendmmsg`). Returns how many were sent (a prefix), or
 /// the error of the first one (e.g. `WouldBlock`).
+///
+/// Consecutive datagrams to one address, all of one size but the last (the
+/// packets a frame is cut into, to one viewer), go as one message with UDP
+/// GSO (`UDP_SEGMENT`): the kernel cuts them apart after its stack, which
+/// it then crosses once per run instead of once per datagram. The wire sees
+/// the same datagrams. Where the kernel or the route cannot (a kernel
+/// before 4.18, a device without checksum offload), it is not used again.
 pub fn send_datagrams_to(
+    fd: std::os::fd::RawFd,
+    datagrams: &[(std::net::SocketAddr, &[u8])],
+) -> io::Result<usize> {
+    if gso_usable() && datagrams.len() > 1 {
+        return send_segmented(fd, datagrams);
+    }
+    send_each_to(fd, datagrams)
+}
+
+/// [`send_datagrams_to`] without GSO: one message per datagram.
+fn send_each_to(
     fd: std::os::fd::RawFd,
     datagrams: &[(std::net::SocketAddr, &[u8])],
 ) -> io::Result<usize> {
@@ -93,6 +111,175 @@ pub fn send_datagrams_to(
         .collect();
     let bufs: Vec<&[u8]> = datagrams[..n].iter().map(|(_, b)| *b).collect();
     send_batch(fd, &bufs, Some(&names))
+}
+
+/// UDP GSO: not yet probed, usable, or not.
+const GSO_UNKNOWN: u8 = 0;
+const GSO_ON: u8 = 1;
+const GSO_OFF: u8 = 2;
+static GSO: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(GSO_UNKNOWN);
+/// Segments in one GSO message (the kernel's `UDP_MAX_SEGMENTS`).
+const GSO_SEGMENTS: usize = 64;
+/// Bytes in one GSO message (a UDP payload's limit, with room to spare).
+const GSO_BYTES: usize = 60_000;
+/// Buffers (datagrams) one `sendmmsg` of segmented messages carries.
+const GSO_IOVECS: usize = 256;
+
+/// Does this kernel take `UDP_SEGMENT`? Asked once, of a socket made for
+/// the question (a kernel without it refuses the option); `KILN_NO_GSO=1`
+/// says no (to compare).
+fn gso_usable() -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    match GSO.load(Relaxed) {
+        GSO_ON => return true,
+        GSO_OFF => return false,
+        _ => {}
+    }
+    let usable = std::env::var_os("KILN_NO_GSO").is_none_or(|v| v != "1")
+        && socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)
+            .ok()
+            .is_some_and(|s| {
+                use std::os::fd::AsRawFd;
+                let size: libc::c_int = 1200;
+                // SAFETY: setsockopt on a socket we own, with a c_int value
+                // that lives through the call.
+                unsafe {
+                    libc::setsockopt(
+                        s.as_raw_fd(),
+                        libc::SOL_UDP,
+                        libc::UDP_SEGMENT,
+                        (&size as *const libc::c_int).cast(),
+                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    ) == 0
+                }
+            });
+    GSO.store(if usable { GSO_ON } else { GSO_OFF }, Relaxed);
+    usable
+}
+
+/// The runs of `datagrams` one GSO message each may carry: (start, count,
+/// segment size). A run is datagrams to one address, all `size` long but
+/// the last, which may be shorter.
+fn segment_runs(datagrams: &[(std::net::SocketAddr, &[u8])], out: &mut Vec<(usize, usize, usize)>) {
+    out.clear();
+    let mut iovecs = 0;
+    let mut i = 0;
+    while i < datagrams.len() && out.len() < MAX_BATCH {
+        let (to, first) = datagrams[i];
+        let size = first.len();
+        let (mut count, mut bytes) = (1, size);
+        while let Some((next_to, next)) = datagrams.get(i + count) {
+            let fits = *next_to == to
+                && !next.is_empty()
+                && next.len() <= size
+                && count < GSO_SEGMENTS
+                && bytes + next.len() <= GSO_BYTES
+                && iovecs + count < GSO_IOVECS;
+            if !fits {
+                break;
+            }
+            count += 1;
+            bytes += next.len();
+            if next.len() < size {
+                break; // a shorter one ends its run
+            }
+        }
+        if iovecs + count > GSO_IOVECS {
+            break;
+        }
+        out.push((i, count, size));
+        iovecs += count;
+        i += count;
+    }
+}
+
+/// `sendmmsg` of [`segment_runs`]: runs of more than one datagram carry a
+/// `UDP_SEGMENT` control message. Returns how many datagrams were sent (a
+/// prefix of `datagrams`), or the error of the first message.
+fn send_segmented(
+    fd: std::os::fd::RawFd,
+    datagrams: &[(std::net::SocketAddr, &[u8])],
+) -> io::Result<usize> {
+    /// Room for one `cmsghdr` and its u16 (`CMSG_SPACE(2)`: 24 bytes on
+    /// 64-bit Linux), 8-byte aligned as the kernel reads it.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(8))]
+    struct Control([u8; 32]);
+    let mut runs = Vec::with_capacity(MAX_BATCH);
+    segment_runs(datagrams, &mut runs);
+    let n = runs.len();
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut iovecs: [libc::iovec; GSO_IOVECS] = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; GSO_IOVECS];
+    let names: Vec<socket2::SockAddr> = runs
+        .iter()
+        .map(|&(start, _, _)| socket2::SockAddr::from(datagrams[start].0))
+        .collect();
+    let mut controls = [Control([0; 32]); MAX_BATCH];
+    // SAFETY: an all-zero mmsghdr (null name, null control, zero lengths) is
+    // a valid value of this plain C struct.
+    let mut headers: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    let mut at = 0;
+    for (k, &(start, count, size)) in runs.iter().enumerate() {
+        for (j, (_, data)) in datagrams[start..start + count].iter().enumerate() {
+            iovecs[at + j] = libc::iovec {
+                iov_base: data.as_ptr() as *mut libc::c_void,
+                iov_len: data.len(),
+            };
+        }
+        let h = &mut headers[k].msg_hdr;
+        h.msg_iov = &mut iovecs[at];
+        h.msg_iovlen = count as _;
+        h.msg_name = names[k].as_ptr() as *mut libc::c_void;
+        h.msg_namelen = names[k].len();
+        if count > 1 {
+            let control = &mut controls[k];
+            h.msg_control = control.0.as_mut_ptr().cast();
+            // SAFETY: CMSG_SPACE and CMSG_LEN are arithmetic on a constant.
+            h.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as _;
+            // SAFETY: the header points at `control`, which is 8-byte
+            // aligned and longer than CMSG_SPACE(2); CMSG_FIRSTHDR of it is
+            // its start, and CMSG_DATA leaves room for the u16 written.
+            unsafe {
+                let c = libc::CMSG_FIRSTHDR(h);
+                (*c).cmsg_level = libc::SOL_UDP;
+                (*c).cmsg_type = libc::UDP_SEGMENT;
+                (*c).cmsg_len = libc::CMSG_LEN(2) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size as u16);
+            }
+        }
+        at += count;
+    }
+    // SAFETY: `headers[..n]` point at `iovecs`, `names` and `controls`,
+    // which point into the caller's slices or live on this frame; all of
+    // them outlive the call, and the kernel only reads them (it writes
+    // `msg_len` into our headers).
+    let sent = unsafe {
+        libc::sendmmsg(
+            fd,
+            headers.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if sent < 0 {
+        let e = io::Error::last_os_error();
+        if runs[0].1 > 1 && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL)) {
+            // The first message was refused for its segments (a route
+            // without checksum offload): plain datagrams from now on.
+            GSO.store(GSO_OFF, std::sync::atomic::Ordering::Relaxed);
+            return send_each_to(fd, datagrams);
+        }
+        return Err(e);
+    }
+    Ok(runs[..sent as usize]
+        .iter()
+        .map(|&(_, count, _)| count)
+        .sum())
 }
 
 /// Most datagrams one `sendmmsg` takes here.
@@ -427,6 +614,80 @@ mod tests {
 
     use super::*;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn runs_to_one_address_of_one_size_are_grouped() {
+        let a: std::net::SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let b: std::net::SocketAddr = "127.0.0.1:5001".parse().unwrap();
+        let full = [7u8; 1200];
+        let d = [
+            (a, &full[..]),
+            (a, &full[..]),
+            (a, &full[..300]), // shorter: ends the run
+            (a, &full[..]),
+            (b, &full[..]), // another address
+            (b, &full[..1100]),
+            (b, &full[..1200]), // longer than the run's size: a new run
+            (a, &full[..0]),
+        ];
+        let mut runs = Vec::new();
+        segment_runs(&d, &mut runs);
+        assert_eq!(
+            runs,
+            vec![
+                (0, 3, 1200),
+                (3, 1, 1200),
+                (4, 2, 1200),
+                (6, 1, 1200),
+                (7, 1, 0)
+            ]
+        );
+        // Bounded: 64 segments and 60,000 bytes a message.
+        let many = vec![(a, &full[..]); 200];
+        segment_runs(&many, &mut runs);
+        assert_eq!(runs[0], (0, 50, 1200));
+        let small = vec![(a, &full[..100]); 200];
+        segment_runs(&small, &mut runs);
+        assert_eq!(runs[..2], [(0, 64, 100), (64, 64, 100)]);
+        assert_eq!(runs.iter().map(|r| r.1).sum::<usize>(), 200);
+    }
+
+    #[test]
+    fn segmented_sends_arrive_as_the_same_datagrams() {
+        use std::net::UdpSocket;
+        let rx1 = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let rx2 = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (a, b) = (rx1.local_addr().unwrap(), rx2.local_addr().unwrap());
+        let frames: Vec<Vec<u8>> = (0..40u8)
+            .map(|i| vec![i; if i % 10 == 9 { 333 } else { 1180 }])
+            .collect();
+        let mut list = Vec::new();
+        for (i, f) in frames.iter().enumerate() {
+            list.push((if i < 20 { a } else { b }, &f[..]));
+        }
+        let mut sent = 0;
+        while sent < list.len() {
+            sent += send_datagrams_to(tx.as_raw_fd(), &list[sent..]).unwrap();
+        }
+        rx1.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        rx2.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut buf = [0u8; 2048];
+        for (i, f) in frames.iter().enumerate() {
+            let rx = if i < 20 { &rx1 } else { &rx2 };
+            let (n, from) = rx.recv_from(&mut buf).unwrap();
+            assert_eq!(
+                (&buf[..n], from),
+                (&f[..], tx.local_addr().unwrap()),
+                "datagram {i}"
+            );
+        }
+        // Sent segmented (Linux >= 4.18; loopback offloads checksums), not
+        // fallen back to one message per datagram.
+        assert!(gso_usable(), "UDP_SEGMENT refused on loopback");
+    }
 
     #[test]
     fn a_memory_file_region_maps_what_was_written_and_sends_it() {

@@ -1,7 +1,8 @@
 //! One ICE socket (a UDP address of `<IceCandidates>`): the glue between
 //! it and the WebRTC session table ([`crate::webrtc::WebRtc`]). Every
 //! datagram goes to the table, which finds its session; what the table has
-//! for this socket is sent with `sendmmsg`, in batches. A socket that takes
+//! for this socket is sent with `sendmmsg`, in batches, a viewer's run of
+//! equal packets as one GSO message (`sys::send_datagrams_to`). A socket that takes
 //! no more keeps a bounded backlog (the rest is dropped, as UDP would).
 //!
 //! The socket is edge-triggered: a turn reads at most `READ_BUDGET`
