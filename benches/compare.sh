@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# kiln side by side with nginx / nginx-rtmp / a raw UDP loop, on 127.0.0.1.
+# kiln side by side with OvenMediaEngine, nginx / nginx-rtmp, Janus, libsrt
+# and a raw UDP loop, on 127.0.0.1.
 #
 # Builds kiln --release, runs every bench with kiln and its peer in the same
 # run (one after the other, same machine, same load), and rewrites the
@@ -8,7 +9,8 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels ome
+#   BENCH_ONLY=ome: kiln against OvenMediaEngine (benches/compare_ome.sh; OME from ../shared/tools/ome or KILN_OME_DIR)
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_WEBRTC_N="1 100 500" BENCH_WEBRTC_LAT_N="1 500" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -21,7 +23,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels ome"}
 WEBRTC_NS=${BENCH_WEBRTC_N:-"1 100 500"}
 WEBRTC_LAT_NS=${BENCH_WEBRTC_LAT_N:-"1 500"}
 CLUSTER_NS=${BENCH_CLUSTER_N:-"0 300 1000"}
@@ -68,6 +70,16 @@ if want rtmp || want udp || want srt || want srtenc || want llhls || want record
     need ffmpeg ffmpeg
     need ss iproute2
     [[ -f $NGX_RTMP_MOD ]] || missing+=("$NGX_RTMP_MOD (apt-get install libnginx-mod-rtmp)")
+fi
+if want ome; then
+    ome=${KILN_OME_DIR:-$ROOT/../shared/tools/ome}
+    if [[ ! -x $ome/OvenMediaEngine ]]; then
+        missing+=("OvenMediaEngine in $ome (../shared/tools/ome, or KILN_OME_DIR)")
+    elif ldd "$ome/OvenMediaEngine" 2>/dev/null | grep -q "not found"; then
+        missing+=("OvenMediaEngine's libraries ($ome/setup.sh installs them)")
+    fi
+    need ffmpeg ffmpeg
+    need ss iproute2
 fi
 if ((${#missing[@]})); then
     printf 'missing: %s\n' "${missing[@]}" >&2
@@ -381,7 +393,7 @@ fi
 
 # --- media source -------------------------------------------------------------
 SRC=$TARGET/bench-src-720p-2500k.flv
-if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull || want cluster || want console || want channels) && [[ ! -s $SRC ]]; then
+if (want rtmp || want latency || want udp || want srt || want srtenc || want llhls || want record || want play || want pull || want cluster || want console || want channels || want ome) && [[ ! -s $SRC ]]; then
     log "encoding the 20 s source once: $SRC"
     nice ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 20 \
@@ -1874,6 +1886,12 @@ p99 with 20 <= 1.5x p99 with none (median **${api_ratio}**).
 | run | p99 ms, no channel | p99 ms, 20 channels | ratio |
 |---|---|---|---|
 $api_rows"
+fi
+
+# --- against OME: the server kiln imitates, on its own config ----------------------
+if want ome; then
+    # shellcheck source=benches/compare_ome.sh
+    source "$ROOT/benches/compare_ome.sh"
 fi
 
 # --- report -----------------------------------------------------------------------

@@ -60,6 +60,8 @@ struct Args {
     /// with the mountpoint and where its RTP goes).
     whep: Option<String>,
     janus: Option<String>,
+    /// OME's signalling (`ws://host:port/app/key`), kiln's or OME's own.
+    ome: Option<String>,
     mountpoint: u64,
     rtp: Option<String>,
     local_ip: String,
@@ -75,11 +77,12 @@ fn args() -> Args {
             .and_then(|i| all.get(i + 1))
             .cloned()
     };
-    let usage = "usage: latency --file F.flv (--publish rtmp://host:port/app/key (--sink-port P | --llhls http://host:port/app/key | --whep http://host:port/app/key?direction=whep) | --rtp host:port --janus http://host:port/janus [--mountpoint ID] [--local-ip IP]) [--seconds S] [--warm W]";
+    let usage = "usage: latency --file F.flv (--publish rtmp://host:port/app/key (--sink-port P | --llhls http://host:port/app/key | --whep http://host:port/app/key?direction=whep | --ome ws://host:port/app/key) | --rtp host:port --janus http://host:port/janus [--mountpoint ID] [--local-ip IP]) [--seconds S] [--warm W]";
     let llhls = get("--llhls");
     let whep = get("--whep");
     let janus = get("--janus");
-    let other_sink = llhls.is_some() || whep.is_some() || janus.is_some();
+    let ome = get("--ome");
+    let other_sink = llhls.is_some() || whep.is_some() || janus.is_some() || ome.is_some();
     let rtp = get("--rtp");
     Args {
         file: get("--file").expect(usage),
@@ -93,6 +96,7 @@ fn args() -> Args {
         llhls,
         whep,
         janus,
+        ome,
         mountpoint: get("--mountpoint")
             .and_then(|m| m.parse().ok())
             .unwrap_or(1),
@@ -642,15 +646,20 @@ fn webrtc_viewer(a: &Args, stop: Arc<Mutex<bool>>) -> Vec<(u64, Instant)> {
         .unwrap();
     let local = socket.local_addr().unwrap();
     let setup = Instant::now() + Duration::from_secs(20);
-    let mut rtc = loop {
+    let (mut rtc, mut ws) = loop {
         let now = Instant::now();
-        let rtc = match (&a.whep, &a.janus) {
-            (Some(url), _) => webrtc_client::whep_setup(url, &socket, now),
-            (_, Some(url)) => webrtc_client::janus_setup(url, a.mountpoint, &socket, now),
+        let rtc = match (&a.whep, &a.janus, &a.ome) {
+            (Some(url), _, _) => webrtc_client::whep_setup(url, &socket, now).map(|r| (r, None)),
+            (_, Some(url), _) => {
+                webrtc_client::janus_setup(url, a.mountpoint, &socket, now).map(|r| (r, None))
+            }
+            (_, _, Some(url)) => {
+                webrtc_client::ome_setup(url, &socket, now).map(|(r, w)| (r, Some(w)))
+            }
             _ => unreachable!(),
         };
         match rtc {
-            Ok(rtc) => break rtc,
+            Ok(r) => break r,
             // The stream may not exist yet: the publisher starts with us.
             Err(e) if now < setup => {
                 eprintln!("viewer set-up: {e}; again");
@@ -689,6 +698,9 @@ fn webrtc_viewer(a: &Args, stop: Arc<Mutex<bool>>) -> Vec<(u64, Instant)> {
     let mut timeout;
     let mut arrival = Instant::now();
     while !*stop.lock().unwrap() {
+        if let Some(ws) = ws.as_mut() {
+            ws.keep_alive(Instant::now());
+        }
         timeout = drain(&mut rtc, &socket, arrival, &mut got);
         let wait = timeout
             .saturating_duration_since(Instant::now())
@@ -730,11 +742,11 @@ fn main() {
     let a = args();
     let (tracks, frames) = read_flv(&a.file);
     let stop = Arc::new(Mutex::new(false));
-    let webrtc = a.whep.is_some() || a.janus.is_some();
+    let webrtc = a.whep.is_some() || a.janus.is_some() || a.ome.is_some();
     let frame_key: fn(&[u8]) -> u64 = if webrtc { slice_key } else { key };
     let sink_thread = if webrtc {
         #[cfg(not(feature = "webrtc"))]
-        panic!("--whep and --janus need the webrtc feature");
+        panic!("--whep, --janus and --ome need the webrtc feature");
         #[cfg(feature = "webrtc")]
         {
             let stop = stop.clone();

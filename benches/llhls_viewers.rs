@@ -76,7 +76,9 @@ fn args() -> Args {
     }
 }
 
-/// A blocking GET (set-up and snapshot only).
+/// A blocking GET (set-up and snapshot only). The body is
+/// `Content-Length` long when the answer says so: OME keeps the
+/// connection open despite `Connection: close`.
 fn fetch(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -86,8 +88,33 @@ fn fetch(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
     )
     .unwrap();
     let mut all = Vec::new();
-    s.read_to_end(&mut all).unwrap();
-    let end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let mut buf = [0u8; 16384];
+    let (end, len) = loop {
+        let n = s.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            break (all.windows(4).position(|w| w == b"\r\n\r\n").unwrap(), None);
+        }
+        all.extend_from_slice(&buf[..n]);
+        if let Some(end) = all.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&all[..end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            break (end, len);
+        }
+    };
+    if let Some(len) = len {
+        while all.len() < end + 4 + len {
+            let n = s.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+        }
+    } else {
+        s.read_to_end(&mut all).unwrap();
+    }
     let status = String::from_utf8_lossy(&all[9..12]).parse().unwrap_or(0);
     (status, all[end + 4..].to_vec())
 }
@@ -123,11 +150,16 @@ fn video_chunklist(a: &Args) -> String {
         let (code, master) = fetch(a.addr, &format!("{}/llhls.m3u8", a.base));
         if code == 200 {
             let master = String::from_utf8_lossy(&master).into_owned();
+            // kiln names the chunklist relative to the playlist, OME by
+            // its absolute path.
             if let Some(l) = master
                 .lines()
-                .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+                .find(|l| !l.starts_with('#') && l.contains("chunklist_") && l.contains("_video_"))
             {
-                let path = format!("{}/{l}", a.base);
+                let path = match l.starts_with('/') {
+                    true => l.to_string(),
+                    false => format!("{}/{l}", a.base),
+                };
                 let (_, list) = fetch(a.addr, &path);
                 if String::from_utf8_lossy(&list).contains("#EXTINF:") {
                     return path;
@@ -355,7 +387,8 @@ fn next_request(v: &mut Viewer, base: &str, list_path: &str, stats: &mut Stats) 
     }
     match &v.next {
         Some((_, msn, part)) => {
-            let path = format!("{list_path}?_HLS_msn={msn}&_HLS_part={part}");
+            let join = if list_path.contains('?') { '&' } else { '?' };
+            let path = format!("{list_path}{join}_HLS_msn={msn}&_HLS_part={part}");
             v.send(&path, Want::Playlist, stats)
         }
         // ended

@@ -6,11 +6,16 @@
 //! audio) and POSTs the offer to the WHEP URL. Against Janus
 //! (`--janus URL --mountpoint ID`): each viewer creates a session,
 //! attaches the streaming plugin, asks to `watch` the mountpoint, takes
-//! Janus's offer from the long poll and answers with `start`.
+//! Janus's offer from the long poll and answers with `start`. Over OME's
+//! signalling (`--ome ws://host:port/app/stream`, kiln and OvenMediaEngine
+//! alike): each viewer opens a WebSocket, asks for the server's offer,
+//! answers it and keeps the socket open for the run (its close ends the
+//! session).
 //!
 //! ```text
 //! webrtc_viewers --whep http://127.0.0.1:3333/app/src?direction=whep --viewers 100 --seconds 20 --warm 5
 //! webrtc_viewers --janus http://127.0.0.1:8088/janus --mountpoint 1 --viewers 100 --seconds 20 --warm 5 --local-ip 192.0.2.2
+//! webrtc_viewers --ome ws://127.0.0.1:3333/app/src --viewers 200 --seconds 20 --warm 5
 //! ```
 //!
 //! After `--warm` seconds it counts, for `--seconds`, per viewer: RTP
@@ -27,11 +32,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use str0m::net::{Protocol, Receive};
 use str0m::{Event, Input, Output, Rtc};
-use webrtc_client::{janus_setup, whep_setup};
+use webrtc_client::{janus_setup, ome_setup, whep_setup, OmeSocket};
 
 struct Args {
     whep: Option<String>,
     janus: Option<String>,
+    ome: Option<String>,
     mountpoint: u64,
     viewers: usize,
     seconds: u64,
@@ -45,6 +51,7 @@ fn args() -> Args {
     let mut a = Args {
         whep: None,
         janus: None,
+        ome: None,
         mountpoint: 1,
         viewers: 10,
         seconds: 10,
@@ -57,6 +64,7 @@ fn args() -> Args {
         match k.as_str() {
             "--whep" => a.whep = Some(v()),
             "--janus" => a.janus = Some(v()),
+            "--ome" => a.ome = Some(v()),
             "--mountpoint" => a.mountpoint = v().parse().unwrap(),
             "--viewers" => a.viewers = v().parse().unwrap(),
             "--seconds" => a.seconds = v().parse().unwrap(),
@@ -78,6 +86,8 @@ struct Viewer {
     bytes: u64,
     frames: u64,
     connected: bool,
+    /// OME's signalling: the WebSocket the session lives with.
+    ws: Option<OmeSocket>,
 }
 
 fn drain(v: &mut Viewer, counting: bool) {
@@ -105,21 +115,78 @@ fn drain(v: &mut Viewer, counting: bool) {
     }
 }
 
+/// One turn of the viewers: waits up to `wait` for datagrams, hands them
+/// to their peers, runs the timers that are due.
+fn turn(
+    viewers: &mut [Viewer],
+    poll: &mut Poll,
+    events: &mut Events,
+    buf: &mut [u8],
+    wait: Duration,
+    counting: bool,
+) {
+    poll.poll(events, Some(wait)).unwrap();
+    let now = Instant::now();
+    for ev in events.iter() {
+        let v = &mut viewers[ev.token().0];
+        while let Ok((n, from)) = v.socket.recv_from(buf) {
+            let data = &buf[..n];
+            // RTP (not RTCP: payload type byte 192-223) counted.
+            if counting
+                && v.connected
+                && n > 12
+                && data[0] >> 6 == 2
+                && !(192..=223).contains(&data[1])
+            {
+                v.packets += 1;
+                v.bytes += n as u64;
+            }
+            let Ok(contents) = data.try_into() else {
+                continue;
+            };
+            let input = Input::Receive(
+                now,
+                Receive {
+                    proto: Protocol::Udp,
+                    source: from,
+                    destination: v.local,
+                    contents,
+                },
+            );
+            if v.rtc.handle_input(input).is_ok() {
+                drain(v, counting);
+            }
+        }
+    }
+    for v in viewers.iter_mut() {
+        if v.timeout <= now {
+            if v.rtc.handle_input(Input::Timeout(now)).is_ok() {
+                drain(v, counting);
+            } else {
+                v.timeout = now + Duration::from_secs(3600);
+            }
+        }
+    }
+}
+
 fn main() {
     let a = args();
     str0m::crypto::from_feature_flags().install_process_default();
     let mut poll = Poll::new().unwrap();
+    let mut events = Events::with_capacity(1024);
+    let mut buf = vec![0u8; 2048];
     let mut viewers: Vec<Viewer> = Vec::new();
     let mut failed = 0;
     for i in 0..a.viewers {
         let mut socket = UdpSocket::bind(format!("{}:0", a.local_ip).parse().unwrap()).unwrap();
         let now = Instant::now();
-        let rtc = match (&a.whep, &a.janus) {
-            (Some(url), _) => whep_setup(url, &socket, now),
-            (_, Some(url)) => janus_setup(url, a.mountpoint, &socket, now),
-            _ => panic!("--whep URL or --janus URL"),
+        let rtc = match (&a.whep, &a.janus, &a.ome) {
+            (Some(url), _, _) => whep_setup(url, &socket, now).map(|r| (r, None)),
+            (_, Some(url), _) => janus_setup(url, a.mountpoint, &socket, now).map(|r| (r, None)),
+            (_, _, Some(url)) => ome_setup(url, &socket, now).map(|(r, w)| (r, Some(w))),
+            _ => panic!("--whep URL, --janus URL or --ome URL"),
         };
-        let rtc = match rtc {
+        let (rtc, ws) = match rtc {
             Ok(r) => r,
             Err(e) => {
                 if failed == 0 {
@@ -142,21 +209,36 @@ fn main() {
             bytes: 0,
             frames: 0,
             connected: false,
+            ws,
         };
         drain(&mut v, false);
         viewers.push(v);
+        // The viewers set up so far connect meanwhile (a server ends a
+        // session that has not connected within seconds of its offer).
+        turn(
+            &mut viewers,
+            &mut poll,
+            &mut events,
+            &mut buf,
+            Duration::ZERO,
+            false,
+        );
     }
     let start = Instant::now();
     let count_from = start + Duration::from_secs(a.warm);
     let end = count_from + Duration::from_secs(a.seconds);
-    let mut events = Events::with_capacity(1024);
-    let mut buf = vec![0u8; 2048];
+    let mut keep_alive_at = start;
     loop {
         let now = Instant::now();
         if now >= end {
             break;
         }
-        let counting = now >= count_from;
+        if now >= keep_alive_at {
+            keep_alive_at = now + Duration::from_secs(1);
+            for ws in viewers.iter_mut().filter_map(|v| v.ws.as_mut()) {
+                ws.keep_alive(now);
+            }
+        }
         let next = viewers
             .iter()
             .map(|v| v.timeout)
@@ -166,48 +248,14 @@ fn main() {
         let wait = next
             .saturating_duration_since(now)
             .min(Duration::from_millis(20));
-        poll.poll(&mut events, Some(wait)).unwrap();
-        let now = Instant::now();
-        for ev in events.iter() {
-            let v = &mut viewers[ev.token().0];
-            while let Ok((n, from)) = v.socket.recv_from(&mut buf) {
-                let data = &buf[..n];
-                // RTP (not RTCP: payload type byte 192-223) counted.
-                if counting
-                    && v.connected
-                    && n > 12
-                    && data[0] >> 6 == 2
-                    && !(192..=223).contains(&data[1])
-                {
-                    v.packets += 1;
-                    v.bytes += n as u64;
-                }
-                let Ok(contents) = data.try_into() else {
-                    continue;
-                };
-                let input = Input::Receive(
-                    now,
-                    Receive {
-                        proto: Protocol::Udp,
-                        source: from,
-                        destination: v.local,
-                        contents,
-                    },
-                );
-                if v.rtc.handle_input(input).is_ok() {
-                    drain(v, counting);
-                }
-            }
-        }
-        for v in viewers.iter_mut() {
-            if v.timeout <= now {
-                if v.rtc.handle_input(Input::Timeout(now)).is_ok() {
-                    drain(v, counting);
-                } else {
-                    v.timeout = now + Duration::from_secs(3600);
-                }
-            }
-        }
+        turn(
+            &mut viewers,
+            &mut poll,
+            &mut events,
+            &mut buf,
+            wait,
+            now >= count_from,
+        );
     }
     let connected = viewers.iter().filter(|v| v.connected).count();
     let pk: Vec<u64> = viewers.iter().map(|v| v.packets).collect();

@@ -1,6 +1,8 @@
 //! What the WebRTC benches share: a blocking HTTP client (enough for WHEP
-//! and Janus's HTTP API), and a str0m peer set up as a viewer of kiln
-//! (WHEP: we offer) or of Janus's streaming plugin (it offers).
+//! and Janus's HTTP API), a small WebSocket client (OME's signalling), and
+//! a str0m peer set up as a viewer of kiln (WHEP: we offer), of Janus's
+//! streaming plugin (it offers) or of OME's signalling, spoken by kiln and
+//! OvenMediaEngine alike (the server offers).
 #![allow(dead_code)]
 
 use mio::net::UdpSocket;
@@ -218,4 +220,178 @@ pub fn janus_setup(
             "jsep":{"type":"answer","sdp":answer.to_sdp_string()}}),
     )?;
     Ok(rtc)
+}
+
+/// One OME signalling WebSocket, held open for the session's life (OME
+/// and kiln end the session when it closes).
+pub struct OmeSocket {
+    stream: TcpStream,
+    last_sent: Instant,
+}
+
+/// A WebSocket frame from the client: FIN, the opcode, masked (RFC 6455
+/// 5.3; the mask need not be secret here).
+fn ws_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mask = [0x6b, 0x69, 0x6c, 0x6e];
+    let mut f = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n <= 0xffff => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(&mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    f
+}
+
+/// Reads one whole server frame (unmasked): (opcode, payload).
+fn ws_read(t: &mut TcpStream) -> Result<(u8, Vec<u8>), String> {
+    let mut head = [0u8; 2];
+    t.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut b = [0u8; 2];
+            t.read_exact(&mut b).map_err(|e| e.to_string())?;
+            u64::from(u16::from_be_bytes(b))
+        }
+        127 => {
+            let mut b = [0u8; 8];
+            t.read_exact(&mut b).map_err(|e| e.to_string())?;
+            u64::from_be_bytes(b)
+        }
+        n => u64::from(n),
+    };
+    if len > 1 << 20 {
+        return Err(format!("a {len}-byte WebSocket frame"));
+    }
+    let mut payload = vec![0u8; len as usize];
+    t.read_exact(&mut payload).map_err(|e| e.to_string())?;
+    Ok((head[0] & 0x0f, payload))
+}
+
+impl OmeSocket {
+    /// `ws://host:port/app/stream`: the upgrade, answered 101.
+    pub fn open(url: &str) -> Result<OmeSocket, String> {
+        let rest = url.strip_prefix("ws://").ok_or("ws only")?;
+        let (authority, path) = rest
+            .split_once('/')
+            .map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+        let mut t = TcpStream::connect(authority).map_err(|e| e.to_string())?;
+        t.set_read_timeout(Some(Duration::from_secs(20))).ok();
+        t.set_nodelay(true).ok();
+        write!(
+            t,
+            "GET {path} HTTP/1.1\r\nHost: {authority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2lsbi1iZW5jaC1rZXkhIQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .map_err(|e| e.to_string())?;
+        // The head, byte by byte: no frame after it is swallowed.
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            t.read_exact(&mut b).map_err(|e| format!("upgrade: {e}"))?;
+            head.push(b[0]);
+            if head.len() > 8192 {
+                return Err("upgrade: head too long".into());
+            }
+        }
+        let head = String::from_utf8_lossy(&head);
+        if !head.starts_with("HTTP/1.1 101") {
+            return Err(format!("upgrade: {}", head.lines().next().unwrap_or("")));
+        }
+        Ok(OmeSocket {
+            stream: t,
+            last_sent: Instant::now(),
+        })
+    }
+
+    pub fn send_json(&mut self, v: &serde_json::Value) -> Result<(), String> {
+        self.last_sent = Instant::now();
+        self.stream
+            .write_all(&ws_frame(0x1, v.to_string().as_bytes()))
+            .map_err(|e| e.to_string())
+    }
+
+    /// The next text message (Pings answered, other frames skipped).
+    pub fn recv_json(&mut self) -> Result<serde_json::Value, String> {
+        loop {
+            let (op, payload) = ws_read(&mut self.stream)?;
+            match op {
+                0x1 => return serde_json::from_slice(&payload).map_err(|e| e.to_string()),
+                0x8 => return Err("the server closed the WebSocket".into()),
+                0x9 => {
+                    let pong = ws_frame(0xA, &payload);
+                    self.stream.write_all(&pong).map_err(|e| e.to_string())?;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Once set up: a non-blocking socket the caller keeps alive with
+    /// [`OmeSocket::keep_alive`].
+    pub fn detach(&mut self) {
+        self.stream.set_nonblocking(true).ok();
+    }
+
+    /// What the server sent since (notifications, Pings) is read and
+    /// dropped; every 10 s an unsolicited Pong (RFC 6455 5.5.3: a
+    /// heartbeat) tells the server the client is there, as a browser's
+    /// answers to its Pings do.
+    pub fn keep_alive(&mut self, now: Instant) {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = self.stream.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+        if now.duration_since(self.last_sent) >= Duration::from_secs(10) {
+            self.last_sent = now;
+            let _ = self.stream.write_all(&ws_frame(0xA, b"bench"));
+        }
+    }
+}
+
+/// OME's signalling (kiln and OvenMediaEngine): `request_offer`, the
+/// server's offer with its candidates in the JSON, our answer. OME is
+/// always the DTLS server and offers `actpass`: read as `passive`, so this
+/// peer answers `active` (as OvenPlayer's browser does).
+pub fn ome_setup(url: &str, socket: &UdpSocket, now: Instant) -> Result<(Rtc, OmeSocket), String> {
+    let mut ws = OmeSocket::open(url)?;
+    ws.send_json(&serde_json::json!({"command": "request_offer"}))?;
+    let offer = ws.recv_json()?;
+    if offer["command"] != "offer" {
+        return Err(format!("no offer: {offer}"));
+    }
+    let id = offer["id"].as_i64().ok_or("an offer without an id")?;
+    let mut sdp = offer["sdp"]["sdp"]
+        .as_str()
+        .ok_or("an offer without SDP")?
+        .replace("a=setup:actpass", "a=setup:passive");
+    if !sdp.ends_with("\r\n") {
+        sdp.push_str("\r\n");
+    }
+    // The candidates travel in the JSON only: into the last media section.
+    for c in offer["candidates"].as_array().into_iter().flatten() {
+        if let Some(c) = c["candidate"].as_str() {
+            sdp.push_str(&format!("a={c}\r\n"));
+        }
+    }
+    let mut rtc = new_rtc(socket, now);
+    let offer_sdp = SdpOffer::from_sdp_string(&sdp).map_err(|e| e.to_string())?;
+    let answer = rtc
+        .sdp_api()
+        .accept_offer(offer_sdp)
+        .map_err(|e| e.to_string())?;
+    ws.send_json(&serde_json::json!({
+        "command": "answer", "id": id, "peer_id": 0,
+        "sdp": {"type": "answer", "sdp": answer.to_sdp_string()},
+    }))?;
+    ws.detach();
+    Ok((rtc, ws))
 }
