@@ -15,6 +15,10 @@
 //! keeps, sent with its timestamps squeezed so the browser shows the
 //! current picture without waiting).
 //!
+//! The per-stream fan-out is in `feed.rs`, publishing sessions in
+//! `publish.rs`; this file holds the session table, its sockets' traffic
+//! and the signalling's offers and answers.
+//!
 //! Sessions are found by the ufrag of the peer's first STUN request, then
 //! by its address (taken only from a request signed with the session's
 //! password); a session that does not connect within [`CONNECT_WITHIN`]
@@ -24,27 +28,32 @@
 
 pub mod audio;
 pub mod bframes;
+mod feed;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod ingest;
 pub mod packetize;
+mod publish;
 pub mod sdp;
 pub mod signal;
 pub mod stun;
 pub mod turn;
 
-use crate::media::{Codec, CodecConfig, Frame, MediaKind as Kind, Ticks};
+pub use feed::AudioWork;
+use feed::{write_chunk, Feed, Outgoing};
+use publish::Publish;
+
+use crate::media::Codec;
 use crate::state::streams::{IngestOutput, LiveStream, StreamId, StreamMap, Streams};
 use slab::Slab;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use str0m::change::{SdpAnswer, SdpOffer, SdpPendingOffer};
 use str0m::format::Codec as RtcCodec;
 use str0m::media::{Direction, MediaKind, Mid, Pt};
 use str0m::net::{Protocol, Receive};
-use str0m::rtp::{Extension, RtpWrite};
+use str0m::rtp::Extension;
 use str0m::{Candidate, Event, IceConnectionState, IceCreds, Input, Output, Rtc, RtcConfig};
 
 /// Video packets each session keeps to answer NACKs from.
@@ -253,71 +262,6 @@ pub struct SessionView {
     pub remote: Option<String>,
     pub opened: Instant,
     pub bytes: u64,
-}
-
-/// A publishing session's media path.
-struct Publish {
-    tracks: ingest::IngestTracks,
-    /// Its video m-line (where keyframe requests go).
-    video: Option<Mid>,
-    /// A simulcast publisher's video layer kept: the first to arrive (the
-    /// others are dropped: one stream has one video track).
-    layer: Option<Option<str0m::media::Rid>>,
-}
-
-/// What is kept per stream with at least one WebRTC viewer.
-#[derive(Default)]
-struct Feed {
-    sessions: Vec<usize>,
-    /// Of them, those that completed ICE and DTLS: only then is the
-    /// stream's AAC transcoded for them.
-    connected: usize,
-    /// Bumped when the tracks change: the transcoder starts afresh.
-    audio_generation: u32,
-    /// The stream's GOP as RTP payloads, for viewers joining: made when
-    /// the first joins, grown by later ones, made afresh at a new GOP.
-    gop: Vec<Packets>,
-    /// How many of the GOP's frames `gop` has looked at (B-frames are
-    /// looked at and left out), and the GOP's first frame's time.
-    gop_seen: usize,
-    gop_start: Option<Ticks>,
-    gop_gate: Option<bframes::BFrameGate>,
-    /// H.264 B-frames left out of the live frames ([`bframes`]).
-    gate: Option<bframes::BFrameGate>,
-}
-
-/// One video frame's RTP payloads (the marker goes on the last).
-struct Packets {
-    pts: Ticks,
-    payloads: Payloads,
-}
-
-/// A frame's RTP payloads, shared by every session given them.
-type Payloads = Arc<[Arc<[u8]>]>;
-
-/// A frame on its way into a session: its RTP time, and how many of its
-/// payloads were written.
-struct Outgoing {
-    kind: Kind,
-    time: u32,
-    payloads: Payloads,
-    written: usize,
-}
-
-/// Work for the AAC to Opus transcoder, which runs off the loop (the
-/// loop's worker thread keeps one [`audio::AacToOpus`] per stream).
-#[derive(Debug, Clone)]
-pub enum AudioWork {
-    /// Transcode this frame of `stream` (made with `asc`; a new
-    /// `generation` starts a new transcoder).
-    Frame {
-        stream: StreamId,
-        generation: u32,
-        asc: bytes::Bytes,
-        frame: Frame,
-    },
-    /// No viewer is left: drop the stream's transcoder.
-    Forget(StreamId),
 }
 
 pub struct WebRtc {
@@ -580,26 +524,6 @@ impl WebRtc {
         self.build_rtc(config, now)
     }
 
-    /// A publisher's stack: it receives H.264 (and VP8 when asked: from
-    /// a publisher that offers no H.264, or in kiln's own offer after
-    /// H.264) and Opus, orders packets in str0m's reordering buffers
-    /// (bounded: its defaults of 30 video and 15 audio packets) and NACKs
-    /// what is lost.
-    fn new_publish_rtc(&self, ufrag: &str, pass: &str, h264: bool, vp8: bool, now: Instant) -> Rtc {
-        let config = RtcConfig::new()
-            .set_ice_lite(true)
-            .clear_codecs()
-            .enable_h264(h264)
-            .enable_vp8(vp8)
-            .enable_opus(true, true)
-            .set_local_ice_credentials(IceCreds {
-                ufrag: ufrag.to_string(),
-                pass: pass.to_string(),
-            })
-            .set_stats_interval(None);
-        self.build_rtc(config, now)
-    }
-
     fn build_rtc(&self, mut config: RtcConfig, now: Instant) -> Rtc {
         if let Some(cert) = &self.cert {
             config = config.set_dtls_cert(cert.clone());
@@ -715,29 +639,6 @@ impl WebRtc {
         Ok(idx)
     }
 
-    /// Makes a session a publisher of `stream` (it leaves the viewers).
-    fn make_publisher(&mut self, idx: usize, stream: StreamId) {
-        if let Some(feed) = self.feeds.get_mut(&stream) {
-            feed.sessions.retain(|&i| i != idx);
-            if feed.sessions.is_empty() {
-                self.feeds.remove(&stream);
-            }
-        }
-        let s = &mut self.sessions[idx];
-        let video = s
-            .mids
-            .iter()
-            .find(|(_, k)| *k == MediaKind::Video)
-            .map(|(m, _)| *m);
-        let audio = s.mids.iter().any(|(_, k)| *k == MediaKind::Audio);
-        s.publish = Some(Box::new(Publish {
-            tracks: ingest::IngestTracks::new(video.is_some(), audio),
-            video,
-            layer: None,
-        }));
-        self.publishers.insert(stream, idx);
-    }
-
     /// An offer a new session may take: room for it, and SDP str0m reads.
     fn parse_offer<'a>(
         &self,
@@ -749,107 +650,6 @@ impl WebRtc {
         let parsed = SdpOffer::from_sdp_string(offer)
             .map_err(|_| WebRtcError::BadSdp("the offer is not valid SDP".into()))?;
         Ok((offer, parsed))
-    }
-
-    /// A publisher's offer (WHIP) for `stream`, which the caller has just
-    /// started: the session key and the answer.
-    pub fn accept_publish_offer(
-        &mut self,
-        stream: StreamId,
-        offer: &str,
-        opts: SessionOptions,
-        now: Instant,
-    ) -> Result<(String, String), WebRtcError> {
-        let (offer_text, offer) = self.parse_offer(offer, opts.client)?;
-        let creds = credentials();
-        // H.264 is preferred: VP8 is taken only when the offer has no H.264.
-        let has_h264 = offer_text
-            .lines()
-            .any(|l| l.starts_with("a=rtpmap:") && l.to_ascii_uppercase().contains(" H264/"));
-        let mut rtc = self.new_publish_rtc(&creds.0, &creds.1, has_h264, !has_h264, now);
-        let answer = rtc
-            .sdp_api()
-            .accept_offer(offer)
-            .map_err(|e| WebRtcError::BadSdp(e.to_string()))?;
-        let mids = offer_mids(&mut rtc, offer_text);
-        if !mids.iter().any(|(m, _)| {
-            rtc.media(*m)
-                .is_some_and(|media| media.direction().is_receiving())
-        }) {
-            return Err(WebRtcError::BadSdp(
-                "the offer sends no H.264 or Opus kiln can take".into(),
-            ));
-        }
-        let what = Offerable {
-            video: true,
-            vp8: !has_h264,
-            audio: true,
-            stereo: true,
-        };
-        let idx = self.insert(rtc, stream, what, creds, opts, now)?;
-        self.sessions[idx].mids = mids;
-        self.make_publisher(idx, stream);
-        self.poll_session(idx, None, now);
-        let key = self.sessions[idx].key.clone();
-        let answer = sdp::complete_refused_sections(&answer.to_sdp_string(), offer_text);
-        Ok((key, answer))
-    }
-
-    /// kiln offers to receive (OME's `direction=send`): a session that
-    /// will publish `stream` once its answer is taken
-    /// ([`accept_answer`](Self::accept_answer), as a viewer's).
-    pub fn create_publish_offer(
-        &mut self,
-        stream: StreamId,
-        opts: SessionOptions,
-        now: Instant,
-    ) -> Result<(String, String), WebRtcError> {
-        self.room_for(opts.client)?;
-        let creds = credentials();
-        let mut rtc = self.new_publish_rtc(&creds.0, &creds.1, true, true, now);
-        let mut api = rtc.sdp_api();
-        let video = api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
-        let audio = api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
-        let Some((offer, pending)) = api.apply() else {
-            return Err(WebRtcError::Internal("no offer".into()));
-        };
-        let what = Offerable {
-            video: true,
-            vp8: false,
-            audio: true,
-            stereo: true,
-        };
-        let idx = self.insert(rtc, stream, what, creds, opts, now)?;
-        let s = &mut self.sessions[idx];
-        s.pending = Some(pending);
-        s.mids = vec![(video, MediaKind::Video), (audio, MediaKind::Audio)];
-        self.make_publisher(idx, stream);
-        let key = self.sessions[idx].key.clone();
-        Ok((key, offer.to_sdp_string()))
-    }
-
-    /// The publisher the session table knows for `stream`, ended (the
-    /// API deleted the stream, its app restarted).
-    pub fn end_publisher(&mut self, stream: StreamId) {
-        if let Some(&idx) = self.publishers.get(&stream) {
-            self.end(idx, EndReason::Stopped);
-        }
-    }
-
-    /// Sessions publishing a stream.
-    pub fn publishers(&self) -> usize {
-        self.publishers.len()
-    }
-
-    /// The endpoint that stands for every WebRTC publisher in the registry
-    /// (an ICE socket's token: the loop asks it to end a stream).
-    pub fn publisher_token(&self) -> Option<usize> {
-        self.port_tokens.first().copied()
-    }
-
-    /// What publishing sessions did to their streams since the last call.
-    pub fn take_ingest(&mut self) -> Vec<IngestOutput> {
-        std::mem::take(&mut self.ingest)
     }
 
     /// A viewer's offer (WHEP): a session for `stream` and its answer.
@@ -1337,362 +1137,6 @@ impl WebRtc {
         }
     }
 
-    /// A publisher's frame: into its stream, and out to the features.
-    fn on_published(
-        &mut self,
-        idx: usize,
-        m: &str0m::media::MediaData,
-        streams: &mut Streams,
-        now: Instant,
-    ) {
-        let Some(s) = self.sessions.get_mut(idx) else {
-            return;
-        };
-        let id = s.stream;
-        let Some(p) = s.publish.as_deref_mut() else {
-            return;
-        };
-        let codec = match m.params.spec().codec {
-            RtcCodec::H264 => ingest::MediaCodec::H264,
-            RtcCodec::Vp8 => ingest::MediaCodec::Vp8,
-            RtcCodec::Opus => ingest::MediaCodec::Opus,
-            _ => return,
-        };
-        if codec != ingest::MediaCodec::Opus && *p.layer.get_or_insert(m.rid) != m.rid {
-            return;
-        }
-        let mut events = Vec::new();
-        p.tracks.on_media(
-            ingest::Media {
-                codec,
-                rtp_time: m.time.numer(),
-                rate: m.time.denom(),
-                arrival: m.network_time,
-                contiguous: m.contiguous,
-                data: &m.data,
-            },
-            &mut events,
-        );
-        if codec != ingest::MediaCodec::Opus && p.tracks.wants_keyframe(now) {
-            match p.video.and_then(|mid| s.rtc.writer(mid)) {
-                Some(mut w) => {
-                    let rid = p.layer.flatten();
-                    let r = w.request_keyframe(rid, str0m::media::KeyframeRequestKind::Pli);
-                    crate::debug!("webrtc session {}: keyframe asked for ({r:?})", s.key);
-                }
-                None => crate::debug!(
-                    "webrtc session {}: no video m-line to ask a keyframe of",
-                    s.key
-                ),
-            }
-        }
-        streams.note_input(id, m.data.len() as u64, now);
-        if events.is_empty() {
-            return;
-        }
-        // One output per stream and batch: frames append to the last one.
-        if self.ingest.last().is_none_or(|o| o.stream != Some(id)) {
-            self.ingest.push(IngestOutput {
-                stream: Some(id),
-                ..IngestOutput::default()
-            });
-        }
-        for e in events {
-            match e {
-                ingest::IngestEvent::Tracks(tracks) => {
-                    // New tracks start the outputs' muxers afresh: what came
-                    // before goes out first.
-                    if self.ingest.last().is_some_and(|o| !o.frames.is_empty()) {
-                        self.ingest.push(IngestOutput {
-                            stream: Some(id),
-                            ..IngestOutput::default()
-                        });
-                    }
-                    let first = streams.get(id).filter(|st| st.tracks().is_empty());
-                    let has = |c: Codec| tracks.iter().any(|t| t.codec == c);
-                    if let Some(st) = first.filter(|_| has(Codec::Opus)) {
-                        crate::info!(
-                            "stream [{}/{}/{}]: its audio is Opus: LL-HLS, HLS, SRT, MPEG-TS, recordings and WebRTC carry it; RTMP outputs carry its video only (RTMP has no Opus)",
-                            st.vhost,
-                            st.app,
-                            st.name
-                        );
-                    }
-                    if let Some(st) = streams.get(id).filter(|_| has(Codec::Vp8)) {
-                        crate::warn!(
-                            "stream [{}/{}/{}]: its video is VP8 (the publisher offered no H.264): only WebRTC viewers get it; LL-HLS, HLS, RTMP, SRT, MPEG-TS and recordings carry its audio only",
-                            st.vhost,
-                            st.app,
-                            st.name
-                        );
-                    }
-                    streams.set_tracks(id, tracks);
-                    if let Some(o) = self.ingest.last_mut() {
-                        o.tracks_changed = true;
-                    }
-                }
-                ingest::IngestEvent::Frame(f) => {
-                    streams.on_frame(id, &f);
-                    if let Some(o) = self.ingest.last_mut() {
-                        o.frames.push(f);
-                    }
-                }
-            }
-        }
-    }
-
-    /// A session just connected: the stream's GOP from its keyframe, with
-    /// timestamps squeezed to end at the latest frame's, so the browser
-    /// decodes up to now and shows it at once. The GOP's payloads are the
-    /// feed's, made once for every viewer joining within it.
-    fn start_session(&mut self, idx: usize, streams: &mut Streams) {
-        let Some(s) = self.sessions.get_mut(idx) else {
-            return;
-        };
-        s.started = true;
-        if s.video.is_none() {
-            return;
-        }
-        let Some(stream) = streams.get(s.stream) else {
-            return;
-        };
-        let Some(feed) = self.feeds.get_mut(&s.stream) else {
-            return;
-        };
-        let Some(track) = stream.tracks().iter().find(|t| t.kind() == Kind::Video) else {
-            return;
-        };
-        let gop: Vec<&Frame> = stream
-            .gop()
-            .iter()
-            .filter(|f| f.track == track.id)
-            .collect();
-        let start = gop.first().map(|f| f.pts);
-        if feed.gop_seen > gop.len() || feed.gop_start != start {
-            feed.gop.clear();
-            feed.gop_seen = 0;
-            feed.gop_start = start;
-            feed.gop_gate = None;
-        }
-        for f in &gop[feed.gop_seen..] {
-            if track.codec == Codec::H264 {
-                let gate = feed
-                    .gop_gate
-                    .get_or_insert_with(|| bframes::BFrameGate::new(&track.config));
-                if !gate.admit(f) {
-                    continue;
-                }
-            }
-            let payloads = video_payloads(f, track).unwrap_or_else(|| Arc::new([]));
-            feed.gop.push(Packets {
-                pts: f.pts,
-                payloads,
-            });
-        }
-        feed.gop_seen = gop.len();
-        let Some(last) = feed.gop.last().map(|p| p.pts) else {
-            return;
-        };
-        let n = feed.gop.len();
-        for (i, p) in feed.gop.iter().enumerate() {
-            s.outgoing.push_back(Outgoing {
-                kind: Kind::Video,
-                time: (last - (n - 1 - i) as Ticks).max(0) as u32,
-                payloads: p.payloads.clone(),
-                written: 0,
-            });
-        }
-    }
-
-    /// A stream's output: its frames to every connected session, its end
-    /// to all of them.
-    pub fn on_ingest(&mut self, out: &IngestOutput, streams: &mut Streams, now: Instant) {
-        if let Some(id) = out.ended {
-            self.warned_bframes.remove(&id);
-            if let Some(feed) = self.feeds.remove(&id) {
-                for idx in feed.sessions {
-                    self.end(idx, EndReason::StreamEnded);
-                }
-                self.audio_work.push(AudioWork::Forget(id));
-            }
-            return;
-        }
-        let Some(id) = out.stream else { return };
-        if out.frames.is_empty() || !self.feeds.contains_key(&id) {
-            return;
-        }
-        let Some(stream) = streams.get(id) else {
-            return;
-        };
-        if out.tracks_changed {
-            if let Some(f) = self.feeds.get_mut(&id) {
-                f.audio_generation = f.audio_generation.wrapping_add(1);
-                f.gate = None;
-            }
-        }
-        let tracks = stream.tracks();
-        for frame in &out.frames {
-            let Some(track) = tracks.iter().find(|t| t.id == frame.track) else {
-                continue;
-            };
-            if track.codec == Codec::H264 && !self.admit_h264(id, stream, track, frame) {
-                continue;
-            }
-            match track.codec {
-                Codec::H264 | Codec::Vp8 => {
-                    let Some(payloads) = video_payloads(frame, track) else {
-                        continue;
-                    };
-                    self.give_all(id, Kind::Video, frame.pts.max(0) as u32, &payloads);
-                }
-                Codec::Opus => {
-                    let data: Payloads = Arc::new([Arc::from(&frame.data[..])]);
-                    self.give_all(id, Kind::Audio, opus_time(frame.pts), &data);
-                }
-                Codec::Aac => self.transcode(id, track, frame),
-                _ => {}
-            }
-        }
-        let sessions = self
-            .feeds
-            .get(&id)
-            .map(|f| f.sessions.clone())
-            .unwrap_or_default();
-        for idx in sessions {
-            self.poll_session(idx, Some(streams), now);
-        }
-    }
-
-    /// Does a WebRTC viewer get this H.264 frame? B-frames are left out
-    /// ([`bframes`]); the first time a stream has them, one WARN says what
-    /// its viewers get and which encoder setting changes it.
-    fn admit_h264(
-        &mut self,
-        id: StreamId,
-        stream: &LiveStream,
-        track: &crate::media::Track,
-        frame: &Frame,
-    ) -> bool {
-        let Some(feed) = self.feeds.get_mut(&id) else {
-            return false;
-        };
-        let gate = feed.gate.get_or_insert_with(|| {
-            // Started mid-GOP: the GOP so far tells it which pictures are
-            // references (what the viewers' decoders hold).
-            let mut g = bframes::BFrameGate::new(&track.config);
-            for f in stream.gop() {
-                if f.track == track.id && f.dts < frame.dts {
-                    g.admit(f);
-                }
-            }
-            g.counts = bframes::GateCounts::default();
-            g
-        });
-        let admitted = gate.admit(frame);
-        let counts = gate.counts;
-        if counts.b_frames == 0 {
-            return admitted;
-        }
-        let warned = self.warned_bframes.entry(id).or_default();
-        let name = || format!("{}/{}/{}", stream.vhost, stream.app, stream.name);
-        if !warned.0 {
-            warned.0 = true;
-            crate::warn!(
-                "stream [{}] has B-frames: WebRTC viewers get its I- and P-frames only (a lower frame rate; LL-HLS, RTMP, SRT and recordings keep every frame). For every frame over WebRTC set the encoder's B-frames to 0 (OBS: x264 options bframes=0; ffmpeg: -bf 0)",
-                name()
-            );
-        }
-        if counts.unsafe_frames > 0 && !warned.1 {
-            warned.1 = true;
-            crate::warn!(
-                "stream [{}]: its P-frames may predict from B-frames (several reference frames), so WebRTC viewers get its keyframes only. Set the encoder's B-frames to 0, or x264's preset to veryfast (one reference frame)",
-                name()
-            );
-        }
-        admitted
-    }
-
-    /// An AAC frame for the transcoder (the loop's worker thread).
-    fn transcode(&mut self, id: StreamId, track: &crate::media::Track, frame: &Frame) {
-        // Only for viewers that completed ICE and DTLS: an offer that
-        // never connects starts nothing.
-        let Some(feed) = self.feeds.get_mut(&id).filter(|f| f.connected > 0) else {
-            return;
-        };
-        let CodecConfig::Aac { asc } = &track.config else {
-            return;
-        };
-        self.audio_work.push(AudioWork::Frame {
-            stream: id,
-            generation: feed.audio_generation,
-            asc: asc.clone(),
-            frame: frame.clone(),
-        });
-    }
-
-    /// Work for the transcoder since the last call.
-    pub fn take_audio_work(&mut self) -> Vec<AudioWork> {
-        std::mem::take(&mut self.audio_work)
-    }
-
-    /// Opus packets the transcoder made of `stream`'s AAC: to every
-    /// connected viewer of it.
-    pub fn on_opus(
-        &mut self,
-        stream: StreamId,
-        packets: &[audio::OpusPacket],
-        streams: &mut Streams,
-        now: Instant,
-    ) {
-        if !self.feeds.contains_key(&stream) {
-            return;
-        }
-        for p in packets {
-            let data: Payloads = Arc::new([Arc::from(&p.data[..])]);
-            self.give_all(stream, Kind::Audio, opus_time(p.pts), &data);
-        }
-        let sessions = self
-            .feeds
-            .get(&stream)
-            .map(|f| f.sessions.clone())
-            .unwrap_or_default();
-        for idx in sessions {
-            self.poll_session(idx, Some(streams), now);
-        }
-    }
-
-    /// One frame's payloads to every started session of the stream (its
-    /// poll writes them).
-    fn give_all(&mut self, id: StreamId, kind: Kind, time: u32, payloads: &Payloads) {
-        let Some(feed) = self.feeds.get(&id) else {
-            return;
-        };
-        for &idx in &feed.sessions {
-            let Some(s) = self.sessions.get_mut(idx) else {
-                continue;
-            };
-            let target = if kind == Kind::Video {
-                s.video
-            } else {
-                s.audio
-            };
-            if s.connected && s.started && target.is_some() {
-                if s.outgoing.len() >= MAX_QUEUED_FRAMES {
-                    // A viewer that cannot keep up loses its oldest frames.
-                    if let Some(o) = s.outgoing.pop_front() {
-                        self.dropped += (o.payloads.len() - o.written) as u64;
-                    }
-                }
-                s.outgoing.push_back(Outgoing {
-                    kind,
-                    time,
-                    payloads: payloads.clone(),
-                    written: 0,
-                });
-            }
-        }
-    }
-
     /// Sessions paused for room in the outbox ([`OUTBOX_PAUSE`]) write
     /// their next frames, in the order they paused, while there is room.
     /// The ICE sockets call it when they have sent what waited.
@@ -1727,49 +1171,6 @@ impl WebRtc {
     }
 }
 
-/// 48 kHz RTP time of a 90 kHz timestamp (wrapping, as RTP's).
-fn opus_time(pts: Ticks) -> u32 {
-    ((pts.max(0) as u64) * 8 / 15) as u32
-}
-
-/// The next [`CHUNK`] packets (or the rest of a frame) of what the
-/// session was given into its send queue, numbered from its sequence;
-/// video is kept for NACKs (the history holds the shared payloads) and
-/// marked on a frame's last packet.
-fn write_chunk(s: &mut Session, now: Instant) {
-    let mut room = CHUNK;
-    while room > 0 {
-        let Some(o) = s.outgoing.front_mut() else {
-            return;
-        };
-        let video = o.kind == Kind::Video;
-        let (target, seq) = if video {
-            (s.video, &mut s.video_seq)
-        } else {
-            (s.audio, &mut s.audio_seq)
-        };
-        let end = (o.written + room).min(o.payloads.len());
-        if let Some((mid, pt)) = target {
-            let mut api = s.rtc.direct_api();
-            if let Some(tx) = api.stream_tx_by_mid(mid, None) {
-                for (i, p) in o.payloads[o.written..end].iter().enumerate() {
-                    let last = o.written + i + 1 == o.payloads.len();
-                    let write = RtpWrite::new(pt, (*seq).into(), o.time, now, p.clone())
-                        .marker(video && last)
-                        .nackable(video);
-                    tx.write_rtp(write);
-                    *seq += 1;
-                }
-            }
-        }
-        room = room.saturating_sub((end - o.written).max(1));
-        o.written = end;
-        if o.written >= o.payloads.len() {
-            s.outgoing.pop_front();
-        }
-    }
-}
-
 /// A random start for a session's sequence numbers (RFC 3550), in the
 /// first 15 bits so the extended number needs no rollover signalled.
 fn random_seq() -> u64 {
@@ -1789,27 +1190,6 @@ fn offer_mids(rtc: &mut Rtc, offer: &str) -> Vec<(Mid, MediaKind)> {
             rtc.media(mid).map(|media| (mid, media.kind()))
         })
         .collect()
-}
-
-/// A video frame's RTP payloads: H.264 with the track's SPS/PPS before
-/// a keyframe that does not carry them, VP8 as it is.
-fn video_payloads(frame: &Frame, track: &crate::media::Track) -> Option<Payloads> {
-    let made = match (&track.codec, &track.config) {
-        (Codec::H264, CodecConfig::H264 { sps, pps }) => {
-            let params = frame.keyframe.then_some((&sps[..], &pps[..]));
-            packetize::h264(&frame.data, params, packetize::MAX_PAYLOAD)
-        }
-        (Codec::H264, _) => packetize::h264(&frame.data, None, packetize::MAX_PAYLOAD),
-        (Codec::Vp8, _) => packetize::vp8(&frame.data, packetize::MAX_PAYLOAD),
-        _ => return None,
-    };
-    match made {
-        Ok(p) => Some(p.into()),
-        Err(e) => {
-            crate::debug!("webrtc: frame of track {} not sent: {e}", track.id);
-            None
-        }
-    }
 }
 
 /// A self-signed ECDSA P-256 certificate for DTLS (WebRTC peers check it
