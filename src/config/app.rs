@@ -1,0 +1,483 @@
+//! `<Application>`: its providers and publishers (LL-HLS, HLS, dumps,
+//! files), output profiles and their encodes.
+
+use super::{
+    dom, ome_schema, AppConfig, EncodeConfig, EncodeKind, OutputProfileConfig, StreamMapEntry,
+    Walker, UNSUPPORTED_APP, UNSUPPORTED_APP_PROVIDERS, UNSUPPORTED_APP_PUBLISHERS,
+    UNSUPPORTED_ENCODES, UNSUPPORTED_LLHLS, UNSUPPORTED_OUTPUT_PROFILE,
+    UNSUPPORTED_OUTPUT_PROFILES,
+};
+use dom::Element;
+
+impl Walker<'_> {
+    pub(super) fn application(&mut self, el: &Element, path: &str) -> Option<AppConfig> {
+        let mut app = AppConfig {
+            name: String::new(),
+            output_profiles: Vec::new(),
+            rtmp: false,
+            srt: false,
+            rtmp_block_duplicates: None,
+            srt_block_duplicates: None,
+            mpegts: None,
+            push: false,
+            llhls: None,
+            webrtc: None,
+            webrtc_ingest: None,
+            schedule: None,
+            multiplex: None,
+            hls: None,
+            file: None,
+        };
+        let mut name = None;
+        self.children(el, path, UNSUPPORTED_APP, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => name = w.nonempty_text(c, p),
+                "Type" => {
+                    if let Some(t) = w.nonempty_text(c, p) {
+                        if t != "live" {
+                            w.error(c, p, format!("application type [{t}] is not supported; kiln serves live applications"));
+                        }
+                    }
+                }
+                "OutputProfiles" => {
+                    w.children(c, p, UNSUPPORTED_OUTPUT_PROFILES, &["OutputProfile"], |w, c, p| {
+                        if c.name != "OutputProfile" {
+                            return false;
+                        }
+                        if let Some(op) = w.output_profile(c, p) {
+                            app.output_profiles.push(op);
+                        }
+                        true
+                    })
+                }
+                "Providers" => w.children(c, p, UNSUPPORTED_APP_PROVIDERS, &[], |w, c, p| {
+                    match c.name.as_str() {
+                        "WebRTC" => app.webrtc_ingest = Some(w.webrtc_ingest_app(c, p)),
+                        "Schedule" => {
+                            let mut s = crate::state::app::ScheduleProvider::default();
+                            w.children(c, p, &[], &[], |w, c, p| {
+                                let dir = w.nonempty_text(c, p).map(|d| w.resolve_path(&d));
+                                match (c.name.as_str(), dir) {
+                                    ("MediaRootDir", Some(d)) => s.media_root_dir = d,
+                                    // OME's documents spell it both ways.
+                                    ("ScheduleFilesDir" | "ScheduleFileDir", Some(d)) => {
+                                        s.schedule_files_dir = d
+                                    }
+                                    ("MediaRootDir" | "ScheduleFilesDir" | "ScheduleFileDir", None) => {}
+                                    _ => return false,
+                                }
+                                true
+                            });
+                            if s.media_root_dir.is_empty() {
+                                w.error(c, p, "<MediaRootDir> is required");
+                            }
+                            app.schedule = Some(s);
+                        }
+                        "Multiplex" => {
+                            let mut m = crate::state::app::MultiplexProvider::default();
+                            w.children(c, p, &[], &[], |w, c, p| {
+                                if c.name != "MuxFilesDir" {
+                                    return false;
+                                }
+                                if let Some(d) = w.nonempty_text(c, p) {
+                                    m.mux_files_dir = w.resolve_path(&d);
+                                }
+                                true
+                            });
+                            app.multiplex = Some(m);
+                        }
+                        "RTMP" => {
+                            app.rtmp = true;
+                            app.rtmp_block_duplicates = w.block_duplicates(c, p);
+                        }
+                        "SRT" => {
+                            app.srt = true;
+                            app.srt_block_duplicates = w.block_duplicates(c, p);
+                        }
+                        "MPEGTS" => {
+                            let mut map = Vec::new();
+                            w.children(c, p, &[], &[], |w, c, p| {
+                                if c.name != "StreamMap" {
+                                    return false;
+                                }
+                                w.children(c, p, &[], &["Stream"], |w, c, p| {
+                                    if c.name != "Stream" {
+                                        return false;
+                                    }
+                                    let (mut n, mut ports) = (None, Vec::new());
+                                    w.children(c, p, &[], &[], |w, c, p| {
+                                        match c.name.as_str() {
+                                            "Name" => n = w.nonempty_text(c, p),
+                                            "Port" => ports = w.udp_ports(c, p),
+                                            _ => return false,
+                                        }
+                                        true
+                                    });
+                                    match n {
+                                        Some(name) if !ports.is_empty() => {
+                                            map.push(StreamMapEntry { name, ports })
+                                        }
+                                        _ => w.error(c, p, "<Name> and <Port> are required"),
+                                    }
+                                    true
+                                });
+                                true
+                            });
+                            app.mpegts = Some(map);
+                        }
+                        _ => return false,
+                    }
+                    true
+                }),
+                "Publishers" => w.children(c, p, UNSUPPORTED_APP_PUBLISHERS, &[], |w, c, p| {
+                    if c.name == "WebRTC" {
+                        app.webrtc = Some(w.webrtc_app(c, p));
+                        return true;
+                    }
+                    if c.name == "LLHLS" {
+                        app.llhls = Some(w.llhls(c, p));
+                        return true;
+                    }
+                    if c.name == "HLS" {
+                        app.hls = Some(w.hls(c, p));
+                        return true;
+                    }
+                    if c.name == "FILE" || c.name == "File" {
+                        app.file = Some(w.file_publisher(c, p));
+                        return true;
+                    }
+                    if c.name != "Push" {
+                        return false;
+                    }
+                    // OME's <Push> may hold <StreamMap> for automatic pushes;
+                    // kiln drives pushes through the API only.
+                    w.children(c, p, &["StreamMap"], &[], |_, _, _| false);
+                    app.push = true;
+                    true
+                }),
+                _ => return false,
+            }
+            true
+        });
+        let Some(name) = name else {
+            self.error(el, path, "<Name> is required");
+            return None;
+        };
+        // `*` is OME's dynamic-application template (kept by the vhost).
+        if name != "*" && !crate::state::vhost::valid_name(&name) {
+            self.error(
+                el,
+                path,
+                format!("application name [{name}] must be 1-255 letters, digits, '-', '_' or '.' (or * for OME's template)"),
+            );
+            return None;
+        }
+        app.name = name;
+        Some(app)
+    }
+
+    pub(super) fn output_profile(
+        &mut self,
+        el: &Element,
+        path: &str,
+    ) -> Option<OutputProfileConfig> {
+        let (mut name, mut osn, mut encodes) = (None, None, Vec::new());
+        // OME names unnamed encodes video_0, audio_0, ... (counting the
+        // unnamed ones of each kind).
+        let mut unnamed = [0usize; 3];
+        self.children(el, path, UNSUPPORTED_OUTPUT_PROFILE, &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => name = w.nonempty_text(c, p),
+                "OutputStreamName" => osn = w.nonempty_text(c, p),
+                "Encodes" => w.children(
+                    c,
+                    p,
+                    UNSUPPORTED_ENCODES,
+                    &["Video", "Audio", "Data"],
+                    |w, c, p| {
+                        let (kind, slot, prefix) = match c.name.as_str() {
+                            "Video" => (EncodeKind::Video, 0, "video"),
+                            "Audio" => (EncodeKind::Audio, 1, "audio"),
+                            "Data" => (EncodeKind::Data, 2, "data"),
+                            _ => return false,
+                        };
+                        if let Some(e) = w.encode(c, p, kind, &mut unnamed[slot], prefix) {
+                            encodes.push(e);
+                        }
+                        true
+                    },
+                ),
+                _ => return false,
+            }
+            true
+        });
+        let Some(name) = name else {
+            self.error(el, path, "<Name> is required");
+            return None;
+        };
+        Some(OutputProfileConfig {
+            name,
+            output_stream_name: osn.unwrap_or_else(|| "${OriginStreamName}".into()),
+            encodes,
+        })
+    }
+
+    /// One encode. A bypass applies; a conditional bypass on the codec
+    /// applies as "pass the track when its codec matches"; any other
+    /// (transcoding) encode is skipped with a warning: kiln relays.
+    pub(super) fn encode(
+        &mut self,
+        el: &Element,
+        path: &str,
+        kind: EncodeKind,
+        unnamed: &mut usize,
+        prefix: &str,
+    ) -> Option<EncodeConfig> {
+        let (mut name, mut bypass, mut codec) = (None, kind == EncodeKind::Data, None);
+        let mut codec_eq = false;
+        let mut other_conditions = Vec::new();
+        let mut shown = Vec::new();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "Name" => name = w.nonempty_text(c, p),
+                "Bypass" => bypass = w.bool_text(c, p).unwrap_or(false),
+                "Codec" => codec = w.nonempty_text(c, p),
+                "BypassIfMatch" => w.children(c, p, &[], &[], |w, c, p| {
+                    let op = w.nonempty_text(c, p).unwrap_or_default();
+                    if c.name == "Codec" && op.eq_ignore_ascii_case("eq") {
+                        codec_eq = true;
+                    } else if ome_schema::is_ome_element(&c.name) {
+                        other_conditions.push(c.name.clone());
+                    } else {
+                        return false;
+                    }
+                    true
+                }),
+                // Transcoding settings: OME's, moot for a bypass.
+                _ => {
+                    if !ome_schema::is_ome_element(&c.name) {
+                        return false;
+                    }
+                    if let Some(v) = w.nonempty_text(c, p) {
+                        let mut key = c.name.clone();
+                        key[..1].make_ascii_lowercase();
+                        shown.push((key, v));
+                    }
+                }
+            }
+            true
+        });
+        let name = name.unwrap_or_else(|| {
+            let n = format!("{prefix}_{unnamed}");
+            *unnamed += 1;
+            n
+        });
+        if bypass {
+            return Some(EncodeConfig {
+                kind,
+                name,
+                if_codec: None,
+                shown: Vec::new(),
+            });
+        }
+        match codec {
+            Some(codec) if codec_eq => {
+                if !other_conditions.is_empty() {
+                    self.warn(
+                        el,
+                        path,
+                        format!(
+                            "encode [{name}]: only <BypassIfMatch><Codec> is checked (kiln does not transcode); {} not applied",
+                            other_conditions.join(", ")
+                        ),
+                    );
+                }
+                Some(EncodeConfig {
+                    kind,
+                    name,
+                    if_codec: Some(codec.to_ascii_lowercase()),
+                    shown,
+                })
+            }
+            _ => {
+                self.warn(
+                    el,
+                    path,
+                    format!("encode [{name}] transcodes; kiln relays streams and does not transcode: skipped (the profile's bypass encodes still apply)"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `<Publishers><LLHLS>` of an application.
+    pub(super) fn llhls(&mut self, el: &Element, path: &str) -> crate::state::app::LlhlsSpec {
+        let mut spec = crate::state::app::LlhlsSpec::default();
+        self.children(el, path, UNSUPPORTED_LLHLS, &[], |w, c, p| {
+            match c.name.as_str() {
+                "ChunkDuration" => spec.chunk_duration = w.seconds(c, p, 0.1, 10.0),
+                "PartHoldBack" => spec.part_hold_back = w.seconds(c, p, 0.0, 60.0),
+                "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
+                "SegmentCount" => spec.segment_count = w.segment_count(c, p),
+                "FirstSegmentTimeout" => spec.first_segment_timeout = w.seconds(c, p, 1.0, 600.0),
+                "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
+                "CacheControl" => spec.cache_control = Some(w.cache_control(c, p)),
+                "Dumps" => spec.dumps = Some(w.dumps(c, p)),
+                _ => return false,
+            }
+            true
+        });
+        spec
+    }
+
+    /// `<LLHLS><Dumps>`: `<RootPath>` (kiln) and OME's `<Dump>` entries.
+    pub(super) fn dumps(&mut self, el: &Element, path: &str) -> crate::state::app::DumpsSpec {
+        let mut spec = crate::state::app::DumpsSpec::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "RootPath" => spec.root_path = w.nonempty_text(c, p),
+                "Dump" => {
+                    let (mut enable, mut target, mut out) = (true, None, None);
+                    let mut playlists = Vec::new();
+                    w.children(c, p, &["Extension"], &[], |w, c, p| {
+                        match c.name.as_str() {
+                            "Enable" => enable = w.text(c, p).is_some_and(|t| t.trim() == "true"),
+                            "TargetStreamName" => target = w.nonempty_text(c, p),
+                            "OutputPath" => out = w.nonempty_text(c, p),
+                            "Playlists" => {
+                                playlists = w.repeated(c, p, &[], "Playlist", |w, c, p| {
+                                    w.nonempty_text(c, p)
+                                })
+                            }
+                            _ => return false,
+                        }
+                        true
+                    });
+                    match (target, out) {
+                        (Some(target_stream_name), Some(output_path)) => {
+                            spec.dump.push(crate::state::app::DumpConfig {
+                                enable,
+                                target_stream_name,
+                                playlists,
+                                output_path,
+                            })
+                        }
+                        _ => w.error(c, p, "<TargetStreamName> and <OutputPath> are required"),
+                    }
+                }
+                _ => return false,
+            }
+            true
+        });
+        if let Some(why) = spec.problem() {
+            self.error(el, path, why);
+        }
+        spec
+    }
+
+    /// `<Publishers><HLS>` of an application.
+    pub(super) fn hls(&mut self, el: &Element, path: &str) -> crate::state::app::HlsSpec {
+        let mut spec = crate::state::app::HlsSpec::default();
+        self.children(
+            el,
+            path,
+            &["CacheControl", "DefaultQueryString"],
+            &[],
+            |w, c, p| {
+                match c.name.as_str() {
+                    "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
+                    "SegmentCount" => spec.segment_count = w.segment_count(c, p),
+                    "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
+                    _ => return false,
+                }
+                true
+            },
+        );
+        spec
+    }
+
+    /// `<Publishers><FILE>` of an application: `<RootPath>`, `<FilePath>`,
+    /// `<InfoPath>` (OME's automatic `<StreamMap>` is not supported).
+    pub(super) fn file_publisher(
+        &mut self,
+        el: &Element,
+        path: &str,
+    ) -> crate::state::app::FileSpec {
+        let mut spec = crate::state::app::FileSpec::default();
+        self.children(el, path, &["StreamMap"], &[], |w, c, p| {
+            // OME's example folds long paths over lines.
+            let mut value = || {
+                w.nonempty_text(c, p)
+                    .map(|t| t.lines().map(str::trim).collect::<String>())
+            };
+            match c.name.as_str() {
+                "RootPath" => spec.root_path = value(),
+                "FilePath" => spec.file_path = value(),
+                "InfoPath" => spec.info_path = value(),
+                _ => return false,
+            }
+            true
+        });
+        if let Some(why) = spec.problem() {
+            self.error(el, path, why);
+        }
+        spec
+    }
+
+    /// `<LLHLS><CacheControl>`: max-age seconds, 0 or -1 and up.
+    pub(super) fn cache_control(
+        &mut self,
+        el: &Element,
+        path: &str,
+    ) -> crate::state::app::CacheControlSpec {
+        let mut spec = crate::state::app::CacheControlSpec::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            let slot = match c.name.as_str() {
+                "MasterPlaylistMaxAge" => &mut spec.master_playlist_max_age,
+                "ChunklistMaxAge" => &mut spec.chunklist_max_age,
+                "ChunklistWithDirectivesMaxAge" => &mut spec.chunklist_with_directives_max_age,
+                "SegmentMaxAge" => &mut spec.segment_max_age,
+                "PartialSegmentMaxAge" => &mut spec.partial_segment_max_age,
+                _ => return false,
+            };
+            *slot = match w.number::<i32>(c, p) {
+                Some(v) if v >= -1 => Some(v),
+                Some(_) => {
+                    w.error(
+                        c,
+                        p,
+                        "must be seconds, 0 (no-cache, no-store) or -1 (no header)",
+                    );
+                    None
+                }
+                None => None,
+            };
+            true
+        });
+        spec
+    }
+
+    /// A number of seconds in `lo..=hi`.
+    pub(super) fn seconds(&mut self, el: &Element, path: &str, lo: f64, hi: f64) -> Option<f64> {
+        match self.number::<f64>(el, path) {
+            Some(v) if (lo..=hi).contains(&v) => Some(v),
+            Some(_) => {
+                self.error(el, path, format!("must be {lo} to {hi} seconds"));
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// `SegmentCount`: 3 to 100 segments kept.
+    pub(super) fn segment_count(&mut self, el: &Element, path: &str) -> Option<u32> {
+        match self.number::<u32>(el, path) {
+            Some(n) if (3..=100).contains(&n) => Some(n),
+            Some(_) => {
+                self.error(el, path, "must be 3 to 100");
+                None
+            }
+            None => None,
+        }
+    }
+}
