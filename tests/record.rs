@@ -137,6 +137,79 @@ fn a_minute_split_every_20_s_gives_three_playable_files() {
     }
 }
 
+/// A time-lapse (kiln's `keyframesEvery`, issue 44): a minute of ffmpeg's
+/// pattern (a keyframe a second, B-frames, AAC) kept as one keyframe per
+/// 10 s, one frame per second of film, in both containers; ffprobe reads
+/// six keyframes, no audio, a six-second film.
+#[test]
+fn a_time_lapse_keeps_one_keyframe_per_interval_and_plays() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let (s, root) = record_server("record-lapse", None);
+    for ext in ["mp4", "ts"] {
+        let r = call(
+            &s,
+            "startRecord",
+            json!({"id": ext, "stream": {"name": "cam"}, "keyframesEvery": 10000,
+                   "filePath": format!("lapse/cam.{ext}"), "infoPath": format!("lapse/{ext}.xml")}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["response"]["keyframesEvery"], 10000);
+        assert_eq!(r.json()["response"]["timeLapseFps"], 1);
+    }
+    let bad = call(
+        &s,
+        "startRecord",
+        json!({"id": "bad", "stream": {"name": "cam"}, "keyframesEvery": 10}),
+    );
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(bad.body.contains("keyframesEvery"), "{}", bad.body);
+    assert!(publish_fast(&s, "cam", 60).success());
+    for ext in ["mp4", "ts"] {
+        let info = root.join(format!("lapse/{ext}.xml"));
+        let xml = wait_until(Duration::from_secs(20), || {
+            std::fs::read_to_string(&info).ok()
+        })
+        .unwrap_or_else(|| panic!("{ext}: no info XML\n{}", s.log_text()));
+        assert!(
+            xml.contains("<keyframesEvery>10000</keyframesEvery>"),
+            "{xml}"
+        );
+        let path = root.join(format!("lapse/cam.{ext}"));
+        let counts = frame_counts(&path);
+        assert_eq!(frames_of(&counts, "aac"), 0, "{ext}: {counts:?}");
+        let out = Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", "v", "-show_entries"])
+            .args(["frame=key_frame,pts_time", "-of", "csv=p=0"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let frames: Vec<(String, f64)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (k, t) = l.split_once(',')?;
+                Some((k.to_string(), t.parse().ok()?))
+            })
+            .collect();
+        // Keyframes at 0, 10, ..., 50 s of the source (the last of the
+        // minute may miss its cut): 5 or 6, each a second of film.
+        assert!(
+            (5..=6).contains(&frames.len()),
+            "{ext}: {frames:?}\n{}",
+            s.log_text()
+        );
+        assert!(frames.iter().all(|(k, _)| k == "1"), "{ext}: {frames:?}");
+        let first = frames[0].1;
+        for (i, (_, t)) in frames.iter().enumerate() {
+            assert!(
+                (t - first - i as f64).abs() < 0.01,
+                "{ext}: frame {i} at {t} s of film: {frames:?}"
+            );
+        }
+    }
+}
+
 /// Fragmented MP4 is playable up to its last fragment when kiln is killed
 /// mid-file.
 #[test]

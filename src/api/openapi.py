@@ -105,6 +105,7 @@ schemas = {
         "stream": obj({"name": STR, "trackIds": S("array", items=INT), "variantNames": S("array", items=STR)}, ["name"]),
         "filePath": S("string", description="as OME shows it: from the application's <RootPath>"), "infoPath": STR, "outputFilePath": STR, "outputInfoPath": STR, "isConfig": BOOL,
         "interval": INT, "schedule": STR, "segmentationRule": S("string", enum=["continuity", "discontinuity"]), "metadata": STR,
+        "keyframesEvery": S("integer", minimum=100, description="kiln: a time-lapse, one keyframe per this many ms"), "timeLapseFps": S("integer", minimum=1, maximum=60),
         "sequence": INT, "recordBytes": INT, "recordTime": INT, "totalRecordBytes": INT, "totalRecordTime": INT,
         "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR, "lastErrorTime": TIME,
     }, ["isConfig", "state", "id", "vhost", "app", "stream", "filePath", "infoPath", "segmentationRule", "sequence", "recordBytes", "recordTime", "totalRecordBytes", "totalRecordTime", "createdTime"]),
@@ -114,6 +115,8 @@ schemas = {
         "filePath": S("string", description="ends in .mp4 (fragmented) or .ts; under <Publishers><FILE><RootPath>, absolute or not (OME's rule; an absolute path already inside the root is kept)"),
         "infoPath": STR, "interval": S("integer", minimum=1000), "schedule": S("string", description="<second> <minute> <hour>, each *, */n or n"),
         "segmentationRule": S("string", enum=["continuity", "discontinuity"]), "metadata": STR,
+        "keyframesEvery": S("integer", minimum=100, maximum=86400000, description="kiln extension: a time-lapse; one video keyframe per this many ms of the stream is written, nothing else (no audio)"),
+        "timeLapseFps": S("integer", minimum=1, maximum=60, description="kiln extension, with keyframesEvery: frames per second of film (default 1)"),
     }, ["id", "stream"]),
     "StartHlsDump": obj({
         "outputStreamName": STR, "id": STR,

@@ -39,6 +39,12 @@ pub(super) struct RecordView<'a> {
     segmentation_rule: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<&'a str>,
+    /// A time-lapse (kiln extension): one keyframe per this many ms, and
+    /// the film's frames per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keyframes_every: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_lapse_fps: Option<u32>,
     sequence: u64,
     record_bytes: u64,
     record_time: u64,
@@ -99,6 +105,8 @@ impl<'a> RecordView<'a> {
             schedule: s.schedule.as_deref(),
             segmentation_rule: s.segmentation_rule.name(),
             metadata: s.metadata.as_deref(),
+            keyframes_every: s.time_lapse.map(|l| l.every_ms),
+            time_lapse_fps: s.time_lapse.map(|l| l.fps),
             sequence: t.sequence,
             record_bytes: t.record_bytes,
             record_time: t.record_ms,

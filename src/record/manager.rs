@@ -50,6 +50,38 @@ struct Recording {
     /// is not written again (the GOP a record starts with may hold the
     /// frames of the ingest batch that started it).
     last_dts: HashMap<crate::media::TrackId, i64>,
+    /// A time-lapse: the keyframes kept so far.
+    lapse: Option<Lapse>,
+}
+
+/// A time-lapse's progress: the source time of the last keyframe kept,
+/// and how many the current file holds (its film time).
+struct Lapse {
+    every: i64,
+    step: i64,
+    last_kept: Option<i64>,
+    frames: i64,
+}
+
+impl Lapse {
+    fn new(l: crate::record::request::TimeLapse) -> Lapse {
+        Lapse {
+            every: (l.every_ms as i64).saturating_mul(TICKS_PER_SECOND / 1000),
+            step: TICKS_PER_SECOND / i64::from(l.fps.max(1)),
+            last_kept: None,
+            frames: 0,
+        }
+    }
+
+    /// Is this frame one to keep (a video keyframe, `every` after the
+    /// last kept)?
+    fn keeps(&self, is_video: bool, frame: &Frame) -> bool {
+        is_video
+            && frame.keyframe
+            && self
+                .last_kept
+                .is_none_or(|t| frame.dts.saturating_sub(t) >= self.every)
+    }
 }
 
 #[derive(Default)]
@@ -183,6 +215,25 @@ impl RecordManager {
             );
             return;
         }
+        // A time-lapse holds the first video track alone.
+        let lapse = task.spec.time_lapse.map(Lapse::new);
+        let tracks = match lapse {
+            Some(_) => tracks
+                .into_iter()
+                .filter(|t| t.kind() == MediaKind::Video)
+                .take(1)
+                .collect(),
+            None => tracks,
+        };
+        if tracks.is_empty() {
+            fail(
+                key,
+                &mut self.tasks,
+                "a time-lapse needs a video track, and none is selected".into(),
+                now,
+            );
+            return;
+        }
         let has_video = tracks.iter().any(|t| t.kind() == MediaKind::Video);
         self.recordings.insert(
             key.clone(),
@@ -195,6 +246,7 @@ impl RecordManager {
                 file: None,
                 base: None,
                 last_dts: HashMap::new(),
+                lapse,
             },
         );
         if let Some(t) = self.tasks.get_mut(key) {
@@ -351,6 +403,9 @@ impl RecordManager {
             return;
         };
         let is_video = track.kind() == MediaKind::Video;
+        if r.lapse.as_ref().is_some_and(|l| !l.keeps(is_video, frame)) {
+            return;
+        }
         if r.last_dts
             .get(&frame.track)
             .is_some_and(|&d| frame.dts <= d)
@@ -386,10 +441,20 @@ impl RecordManager {
         }
         r.last_dts.insert(frame.track, frame.dts);
         let base = r.base.unwrap_or(frame.dts);
+        let (pts, dts) = match r.lapse.as_mut() {
+            // The film's clock: one step per keyframe kept.
+            Some(l) => {
+                l.last_kept = Some(frame.dts);
+                let t = l.frames.saturating_mul(l.step);
+                l.frames += 1;
+                (t, t)
+            }
+            None => ((frame.pts - base).max(0), (frame.dts - base).max(0)),
+        };
         let rebased = Frame {
             track: frame.track,
-            pts: (frame.pts - base).max(0),
-            dts: (frame.dts - base).max(0),
+            pts,
+            dts,
             keyframe: frame.keyframe,
             data: frame.data.clone(),
         };
@@ -549,6 +614,9 @@ impl FileOut {
             .map(|s| s.next_after(now.unix_ms, self.utc_offset));
         if task.spec.segmentation_rule == SegmentationRule::Discontinuity || r.base.is_none() {
             r.base = Some(frame.dts);
+            if let Some(l) = r.lapse.as_mut() {
+                l.frames = 0; // each file's film starts at 0
+            }
         }
         r.file = Some(Current {
             id,

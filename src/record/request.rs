@@ -51,8 +51,27 @@ pub struct RecordSpec {
     pub segmentation_rule: SegmentationRule,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<String>,
+    /// A time-lapse (kiln extension): one keyframe at most this often.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_lapse: Option<TimeLapse>,
     pub created_ms: i64,
 }
+
+/// A time-lapse record (kiln's `keyframesEvery`, `timeLapseFps`): one
+/// video keyframe per `every_ms` of the stream is written, nothing else,
+/// each shown for `1 / fps` s of the film. No decoder: a keyframe stands
+/// alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TimeLapse {
+    pub every_ms: u64,
+    pub fps: u32,
+}
+
+/// `keyframesEvery` bounds (ms): a tenth of a second to a day.
+pub const TIME_LAPSE_EVERY_MS: std::ops::RangeInclusive<u64> = 100..=86_400_000;
+/// `timeLapseFps` bounds; one frame per second of film when not given.
+pub const TIME_LAPSE_FPS: std::ops::RangeInclusive<u32> = 1..=60;
 
 /// `:startRecord` body (OME's fields).
 #[derive(Debug, Deserialize)]
@@ -66,6 +85,10 @@ pub struct StartRecordRequest {
     pub schedule: Option<String>,
     pub segmentation_rule: Option<String>,
     pub metadata: Option<String>,
+    /// kiln: a time-lapse, one keyframe per this many ms.
+    pub keyframes_every: Option<u64>,
+    /// kiln: the time-lapse's frames per second of film (default 1).
+    pub time_lapse_fps: Option<u32>,
 }
 
 /// Why a `:startRecord` body is refused (400 with the text).
@@ -78,6 +101,9 @@ pub enum RequestError {
     BadInterval,
     BadSchedule(String),
     BadRule(String),
+    /// `keyframesEvery` or `timeLapseFps` out of bounds, or the rate
+    /// without the interval.
+    BadTimeLapse,
     /// No file or info path in the body nor in `<Publishers><FILE>`.
     NoPath(&'static str),
     /// The path's extension is neither `.mp4` nor `.ts`.
@@ -105,6 +131,14 @@ impl std::fmt::Display for RequestError {
                 f,
                 "segmentationRule [{}] is not continuity or discontinuity",
                 r.escape_debug()
+            ),
+            RequestError::BadTimeLapse => write!(
+                f,
+                "keyframesEvery must be {}-{} (ms) and timeLapseFps {}-{}, given with keyframesEvery",
+                TIME_LAPSE_EVERY_MS.start(),
+                TIME_LAPSE_EVERY_MS.end(),
+                TIME_LAPSE_FPS.start(),
+                TIME_LAPSE_FPS.end()
             ),
             RequestError::NoPath(which) => write!(
                 f,
@@ -309,6 +343,17 @@ pub fn validate_start(
             return Err(RequestError::BadSchedule(s.clone()));
         }
     }
+    let time_lapse = match (req.keyframes_every, req.time_lapse_fps) {
+        (None, None) => None,
+        (Some(every_ms), fps) => {
+            let fps = fps.unwrap_or(1);
+            if !TIME_LAPSE_EVERY_MS.contains(&every_ms) || !TIME_LAPSE_FPS.contains(&fps) {
+                return Err(RequestError::BadTimeLapse);
+            }
+            Some(TimeLapse { every_ms, fps })
+        }
+        (None, Some(_)) => return Err(RequestError::BadTimeLapse),
+    };
     let segmentation_rule = match req.segmentation_rule.as_deref() {
         None => SegmentationRule::Discontinuity,
         Some(r) if r.eq_ignore_ascii_case("discontinuity") => SegmentationRule::Discontinuity,
@@ -349,6 +394,7 @@ pub fn validate_start(
         schedule: req.schedule,
         segmentation_rule,
         metadata: req.metadata,
+        time_lapse,
         created_ms: now_ms,
     })
 }

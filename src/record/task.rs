@@ -230,6 +230,11 @@ pub fn info_xml(task: &RecordTask, info_path: &str, utc_offset: i32) -> String {
         if let Some(sch) = &s.schedule {
             field("schedule", sch);
         }
+        if let Some(l) = s.time_lapse {
+            // kiln: a time-lapse file (one keyframe per interval).
+            field("keyframesEvery", &l.every_ms.to_string());
+            field("timeLapseFps", &l.fps.to_string());
+        }
         field("lastSequence", if f.last { "true" } else { "false" });
         field("createdTime", &time(s.created_ms));
         field("startTime", &time(f.start_ms));
@@ -347,6 +352,7 @@ mod tests {
             schedule: None,
             segmentation_rule: Default::default(),
             metadata: None,
+            time_lapse: None,
             created_ms: 0,
         }
     }

@@ -435,3 +435,70 @@ fn end_time_in_the_path_renames_the_file_when_it_closes() {
         "{xml}"
     );
 }
+
+#[test]
+fn a_time_lapse_writes_one_keyframe_per_interval_on_the_films_clock() {
+    let mut w = World::new();
+    w.add(r#"{"id":"lapse","stream":{"name":"s"},"keyframesEvery":10000,"timeLapseFps":2,"filePath":"lapse.ts","infoPath":"lapse.xml"}"#);
+    w.publish("s", 0);
+    // 60 s of 30 fps video (a keyframe a second) and audio.
+    w.media(0, 60_000);
+    w.end(60_000);
+    let ops = w.ops();
+    let data = written(&ops).into_values().next().unwrap();
+    let mut d = crate::ts::demux::Demuxer::new();
+    d.push(&data);
+    d.flush();
+    let mut frames = Vec::new();
+    let mut tracks = Vec::new();
+    while let Some(e) = d.poll_event() {
+        match e {
+            crate::ts::demux::DemuxEvent::TracksChanged(t) => tracks = t,
+            crate::ts::demux::DemuxEvent::Frame(f) => frames.push(f),
+        }
+    }
+    // The video track alone; the keyframes at 0, 10, ..., 50 s, each half
+    // a second of film (2 fps).
+    assert_eq!(tracks.len(), 1, "{tracks:?}");
+    assert_eq!(tracks[0].kind(), MediaKind::Video);
+    assert_eq!(frames.len(), 6);
+    assert!(frames.iter().all(|f| f.keyframe));
+    let start = frames[0].pts;
+    let film: Vec<i64> = frames.iter().map(|f| f.pts - start).collect();
+    assert_eq!(film, [0, 45_000, 90_000, 135_000, 180_000, 225_000]);
+    // The info XML says it is a time-lapse.
+    let xml = closes(&ops)[0].1.clone().unwrap();
+    assert!(
+        xml.contains("<keyframesEvery>10000</keyframesEvery>"),
+        "{xml}"
+    );
+    assert!(xml.contains("<timeLapseFps>2</timeLapseFps>"), "{xml}");
+    assert_eq!(w.task("lapse").finished[0].record_ms, 50_000);
+}
+
+#[test]
+fn time_lapse_bounds_are_checked() {
+    let file = crate::state::app::FileSpec::default();
+    let check = |body: &str| {
+        let req: StartRecordRequest = serde_json::from_str(body).unwrap();
+        validate_start(req, "default", "app", &file, 0).map(|s| s.time_lapse)
+    };
+    let base = r#""id":"x","stream":{"name":"s"},"filePath":"/r/x.ts","infoPath":"/r/x.xml""#;
+    assert_eq!(
+        check(&format!("{{{base},\"keyframesEvery\":5000}}")).unwrap(),
+        Some(crate::record::request::TimeLapse {
+            every_ms: 5000,
+            fps: 1
+        })
+    );
+    for bad in [
+        "\"keyframesEvery\":50",
+        "\"keyframesEvery\":86400001",
+        "\"keyframesEvery\":5000,\"timeLapseFps\":0",
+        "\"keyframesEvery\":5000,\"timeLapseFps\":61",
+        "\"timeLapseFps\":5",
+    ] {
+        let e = check(&format!("{{{base},{bad}}}")).unwrap_err();
+        assert!(e.to_string().contains("keyframesEvery"), "{bad}: {e}");
+    }
+}
