@@ -210,6 +210,95 @@ fn a_time_lapse_keeps_one_keyframe_per_interval_and_plays() {
     }
 }
 
+/// A pre-roll (kiln's `preRoll`, issue 44): with `<FILE><MaxPreRoll>`, a
+/// record started 10 s back begins at the keyframe at or before then. Two
+/// records of one real-time stream, started and stopped together, one
+/// with `preRoll` 10000: the first is 10 s (± one GOP) longer, and starts
+/// on a keyframe.
+#[test]
+fn a_pre_roll_record_starts_ten_seconds_before_the_call() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let root = temp_dir("record-preroll-root");
+    let s = Server::start_with(
+        "record-preroll",
+        ServerOptions {
+            media: true,
+            file: Some(format!(
+                "<RootPath>{}</RootPath><FilePath>x.ts</FilePath><InfoPath>x.xml</InfoPath><MaxPreRoll>15000</MaxPreRoll>",
+                root.display()
+            )),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    // Over the window's worth of media (the source is real-time).
+    std::thread::sleep(Duration::from_secs(14));
+    let over = call(
+        &s,
+        "startRecord",
+        json!({"id": "over", "stream": {"name": "cam"}, "preRoll": 15001}),
+    );
+    assert_eq!(over.status, 400, "{}", over.body);
+    assert!(over.body.contains("15000"), "{}", over.body);
+    for (id, pre) in [("pre", Some(10_000)), ("now", None)] {
+        let mut body = json!({"id": id, "stream": {"name": "cam"},
+            "filePath": format!("{id}.ts"), "infoPath": format!("{id}.xml")});
+        if let Some(ms) = pre {
+            body["preRoll"] = json!(ms);
+        }
+        let r = call(&s, "startRecord", body);
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    for id in ["pre", "now"] {
+        assert_eq!(call(&s, "stopRecord", json!({ "id": id })).status, 200);
+    }
+    let metrics = s.request("GET", "/metrics", None).body;
+    assert!(
+        metrics.contains("kiln_record_preroll_streams 1"),
+        "{metrics}"
+    );
+    let _ = src.kill();
+    let _ = src.wait();
+    let duration = |id: &str| {
+        let path = root.join(format!("{id}.ts"));
+        wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(root.join(format!("{id}.xml"))).ok()
+        })
+        .unwrap_or_else(|| panic!("{id}: no info XML\n{}", s.log_text()));
+        ffprobe_duration(&path)
+    };
+    let (pre, now) = (duration("pre"), duration("now"));
+    // One GOP is a second (25 frames at 25 fps); each file starts on one.
+    assert!(
+        (pre - now - 10.0).abs() <= 1.05,
+        "pre-roll file {pre} s, plain file {now} s\n{}",
+        s.log_text()
+    );
+    let first = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-select_streams",
+            "v",
+            "-read_intervals",
+            "%+#1",
+        ])
+        .args(["-show_entries", "frame=key_frame", "-of", "csv=p=0"])
+        .arg(root.join("pre.ts"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&first.stdout).trim(), "1");
+}
+
 /// Fragmented MP4 is playable up to its last fragment when kiln is killed
 /// mid-file.
 #[test]

@@ -106,6 +106,7 @@ schemas = {
         "filePath": S("string", description="as OME shows it: from the application's <RootPath>"), "infoPath": STR, "outputFilePath": STR, "outputInfoPath": STR, "isConfig": BOOL,
         "interval": INT, "schedule": STR, "segmentationRule": S("string", enum=["continuity", "discontinuity"]), "metadata": STR,
         "keyframesEvery": S("integer", minimum=100, description="kiln: a time-lapse, one keyframe per this many ms"), "timeLapseFps": S("integer", minimum=1, maximum=60),
+        "preRoll": S("integer", minimum=1, description="kiln: the first file started this many ms before the call"),
         "sequence": INT, "recordBytes": INT, "recordTime": INT, "totalRecordBytes": INT, "totalRecordTime": INT,
         "createdTime": TIME, "startTime": TIME, "finishTime": TIME, "lastError": STR, "lastErrorTime": TIME,
     }, ["isConfig", "state", "id", "vhost", "app", "stream", "filePath", "infoPath", "segmentationRule", "sequence", "recordBytes", "recordTime", "totalRecordBytes", "totalRecordTime", "createdTime"]),
@@ -117,6 +118,7 @@ schemas = {
         "segmentationRule": S("string", enum=["continuity", "discontinuity"]), "metadata": STR,
         "keyframesEvery": S("integer", minimum=100, maximum=86400000, description="kiln extension: a time-lapse; one video keyframe per this many ms of the stream is written, nothing else (no audio)"),
         "timeLapseFps": S("integer", minimum=1, maximum=60, description="kiln extension, with keyframesEvery: frames per second of film (default 1)"),
+        "preRoll": S("integer", minimum=0, description="kiln extension: start the file this many ms before the call, at the keyframe at or before then (at most the application's <Publishers><FILE><MaxPreRoll>)"),
     }, ["id", "stream"]),
     "StartHlsDump": obj({
         "outputStreamName": STR, "id": STR,

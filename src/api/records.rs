@@ -45,6 +45,9 @@ pub(super) struct RecordView<'a> {
     keyframes_every: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     time_lapse_fps: Option<u32>,
+    /// kiln extension: the pre-roll asked for (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pre_roll: Option<u64>,
     sequence: u64,
     record_bytes: u64,
     record_time: u64,
@@ -107,6 +110,7 @@ impl<'a> RecordView<'a> {
             metadata: s.metadata.as_deref(),
             keyframes_every: s.time_lapse.map(|l| l.every_ms),
             time_lapse_fps: s.time_lapse.map(|l| l.fps),
+            pre_roll: s.pre_roll,
             sequence: t.sequence,
             record_bytes: t.record_bytes,
             record_time: t.record_ms,

@@ -340,6 +340,25 @@ impl Api {
                 keys.iter().filter(|k| live(k)).count() as u64,
             );
         }
+        let (streams_held, frames_held, bytes_held) = self.records.preroll_held();
+        p.family(
+            "kiln_record_preroll_streams",
+            "gauge",
+            "Live streams keeping their recent media for pre-roll records (<FILE><MaxPreRoll>).",
+        );
+        p.sample("kiln_record_preroll_streams", &[], streams_held as u64);
+        p.family(
+            "kiln_record_preroll_frames",
+            "gauge",
+            "Frames those streams hold for pre-roll.",
+        );
+        p.sample("kiln_record_preroll_frames", &[], frames_held as u64);
+        p.family(
+            "kiln_record_preroll_bytes",
+            "gauge",
+            "Bytes of media those streams hold for pre-roll.",
+        );
+        p.sample("kiln_record_preroll_bytes", &[], bytes_held as u64);
         p.family("kiln_virtual_hosts", "gauge", "Virtual hosts.");
         p.sample(
             "kiln_virtual_hosts",

@@ -414,6 +414,7 @@ impl Walker<'_> {
                 "RootPath" => spec.root_path = value(),
                 "FilePath" => spec.file_path = value(),
                 "InfoPath" => spec.info_path = value(),
+                "MaxPreRoll" => spec.max_pre_roll = w.number(c, p),
                 _ => return false,
             }
             true

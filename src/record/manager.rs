@@ -11,6 +11,7 @@
 //! stream ends, its tracks change, or the record is stopped.
 
 use super::mux::FileMux;
+use super::preroll::History;
 use super::request::{expand, resolve, Container, Macros, Schedule, SegmentationRule};
 use super::task::{info_xml, FileInfo, RecordState, RecordTask};
 use crate::clock::Now;
@@ -89,6 +90,9 @@ pub struct RecordManager {
     /// The record tasks (the API adds and removes them).
     pub tasks: crate::record::task::RecordTable,
     recordings: HashMap<TaskKey, Recording>,
+    /// The recent media of the live streams whose application allows a
+    /// pre-roll (`<FILE><MaxPreRoll>`); none otherwise.
+    preroll: HashMap<StreamId, History>,
     out: FileOut,
 }
 
@@ -138,6 +142,7 @@ impl RecordManager {
         RecordManager {
             tasks: Default::default(),
             recordings: HashMap::new(),
+            preroll: HashMap::new(),
             out: FileOut {
                 utc_offset,
                 ..FileOut::default()
@@ -202,6 +207,7 @@ impl RecordManager {
         if task.state != RecordState::Ready {
             return;
         }
+        let pre_roll = task.spec.pre_roll;
         let Some((stream, tracks)) = selection(reg, task) else {
             return;
         };
@@ -255,12 +261,16 @@ impl RecordManager {
             t.last_error_ms = None;
         }
         crate::info!("record [{key}]: recording");
-        // From the stream's last GOP: the file starts at once.
-        let gop: Vec<Frame> = reg
-            .streams
-            .get(stream)
-            .map(|s| s.gop().to_vec())
-            .unwrap_or_default();
+        // From the stream's last GOP (the file starts at once), or from
+        // further back for a pre-roll.
+        let gop: Vec<Frame> = match (pre_roll, self.preroll.get(&stream)) {
+            (Some(ms), Some(h)) if !h.is_empty() => h.since(ms),
+            _ => reg
+                .streams
+                .get(stream)
+                .map(|s| s.gop().to_vec())
+                .unwrap_or_default(),
+        };
         for f in &gop {
             self.write(key, f, now);
         }
@@ -270,6 +280,14 @@ impl RecordManager {
     /// starts the reserved records it makes live.
     pub fn on_ingest(&mut self, out: &IngestOutput, reg: &mut Registry, now: Now) {
         if let Some(id) = out.stream {
+            if out.tracks_changed || out.started == Some(id) {
+                self.keep_history(id, reg);
+            }
+            if let Some(h) = self.preroll.get_mut(&id) {
+                for f in &out.frames {
+                    h.push(f);
+                }
+            }
             if out.tracks_changed {
                 // New tracks: the open files end; the records go on in
                 // new files.
@@ -288,8 +306,43 @@ impl RecordManager {
             }
         }
         if let Some(id) = out.ended {
+            self.preroll.remove(&id);
             self.end_recordings(id, now, true);
         }
+    }
+
+    /// A stream (re)started or changed tracks: a fresh history of its
+    /// media when its application allows a pre-roll, none otherwise.
+    fn keep_history(&mut self, id: StreamId, reg: &Registry) {
+        let Some(s) = reg.streams.get(id) else {
+            self.preroll.remove(&id);
+            return;
+        };
+        let max = reg
+            .app(&s.vhost, &s.app)
+            .and_then(|a| a.file())
+            .and_then(|f| f.max_pre_roll)
+            .filter(|&ms| ms > 0);
+        match max {
+            Some(ms) => {
+                let video = s
+                    .tracks()
+                    .iter()
+                    .find(|t| t.kind() == MediaKind::Video)
+                    .map(|t| t.id);
+                self.preroll.insert(id, History::new(ms, video));
+            }
+            None => {
+                self.preroll.remove(&id);
+            }
+        }
+    }
+
+    /// What the pre-roll histories hold: (streams, frames, bytes).
+    pub fn preroll_held(&self) -> (usize, usize, usize) {
+        self.preroll.values().fold((0, 0, 0), |(s, n, b), h| {
+            (s + 1, n + h.len(), b + h.bytes())
+        })
     }
 
     /// The records recording `stream`.

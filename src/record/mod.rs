@@ -6,10 +6,12 @@
 //! - [`task`]: the record table and states;
 //! - [`mux`]: the bytes of a file;
 //! - [`manager`]: the recordings of live streams, as file operations for
-//!   the writer thread (`server/file_writer.rs`), which alone touches disk.
+//!   the writer thread (`server/file_writer.rs`), which alone touches disk;
+//! - [`preroll`]: the recent media a pre-roll starts from.
 
 pub mod manager;
 pub mod mux;
+pub mod preroll;
 pub mod request;
 pub mod task;
 
@@ -32,6 +34,7 @@ pub mod fuzz {
             root_path: Some("/srv/rec".into()),
             file_path: Some("${Stream}_${Sequence}.ts".into()),
             info_path: Some("${Id}.xml".into()),
+            max_pre_roll: Some(10_000),
         };
         let (json, name) = text.split_at(text.find('\n').unwrap_or(text.len()));
         if let Ok(req) = serde_json::from_str::<StartRecordRequest>(json) {

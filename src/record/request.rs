@@ -54,6 +54,10 @@ pub struct RecordSpec {
     /// A time-lapse (kiln extension): one keyframe at most this often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_lapse: Option<TimeLapse>,
+    /// Pre-roll (kiln extension, ms): the first file of a live stream
+    /// starts this long before the call, from the keyframe at or before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_roll: Option<u64>,
     pub created_ms: i64,
 }
 
@@ -89,6 +93,8 @@ pub struct StartRecordRequest {
     pub keyframes_every: Option<u64>,
     /// kiln: the time-lapse's frames per second of film (default 1).
     pub time_lapse_fps: Option<u32>,
+    /// kiln: start this many ms before now (at most `<FILE><MaxPreRoll>`).
+    pub pre_roll: Option<u64>,
 }
 
 /// Why a `:startRecord` body is refused (400 with the text).
@@ -104,6 +110,8 @@ pub enum RequestError {
     /// `keyframesEvery` or `timeLapseFps` out of bounds, or the rate
     /// without the interval.
     BadTimeLapse,
+    /// `preRoll` over the application's `<FILE><MaxPreRoll>` (or that unset).
+    BadPreRoll(u64),
     /// No file or info path in the body nor in `<Publishers><FILE>`.
     NoPath(&'static str),
     /// The path's extension is neither `.mp4` nor `.ts`.
@@ -140,6 +148,10 @@ impl std::fmt::Display for RequestError {
                 TIME_LAPSE_FPS.start(),
                 TIME_LAPSE_FPS.end()
             ),
+            RequestError::BadPreRoll(0) => f.write_str(
+                "preRoll needs <Publishers><FILE><MaxPreRoll> in the application (ms)",
+            ),
+            RequestError::BadPreRoll(max) => write!(f, "preRoll must be at most {max} (ms)"),
             RequestError::NoPath(which) => write!(
                 f,
                 "There is no {which}: give it in the request or in <Publishers><FILE>"
@@ -354,6 +366,10 @@ pub fn validate_start(
         }
         (None, Some(_)) => return Err(RequestError::BadTimeLapse),
     };
+    let max_pre_roll = file.max_pre_roll.unwrap_or(0);
+    if req.pre_roll.is_some_and(|ms| ms > max_pre_roll) {
+        return Err(RequestError::BadPreRoll(max_pre_roll));
+    }
     let segmentation_rule = match req.segmentation_rule.as_deref() {
         None => SegmentationRule::Discontinuity,
         Some(r) if r.eq_ignore_ascii_case("discontinuity") => SegmentationRule::Discontinuity,
@@ -395,6 +411,7 @@ pub fn validate_start(
         segmentation_rule,
         metadata: req.metadata,
         time_lapse,
+        pre_roll: req.pre_roll.filter(|&ms| ms > 0),
         created_ms: now_ms,
     })
 }
@@ -518,6 +535,7 @@ mod tests {
             root_path: Some("/srv/rec".into()),
             file_path: Some("${Stream}_${Sequence}.ts".into()),
             info_path: Some("${Stream}.xml".into()),
+            max_pre_roll: Some(10_000),
         };
         let ok = validate_start(
             body(r#"{"id":"r","stream":{"name":"s","trackIds":[1]},"interval":20000,"segmentationRule":"continuity"}"#),

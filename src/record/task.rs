@@ -353,6 +353,7 @@ mod tests {
             segmentation_rule: Default::default(),
             metadata: None,
             time_lapse: None,
+            pre_roll: None,
             created_ms: 0,
         }
     }

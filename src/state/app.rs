@@ -269,7 +269,16 @@ pub struct FileSpec {
     pub file_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info_path: Option<String>,
+    /// kiln: the most `preRoll` a `:startRecord` may ask (ms); while set,
+    /// the application's live streams keep that much of their media (and
+    /// the GOP before it) in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pre_roll: Option<u64>,
 }
+
+/// `<MaxPreRoll>`'s bound (ms): two minutes of every stream of the app in
+/// memory is the most an application may ask.
+pub const MAX_PRE_ROLL_MS: u64 = 120_000;
 
 impl FileSpec {
     /// What is wrong with the settings, if anything: the root must be an
@@ -290,6 +299,9 @@ impl FileSpec {
                     f.escape_debug()
                 ));
             }
+        }
+        if self.max_pre_roll.is_some_and(|ms| ms > MAX_PRE_ROLL_MS) {
+            return Some(format!("MaxPreRoll must be at most {MAX_PRE_ROLL_MS} (ms)"));
         }
         None
     }

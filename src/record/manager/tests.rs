@@ -25,7 +25,20 @@ fn key(id: &str) -> TaskKey {
 
 impl World {
     fn new() -> Self {
-        let text = include_str!("../../../server.xml.example");
+        Self::with_config(include_str!("../../../server.xml.example"))
+    }
+
+    /// The example's app with `<FILE><MaxPreRoll>`.
+    fn with_pre_roll(ms: u64) -> Self {
+        let text = include_str!("../../../server.xml.example").replacen(
+            "</FILE>",
+            &format!("<MaxPreRoll>{ms}</MaxPreRoll></FILE>"),
+            1,
+        );
+        Self::with_config(&text)
+    }
+
+    fn with_config(text: &str) -> Self {
         let loaded = crate::config::parse(std::path::Path::new("server.xml"), text, &|_| None)
             .unwrap_or_else(|e| panic!("{e:?}"));
         World {
@@ -501,4 +514,57 @@ fn time_lapse_bounds_are_checked() {
         let e = check(&format!("{{{base},{bad}}}")).unwrap_err();
         assert!(e.to_string().contains("keyframesEvery"), "{bad}: {e}");
     }
+}
+
+#[test]
+fn a_pre_roll_starts_the_file_at_the_keyframe_before_the_call() {
+    let mut w = World::with_pre_roll(10_000);
+    w.publish("s", 0);
+    w.media(0, 30_000);
+    // Held: the keyframe at or before 10 s back (19.99 s) and on.
+    let (streams, frames, bytes) = w.rec.preroll_held();
+    assert_eq!(streams, 1);
+    assert!(frames > 0 && bytes > 0);
+    // At 30 s, a record with 5 s of pre-roll: its file starts at the
+    // keyframe of 24 s (the last at or before 24.99 s), 6 s of media
+    // before any frame that comes after the call.
+    w.add(r#"{"id":"pre","stream":{"name":"s"},"preRoll":5000,"filePath":"pre.ts","infoPath":"pre.xml"}"#);
+    w.media(30_000, 31_000);
+    w.end(31_000);
+    let t = w.task("pre");
+    assert_eq!(
+        t.finished[0].record_ms,
+        30_980 - 24_000, // from 24 s to the last frame (audio at 30.98 s)
+        "{:?}",
+        t.finished
+    );
+    // Without a pre-roll the file starts with the stream's GOP (this
+    // world's registry holds no frames: at the next keyframe, 30 s).
+    let mut w = World::with_pre_roll(10_000);
+    w.publish("s", 0);
+    w.media(0, 30_000);
+    w.add(r#"{"id":"gop","stream":{"name":"s"},"filePath":"gop.ts","infoPath":"gop.xml"}"#);
+    w.media(30_000, 31_000);
+    w.end(31_000);
+    assert_eq!(w.task("gop").finished[0].record_ms, 30_980 - 30_000);
+    // More than the app allows: refused with the bound; none at all
+    // without <MaxPreRoll>, and a stream of such an app holds nothing.
+    let file = w.reg.app("default", "app").unwrap().file().unwrap().clone();
+    let req: StartRecordRequest = serde_json::from_str(
+        r#"{"id":"x","stream":{"name":"s"},"preRoll":10001,"filePath":"x.ts","infoPath":"x.xml"}"#,
+    )
+    .unwrap();
+    let e = validate_start(req, "default", "app", &file, 0).unwrap_err();
+    assert_eq!(e.to_string(), "preRoll must be at most 10000 (ms)");
+    let mut w = World::new();
+    w.publish("s", 0);
+    w.media(0, 5_000);
+    assert_eq!(w.rec.preroll_held(), (0, 0, 0));
+    let file = w.reg.app("default", "app").unwrap().file().unwrap().clone();
+    let req: StartRecordRequest = serde_json::from_str(
+        r#"{"id":"x","stream":{"name":"s"},"preRoll":1,"filePath":"x.ts","infoPath":"x.xml"}"#,
+    )
+    .unwrap();
+    let e = validate_start(req, "default", "app", &file, 0).unwrap_err();
+    assert!(e.to_string().contains("MaxPreRoll"), "{e}");
 }
