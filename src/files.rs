@@ -43,7 +43,17 @@ pub enum FileOp {
         data: Vec<u8>,
         fresh: bool,
     },
+    /// Delete a closed file (a disk budget makes room); `file` names it
+    /// in the answer.
+    Delete {
+        file: FileId,
+        path: PathBuf,
+    },
 }
+
+/// A file made with [`FileOp::Create`] has the free space of its file
+/// system reported when it is made and every this many bytes written.
+pub const SPACE_EVERY: u64 = 4 << 20;
 
 /// File ids of HLS dumps have this bit set (those of records do not): the
 /// loop hands each answer to its owner.
@@ -64,6 +74,29 @@ pub enum FileEvent {
     Closed {
         file: FileId,
     },
+    /// Bytes free (to an unprivileged writer) on the file system of a
+    /// file made with [`FileOp::Create`] (`statvfs`, on the writer).
+    Space {
+        file: FileId,
+        free: u64,
+    },
+    /// A [`FileOp::Delete`] was done; `error` says why not.
+    Deleted {
+        file: FileId,
+        error: Option<String>,
+    },
+}
+
+impl FileEvent {
+    /// The file it is about.
+    pub fn file(&self) -> FileId {
+        match self {
+            FileEvent::Failed { file, .. }
+            | FileEvent::Closed { file }
+            | FileEvent::Space { file, .. }
+            | FileEvent::Deleted { file, .. } => *file,
+        }
+    }
 }
 
 /// Why a path may not be written.

@@ -113,6 +113,22 @@ fn send_each_to(
     send_batch(fd, &bufs, Some(&names))
 }
 
+/// Bytes an unprivileged writer may still use on the file system holding
+/// `path` (`statvfs`: available blocks times the fragment size).
+pub fn free_bytes(path: &std::path::Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a struct we own; both
+    // live through the call, which only writes `st`.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
 /// UDP GSO: not yet probed, usable, or not.
 const GSO_UNKNOWN: u8 = 0;
 const GSO_ON: u8 = 1;

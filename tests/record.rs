@@ -299,6 +299,117 @@ fn a_pre_roll_record_starts_ten_seconds_before_the_call() {
     assert_eq!(String::from_utf8_lossy(&first.stdout).trim(), "1");
 }
 
+/// The sizes of the files an info XML lists that are still on disk (no
+/// `deletedTime`), and how many it lists as deleted.
+fn kept_and_deleted(xml: &str) -> (Vec<u64>, usize) {
+    let mut kept = Vec::new();
+    let mut deleted = 0;
+    for f in xml.split("<file>").skip(1) {
+        if f.contains("<deletedTime>") {
+            deleted += 1;
+            continue;
+        }
+        let at = f.find("<recordBytes>").unwrap() + "<recordBytes>".len();
+        kept.push(f[at..at + f[at..].find('<').unwrap()].parse().unwrap());
+    }
+    (kept, deleted)
+}
+
+/// Disk budgets (kiln's `<DiskBudget>`, issue 44): a minute of media split
+/// every second under `MaxTotalMB` 3, then on a 12 MB file system of the
+/// test's own (a tmpfs in a mount namespace) under `MinFreeMB` 8: the
+/// oldest files go, each listed as deleted in the info XML, what is left
+/// fits, the newest file plays, and the record never goes to `error`.
+#[test]
+fn disk_budgets_delete_the_oldest_files_and_the_record_goes_on() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let run = |tag: &str, budget: &str, wrap: Option<String>, root: &std::path::Path| {
+        let s = Server::start_with(
+            tag,
+            ServerOptions {
+                media: true,
+                file: Some(format!("<RootPath>{}</RootPath>", root.display())),
+                app_extra: format!("<DiskBudget>{budget}</DiskBudget>"),
+                wrap,
+                ..Default::default()
+            },
+        );
+        let r = call(
+            &s,
+            "startRecord",
+            json!({"id": "b", "stream": {"name": "cam"}, "interval": 1000,
+                   "filePath": "disk/cam_${Sequence}.ts", "infoPath": "b.xml"}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(publish_fast(&s, "cam", 60).success());
+        let xml = wait_until(Duration::from_secs(20), || {
+            // Beside the files' folder (a mount the test cannot see).
+            std::fs::read_to_string(root.join("b.xml"))
+                .ok()
+                .filter(|x| x.contains("<lastSequence>true</lastSequence>"))
+        })
+        .unwrap_or_else(|| panic!("{tag}: no last file in the info XML\n{}", s.log_text()));
+        let rec = record(&s, "b").unwrap();
+        assert_ne!(rec["state"], "error", "{tag}: {rec}");
+        assert!(s.log_text().contains("to make room"), "{}", s.log_text());
+        (s, xml)
+    };
+
+    let root = temp_dir("record-budget-root");
+    let (s, xml) = run("record-budget", "<MaxTotalMB>3</MaxTotalMB>", None, &root);
+    let (kept, deleted) = kept_and_deleted(&xml);
+    assert!(deleted > 0, "{xml}");
+    // Checked as each file starts and every 4 MiB written: within the
+    // budget but for the file being written since the last check.
+    let total: u64 = kept.iter().sum();
+    let largest = kept.iter().copied().max().unwrap_or(0);
+    assert!(total <= (3 << 20) + largest, "{total} bytes kept: {kept:?}");
+    let on_disk: u64 = std::fs::read_dir(root.join("disk"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "ts"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert_eq!(on_disk, total, "the info XML and the directory agree");
+    let newest = root.join(format!("disk/cam_{}.ts", kept.len() + deleted - 1));
+    assert!(ffprobe_duration(&newest) > 0.5, "{}", newest.display());
+    drop(s);
+
+    if !have_tool("unshare")
+        || !Command::new("unshare")
+            .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
+            .status()
+            .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIP (MinFreeMB): cannot mount a tmpfs in a mount namespace here (unshare -rm)");
+        return;
+    }
+    let root = temp_dir("record-budget-free-root");
+    let disk = root.join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let wrap = format!(
+        "exec unshare -rm sh -c 'mount -t tmpfs -o size=12m tmpfs {} && exec \"$0\" \"$@\"' \"$@\"",
+        disk.display()
+    );
+    let (_s, xml) = run(
+        "record-budget-free",
+        "<MinFreeMB>8</MinFreeMB>",
+        Some(wrap),
+        &root,
+    );
+    let (kept, deleted) = kept_and_deleted(&xml);
+    assert!(deleted > 0, "{xml}");
+    // 12 MB less the 8 MB floor, and what was written since the last check.
+    let total: u64 = kept.iter().sum();
+    let largest = kept.iter().copied().max().unwrap_or(0);
+    assert!(
+        total <= (4 << 20) + (4 << 20) + largest,
+        "{total} bytes kept: {kept:?}"
+    );
+}
+
 /// Fragmented MP4 is playable up to its last fragment when kiln is killed
 /// mid-file.
 #[test]

@@ -27,11 +27,13 @@ impl Walker<'_> {
             multiplex: None,
             hls: None,
             file: None,
+            disk_budget: None,
         };
         let mut name = None;
         self.children(el, path, UNSUPPORTED_APP, &[], |w, c, p| {
             match c.name.as_str() {
                 "Name" => name = w.nonempty_text(c, p),
+                "DiskBudget" => app.disk_budget = Some(w.disk_budget(c, p)),
                 "Type" => {
                     if let Some(t) = w.nonempty_text(c, p) {
                         if t != "live" {

@@ -46,6 +46,8 @@ pub struct Config {
     /// address at start-up, for `${PublicIP}` and `*` ICE candidates and
     /// TCP relays.
     pub stun_server: Option<(String, u16)>,
+    /// `<DiskBudget>` (kiln extension): all recordings of the server.
+    pub disk_budget: Option<crate::state::app::DiskBudget>,
 }
 
 /// The management API server: `<Bind><Managers><API>` plus `<Managers>`.
@@ -212,6 +214,8 @@ pub struct AppConfig {
     pub multiplex: Option<crate::state::app::MultiplexProvider>,
     /// `<Publishers><FILE>`: recording through the API.
     pub file: Option<crate::state::app::FileSpec>,
+    /// `<DiskBudget>` (kiln extension).
+    pub disk_budget: Option<crate::state::app::DiskBudget>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -656,6 +660,20 @@ impl Walker<'_> {
         out
     }
 
+    /// `<DiskBudget>` (kiln extension): `<MaxTotalMB>` and `<MinFreeMB>`.
+    fn disk_budget(&mut self, el: &Element, path: &str) -> crate::state::app::DiskBudget {
+        let mut b = crate::state::app::DiskBudget::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "MaxTotalMB" => b.max_total_mb = w.number(c, p),
+                "MinFreeMB" => b.min_free_mb = w.number(c, p),
+                _ => return false,
+            }
+            true
+        });
+        b
+    }
+
     fn names_list(&mut self, el: &Element, path: &str) -> Vec<String> {
         self.repeated(el, path, &[], "Name", |w, c, p| w.nonempty_text(c, p))
     }
@@ -703,6 +721,7 @@ impl AppConfig {
             app_type: "live".into(),
             dynamic: None,
             given: None,
+            disk_budget: c.disk_budget,
             output_profiles: OutputProfiles {
                 output_profile: c
                     .output_profiles
@@ -755,7 +774,7 @@ impl Config {
     /// The registry of this configuration: its hosts (read-only) with
     /// their applications.
     pub fn registry(&self) -> crate::state::Registry {
-        crate::state::Registry::new(
+        let mut reg = crate::state::Registry::new(
             self.name.clone(),
             self.vhosts
                 .iter()
@@ -766,7 +785,9 @@ impl Config {
                     )
                 })
                 .collect(),
-        )
+        );
+        reg.disk_budget = self.disk_budget;
+        reg
     }
 }
 

@@ -26,6 +26,7 @@ impl Walker<'_> {
             vhosts: Vec::new(),
             state_file: default_state_file(&self.file),
             stun_server: None,
+            disk_budget: None,
         };
         if root.name != "Server" {
             self.error(
@@ -82,6 +83,7 @@ impl Walker<'_> {
                         };
                     }
                 }
+                "DiskBudget" => config.disk_budget = Some(w.disk_budget(c, p)),
                 "StunServer" => {
                     if let Some(t) = w.nonempty_text(c, p) {
                         match stun_server(&t) {

@@ -423,10 +423,7 @@ impl DumpFiles {
 
     /// The dump a writer answer is about (the answer is consumed).
     pub fn owner(&mut self, ev: &FileEvent) -> Option<TaskKey> {
-        let id = match ev {
-            FileEvent::Failed { file, .. } | FileEvent::Closed { file } => *file,
-        };
-        self.owners.remove(&id)
+        self.owners.remove(&ev.file())
     }
 }
 

@@ -21,6 +21,7 @@ use crate::state::streams::{IngestOutput, StreamId};
 use crate::state::task::TaskKey;
 use crate::state::task::{select, Protocol};
 use crate::state::Registry;
+use budget::Budgets;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -53,6 +54,9 @@ struct Recording {
     last_dts: HashMap<crate::media::TrackId, i64>,
     /// A time-lapse: the keyframes kept so far.
     lapse: Option<Lapse>,
+    /// Its disk budgets, and the free space the writer last read.
+    budget: Budgets,
+    free: Option<u64>,
 }
 
 /// A time-lapse's progress: the source time of the last keyframe kept,
@@ -241,6 +245,7 @@ impl RecordManager {
             return;
         }
         let has_video = tracks.iter().any(|t| t.kind() == MediaKind::Video);
+        let budget = Budgets::of(reg, &key.vhost, &key.app);
         self.recordings.insert(
             key.clone(),
             Recording {
@@ -253,6 +258,8 @@ impl RecordManager {
                 base: None,
                 last_dts: HashMap::new(),
                 lapse,
+                budget,
+                free: None,
             },
         );
         if let Some(t) = self.tasks.get_mut(key) {
@@ -435,6 +442,20 @@ impl RecordManager {
             FileEvent::Closed { file } => {
                 self.out.files.remove(&file);
             }
+            FileEvent::Space { file, free } => {
+                let Some(key) = self.out.files.get(&file).cloned() else {
+                    return;
+                };
+                if let Some(r) = self.recordings.get_mut(&key) {
+                    r.free = Some(free);
+                }
+                self.keep_budget(&key, now);
+            }
+            FileEvent::Deleted { error, .. } => {
+                if let Some(e) = error {
+                    crate::warn!("record: {e}");
+                }
+            }
         }
     }
 
@@ -605,6 +626,7 @@ impl FileOut {
             start_ms: f.start_ms,
             finish_ms: now.unix_ms,
             last,
+            deleted_ms: None,
         });
         let xml = info_xml(task, &f.info_path, self.utc_offset);
         self.ops.push(FileOp::Close {
@@ -742,5 +764,6 @@ fn template_root(template: &str) -> String {
     }
 }
 
+mod budget;
 #[cfg(test)]
 mod tests;

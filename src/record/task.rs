@@ -42,6 +42,8 @@ pub struct FileInfo {
     pub start_ms: i64,
     pub finish_ms: i64,
     pub last: bool,
+    /// Unix ms when a disk budget deleted it (kiln extension).
+    pub deleted_ms: Option<i64>,
 }
 
 /// The info files keep at most this many entries per record (the oldest
@@ -165,6 +167,7 @@ pub fn resume_from_info(task: &mut RecordTask, info_path: &str, xml: &str) -> us
             start_ms: time("startTime").unwrap_or(0),
             finish_ms: time("finishTime").unwrap_or(0),
             last: field(entry, "lastSequence").as_deref() == Some("true"),
+            deleted_ms: time("deletedTime"),
         };
         task.files = task.files.max(sequence.saturating_add(1));
         task.sequence = task.sequence.max(sequence);
@@ -239,6 +242,10 @@ pub fn info_xml(task: &RecordTask, info_path: &str, utc_offset: i32) -> String {
         field("createdTime", &time(s.created_ms));
         field("startTime", &time(f.start_ms));
         field("finishTime", &time(f.finish_ms));
+        if let Some(ms) = f.deleted_ms {
+            // kiln: a disk budget deleted the file.
+            field("deletedTime", &time(ms));
+        }
         x.push_str("  </file>\n");
     }
     x.push_str("</files>\n");
@@ -372,6 +379,7 @@ mod tests {
                 start_ms: 1_700_000_000_000 + n as i64 * 2000,
                 finish_ms: 1_700_000_002_000 + n as i64 * 2000,
                 last: n == 2,
+                deleted_ms: None,
             });
         }
         let xml = info_xml(&before, "/srv/rec/r1.xml", 0);
@@ -402,6 +410,7 @@ mod tests {
                 start_ms: 0,
                 finish_ms: 20_000,
                 last: i == 2,
+                deleted_ms: None,
             });
         }
         let x = info_xml(&t, "/r/x.xml", 0);

@@ -5,7 +5,7 @@
 //! written is bounded ([`MAX_QUEUED`]); a record whose writes would pass it
 //! fails with the reason, and the others go on.
 
-use crate::files::{FileEvent, FileId, FileOp};
+use crate::files::{FileEvent, FileId, FileOp, SPACE_EVERY};
 use mio::Waker;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -40,6 +40,7 @@ impl FileWriter {
             .spawn(move || {
                 let mut w = Worker {
                     files: HashMap::new(),
+                    since_space: HashMap::new(),
                     failed: HashSet::new(),
                 };
                 for op in orx {
@@ -140,13 +141,16 @@ fn op_file(op: &FileOp) -> FileId {
         | FileOp::Write { file, .. }
         | FileOp::Close { file, .. }
         | FileOp::Put { file, .. }
-        | FileOp::Replace { file, .. } => *file,
+        | FileOp::Replace { file, .. }
+        | FileOp::Delete { file, .. } => *file,
     }
 }
 
 struct Worker {
     /// Open files, their paths and the bytes written to each.
     files: HashMap<FileId, (File, PathBuf, u64)>,
+    /// Bytes written to each file since its free space was last reported.
+    since_space: HashMap<FileId, u64>,
     failed: HashSet<FileId>,
 }
 
@@ -155,8 +159,10 @@ impl Worker {
         match op {
             FileOp::Create { file, path } => match create(&path) {
                 Ok(f) => {
+                    let space = space(file, &path);
                     self.files.insert(file, (f, path, 0));
-                    vec![]
+                    self.since_space.insert(file, 0);
+                    space.into_iter().collect()
                 }
                 Err(e) => {
                     self.failed.insert(file);
@@ -174,7 +180,13 @@ impl Worker {
                 match f.write_all(&data) {
                     Ok(()) => {
                         *written += data.len() as u64;
-                        vec![]
+                        let since = self.since_space.entry(file).or_default();
+                        *since += data.len() as u64;
+                        if *since < SPACE_EVERY {
+                            return vec![];
+                        }
+                        *since = 0;
+                        space(file, path).into_iter().collect()
                     }
                     Err(e) => {
                         let reason = format!("cannot write [{}]: {e}", path.display());
@@ -190,6 +202,7 @@ impl Worker {
                 }
             }
             FileOp::Close { file, rename, info } => {
+                self.since_space.remove(&file);
                 let mut events = Vec::new();
                 if let Some((f, path, _)) = self.files.remove(&file) {
                     if let Err(e) = f.sync_data() {
@@ -261,8 +274,22 @@ impl Worker {
                     written: None,
                 }],
             },
+            FileOp::Delete { file, path } => vec![FileEvent::Deleted {
+                file,
+                error: fs::remove_file(&path)
+                    .err()
+                    .map(|e| format!("cannot delete [{}]: {e}", path.display())),
+            }],
         }
     }
+}
+
+/// The free space of `path`'s file system, as an event (none when it
+/// cannot be read: the budget then goes by the totals alone).
+fn space(file: FileId, path: &Path) -> Option<FileEvent> {
+    crate::sys::free_bytes(path)
+        .ok()
+        .map(|free| FileEvent::Space { file, free })
 }
 
 fn create(path: &Path) -> std::io::Result<File> {
@@ -332,15 +359,19 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         let mut w = Worker {
             files: HashMap::new(),
+            since_space: HashMap::new(),
             failed: HashSet::new(),
         };
         let path = dir.join("a/b/x.ts");
-        assert!(w
-            .run(FileOp::Create {
-                file: 1,
-                path: path.clone()
-            })
-            .is_empty());
+        // A file made says how much its file system has free.
+        let made = w.run(FileOp::Create {
+            file: 1,
+            path: path.clone(),
+        });
+        assert!(
+            matches!(made[..], [FileEvent::Space { file: 1, free }] if free > 0),
+            "{made:?}"
+        );
         assert!(w
             .run(FileOp::Write {
                 file: 1,
@@ -394,6 +425,27 @@ mod tests {
             matches!(&ev[0], FileEvent::Failed { reason, .. } if reason.contains("cannot rename"))
         );
         assert!(start.exists(), "kept under its first name");
+        // A budget's deletion; a second one says why it failed.
+        let ev = w.run(FileOp::Delete {
+            file: 6,
+            path: end.clone(),
+        });
+        assert_eq!(
+            ev,
+            vec![FileEvent::Deleted {
+                file: 6,
+                error: None
+            }]
+        );
+        assert!(!end.exists());
+        let ev = w.run(FileOp::Delete {
+            file: 7,
+            path: end.clone(),
+        });
+        assert!(
+            matches!(&ev[..], [FileEvent::Deleted { file: 7, error: Some(e) }] if e.contains("cannot delete")),
+            "{ev:?}"
+        );
         // A full disk: /dev/full answers every write with ENOSPC.
         if let Ok(f) = OpenOptions::new().write(true).open("/dev/full") {
             w.files.insert(3, (f, PathBuf::from("/dev/full"), 0));

@@ -27,6 +27,9 @@ pub struct AppSpec {
     pub providers: Providers,
     #[serde(default)]
     pub publishers: Publishers,
+    /// kiln: how much disk the application's recordings may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_budget: Option<DiskBudget>,
     /// The body an API caller gave (merged with later PATCHes), which GET
     /// echoes as OME does: its values in the caller's JSON types, with
     /// OME's elements kiln does not use. Never read for behaviour.
@@ -36,6 +39,25 @@ pub struct AppSpec {
 
 fn live() -> String {
     "live".into()
+}
+
+/// A disk budget (kiln's `<DiskBudget>`, of an application or of the
+/// server): at most `max_total_mb` of recordings in total, at least
+/// `min_free_mb` left free on their file system. Crossing either deletes
+/// the oldest recorded files (of the record writing, then of its
+/// application's other records); with nothing left to delete the record
+/// goes to `error` ("disk full").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskBudget {
+    #[serde(
+        rename = "maxTotalMB",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_total_mb: Option<u64>,
+    #[serde(rename = "minFreeMB", default, skip_serializing_if = "Option::is_none")]
+    pub min_free_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

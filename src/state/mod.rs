@@ -66,6 +66,8 @@ pub struct Registry {
     /// Creation order, config-file hosts first.
     vhosts: Vec<Vhost>,
     pub server_name: Option<String>,
+    /// `<Server><DiskBudget>`: all recordings together.
+    pub disk_budget: Option<app::DiskBudget>,
     /// Live streams (run-time only).
     pub streams: Streams,
 }
@@ -84,6 +86,7 @@ impl Registry {
                 })
                 .collect(),
             server_name,
+            disk_budget: None,
             streams: Streams::default(),
         }
     }

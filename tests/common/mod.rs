@@ -98,6 +98,9 @@ pub struct ServerOptions {
     pub hls: Option<String>,
     /// The application's `<Publishers><FILE>` settings (recording).
     pub file: Option<String>,
+    /// More of the application, after its `<Publishers>` (e.g.
+    /// `<DiskBudget>`).
+    pub app_extra: String,
     /// A shell command line kiln is started through: `exec "$@"` at its
     /// end runs kiln (e.g. in a mount namespace of the test's own).
     pub wrap: Option<String>,
@@ -138,6 +141,7 @@ impl Default for ServerOptions {
             llhls: None,
             hls: None,
             file: None,
+            app_extra: String::new(),
             wrap: None,
             vhost_access: String::new(),
             webrtc: None,
@@ -335,7 +339,7 @@ pub fn write_config_with_media(
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
         </Encodes></OutputProfile></OutputProfiles>
-        <Providers>{rtmp_provider}<SRT/>{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>
+        <Providers>{rtmp_provider}<SRT/>{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>{app_extra}
       </Application></Applications>
     </VirtualHost>
     {extra}
@@ -361,6 +365,7 @@ pub fn write_config_with_media(
         extra = opts.extra_vhosts,
         vhost_access = opts.vhost_access,
         providers_extra = opts.providers_extra,
+        app_extra = opts.app_extra,
         rtmp_provider = opts.rtmp_provider.as_deref().unwrap_or("<RTMP/>"),
     );
     let path = dir.join("server.xml");

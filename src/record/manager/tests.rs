@@ -568,3 +568,77 @@ fn a_pre_roll_starts_the_file_at_the_keyframe_before_the_call() {
     let e = validate_start(req, "default", "app", &file, 0).unwrap_err();
     assert!(e.to_string().contains("MaxPreRoll"), "{e}");
 }
+
+#[test]
+fn a_disk_budget_deletes_the_oldest_files_then_says_disk_full() {
+    let text = include_str!("../../../server.xml.example").replacen(
+        "</FILE>\n          </Publishers>",
+        "</FILE>\n          </Publishers><DiskBudget><MinFreeMB>100</MinFreeMB></DiskBudget>",
+        1,
+    );
+    assert!(
+        text.contains("<MinFreeMB>"),
+        "the example's app layout changed"
+    );
+    let mut w = World::with_config(&text);
+    w.add(r#"{"id":"b","stream":{"name":"s"},"interval":20000,"filePath":"b_${Sequence}.ts","infoPath":"b.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 50_000);
+    let ops = w.ops();
+    let files: Vec<(FileId, PathBuf)> = ops
+        .iter()
+        .filter_map(|o| match o {
+            FileOp::Create { file, path } => Some((*file, path.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(files.len(), 3);
+    let current = files[2].0;
+    // Enough free: nothing happens.
+    w.rec.on_file_event(
+        FileEvent::Space {
+            file: current,
+            free: 500 << 20,
+        },
+        w.now(50_000),
+    );
+    assert!(w.ops().is_empty());
+    // 50 MB free under a 100 MB floor: the two closed files go, oldest
+    // first, each listed in the info XML; then nothing is left: error.
+    w.rec.on_file_event(
+        FileEvent::Space {
+            file: current,
+            free: 50 << 20,
+        },
+        w.now(51_000),
+    );
+    let ops = w.ops();
+    let deleted: Vec<&PathBuf> = ops
+        .iter()
+        .filter_map(|o| match o {
+            FileOp::Delete { path, .. } => Some(path),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted, [&files[0].1, &files[1].1]);
+    let info = ops
+        .iter()
+        .rev()
+        .find_map(|o| match o {
+            FileOp::Replace { data, .. } => Some(String::from_utf8_lossy(data).into_owned()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(info.matches("<deletedTime>").count(), 2, "{info}");
+    let t = w.task("b");
+    assert_eq!(t.state, RecordState::Error);
+    let e = t.last_error.as_deref().unwrap();
+    assert!(
+        e.starts_with("disk full: 50 MB free on the file system (MinFreeMB 100)"),
+        "{e}"
+    );
+    // Its open file was closed (with its info XML).
+    assert!(ops
+        .iter()
+        .any(|o| matches!(o, FileOp::Close { file, info: Some(_), .. } if *file == current)));
+}

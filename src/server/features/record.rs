@@ -53,9 +53,7 @@ impl Feature for Record {
     }
 
     fn on_file_event(&mut self, e: FileEvent, core: &mut Core, now: Instant) -> Option<FileEvent> {
-        let file = match &e {
-            FileEvent::Failed { file, .. } | FileEvent::Closed { file } => *file,
-        };
+        let file = e.file();
         if file & DUMP_FILE != 0 {
             return Some(e);
         }
