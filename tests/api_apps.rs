@@ -156,6 +156,17 @@ fn create_patch_delete_and_survive_a_restart() {
         "false"
     );
     assert_eq!(app["outputProfiles"]["outputProfile"][0]["name"], "bypass");
+    // kiln's disk budget, as <DiskBudget> in a config file.
+    let r = s.request(
+        "PATCH",
+        "/v1/vhosts/studio/apps/live",
+        Some(r#"{"diskBudget":{"maxTotalMB":50,"minFreeMB":200}}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["response"]["diskBudget"],
+        json!({"maxTotalMB": 50, "minFreeMB": 200})
+    );
     for body in [
         r#"{"name":"other"}"#,
         r#"{"name":"live"}"#,

@@ -32,6 +32,9 @@ struct AppView<'a> {
     output_profiles: &'a OutputProfiles,
     providers: &'a Providers,
     publishers: &'a Publishers,
+    /// kiln's `<DiskBudget>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disk_budget: Option<&'a crate::state::app::DiskBudget>,
 }
 
 impl<'a> AppView<'a> {
@@ -43,6 +46,7 @@ impl<'a> AppView<'a> {
             output_profiles: &app.output_profiles,
             providers: &app.providers,
             publishers: &app.publishers,
+            disk_budget: app.disk_budget.as_ref(),
         }
     }
 

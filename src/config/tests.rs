@@ -578,3 +578,31 @@ fn public_ip_candidates_need_a_stun_server() {
         .to_string()
         .contains("must be host:port"));
 }
+
+#[test]
+fn disk_budgets_are_read_at_server_and_application_level() {
+    let text = GOOD
+        .replacen(
+            "<IP>127.0.0.1</IP>",
+            "<IP>127.0.0.1</IP><DiskBudget><MinFreeMB>500</MinFreeMB></DiskBudget>",
+            1,
+        )
+        .replacen(
+            "<Type>live</Type>",
+            "<Type>live</Type><DiskBudget><MaxTotalMB>50</MaxTotalMB></DiskBudget>",
+            1,
+        );
+    let loaded = load_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let reg = loaded.config.registry();
+    let server = reg.disk_budget.unwrap();
+    assert_eq!((server.max_total_mb, server.min_free_mb), (None, Some(500)));
+    let app = loaded.config.vhosts[0].applications[0].disk_budget.unwrap();
+    assert_eq!((app.max_total_mb, app.min_free_mb), (Some(50), None));
+    // A typo inside is an error, as anywhere.
+    let bad = GOOD.replacen(
+        "<IP>127.0.0.1</IP>",
+        "<IP>127.0.0.1</IP><DiskBudget><MaxTotalGB>1</MaxTotalGB></DiskBudget>",
+        1,
+    );
+    assert!(load_str(&bad).is_err());
+}
