@@ -1185,7 +1185,7 @@ if want llhls; then
     b0=$(cpu_ticks "$KILN_PID"); sleep 5; b1=$(cpu_ticks "$KILN_PID")
     base_per_s=$(calc "($b1-$b0)/5")
     rss0=$(rss_kb "$KILN_PID"); c0=$(cpu_split "$KILN_PID")
-    "$VIEWERS" --url "http://127.0.0.1:$LLHLS_P/app/src" --viewers "$LLHLS_VIEWERS" --seconds "$VSECS" \
+    "$VIEWERS" --url "http://127.0.0.1:$LLHLS_P/app/src" --viewers "$LLHLS_VIEWERS" --seconds "$VSECS" --spread 10 \
         --snapshot "$WORK/www/snap" >"$WORK/viewers-kiln.txt" 2>>"$WORK/viewers.err" &
     VPID=$!; PIDS+=("$VPID")
     sleep $((VSECS / 2)); rss1=$(rss_kb "$KILN_PID")
@@ -1207,7 +1207,7 @@ http {
     wait_tcp "$NGX_P"
     np=$(nginx_pids "$NGX_PID")
     nrss0=$(rss_kb $np); n0=$(cpu_split $np)
-    "$VIEWERS" --static "http://127.0.0.1:$NGX_P/snap" --dir "$WORK/www/snap" --viewers "$LLHLS_VIEWERS" \
+    "$VIEWERS" --static "http://127.0.0.1:$NGX_P/snap" --dir "$WORK/www/snap" --viewers "$LLHLS_VIEWERS" --spread 10 \
         --seconds "$VSECS" --part 0.5 >"$WORK/viewers-nginx.txt" 2>>"$WORK/viewers.err" &
     VPID=$!; PIDS+=("$VPID")
     sleep $((VSECS / 2)); nrss1=$(rss_kb $np)
@@ -1626,7 +1626,7 @@ EOF
         k_cpu=; j_cpu=; k_line=; j_line=
         for rep in $(seq "$REPEAT"); do
             rtc_kiln
-            r=$(rtc_run "$KILN_PID" "$N" --whep "http://127.0.0.1:$RTC_SIG/app/src?direction=whep")
+            r=$(rtc_run "$KILN_PID" "$N" --whep "http://127.0.0.1:$RTC_SIG/app/src?direction=whep" --spread 10)
             stop "$SRC_PID"; stop_kiln
             read -r c rss _ <<<"$r"
             if [[ -z $k_cpu ]] || (($(calc "int($c < $k_cpu)"))); then k_cpu=$c; fi
@@ -1701,7 +1701,7 @@ $rows"
         k_best=; j_best=
         for rep in $(seq "$REPEAT"); do
             rtc_kiln none
-            LOAD=(--whep "http://127.0.0.1:$RTC_SIG/app/src?direction=whep")
+            LOAD=(--whep "http://127.0.0.1:$RTC_SIG/app/src?direction=whep" --spread 10)
             k=$(rtc_latency "$N" --publish "rtmp://127.0.0.1:$RTC_RTMP/app/src" "${LOAD[@]}")
             stop_kiln
             [[ -n $k ]] || { log "webrtc latency probe failed: $(tail -3 "$WORK/probe.err")"; exit 1; }

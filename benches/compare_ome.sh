@@ -177,7 +177,7 @@ for n in $OME_LLHLS_NS; do
             sleep 8 # a first whole segment (6 s)
             m0=$(rss_kb "$O_PID")
             c0=$(cpu_ticks "$O_PID")
-            "$O_VIEWERS" --url "http://127.0.0.1:$O_HTTP/app/s0" --viewers "$n" --seconds "$VSECS" \
+            "$O_VIEWERS" --url "http://127.0.0.1:$O_HTTP/app/s0" --viewers "$n" --seconds "$VSECS" --spread 10 \
                 >"$WORK/ome-ll.txt" 2>>"$WORK/ome-ll.err" &
             v=$!; PIDS+=("$v")
             sleep $((VSECS / 2)); m1=$(rss_kb "$O_PID")
@@ -211,7 +211,7 @@ for n in $OME_WEBRTC_NS; do
             o_publish 1
             sleep 3
             m0=$(rss_kb "$O_PID")
-            "$O_GEN" --ome "ws://127.0.0.1:$O_HTTP/app/s0" --viewers "$n" --seconds "$SECS" --warm "$WARM" \
+            "$O_GEN" --ome "ws://127.0.0.1:$O_HTTP/app/s0" --viewers "$n" --seconds "$SECS" --warm "$WARM" --spread 10 \
                 >"$WORK/ome-rtc.txt" 2>>"$WORK/ome-rtc.err" &
             g=$!; PIDS+=("$g")
             # The window starts once every viewer is set up: the generator
@@ -259,7 +259,7 @@ for n in $OME_LAT_NS; do
             g=
             if ((n > 1)); then
                 sleep 2
-                "$O_GEN" --ome "ws://127.0.0.1:$O_HTTP/app/lat" --viewers $((n - 1)) --seconds "$SECS" --warm "$WARM" \
+                "$O_GEN" --ome "ws://127.0.0.1:$O_HTTP/app/lat" --viewers $((n - 1)) --seconds "$SECS" --warm "$WARM" --spread 10 \
                     >/dev/null 2>>"$WORK/ome-rtc.err" &
                 g=$!; PIDS+=("$g")
             fi
@@ -289,7 +289,8 @@ segments kept outside its heap). OME encodes every stream's AAC to Opus from
 the start; kiln only while a WebRTC viewer plays it. Viewers: \`cargo bench
 --bench llhls_viewers\` (blocking reloads, as a low-latency player) and
 \`cargo bench --bench webrtc_viewers -- --ome\` (str0m peers over OME's
-WebSocket signalling, the one OvenPlayer speaks, against both); memory per
+WebSocket signalling, the one OvenPlayer speaks, against both; from ten
+loopback addresses, as kiln counts sessions per client address); memory per
 viewer is RSS with the viewers less RSS before them, per viewer.
 
 | figure | kiln | OME | kiln / OME |

@@ -12,7 +12,7 @@
 //! as against kiln.
 //!
 //! ```text
-//! llhls_viewers --url http://127.0.0.1:3333/app/src --viewers 1000 --seconds 20 [--snapshot DIR]
+//! llhls_viewers --url http://127.0.0.1:3333/app/src --viewers 1000 --seconds 20 [--snapshot DIR] [--spread 10]
 //! llhls_viewers --static http://127.0.0.1:8080/snap --viewers 1000 --seconds 20 --part 0.5 --dir DIR
 //! ```
 //!
@@ -46,6 +46,10 @@ struct Args {
     part: f64,
     dir: Option<String>,
     snapshot: Option<String>,
+    /// Viewers spread over this many loopback addresses (127.0.0.1 on):
+    /// a server counts connections per client address, and real viewers
+    /// come from many.
+    spread: u8,
 }
 
 fn args() -> Args {
@@ -56,7 +60,7 @@ fn args() -> Args {
             .and_then(|i| all.get(i + 1))
             .cloned()
     };
-    let usage = "usage: llhls_viewers (--url http://h:p/app/stream | --static http://h:p/dir --dir D --part S) [--viewers N] [--seconds S] [--snapshot DIR]";
+    let usage = "usage: llhls_viewers (--url http://h:p/app/stream | --static http://h:p/dir --dir D --part S) [--viewers N] [--seconds S] [--snapshot DIR] [--spread N]";
     let (url, blocking) = match (get("--url"), get("--static")) {
         (Some(u), None) => (u, true),
         (None, Some(u)) => (u, false),
@@ -73,6 +77,7 @@ fn args() -> Args {
         part: get("--part").map_or(0.5, |v| v.parse().expect(usage)),
         dir: get("--dir"),
         snapshot: get("--snapshot"),
+        spread: get("--spread").map_or(1, |v| v.parse::<u8>().expect(usage).max(1)),
     }
 }
 
@@ -462,7 +467,19 @@ fn main() {
     };
     // Connect in bursts of 50 so the listener's backlog never overflows.
     for i in 0..a.viewers {
-        let mut sock = TcpStream::connect(a.addr).expect("connect");
+        let mut sock = match a.spread {
+            1 => TcpStream::connect(a.addr).expect("connect"),
+            n => {
+                let from = std::net::Ipv4Addr::new(127, 0, 0, 1 + (i % usize::from(n)) as u8);
+                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                    .expect("socket");
+                s.bind(&std::net::SocketAddr::from((from, 0)).into())
+                    .expect("bind");
+                s.connect(&a.addr.into()).expect("connect");
+                s.set_nonblocking(true).unwrap();
+                TcpStream::from_std(s.into())
+            }
+        };
         sock.set_nodelay(true).unwrap();
         stamp_arrivals(&sock);
         poll.registry()

@@ -15,7 +15,7 @@
 //! ```text
 //! webrtc_viewers --whep http://127.0.0.1:3333/app/src?direction=whep --viewers 100 --seconds 20 --warm 5
 //! webrtc_viewers --janus http://127.0.0.1:8088/janus --mountpoint 1 --viewers 100 --seconds 20 --warm 5 --local-ip 192.0.2.2
-//! webrtc_viewers --ome ws://127.0.0.1:3333/app/src --viewers 200 --seconds 20 --warm 5
+//! webrtc_viewers --ome ws://127.0.0.1:3333/app/src --viewers 200 --seconds 20 --warm 5 --spread 10
 //! ```
 //!
 //! After `--warm` seconds it counts, for `--seconds`, per viewer: RTP
@@ -45,6 +45,10 @@ struct Args {
     /// The viewers' address (Janus gathers no loopback candidate: give it
     /// the machine's address).
     local_ip: String,
+    /// Viewers spread over this many loopback addresses (127.0.0.1 on):
+    /// a server counts sessions per client address, as it should, and
+    /// real viewers come from many.
+    spread: u8,
 }
 
 fn args() -> Args {
@@ -57,6 +61,7 @@ fn args() -> Args {
         seconds: 10,
         warm: 3,
         local_ip: "127.0.0.1".into(),
+        spread: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -70,6 +75,7 @@ fn args() -> Args {
             "--seconds" => a.seconds = v().parse().unwrap(),
             "--warm" => a.warm = v().parse().unwrap(),
             "--local-ip" => a.local_ip = v(),
+            "--spread" => a.spread = v().parse::<u8>().unwrap().max(1),
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -178,7 +184,11 @@ fn main() {
     let mut viewers: Vec<Viewer> = Vec::new();
     let mut failed = 0;
     for i in 0..a.viewers {
-        let mut socket = UdpSocket::bind(format!("{}:0", a.local_ip).parse().unwrap()).unwrap();
+        let ip = match a.spread {
+            1 => a.local_ip.clone(),
+            n => format!("127.0.0.{}", 1 + i % usize::from(n)),
+        };
+        let mut socket = UdpSocket::bind(format!("{ip}:0").parse().unwrap()).unwrap();
         let now = Instant::now();
         let rtc = match (&a.whep, &a.janus, &a.ome) {
             (Some(url), _, _) => whep_setup(url, &socket, now).map(|r| (r, None)),

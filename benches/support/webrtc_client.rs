@@ -7,14 +7,45 @@
 
 use mio::net::UdpSocket;
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 use str0m::change::{SdpAnswer, SdpOffer};
 use str0m::media::{Direction, MediaKind};
 use str0m::{Candidate, Rtc, RtcConfig};
 
+/// A TCP connection to `authority` (`ip:port`) from address `from` (the
+/// viewer's own: a server counts its sessions per client address), or
+/// from where the system chooses when `from` is unspecified.
+fn connect_from(authority: &str, from: IpAddr) -> Result<TcpStream, String> {
+    if from.is_unspecified() {
+        return TcpStream::connect(authority).map_err(|e| e.to_string());
+    }
+    let to: SocketAddr = authority.parse().map_err(|e| format!("{authority}: {e}"))?;
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(to),
+        socket2::Type::STREAM,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    s.bind(&SocketAddr::new(from, 0).into())
+        .map_err(|e| format!("bind {from}: {e}"))?;
+    s.connect(&to.into()).map_err(|e| format!("{to}: {e}"))?;
+    Ok(s.into())
+}
+
 /// A blocking HTTP/1.1 request (Connection: close): (status, headers, body).
 pub fn http(
+    method: &str,
+    url: &str,
+    content_type: &str,
+    body: &str,
+) -> Result<(u16, String, String), String> {
+    http_from(IpAddr::from([0, 0, 0, 0]), method, url, content_type, body)
+}
+
+/// [`http`] from address `from`.
+pub fn http_from(
+    from: IpAddr,
     method: &str,
     url: &str,
     content_type: &str,
@@ -24,7 +55,7 @@ pub fn http(
     let (authority, path) = rest
         .split_once('/')
         .map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
-    let mut t = TcpStream::connect(authority).map_err(|e| e.to_string())?;
+    let mut t = connect_from(authority, from)?;
     t.set_read_timeout(Some(Duration::from_secs(40))).ok();
     write!(
         t,
@@ -147,7 +178,9 @@ pub fn whep_setup(url: &str, socket: &UdpSocket, now: Instant) -> Result<Rtc, St
     api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
     api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
     let (offer, pending) = api.apply().ok_or("no offer")?;
-    let (status, _, body) = http("POST", url, "application/sdp", &offer.to_sdp_string())?;
+    let from = socket.local_addr().map_err(|e| e.to_string())?.ip();
+    let (status, _, body) =
+        http_from(from, "POST", url, "application/sdp", &offer.to_sdp_string())?;
     if status != 201 {
         return Err(format!("WHEP {status}: {body}"));
     }
@@ -276,13 +309,14 @@ fn ws_read(t: &mut TcpStream) -> Result<(u8, Vec<u8>), String> {
 }
 
 impl OmeSocket {
-    /// `ws://host:port/app/stream`: the upgrade, answered 101.
-    pub fn open(url: &str) -> Result<OmeSocket, String> {
+    /// `ws://host:port/app/stream` from address `from`: the upgrade,
+    /// answered 101.
+    pub fn open(url: &str, from: IpAddr) -> Result<OmeSocket, String> {
         let rest = url.strip_prefix("ws://").ok_or("ws only")?;
         let (authority, path) = rest
             .split_once('/')
             .map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
-        let mut t = TcpStream::connect(authority).map_err(|e| e.to_string())?;
+        let mut t = connect_from(authority, from)?;
         t.set_read_timeout(Some(Duration::from_secs(20))).ok();
         t.set_nodelay(true).ok();
         write!(
@@ -362,7 +396,7 @@ impl OmeSocket {
 /// always the DTLS server and offers `actpass`: read as `passive`, so this
 /// peer answers `active` (as OvenPlayer's browser does).
 pub fn ome_setup(url: &str, socket: &UdpSocket, now: Instant) -> Result<(Rtc, OmeSocket), String> {
-    let mut ws = OmeSocket::open(url)?;
+    let mut ws = OmeSocket::open(url, socket.local_addr().map_err(|e| e.to_string())?.ip())?;
     ws.send_json(&serde_json::json!({"command": "request_offer"}))?;
     let offer = ws.recv_json()?;
     if offer["command"] != "offer" {
