@@ -364,18 +364,7 @@ fn ws_open(port: u16, path: &str) -> TcpStream {
 
 /// A masked client frame.
 fn ws_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x80 | opcode];
-    match payload.len() {
-        n if n < 126 => f.push(0x80 | n as u8),
-        n => {
-            f.push(0x80 | 126);
-            f.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-    }
-    let mask = [1u8, 2, 3, 4];
-    f.extend_from_slice(&mask);
-    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    f
+    kiln::http::ws::masked(opcode, payload, [1, 2, 3, 4])
 }
 
 /// The next server frame: (opcode, payload).

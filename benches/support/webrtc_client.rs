@@ -262,25 +262,10 @@ pub struct OmeSocket {
     last_sent: Instant,
 }
 
-/// A WebSocket frame from the client: FIN, the opcode, masked (RFC 6455
-/// 5.3; the mask need not be secret here).
+/// A WebSocket frame from the client (masked; the mask need not be
+/// secret here).
 fn ws_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mask = [0x6b, 0x69, 0x6c, 0x6e];
-    let mut f = vec![0x80 | opcode];
-    match payload.len() {
-        n if n < 126 => f.push(0x80 | n as u8),
-        n if n <= 0xffff => {
-            f.push(0x80 | 126);
-            f.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            f.push(0x80 | 127);
-            f.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    f.extend_from_slice(&mask);
-    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    f
+    kiln::http::ws::masked(opcode, payload, *b"kiln")
 }
 
 /// Reads one whole server frame (unmasked): (opcode, payload).

@@ -244,6 +244,19 @@ pub fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
     f
 }
 
+/// A client frame (RFC 6455 5.3: masked with `mask`, final): what kiln's
+/// own clients (benches, tests) send to a WebSocket server.
+pub fn masked(opcode: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
+    let mut f = frame(opcode, payload);
+    let head = f.len() - payload.len();
+    f[1] |= 0x80;
+    for (i, b) in f[head..].iter_mut().enumerate() {
+        *b ^= mask[i % 4];
+    }
+    f.splice(head..head, mask);
+    f
+}
+
 pub fn text(s: &str) -> Vec<u8> {
     frame(0x1, s.as_bytes())
 }
@@ -261,21 +274,10 @@ mod tests {
     use super::*;
 
     fn client(opcode: u8, fin: bool, payload: &[u8]) -> Vec<u8> {
-        let mask = [1, 2, 3, 4];
-        let mut f = vec![if fin { 0x80 } else { 0 } | opcode];
-        match payload.len() {
-            n if n < 126 => f.push(0x80 | n as u8),
-            n if n <= 0xffff => {
-                f.push(0x80 | 126);
-                f.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                f.push(0x80 | 127);
-                f.extend_from_slice(&(n as u64).to_be_bytes());
-            }
+        let mut f = masked(opcode, payload, [1, 2, 3, 4]);
+        if !fin {
+            f[0] &= 0x7f;
         }
-        f.extend_from_slice(&mask);
-        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
         f
     }
 
