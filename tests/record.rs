@@ -299,6 +299,26 @@ fn a_pre_roll_record_starts_ten_seconds_before_the_call() {
     assert_eq!(String::from_utf8_lossy(&first.stdout).trim(), "1");
 }
 
+/// A `wrap` for [`ServerOptions`] that starts kiln in a mount namespace of
+/// its own with a tmpfs of `size` (`512k`, `12m`) mounted on `dir`, or
+/// `None` (with the reason printed) where such a namespace cannot be made.
+fn tmpfs_wrap(dir: &std::path::Path, size: &str) -> Option<String> {
+    let can = have_tool("unshare")
+        && Command::new("unshare")
+            .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !can {
+        eprintln!("SKIP: cannot mount a tmpfs in a mount namespace here (unshare -rm)");
+        return None;
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    Some(format!(
+        "exec unshare -rm sh -c 'mount -t tmpfs -o size={size} tmpfs {} && exec \"$0\" \"$@\"' \"$@\"",
+        dir.display()
+    ))
+}
+
 /// The sizes of the files an info XML lists that are still on disk (no
 /// `deletedTime`), and how many it lists as deleted.
 fn kept_and_deleted(xml: &str) -> (Vec<u64>, usize) {
@@ -377,22 +397,10 @@ fn disk_budgets_delete_the_oldest_files_and_the_record_goes_on() {
     assert!(ffprobe_duration(&newest) > 0.5, "{}", newest.display());
     drop(s);
 
-    if !have_tool("unshare")
-        || !Command::new("unshare")
-            .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
-            .status()
-            .is_ok_and(|s| s.success())
-    {
-        eprintln!("SKIP (MinFreeMB): cannot mount a tmpfs in a mount namespace here (unshare -rm)");
-        return;
-    }
     let root = temp_dir("record-budget-free-root");
-    let disk = root.join("disk");
-    std::fs::create_dir_all(&disk).unwrap();
-    let wrap = format!(
-        "exec unshare -rm sh -c 'mount -t tmpfs -o size=12m tmpfs {} && exec \"$0\" \"$@\"' \"$@\"",
-        disk.display()
-    );
+    let Some(wrap) = tmpfs_wrap(&root.join("disk"), "12m") else {
+        return;
+    };
     let (_s, xml) = run(
         "record-budget-free",
         "<MinFreeMB>8</MinFreeMB>",
@@ -580,24 +588,13 @@ fn record_api_errors_id_reuse_and_restart() {
 /// in a mount namespace kiln runs in.
 #[test]
 fn a_full_disk_fails_only_its_record() {
-    if !have_tool("ffmpeg") || !have_tool("unshare") {
-        return;
-    }
-    let probe = Command::new("unshare")
-        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !probe {
-        eprintln!("SKIP: cannot mount a tmpfs in a mount namespace here (unshare -rm)");
+    if !have_tool("ffmpeg") {
         return;
     }
     let root = temp_dir("record-full-root");
-    let full = root.join("full");
-    std::fs::create_dir_all(&full).unwrap();
-    let wrap = format!(
-        "exec unshare -rm sh -c 'mount -t tmpfs -o size=512k tmpfs {} && exec \"$0\" \"$@\"' \"$@\"",
-        full.display()
-    );
+    let Some(wrap) = tmpfs_wrap(&root.join("full"), "512k") else {
+        return;
+    };
     let s = Server::start_with(
         "record-full",
         ServerOptions {
