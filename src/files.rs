@@ -49,6 +49,25 @@ pub enum FileOp {
         file: FileId,
         path: PathBuf,
     },
+    /// Read a whole file back (a DVR segment), `max` bytes at most.
+    Read {
+        file: FileId,
+        path: PathBuf,
+        max: u64,
+    },
+    /// Delete a DVR folder (`kiln_{pid}_{key}`): its track folders of
+    /// `{msn}.m4s` files, then itself; nothing else is touched (a file
+    /// kiln did not name stays, and so does the folder).
+    RemoveDvr {
+        file: FileId,
+        dir: PathBuf,
+    },
+    /// Delete the DVR folders under `root` of kilns that no longer run
+    /// (as [`FileOp::RemoveDvr`] does; a live kiln's stay).
+    SweepDvr {
+        file: FileId,
+        root: PathBuf,
+    },
 }
 
 /// A file made with [`FileOp::Create`] has the free space of its file
@@ -58,6 +77,9 @@ pub const SPACE_EVERY: u64 = 4 << 20;
 /// File ids of HLS dumps have this bit set (those of records do not): the
 /// loop hands each answer to its owner.
 pub const DUMP_FILE: FileId = 1 << 63;
+
+/// File ids of DVR segments (and their reads) have this bit set.
+pub const DVR_FILE: FileId = 1 << 62;
 
 /// What the writer thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,10 +102,16 @@ pub enum FileEvent {
         file: FileId,
         free: u64,
     },
-    /// A [`FileOp::Delete`] was done; `error` says why not.
+    /// A [`FileOp::Delete`] (or a DVR folder's removal) was done;
+    /// `error` says why not.
     Deleted {
         file: FileId,
         error: Option<String>,
+    },
+    /// What a [`FileOp::Read`] read, or why it could not.
+    Read {
+        file: FileId,
+        data: Result<bytes::Bytes, String>,
     },
 }
 
@@ -94,7 +122,8 @@ impl FileEvent {
             FileEvent::Failed { file, .. }
             | FileEvent::Closed { file }
             | FileEvent::Space { file, .. }
-            | FileEvent::Deleted { file, .. } => *file,
+            | FileEvent::Deleted { file, .. }
+            | FileEvent::Read { file, .. } => *file,
         }
     }
 }

@@ -54,11 +54,20 @@ fn wait_for_first_segment(s: &Server, stream: &str) -> (String, String) {
 
 /// Waits until `n` segments of the stream are complete.
 fn wait_for_segments(s: &Server, stream: &str, n: usize) -> (String, String) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    wait_for_segments_within(s, stream, n, Duration::from_secs(30))
+}
+
+fn wait_for_segments_within(
+    s: &Server,
+    stream: &str,
+    n: usize,
+    limit: Duration,
+) -> (String, String) {
+    let deadline = Instant::now() + limit;
     loop {
         assert!(
             Instant::now() < deadline,
-            "no LL-HLS segment within 30 s\n{}",
+            "not {n} LL-HLS segments within {limit:?}\n{}",
             s.log_text()
         );
         let (code, master, _) = curl(&[], &format!("{}/llhls.m3u8", base(s, stream)));
@@ -1309,4 +1318,209 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     s.spawn();
     let dumps = listed(&s);
     assert_eq!(dumps["response"], serde_json::json!([]), "{dumps}");
+}
+
+/// The DVR folder of a stream under `root` (`kiln_{pid}_{key}`), if any.
+fn dvr_folders(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(root)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("kiln_"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn dvr_settings(root: &std::path::Path, max_duration: u32) -> String {
+    format!(
+        "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration><SegmentCount>3</SegmentCount>\
+         <DVR><Enable>true</Enable><TempStoragePath>{}</TempStoragePath><MaxDuration>{max_duration}</MaxDuration></DVR>",
+        root.display()
+    )
+}
+
+/// Issue 44, DVR: OME's `<LLHLS><DVR>` keeps `MaxDuration` of segments
+/// on disk while memory holds the live window; the chunklist lists the
+/// whole window (OME's `_HLS_rewind`, default YES), old segments are read
+/// back from disk, ffprobe reads the window; the folder goes with the
+/// stream's playlists, and what a killed kiln left is deleted when kiln
+/// starts again.
+#[test]
+fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let dir = temp_dir("llhls-dvr");
+    let root = dir.join("dvr");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("keep.txt"), b"not kiln's").unwrap();
+    let mut s = llhls_server("llhls-dvr", &dvr_settings(&root, 20));
+    // 40 s of media, sent as fast as ffmpeg encodes.
+    let status = ffmpeg_fast_source_cmd(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/a", s.media.rtmp),
+    )
+    .stderr(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+    let (_, video) = wait_for_segments(&s, "a", 15);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let list = loop {
+        let (_, list, _) = curl(&[], &format!("{}/{video}", base(&s, "a")));
+        if list.contains("#EXT-X-ENDLIST") || Instant::now() > deadline {
+            break list;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(list.contains("#EXT-X-ENDLIST"), "{list}");
+    let extinf: Vec<f64> = list
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("#EXTINF:")?
+                .trim_end_matches(',')
+                .parse()
+                .ok()
+        })
+        .collect();
+    let listed: f64 = extinf.iter().sum();
+    println!("DVR chunklist: {} segments, {listed:.1} s", extinf.len());
+    // MaxDuration 20: 20 s of 1 s segments (the newest always stays).
+    assert!((18.0..=21.5).contains(&listed), "{listed}\n{list}");
+    let first: u64 = list
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-MEDIA-SEQUENCE:"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first >= 15, "the oldest left the window: {list}");
+    // _HLS_rewind=NO: the live window (SegmentCount 3) only.
+    let (_, live, _) = curl(&[], &format!("{}/{video}?_HLS_rewind=NO", base(&s, "a")));
+    let live_count = live.matches("#EXTINF:").count();
+    assert!((3..=4).contains(&live_count), "{live}");
+    // The oldest listed segment is read back from disk, byte for byte.
+    let folders = dvr_folders(&root);
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let seg = list.lines().find(|l| l.starts_with("seg_")).unwrap();
+    let track = seg.split('_').nth(1).unwrap();
+    let on_disk = std::fs::read(folders[0].join(track).join(format!("{first}.m4s"))).unwrap();
+    let got = std::process::Command::new("curl")
+        .args(["-s", "-f", &format!("{}/{seg}", base(&s, "a"))])
+        .output()
+        .unwrap();
+    assert!(got.status.success(), "{seg}: {}", s.log_text());
+    assert_eq!(got.stdout.len(), on_disk.len());
+    assert!(got.stdout == on_disk, "{seg} is the file on disk");
+    // ffprobe reads the whole window: video and audio of ~20 s.
+    let counts = ffprobe_counts(&format!("{}/llhls.m3u8", base(&s, "a")));
+    let get = |c: &str| counts.iter().find(|(n, _)| n == c).map_or(0, |(_, n)| *n);
+    let want = listed * f64::from(FPS);
+    println!("ffprobe read the DVR window: {counts:?} (listed {listed:.1} s)");
+    assert!(
+        (get("h264") as f64 - want).abs() <= f64::from(FPS),
+        "{counts:?}"
+    );
+    assert!(
+        get("aac") as f64 >= (listed - 1.5) * 48_000.0 / 1024.0,
+        "{counts:?}"
+    );
+    // Killed with its DVR on disk: the next start deletes it, and only it.
+    s.kill9();
+    assert_eq!(dvr_folders(&root).len(), 1);
+    s.spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dvr_folders(&root).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(dvr_folders(&root).is_empty(), "{:?}", dvr_folders(&root));
+    assert!(root.join("keep.txt").exists());
+    // A stream's folder goes with its playlists (30 s after it ends).
+    let status = ffmpeg_fast_source_cmd(
+        5,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/b", s.media.rtmp),
+    )
+    .stderr(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+    wait_for_segments(&s, "b", 3);
+    assert_eq!(dvr_folders(&root).len(), 1);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !dvr_folders(&root).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(dvr_folders(&root).is_empty(), "{}", s.log_text());
+    assert!(root.join("keep.txt").exists());
+}
+
+/// hls.js in Chromium plays a DVR stream live, seeks 30 s back into the
+/// window (segments read from disk), plays on from there, and returns to
+/// the live edge.
+#[test]
+fn hls_js_seeks_back_in_a_dvr_window_and_returns_to_live() {
+    let _one = one_browser();
+    let Some((browser, web)) = browser_with_hlsjs() else {
+        return;
+    };
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let dir = temp_dir("llhls-dvr-seek");
+    let s = llhls_server("llhls-dvr-seek", &dvr_settings(&dir.join("dvr"), 120));
+    let mut src = publish(&s, "cam", 110);
+    // 40 s of window before the viewer comes.
+    wait_for_segments_within(&s, "cam", 40, Duration::from_secs(90));
+    let seconds = 30;
+    let page = format!(
+        "file://{}/llhls.html?src={}/llhls.m3u8&seconds={seconds}&seekAt=6&seekBack=30&liveAt=20",
+        web.display(),
+        base(&s, "cam")
+    );
+    let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), seconds);
+    println!("hls.js with a DVR: {r}");
+    let _ = src.kill();
+    let _ = src.wait();
+    assert_eq!(r["supported"], true);
+    assert!(hlsjs_fatal_errors(&r).is_empty(), "{r}");
+    let seek = &r["seek"];
+    let range = seek["seekable"].as_array().expect("a seekable range");
+    let window = range[1].as_f64().unwrap() - range[0].as_f64().unwrap();
+    assert!(window >= 35.0, "the whole window is seekable: {r}");
+    // After the seek: playing from 30 s back, and moving on.
+    let to = seek["to"].as_f64().unwrap();
+    let after: Vec<(f64, f64)> = seek["after"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
+        .collect();
+    let (t_last, pos_last) = *after.last().unwrap();
+    let landed = after
+        .iter()
+        .find(|(_, p)| (p - to).abs() < 3.0)
+        .expect("currentTime went to the seek target");
+    assert!(
+        pos_last - landed.1 >= (t_last - landed.0) * 0.6 && pos_last - landed.1 > 4.0,
+        "it played on from the old position: {after:?}"
+    );
+    assert!(
+        pos_last < seek["edge"].as_f64().unwrap() - 15.0,
+        "{after:?}"
+    );
+    // Back to live: the latency is the live one again.
+    let back = r["back"]["after"].as_array().unwrap();
+    let last_latency = back.last().and_then(|p| p[2].as_f64()).expect("a latency");
+    assert!(last_latency < 5.0, "back at the live edge: {r}");
+    assert!(r["decodedFrames"].as_u64().unwrap() > 0, "{r}");
 }

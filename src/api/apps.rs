@@ -243,6 +243,41 @@ impl Api {
         Ok(())
     }
 
+    /// A DVR folder set through the API (`publishers.llhls.dVR`, its
+    /// `tempStoragePath` or OME's default) must be one the config file
+    /// names for a DVR of its own, or lie under it: kiln writes and
+    /// deletes there.
+    fn check_dvr_folder(&self, spec: &AppSpec) -> Result<(), ApiError> {
+        let Some(dvr) = spec
+            .publishers
+            .llhls
+            .as_ref()
+            .and_then(|l| l.dvr.as_ref())
+            .filter(|d| d.enable)
+        else {
+            return Ok(());
+        };
+        let roots: Vec<std::path::PathBuf> = self
+            .registry
+            .vhosts()
+            .iter()
+            .filter(|v| v.origin == crate::state::Origin::ConfigFile)
+            .flat_map(|v| v.apps.iter())
+            .filter_map(|a| a.publishers.llhls.as_ref()?.dvr.as_ref())
+            .filter(|d| d.enable)
+            .filter_map(|d| crate::files::resolve(None, d.path()).ok())
+            .collect();
+        let inside = crate::files::resolve(None, dvr.path())
+            .is_ok_and(|d| roots.iter().any(|r| d.starts_with(r)));
+        if inside {
+            return Ok(());
+        }
+        Err(ApiError::bad_request(format_args!(
+            "publishers.llhls.dVR.tempStoragePath [{}] must be a folder the config file names for a DVR (<LLHLS><DVR><TempStoragePath>), or under one",
+            dvr.path().escape_debug()
+        )))
+    }
+
     pub(super) fn create_apps(
         &mut self,
         vhost: &str,
@@ -264,6 +299,7 @@ impl Api {
                     spec.validate()
                         .map_err(|e| ApiError::invalid_spec("application", Some(i), e))?;
                     self.check_channel_folders(&spec)?;
+                    self.check_dvr_folder(&spec)?;
                     if apps.iter().any(|a| a.name == spec.name) {
                         return Err(ApiError::app_exists(vhost, &spec.name));
                     }
@@ -338,6 +374,7 @@ impl Api {
             .map_err(|e| ApiError::invalid_spec("application", None, e))?;
         let target = target.clone();
         self.check_channel_folders(&target)?;
+        self.check_dvr_folder(&target)?;
         self.commit_apps(vhost, apps, None)?;
         info!("application [{vhost}/{app}] changed; restarting it");
         self.effects.push(Effect::RestartApp {

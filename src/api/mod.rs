@@ -342,12 +342,16 @@ impl Api {
         vhost_certs: Arc<VhostCertResolver>,
         utc_offset: i32,
     ) -> Self {
+        // What kilns that stopped left in the configuration's DVR folders
+        // goes first (the file worker does it before anything else).
+        let mut hls = crate::hls::manager::HlsManager::new(utc_offset);
+        hls.sweep_dvr_folders(&registry);
         Api {
             registry,
             store,
             pushes: crate::push::manager::PushManager::new(std::process::id()),
             records: crate::record::manager::RecordManager::new(utc_offset),
-            hls: crate::hls::manager::HlsManager::new(utc_offset),
+            hls,
             pulls: crate::pull::Pulls::default(),
             channels: Default::default(),
             #[cfg(feature = "webrtc")]

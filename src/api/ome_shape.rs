@@ -14,7 +14,13 @@
 use serde_json::{Map, Value};
 
 /// Settings whose value is a boolean in kiln's structs.
-const BOOL_KEYS: &[&str] = &["bypass", "blockDuplicateStreamName", "rtx", "enable"];
+const BOOL_KEYS: &[&str] = &[
+    "bypass",
+    "blockDuplicateStreamName",
+    "rtx",
+    "enable",
+    "eventPlaylistType",
+];
 
 /// Settings whose value is a number in kiln's structs.
 const NUMBER_KEYS: &[&str] = &[
@@ -29,6 +35,7 @@ const NUMBER_KEYS: &[&str] = &[
     "chunklistWithDirectivesMaxAge",
     "segmentMaxAge",
     "partialSegmentMaxAge",
+    "maxDuration",
 ];
 
 /// Elements OME knows and kiln does not use, by the object they are in
@@ -52,7 +59,6 @@ const IGNORED: &[(&str, &str)] = &[
     ("encodes", "images"),
     ("llhls", "originMode"),
     ("llhls", "createDefaultPlaylist"),
-    ("llhls", "dvr"),
     ("llhls", "drm"),
     ("llhls", "defaultQueryString"),
     ("hls", "createDefaultPlaylist"),

@@ -325,10 +325,30 @@ impl Walker<'_> {
                 "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
                 "CacheControl" => spec.cache_control = Some(w.cache_control(c, p)),
                 "Dumps" => spec.dumps = Some(w.dumps(c, p)),
+                "DVR" => spec.dvr = Some(w.dvr(c, p)),
                 _ => return false,
             }
             true
         });
+        spec
+    }
+
+    /// `<LLHLS><DVR>`: OME's element, read unchanged.
+    pub(super) fn dvr(&mut self, el: &Element, path: &str) -> crate::state::app::DvrSpec {
+        let mut spec = crate::state::app::DvrSpec::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "Enable" => spec.enable = w.bool_text(c, p).unwrap_or(false),
+                "TempStoragePath" => spec.temp_storage_path = w.nonempty_text(c, p),
+                "MaxDuration" => spec.max_duration = w.number(c, p),
+                "EventPlaylistType" => spec.event_playlist_type = w.bool_text(c, p),
+                _ => return false,
+            }
+            true
+        });
+        if let Some(why) = spec.problem() {
+            self.error(el, path, why);
+        }
         spec
     }
 

@@ -606,3 +606,51 @@ fn disk_budgets_are_read_at_server_and_application_level() {
     );
     assert!(load_str(&bad).is_err());
 }
+
+#[test]
+fn omes_dvr_element_is_read_unchanged() {
+    // OME's documented form (docs: LL-HLS, DVR).
+    let text = GOOD.replace(
+        "<LLHLS/>",
+        "<LLHLS><DVR><Enable>true</Enable><TempStoragePath>/tmp/ome_dvr/</TempStoragePath><MaxDuration>3600</MaxDuration><EventPlaylistType>false</EventPlaylistType></DVR></LLHLS>",
+    );
+    let loaded = load_str(&text).unwrap();
+    assert!(
+        !loaded.warnings.iter().any(|w| w.path.contains("DVR")),
+        "{:?}",
+        loaded.warnings
+    );
+    let ll = loaded.config.vhosts[0].applications[0]
+        .llhls
+        .clone()
+        .unwrap();
+    let dvr = ll.dvr.unwrap();
+    assert!(dvr.enable);
+    assert_eq!(dvr.path(), "/tmp/ome_dvr/");
+    assert_eq!(dvr.window(), std::time::Duration::from_secs(3600));
+    // Defaults: OME's folder and an hour.
+    let text = GOOD.replace(
+        "<LLHLS/>",
+        "<LLHLS><DVR><Enable>true</Enable></DVR></LLHLS>",
+    );
+    let dvr = load_str(&text).unwrap().config.vhosts[0].applications[0]
+        .llhls
+        .clone()
+        .unwrap()
+        .dvr
+        .unwrap();
+    assert_eq!(dvr.path(), "/tmp/ll_hls_dvr");
+    assert_eq!(dvr.window(), std::time::Duration::from_secs(3600));
+    // A relative folder or a zero window is an error that says why.
+    for bad in [
+        "<TempStoragePath>dvr</TempStoragePath>",
+        "<MaxDuration>0</MaxDuration>",
+    ] {
+        let text = GOOD.replace(
+            "<LLHLS/>",
+            &format!("<LLHLS><DVR><Enable>true</Enable>{bad}</DVR></LLHLS>"),
+        );
+        let err = load_str(&text).unwrap_err().to_string();
+        assert!(err.contains("DVR"), "{err}");
+    }
+}

@@ -42,6 +42,12 @@ pub struct HlsManager {
     /// Dump files for the writer thread.
     file_ops: Vec<FileOp>,
     utc_offset: i32,
+    /// DVR segments read back for viewers.
+    dvr_reads: super::dvr::DvrReads,
+    /// DVR folders swept of what dead kilns left (once per process).
+    dvr_swept: std::collections::HashSet<std::path::PathBuf>,
+    /// The last DVR serial given (see [`super::dvr::Dvr::new`]).
+    dvr_serial: u64,
 }
 
 impl HlsManager {
@@ -52,9 +58,80 @@ impl HlsManager {
         }
     }
 
-    /// What the dumps ask of the file writer, in order.
+    /// What the dumps and DVRs ask of the file worker, in order.
     pub fn poll_file_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
+        for o in self.outputs.values_mut() {
+            if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+                self.file_ops.extend(d.take_ops());
+            }
+        }
+        self.file_ops.extend(self.dvr_reads.take_ops());
         self.file_ops.drain(..)
+    }
+
+    /// The DVR folders the configuration names are cleared of what
+    /// kilns that no longer run left there (start-up).
+    pub fn sweep_dvr_folders(&mut self, reg: &Registry) {
+        let roots: Vec<std::path::PathBuf> = reg
+            .vhosts()
+            .iter()
+            .flat_map(|v| v.apps.iter())
+            .filter_map(|a| a.publishers.llhls.as_ref()?.dvr.as_ref())
+            .filter(|d| d.enable)
+            .map(|d| std::path::PathBuf::from(d.path()))
+            .collect();
+        for root in roots {
+            self.sweep_dvr(root);
+        }
+    }
+
+    fn sweep_dvr(&mut self, root: std::path::PathBuf) {
+        if self.dvr_swept.insert(root.clone()) {
+            self.file_ops.push(FileOp::SweepDvr {
+                file: crate::files::DVR_FILE,
+                root,
+            });
+        }
+    }
+
+    /// A DVR segment read back: the bytes (`Some(None)`: it could not be
+    /// read), or None when not read.
+    pub fn dvr_read(&self, key: &super::dvr::ReadKey) -> Option<Option<&bytes::Bytes>> {
+        self.dvr_reads.cached(key)
+    }
+
+    /// A viewer asks for a DVR segment on disk: it is read (once for
+    /// every viewer asking) and the viewer waits as for a part.
+    pub fn read_dvr(
+        &mut self,
+        key: super::dvr::ReadKey,
+        path: std::path::PathBuf,
+        peer: std::net::IpAddr,
+        io: usize,
+    ) -> Result<(), super::dvr::ReadRefused> {
+        self.dvr_reads.start(key, path, peer)?;
+        self.wait(key.0, io);
+        Ok(())
+    }
+
+    /// Bytes of DVR segments on disk, and read back in memory.
+    pub fn dvr_bytes(&self) -> (u64, usize) {
+        let disk = self
+            .outputs
+            .values()
+            .filter_map(|o| o.hls.as_ref()?.dvr.as_ref())
+            .map(|d| d.bytes)
+            .sum();
+        (disk, self.dvr_reads.cached_bytes())
+    }
+
+    /// An output goes: its DVR folder with it.
+    fn drop_output(&mut self, id: StreamId, mut o: Output) {
+        if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+            self.file_ops.extend(d.take_ops());
+            self.file_ops.push(d.remove());
+        }
+        self.dvr_reads.forget(id);
     }
 
     /// Hands what an ingest produced to its stream's packager.
@@ -132,8 +209,28 @@ impl HlsManager {
             }
             self.poll_dumps(id, now, true);
         }
+        self.expire(now.instant);
+    }
+
+    /// Drops the outputs of streams that ended `ENDED_KEPT` ago (their
+    /// DVR folders with them); when the next one is due.
+    pub fn expire(&mut self, now: Instant) -> Option<Instant> {
+        let gone: Vec<StreamId> = self
+            .outputs
+            .iter()
+            .filter(|(_, o)| o.ended.is_some_and(|at| now >= at + ENDED_KEPT))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            if let Some(o) = self.outputs.remove(&id) {
+                self.drop_output(id, o);
+            }
+        }
         self.outputs
-            .retain(|_, o| o.ended.is_none_or(|at| now.instant < at + ENDED_KEPT));
+            .values()
+            .filter_map(|o| o.ended)
+            .min()
+            .map(|at| at + ENDED_KEPT)
     }
 
     /// Lets the dumps of a stream write what is new; `end`: their last
@@ -218,9 +315,41 @@ impl HlsManager {
         crate::info!("hls dump [{key}] stopped");
     }
 
+    /// The worker's answer about a DVR file: a segment written (or not),
+    /// one read back (its viewers are woken), a folder deleted.
+    fn on_dvr_event(&mut self, ev: FileEvent) {
+        let file = ev.file();
+        match ev {
+            FileEvent::Read { data, .. } => {
+                if let Some(stream) = self.dvr_reads.on_read(file, data) {
+                    self.wake(stream);
+                }
+            }
+            FileEvent::Deleted { error: Some(e), .. } => crate::warn!("DVR: {e}"),
+            FileEvent::Deleted { .. } | FileEvent::Space { .. } => {}
+            FileEvent::Closed { .. } | FileEvent::Failed { .. } => {
+                let error = match &ev {
+                    FileEvent::Failed { reason, .. } => Some(reason.as_str()),
+                    _ => None,
+                };
+                let dvr = self
+                    .outputs
+                    .values_mut()
+                    .filter_map(|o| o.hls.as_mut()?.dvr.as_mut())
+                    .find(|d| d.owns(file));
+                if let Some(d) = dvr {
+                    d.on_written(file, error);
+                }
+            }
+        }
+    }
+
     /// The writer's answer about a dump file: a failure puts the dump in
     /// error (its info file says so) and stops it.
     pub fn on_file_event(&mut self, ev: FileEvent) {
+        if ev.file() & crate::files::DVR_FILE != 0 {
+            return self.on_dvr_event(ev);
+        }
         let Some(key) = self.dump_files.owner(&ev) else {
             return;
         };
@@ -262,6 +391,15 @@ impl HlsManager {
         if (ll.is_none() && hls.is_none()) || s.tracks().is_empty() {
             return;
         }
+        let dvr = ll
+            .as_ref()
+            .and_then(|l| l.dvr.as_ref())
+            .filter(|d| d.enable);
+        if let Some(d) = dvr {
+            self.sweep_dvr(std::path::PathBuf::from(d.path()));
+            self.dvr_serial = self.dvr_serial % super::dvr::MAX_SERIAL + 1;
+        }
+        let serial = self.dvr_serial;
         let mut ll = ll.as_ref().map(|spec| {
             let key = format!(
                 "{:08x}",
@@ -269,6 +407,10 @@ impl HlsManager {
             );
             let mut h = StreamHls::new(s.tracks(), spec.config(), key, now.unix_ms);
             h.keep_parts_in_memory_files();
+            if let Some(d) = dvr {
+                let root = std::path::Path::new(d.path());
+                h.keep_dvr(super::dvr::Dvr::new(root, &h.key, d.window(), serial));
+            }
             h
         });
         let mut ts = hls.as_ref().and_then(|spec| {
@@ -290,7 +432,7 @@ impl HlsManager {
             .and_then(|l| l.dumps.as_ref())
             .map(|d| d.for_stream(&s.vhost, &s.app, &s.name, now.unix_ms, self.utc_offset))
             .unwrap_or_default();
-        self.outputs.insert(
+        let old = self.outputs.insert(
             id,
             Output {
                 hls: ll,
@@ -301,6 +443,9 @@ impl HlsManager {
                 ended: None,
             },
         );
+        if let Some(o) = old {
+            self.drop_output(id, o);
+        }
         for spec in autos {
             let key = TaskKey {
                 vhost: spec.vhost.clone(),

@@ -9,6 +9,7 @@
 //! segments out as shared [`Bytes`].
 
 pub mod dump;
+pub mod dvr;
 pub mod event;
 pub mod manager;
 pub mod memory;
@@ -186,6 +187,9 @@ pub struct TrackOutput {
     discontinuity_pending: bool,
     /// Discontinuities that left the window (EXT-X-DISCONTINUITY-SEQUENCE).
     pub discontinuity_sequence: u64,
+    /// The oldest init section a DVR segment still uses (kept with the
+    /// ones the live window uses).
+    dvr_oldest_init: Option<u32>,
 }
 
 impl TrackOutput {
@@ -210,6 +214,7 @@ impl TrackOutput {
             old_inits: Vec::new(),
             discontinuity_pending: false,
             discontinuity_sequence: 0,
+            dvr_oldest_init: None,
         })
     }
 
@@ -389,7 +394,8 @@ impl TrackOutput {
         let oldest = self
             .segments
             .front()
-            .map_or(self.init_version, |s| s.init_version);
+            .map_or(self.init_version, |s| s.init_version)
+            .min(self.dvr_oldest_init.unwrap_or(u32::MAX));
         self.old_inits.retain(|(v, _)| *v >= oldest);
     }
 
@@ -412,8 +418,8 @@ pub struct Progress {
 /// no parts does not hold every event sent to it).
 const MAX_PENDING_EVENTS: usize = 64;
 
-/// (track, `_HLS_skip` delta update).
-type RenderedKey = (u32, bool);
+/// (track, `_HLS_skip` delta update, `_HLS_rewind`).
+type RenderedKey = (u32, bool, bool);
 
 /// A rendered chunklist: the stream's version and the UTC offset it was
 /// rendered for, and its text.
@@ -444,6 +450,8 @@ pub struct StreamHls {
     /// Chunklists as last rendered, shared by every viewer until the
     /// version moves.
     rendered: RefCell<HashMap<RenderedKey, Rendered>>,
+    /// Segments past the live window kept on disk (`<DVR>`).
+    pub dvr: Option<dvr::Dvr>,
 }
 
 impl StreamHls {
@@ -462,7 +470,35 @@ impl StreamHls {
             segment_start: Vec::new(),
             version: 0,
             rendered: RefCell::default(),
+            dvr: None,
         }
+    }
+
+    /// Keeps the stream's complete segments on disk from now on, the
+    /// chunklists listing `window` of them (see [`dvr`]).
+    pub fn keep_dvr(&mut self, dvr: dvr::Dvr) {
+        self.dvr = Some(dvr);
+        for i in 0..self.tracks.len() {
+            self.sync_dvr(i);
+        }
+    }
+
+    /// Hands track `i`'s newly complete segments to the DVR.
+    fn sync_dvr(&mut self, i: usize) {
+        let Some(d) = self.dvr.as_mut() else {
+            return;
+        };
+        let t = &mut self.tracks[i];
+        let id = t.track.id;
+        let after = d.last_msn(id);
+        for seg in t
+            .segments
+            .iter()
+            .filter(|s| s.complete && after.is_none_or(|a| s.msn > a))
+        {
+            d.add(id, seg);
+        }
+        t.dvr_oldest_init = d.track(id).and_then(|x| x.oldest_init());
     }
 
     /// Takes a `:sendEvent` into the next part of each track it names (a
@@ -539,6 +575,9 @@ impl StreamHls {
             // Every video track opens its next segment at its next keyframe.
             self.segment_start.clear();
             self.version += 1;
+            for i in 0..self.tracks.len() {
+                self.sync_dvr(i);
+            }
         }
         true
     }
@@ -559,14 +598,15 @@ impl StreamHls {
 
     /// A track's chunklist (`skip`: the `_HLS_skip` delta update), rendered
     /// once per change of the stream and shared by every viewer.
-    pub fn chunklist(&self, t: &TrackOutput, skip: bool, utc_offset: i32) -> Bytes {
-        let key = (t.track.id, skip);
+    pub fn chunklist(&self, t: &TrackOutput, skip: bool, rewind: bool, utc_offset: i32) -> Bytes {
+        let rewind = rewind && self.dvr.is_some();
+        let key = (t.track.id, skip, rewind);
         if let Some(r) = self.rendered.borrow().get(&key) {
             if r.version == self.version && r.utc_offset == utc_offset {
                 return r.text.clone();
             }
         }
-        let text = Bytes::from(playlist::chunklist(self, t, skip, utc_offset));
+        let text = Bytes::from(playlist::chunklist(self, t, skip, rewind, utc_offset));
         let r = Rendered {
             version: self.version,
             utc_offset,
@@ -696,6 +736,9 @@ impl StreamHls {
         if progress.new_part || open.is_some() {
             self.version += 1;
         }
+        if open.is_some() {
+            self.sync_dvr(i);
+        }
         progress
     }
 
@@ -714,6 +757,9 @@ impl StreamHls {
             t.close_part(None);
             t.close_segment();
             t.ended = true;
+        }
+        for i in 0..self.tracks.len() {
+            self.sync_dvr(i);
         }
     }
 }
@@ -749,6 +795,14 @@ pub mod fuzz {
             first_segment_timeout: Duration::ZERO,
         };
         let mut s = StreamHls::new(&[video, audio], config, "k".into(), 0);
+        // With a DVR of a few seconds: segments leave memory, and the
+        // window, as the frames come.
+        s.keep_dvr(dvr::Dvr::new(
+            std::path::Path::new("/fuzz"),
+            "k",
+            Duration::from_secs(4),
+            1,
+        ));
         let mut rest = data;
         while rest.len() >= 6 {
             let (head, tail) = rest.split_at(6);
@@ -766,11 +820,21 @@ pub mod fuzz {
             if head[5] == 0xFF {
                 s.end();
             }
+            // Some writes fail (a full disk ends the window there).
+            if let Some(d) = s.dvr.as_mut() {
+                let ops: Vec<_> = d.take_ops().collect();
+                for op in ops {
+                    if let crate::files::FileOp::Put { file, .. } = op {
+                        let failed = head[5] == 0xFE;
+                        d.on_written(file, failed.then_some("full"));
+                    }
+                }
+            }
         }
         let _ = playlist::master(&s);
         for t in &s.tracks {
-            let _ = playlist::chunklist(&s, t, false, 0);
-            let _ = playlist::chunklist(&s, t, true, 3600);
+            let _ = playlist::chunklist(&s, t, false, false, 0);
+            let _ = playlist::chunklist(&s, t, true, true, 3600);
             let _ = t.last_part();
         }
         let _ = playlist::parse_file(&String::from_utf8_lossy(rest), "k");
@@ -808,7 +872,7 @@ pub mod fuzz {
             }
         }
         for t in &s.tracks {
-            let _ = playlist::chunklist(&s, t, false, 0);
+            let _ = playlist::chunklist(&s, t, false, true, 0);
         }
         if let Some(t) = ts {
             let _ = t.media_playlist(0);

@@ -246,8 +246,6 @@ fn quoted(s: &str) -> String {
         .collect()
 }
 
-/// A track's chunklist; `skip`: a delta update (`_HLS_skip=YES`).
-/// `utc_offset`: the zone program date-times are written in.
 /// `EXT-X-CUE-OUT[:DURATION=s]` / `EXT-X-CUE-IN` (the ad-break markers
 /// of Adobe's and AWS Elemental's playlists, which players and ad
 /// stitchers read), before the part or segment the break starts or ends
@@ -264,27 +262,113 @@ pub(crate) fn write_cue(o: &mut String, cue: super::event::Cue) {
     }
 }
 
-pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) -> String {
+/// A segment a chunklist lists: on disk (`<DVR>`, older than the live
+/// window) or in memory.
+#[derive(Clone, Copy)]
+enum Listed<'a> {
+    Disk(&'a super::dvr::DiskSegment),
+    Live(&'a super::Segment),
+}
+
+impl Listed<'_> {
+    fn msn(&self) -> u64 {
+        match self {
+            Listed::Disk(d) => d.msn,
+            Listed::Live(l) => l.msn,
+        }
+    }
+
+    fn duration(&self) -> f64 {
+        match self {
+            Listed::Disk(d) => d.duration,
+            Listed::Live(l) => l.duration(),
+        }
+    }
+
+    fn complete(&self) -> bool {
+        match self {
+            Listed::Disk(_) => true,
+            Listed::Live(l) => l.complete,
+        }
+    }
+
+    fn init_version(&self) -> u32 {
+        match self {
+            Listed::Disk(d) => d.init_version,
+            Listed::Live(l) => l.init_version,
+        }
+    }
+
+    fn discontinuity(&self) -> bool {
+        match self {
+            Listed::Disk(d) => d.discontinuity,
+            Listed::Live(l) => l.discontinuity,
+        }
+    }
+
+    fn start_ms(&self) -> i64 {
+        match self {
+            Listed::Disk(d) => d.start_ms,
+            Listed::Live(l) => l.start_ms,
+        }
+    }
+}
+
+/// A track's chunklist; `skip`: a delta update (`_HLS_skip=YES`).
+/// `utc_offset`: the zone program date-times are written in.
+/// `rewind` (`_HLS_rewind`, OME's, default YES): with a DVR, the
+/// segments on disk that come before the live window are listed first.
+pub fn chunklist(
+    s: &StreamHls,
+    t: &TrackOutput,
+    skip: bool,
+    rewind: bool,
+    utc_offset: i32,
+) -> String {
     let key = &s.key;
     let target = target_duration(s, t);
     let part_target = s.config.part_target.as_secs_f64();
     let skip_until = 6 * target;
-    let first = t.segments.front().map_or(0, |f| f.msn);
-    let first_init = t
-        .segments
-        .front()
-        .map_or(t.init_version, |f| f.init_version);
-    let mut o = String::with_capacity(4096);
+    // The DVR's segments before the live window, when they join it.
+    let dvr = s
+        .dvr
+        .as_ref()
+        .filter(|_| rewind)
+        .and_then(|d| d.track(t.track.id));
+    let live_first = t.segments.front().map(|f| f.msn);
+    let disk: Vec<Listed<'_>> = match (dvr, live_first) {
+        (Some(d), Some(first)) => {
+            let before: Vec<Listed<'_>> = d
+                .segments
+                .iter()
+                .take_while(|x| x.msn < first)
+                .map(Listed::Disk)
+                .collect();
+            if before.last().is_some_and(|l| l.msn() + 1 == first) {
+                before
+            } else {
+                Vec::new()
+            }
+        }
+        _ => Vec::new(),
+    };
+    let discontinuity_sequence = match (dvr, disk.is_empty()) {
+        (Some(d), false) => d.discontinuity_sequence,
+        _ => t.discontinuity_sequence,
+    };
+    let listed: Vec<Listed<'_>> = disk
+        .into_iter()
+        .chain(t.segments.iter().map(Listed::Live))
+        .collect();
+    let first = listed.first().map_or(0, Listed::msn);
+    let first_init = listed.first().map_or(t.init_version, Listed::init_version);
+    let mut o = String::with_capacity(4096 + 96 * listed.len());
     let _ = write!(
         o,
         "#EXTM3U\n#EXT-X-VERSION:10\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n"
     );
-    if t.discontinuity_sequence > 0 {
-        let _ = writeln!(
-            o,
-            "#EXT-X-DISCONTINUITY-SEQUENCE:{}",
-            t.discontinuity_sequence
-        );
+    if discontinuity_sequence > 0 {
+        let _ = writeln!(o, "#EXT-X-DISCONTINUITY-SEQUENCE:{discontinuity_sequence}");
     }
     let _ = write!(
         o,
@@ -295,13 +379,13 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
     );
     // Segments that end more than CAN-SKIP-UNTIL before the end may be
     // skipped in a delta update.
-    let total: f64 = t.segments.iter().map(|x| x.duration()).sum();
+    let total: f64 = listed.iter().map(Listed::duration).sum();
     let mut skipped = 0;
     if skip {
         let mut end = 0.0;
-        for seg in &t.segments {
+        for seg in &listed {
             end += seg.duration();
-            if seg.complete && total - end > skip_until as f64 {
+            if seg.complete() && total - end > skip_until as f64 {
                 skipped += 1;
             } else {
                 break;
@@ -310,12 +394,12 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
         if skipped > 0 {
             let _ = writeln!(o, "#EXT-X-SKIP:SKIPPED-SEGMENTS={skipped}");
             // The first listed segment's init, if a skipped change moved it.
-            if let Some(seg) = t.segments.get(skipped) {
-                if seg.init_version != first_init && !seg.discontinuity {
+            if let Some(seg) = listed.get(skipped) {
+                if seg.init_version() != first_init && !seg.discontinuity() {
                     let _ = writeln!(
                         o,
                         "#EXT-X-MAP:URI=\"{}\"",
-                        init_name_of(t, seg.init_version, key)
+                        init_name_of(t, seg.init_version(), key)
                     );
                 }
             }
@@ -324,41 +408,44 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
     // Parts are listed for the segments of the last three target
     // durations (RFC 8216bis 4.4.4.9).
     let mut from_end = 0.0;
-    let mut with_parts = t.segments.len();
-    for (i, seg) in t.segments.iter().enumerate().rev() {
+    let mut with_parts = listed.len();
+    for (i, seg) in listed.iter().enumerate().rev() {
         from_end += seg.duration();
         with_parts = i;
         if from_end > 3.0 * target as f64 {
             break;
         }
     }
-    for (i, seg) in t.segments.iter().enumerate().skip(skipped) {
-        if seg.parts.is_empty() {
-            continue;
-        }
-        if i < skipped {
-            continue;
-        }
-        if seg.discontinuity && i > 0 {
+    for (i, seg) in listed.iter().enumerate().skip(skipped) {
+        let parts = match seg {
+            Listed::Live(l) if l.parts.is_empty() => continue,
+            Listed::Live(l) => &l.parts[..],
+            Listed::Disk(_) => &[],
+        };
+        if seg.discontinuity() && i > 0 {
             let _ = writeln!(
                 o,
                 "#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"{}\"",
-                init_name_of(t, seg.init_version, key)
+                init_name_of(t, seg.init_version(), key)
             );
         }
-        if i < with_parts {
+        if i < with_parts || parts.is_empty() {
             // Parts not listed: the segment's cues come before it.
-            for cue in seg.parts.iter().filter_map(|p| p.cue) {
-                write_cue(&mut o, cue);
+            match seg {
+                Listed::Disk(d) => d.cues.iter().for_each(|c| write_cue(&mut o, *c)),
+                Listed::Live(_) => parts
+                    .iter()
+                    .filter_map(|p| p.cue)
+                    .for_each(|c| write_cue(&mut o, c)),
             }
         }
         let _ = writeln!(
             o,
             "#EXT-X-PROGRAM-DATE-TIME:{}",
-            crate::clock::format_iso8601(seg.start_ms, utc_offset)
+            crate::clock::format_iso8601(seg.start_ms(), utc_offset)
         );
         if i >= with_parts {
-            for (p, part) in seg.parts.iter().enumerate() {
+            for (p, part) in parts.iter().enumerate() {
                 if let Some(cue) = part.cue {
                     write_cue(&mut o, cue);
                 }
@@ -366,7 +453,7 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
                     o,
                     "#EXT-X-PART:DURATION={:.5},URI=\"{}\"",
                     part.duration,
-                    part_name(t, seg.msn, p, key)
+                    part_name(t, seg.msn(), p, key)
                 );
                 if part.independent {
                     o.push_str(",INDEPENDENT=YES");
@@ -374,12 +461,12 @@ pub fn chunklist(s: &StreamHls, t: &TrackOutput, skip: bool, utc_offset: i32) ->
                 o.push('\n');
             }
         }
-        if seg.complete {
+        if seg.complete() {
             let _ = writeln!(
                 o,
                 "#EXTINF:{:.5},\n{}",
                 seg.duration(),
-                segment_name(t, seg.msn, key)
+                segment_name(t, seg.msn(), key)
             );
         }
     }

@@ -165,6 +165,14 @@ pub enum Answer {
         stream: StreamId,
         until: Instant,
     },
+    /// A DVR segment on disk: read it (off the loop, once for every
+    /// viewer asking), then answer again; 503 after `until`.
+    Read {
+        stream: StreamId,
+        key: super::dvr::ReadKey,
+        path: std::path::PathBuf,
+        until: Instant,
+    },
     /// An entry playlist under access control: admit the viewer (signed
     /// policy, webhook), then answer again with its session.
     Admit {
@@ -219,6 +227,7 @@ struct Reload<'a> {
     msn: Option<&'a str>,
     part: Option<&'a str>,
     skip: Option<&'a str>,
+    rewind: Option<&'a str>,
 }
 
 impl<'a> Reload<'a> {
@@ -233,6 +242,7 @@ impl<'a> Reload<'a> {
                 "_HLS_msn" => &mut r.msn,
                 "_HLS_part" => &mut r.part,
                 "_HLS_skip" => &mut r.skip,
+                "_HLS_rewind" => &mut r.rewind,
                 _ => continue,
             };
             slot.get_or_insert(v);
@@ -388,6 +398,9 @@ pub fn answer(
         other => other,
     }
 }
+
+/// How long a viewer waits for a DVR segment to be read from disk.
+const DVR_READ_WAIT: Duration = Duration::from_secs(10);
 
 /// A part asked for ahead of the next one is waited for only this far
 /// into a segment (more would be a segment many times the target).
@@ -585,6 +598,8 @@ fn answer_file(
             };
             let reload = Reload::of(&req.target);
             let skip = matches!(reload.skip, Some("YES" | "v2"));
+            // OME's default: the whole DVR window.
+            let rewind = !reload.rewind.is_some_and(|r| r.eq_ignore_ascii_case("NO"));
             let msn = reload.msn.map(str::parse::<u64>);
             let part = reload.part.map(str::parse::<usize>);
             let (msn, part) = match (msn, part) {
@@ -592,7 +607,7 @@ fn answer_file(
                     if let Some(held) = hold(has_segment(t)) {
                         return held;
                     }
-                    let text = s.chunklist(t, skip, utc_offset);
+                    let text = s.chunklist(t, skip, rewind, utc_offset);
                     return reply(Reply::media(PLAYLIST, cache.chunklist, vec![text.into()]));
                 }
                 (Some(Ok(m)), None) => (m, None),
@@ -600,7 +615,7 @@ fn answer_file(
                 _ => return reply(Reply::error(400, "Bad _HLS_msn / _HLS_part")),
             };
             if t.has(msn, part) || t.is_ended() {
-                let text = s.chunklist(t, skip, utc_offset);
+                let text = s.chunklist(t, skip, rewind, utc_offset);
                 return reply(Reply::media(
                     PLAYLIST,
                     cache.blocking_chunklist,
@@ -626,13 +641,46 @@ fn answer_file(
                 None => reply(Reply::error(404, "No such track")),
             }
         }
-        File::Segment { track, msn } => match track_of(track).and_then(|t| {
-            let data = t.segment_data(msn)?;
-            Some((t, data))
-        }) {
-            Some((t, data)) => reply(Reply::media(media_type(t), cache.segment, data)),
-            None => reply(Reply::error(404, "No such segment")),
-        },
+        File::Segment { track, msn } => {
+            let Some(t) = track_of(track) else {
+                return reply(Reply::error(404, "No such track"));
+            };
+            if let Some(data) = t.segment_data(msn) {
+                return reply(Reply::media(media_type(t), cache.segment, data));
+            }
+            // Older than the live window: on disk, with a DVR.
+            let on_disk = s
+                .dvr
+                .as_ref()
+                .filter(|d| d.track(track).and_then(|x| x.segment(msn)).is_some());
+            let Some(d) = on_disk else {
+                return reply(Reply::error(404, "No such segment"));
+            };
+            let key = (id, track, msn);
+            match hls.dvr_read(&key) {
+                Some(Some(data)) => reply(Reply::media(
+                    media_type(t),
+                    cache.segment,
+                    vec![data.clone().into()],
+                )),
+                Some(None) => reply(Reply::error(404, "The segment could not be read from disk")),
+                None => {
+                    let until = parked.unwrap_or(now) + DVR_READ_WAIT;
+                    if now >= until {
+                        return reply(Reply::error(
+                            503,
+                            "The segment was not read from disk in time",
+                        ));
+                    }
+                    Answer::Read {
+                        stream: id,
+                        key,
+                        path: d.path_of(track, msn),
+                        until,
+                    }
+                }
+            }
+        }
         File::Part { track, msn, part } => {
             let Some(t) = track_of(track) else {
                 return reply(Reply::error(404, "No such track"));

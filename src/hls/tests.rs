@@ -142,8 +142,8 @@ fn segments_start_on_keyframes_and_parts_keep_their_target() {
     for (v, a) in video.segments.iter().zip(&audio.segments) {
         assert!((v.duration() - a.duration()).abs() < 0.05 || !v.complete);
     }
-    check_chunklist(&playlist::chunklist(&s, video, false, 0));
-    check_chunklist(&playlist::chunklist(&s, audio, false, 0));
+    check_chunklist(&playlist::chunklist(&s, video, false, false, 0));
+    check_chunklist(&playlist::chunklist(&s, audio, false, false, 0));
 }
 
 #[test]
@@ -160,7 +160,7 @@ fn playlists_name_every_file_the_urls_serve() {
     );
     assert!(master.contains("chunklist_1_video_abcd1234_llhls.m3u8"));
     let v = s.track(1).unwrap();
-    let text = playlist::chunklist(&s, v, false, 0);
+    let text = playlist::chunklist(&s, v, false, false, 0);
     assert!(text.contains("#EXT-X-MAP:URI=\"init_1_video_abcd1234_llhls.m4s\""));
     assert!(text.contains(
         "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=1.500,CAN-SKIP-UNTIL=36"
@@ -201,13 +201,13 @@ fn playlists_name_every_file_the_urls_serve() {
 fn delta_updates_skip_old_segments_and_the_end_is_marked() {
     let mut s = stream(70, LlhlsConfig::default());
     let v = s.track(1).unwrap();
-    let full = playlist::chunklist(&s, v, false, 0);
-    let delta = playlist::chunklist(&s, v, true, 0);
+    let full = playlist::chunklist(&s, v, false, false, 0);
+    let delta = playlist::chunklist(&s, v, true, false, 0);
     assert!(delta.contains("#EXT-X-SKIP:SKIPPED-SEGMENTS="), "{delta}");
     assert!(delta.len() < full.len());
     s.end();
     let v = s.track(1).unwrap();
-    let text = playlist::chunklist(&s, v, false, 0);
+    let text = playlist::chunklist(&s, v, false, false, 0);
     assert!(text.ends_with("#EXT-X-ENDLIST\n"), "{text}");
     assert!(!text.contains("PRELOAD-HINT"));
     // SegmentCount (10) complete segments are kept.
@@ -322,11 +322,14 @@ fn millisecond_timestamps_cut_whole_parts() {
 fn chunklists_are_rendered_once_per_change() {
     let mut s = stream(8, LlhlsConfig::default());
     let video = s.track(1).unwrap();
-    let a = s.chunklist(video, false, 0);
-    let b = s.chunklist(video, false, 0);
+    let a = s.chunklist(video, false, false, 0);
+    let b = s.chunklist(video, false, false, 0);
     assert_eq!(a.as_ptr(), b.as_ptr(), "rendered twice");
-    assert_eq!(a, playlist::chunklist(&s, video, false, 0).as_bytes());
-    assert_ne!(s.chunklist(video, true, 0).as_ptr(), a.as_ptr());
+    assert_eq!(
+        a,
+        playlist::chunklist(&s, video, false, false, 0).as_bytes()
+    );
+    assert_ne!(s.chunklist(video, true, false, 0).as_ptr(), a.as_ptr());
     // Frames up to the next part: the text changes.
     let mut i = 0;
     loop {
@@ -344,9 +347,12 @@ fn chunklists_are_rendered_once_per_change() {
         }
     }
     let video = s.track(1).unwrap();
-    let c = s.chunklist(video, false, 0);
+    let c = s.chunklist(video, false, false, 0);
     assert_ne!(a, c);
-    assert_eq!(c, playlist::chunklist(&s, video, false, 0).as_bytes());
+    assert_eq!(
+        c,
+        playlist::chunklist(&s, video, false, false, 0).as_bytes()
+    );
 }
 
 fn id3_event(text: &str, urgent: bool) -> event::Event {
@@ -419,7 +425,7 @@ fn events_ride_in_the_next_part_and_cues_in_the_playlist() {
         }
     }
     let video = s.track(1).unwrap();
-    let list = playlist::chunklist(&s, video, false, 0);
+    let list = playlist::chunklist(&s, video, false, false, 0);
     let cue_at = list.find("#EXT-X-CUE-OUT:DURATION=15.000\n").expect(&list);
     assert!(list[cue_at..]
         .lines()
@@ -462,7 +468,7 @@ fn a_new_codec_configuration_is_a_discontinuity_with_a_new_init() {
     let t = s.track(1).unwrap();
     assert_eq!(t.init_version, 1);
     assert_ne!(t.init, old_init);
-    let text = playlist::chunklist(&s, t, false, 0);
+    let text = playlist::chunklist(&s, t, false, false, 0);
     check_chunklist(&text);
     let disc = text
         .find("#EXT-X-DISCONTINUITY\n")
@@ -485,14 +491,14 @@ fn a_new_codec_configuration_is_a_discontinuity_with_a_new_init() {
     );
     assert_eq!(t.init_of(0), Some(&old_init));
     // Audio did not change: no discontinuity there.
-    let audio = playlist::chunklist(&s, s.track(2).unwrap(), false, 0);
+    let audio = playlist::chunklist(&s, s.track(2).unwrap(), false, false, 0);
     assert!(!audio.contains("DISCONTINUITY"), "{audio}");
     // Played on until the old segments left: counted, old init dropped.
     for f in frames_from(5, 5) {
         s.push(&f);
     }
     let t = s.track(1).unwrap();
-    let text = playlist::chunklist(&s, t, false, 0);
+    let text = playlist::chunklist(&s, t, false, false, 0);
     assert!(text.contains("#EXT-X-DISCONTINUITY-SEQUENCE:1"), "{text}");
     assert!(!text.contains("#EXT-X-DISCONTINUITY\n"), "{text}");
     assert!(text.contains(&new_map), "{text}");

@@ -456,6 +456,8 @@ impl RecordManager {
                     crate::warn!("record: {e}");
                 }
             }
+            // Records read nothing back.
+            FileEvent::Read { .. } => {}
         }
     }
 

@@ -142,7 +142,10 @@ fn op_file(op: &FileOp) -> FileId {
         | FileOp::Close { file, .. }
         | FileOp::Put { file, .. }
         | FileOp::Replace { file, .. }
-        | FileOp::Delete { file, .. } => *file,
+        | FileOp::Delete { file, .. }
+        | FileOp::Read { file, .. }
+        | FileOp::RemoveDvr { file, .. }
+        | FileOp::SweepDvr { file, .. } => *file,
     }
 }
 
@@ -280,8 +283,100 @@ impl Worker {
                     .err()
                     .map(|e| format!("cannot delete [{}]: {e}", path.display())),
             }],
+            FileOp::Read { file, path, max } => vec![FileEvent::Read {
+                file,
+                data: read_bounded(&path, max)
+                    .map_err(|e| format!("cannot read [{}]: {e}", path.display())),
+            }],
+            FileOp::RemoveDvr { file, dir } => vec![FileEvent::Deleted {
+                file,
+                error: remove_dvr(&dir)
+                    .err()
+                    .map(|e| format!("cannot delete [{}]: {e}", dir.display())),
+            }],
+            FileOp::SweepDvr { file, root } => {
+                let error = sweep_dvr(&root).err().and_then(|e| {
+                    (e.kind() != std::io::ErrorKind::NotFound)
+                        .then(|| format!("cannot clear [{}]: {e}", root.display()))
+                });
+                vec![FileEvent::Deleted { file, error }]
+            }
         }
     }
+}
+
+/// A whole file, `max` bytes at most (a longer one is an error).
+fn read_bounded(path: &Path, max: u64) -> std::io::Result<bytes::Bytes> {
+    use std::io::Read;
+    let f = File::open(path)?;
+    let len = f.metadata()?.len();
+    if len > max {
+        return Err(std::io::Error::other(format!(
+            "{len} bytes, more than {max}"
+        )));
+    }
+    let mut data = Vec::with_capacity(len as usize);
+    f.take(max).read_to_end(&mut data)?;
+    Ok(data.into())
+}
+
+/// Is `name` a DVR folder's (`kiln_{pid}_{key}`)? Its pid.
+fn dvr_folder_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("kiln_")?;
+    let (pid, key) = rest.split_once('_')?;
+    (!key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Deletes a DVR folder: `{track}/{msn}.m4s` files and their folders,
+/// then the folder. Anything else in it stays (and so does the folder).
+fn remove_dvr(dir: &Path) -> std::io::Result<()> {
+    let is_number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    for track in fs::read_dir(dir)? {
+        let track = track?;
+        let name = track.file_name();
+        if !track.file_type()?.is_dir() || !name.to_str().is_some_and(is_number) {
+            continue;
+        }
+        for f in fs::read_dir(track.path())? {
+            let f = f?;
+            let segment = f
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.strip_suffix(".m4s").is_some_and(is_number));
+            if segment && f.file_type()?.is_file() {
+                fs::remove_file(f.path())?;
+            }
+        }
+        fs::remove_dir(track.path())?;
+    }
+    fs::remove_dir(dir)
+}
+
+/// Deletes the DVR folders under `root` whose kiln is gone: its pid is
+/// not running a program of this one's name. (This process has made none
+/// when it sweeps: the sweep is its first DVR operation on `root`.)
+fn sweep_dvr(root: &Path) -> std::io::Result<()> {
+    let comm = |pid: &str| fs::read_to_string(format!("/proc/{pid}/comm")).ok();
+    let me = comm("self");
+    let my_pid = std::process::id();
+    // One folder that cannot go does not keep the others.
+    let mut first_error = None;
+    for entry in fs::read_dir(root)? {
+        let entry = entry?;
+        let Some(pid) = entry.file_name().to_str().and_then(dvr_folder_pid) else {
+            continue;
+        };
+        let alive =
+            pid != my_pid && comm(&pid.to_string()).is_some_and(|c| Some(&c) == me.as_ref());
+        if !alive && entry.file_type()?.is_dir() {
+            if let Err(e) = remove_dvr(&entry.path()) {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }
 
 /// The free space of `path`'s file system, as an event (none when it
@@ -352,6 +447,98 @@ pub(super) fn deliver<T>(events: Vec<T>, tx: &Sender<T>, waker: &Waker) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dvr_folders_are_read_back_and_deleted_and_nothing_else_is() {
+        let root = std::env::temp_dir().join(format!("kiln-dvr-fw-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let mut w = Worker {
+            files: HashMap::new(),
+            since_space: HashMap::new(),
+            failed: HashSet::new(),
+        };
+        let mine = root.join(format!("kiln_{}_ab12", std::process::id()));
+        // pid 1 runs something else (init): its folder is a dead kiln's.
+        let dead = root.join("kiln_1_cd34");
+        for d in [&mine, &dead] {
+            w.run(FileOp::Put {
+                file: 1,
+                path: d.join("1/7.m4s"),
+                data: vec![7; 10],
+            });
+        }
+        let foreign = root.join("kiln_1_ef56");
+        fs::create_dir_all(foreign.join("1")).unwrap();
+        fs::write(foreign.join("1/notes.txt"), b"mine").unwrap();
+        fs::write(root.join("other.txt"), b"x").unwrap();
+        // Read back, within the bound.
+        let ev = w.run(FileOp::Read {
+            file: 2,
+            path: mine.join("1/7.m4s"),
+            max: 10,
+        });
+        assert_eq!(
+            ev,
+            vec![FileEvent::Read {
+                file: 2,
+                data: Ok(bytes::Bytes::from(vec![7; 10]))
+            }]
+        );
+        let ev = w.run(FileOp::Read {
+            file: 3,
+            path: mine.join("1/7.m4s"),
+            max: 9,
+        });
+        assert!(
+            matches!(&ev[0], FileEvent::Read { data: Err(e), .. } if e.contains("more than 9"))
+        );
+        // The sweep: the dead kiln's folder goes; a folder holding what
+        // kiln did not write stays, with it; the rest of the root stays.
+        // (This process's own is swept too: a sweep comes before any.)
+        let ev = w.run(FileOp::SweepDvr {
+            file: 4,
+            root: root.clone(),
+        });
+        assert!(
+            matches!(&ev[0], FileEvent::Deleted { error: Some(e), .. } if e.contains("cannot clear")),
+            "{ev:?}"
+        );
+        assert!(foreign.join("1/notes.txt").exists());
+        assert!(root.join("other.txt").exists());
+        fs::remove_file(foreign.join("1/notes.txt")).unwrap();
+        let ev = w.run(FileOp::SweepDvr {
+            file: 4,
+            root: root.clone(),
+        });
+        assert_eq!(
+            ev,
+            vec![FileEvent::Deleted {
+                file: 4,
+                error: None
+            }]
+        );
+        assert!(!dead.exists() && !mine.exists() && !foreign.exists());
+        // A stream's own folder at its end.
+        w.run(FileOp::Put {
+            file: 5,
+            path: mine.join("2/0.m4s"),
+            data: vec![0],
+        });
+        let ev = w.run(FileOp::RemoveDvr {
+            file: 6,
+            dir: mine.clone(),
+        });
+        assert_eq!(
+            ev,
+            vec![FileEvent::Deleted {
+                file: 6,
+                error: None
+            }]
+        );
+        assert!(!mine.exists());
+        assert!(root.join("other.txt").exists());
+        let _ = fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn the_worker_never_overwrites_and_reports_a_full_disk() {

@@ -331,6 +331,28 @@ impl ViewerConn {
                 });
                 false
             }
+            Answer::Read {
+                key, path, until, ..
+            } => {
+                if cx
+                    .api
+                    .hls
+                    .read_dvr(key, path, self.peer.ip(), cx.token.0)
+                    .is_err()
+                {
+                    let why = "Too many DVR segments are being read; try again";
+                    self.queue(&req, &Reply::error(503, why));
+                    return true;
+                }
+                self.parked = Some(Parked {
+                    req,
+                    since: since.unwrap_or(cx.now),
+                    until,
+                    admission: None,
+                    pull: None,
+                });
+                false
+            }
             Answer::Admit {
                 protocol,
                 vhost,

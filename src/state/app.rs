@@ -385,6 +385,70 @@ pub struct LlhlsSpec {
     /// paths (kiln extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dumps: Option<DumpsSpec>,
+    /// `<DVR>`: segments older than the live window kept on disk, so a
+    /// viewer can go back (OME's element; its JSON name is `dVR`).
+    #[serde(
+        default,
+        rename = "dVR",
+        alias = "dvr",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dvr: Option<DvrSpec>,
+}
+
+/// OME's `<DVR>` of `<LLHLS>`: `Enable`, `TempStoragePath` (default
+/// `/tmp/ll_hls_dvr`), `MaxDuration` (seconds, default 3600) and
+/// `EventPlaylistType` (read; LL-HLS playlists drop their oldest segments
+/// and cannot be EVENT playlists, as in OME).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DvrSpec {
+    #[serde(default)]
+    pub enable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_storage_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_playlist_type: Option<bool>,
+}
+
+/// OME's default `<TempStoragePath>`.
+pub const DVR_DEFAULT_PATH: &str = "/tmp/ll_hls_dvr";
+/// The longest DVR window (a week): a bound on what one stream keeps.
+pub const DVR_MAX_DURATION: u64 = 7 * 24 * 3600;
+
+impl DvrSpec {
+    /// The folder, made absolute (OME's default when unset).
+    pub fn path(&self) -> &str {
+        self.temp_storage_path
+            .as_deref()
+            .unwrap_or(DVR_DEFAULT_PATH)
+    }
+
+    /// The window (OME's default one hour).
+    pub fn window(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.max_duration.unwrap_or(3600).clamp(1, DVR_MAX_DURATION))
+    }
+
+    /// What is wrong with it, if anything (the message names the field).
+    pub fn problem(&self) -> Option<String> {
+        if !std::path::Path::new(self.path()).is_absolute() {
+            return Some(format!(
+                "tempStoragePath [{}] must be an absolute folder",
+                self.path().escape_debug()
+            ));
+        }
+        if self
+            .max_duration
+            .is_some_and(|d| d == 0 || d > DVR_MAX_DURATION)
+        {
+            return Some(format!(
+                "maxDuration must be 1 to {DVR_MAX_DURATION} seconds"
+            ));
+        }
+        None
+    }
 }
 
 /// OME's `<LLHLS><CacheControl>`: `max-age` seconds per kind of file; 0
@@ -493,6 +557,18 @@ impl AppSpec {
             return Err(SpecError::Form {
                 field: "publishers.llhls.dumps".into(),
                 must: "an absolute rootPath; targetStreamName, outputPath and .m3u8 playlist names in each dump",
+            });
+        }
+        if self
+            .publishers
+            .llhls
+            .as_ref()
+            .and_then(|l| l.dvr.as_ref())
+            .is_some_and(|d| d.problem().is_some())
+        {
+            return Err(SpecError::Form {
+                field: "publishers.llhls.dVR".into(),
+                must: "an absolute tempStoragePath and a maxDuration of 1 to 604800 seconds",
             });
         }
         if let Some(f) = &self.publishers.file {

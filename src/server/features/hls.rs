@@ -3,7 +3,7 @@
 
 use crate::api::Effect;
 use crate::clock::Now;
-use crate::files::{FileEvent, DUMP_FILE};
+use crate::files::{FileEvent, DUMP_FILE, DVR_FILE};
 use crate::server::core::Core;
 use crate::server::feature::Feature;
 use crate::state::streams::IngestOutput;
@@ -44,7 +44,7 @@ impl Feature for Hls {
 
     fn on_file_event(&mut self, e: FileEvent, core: &mut Core, _now: Instant) -> Option<FileEvent> {
         let file = e.file();
-        if file & DUMP_FILE == 0 {
+        if file & (DUMP_FILE | DVR_FILE) == 0 {
             return Some(e);
         }
         let api = &mut core.api;
@@ -57,16 +57,20 @@ impl Feature for Hls {
     }
 
     /// Answers the viewers parked on what now exists (a new part, a part
-    /// cut by an urgent event, ended playlists); hands the dumps' file
-    /// operations to the writer (one it cannot take fails its dump).
+    /// cut by an urgent event, ended playlists, a DVR segment read back);
+    /// drops ended streams' outputs when their time is up; hands the
+    /// dumps' and DVRs' file operations to the worker (one it cannot take
+    /// fails its dump, or ends its DVR's window there).
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
         let woken = core.api.hls.take_woken();
         core.flush_all(&woken, now);
+        // Ended streams' playlists go when their time is up.
+        let next = core.api.hls.expire(now);
         loop {
             let ops = core.api.hls.poll_file_ops().collect();
             let refused = core.submit_files(ops);
             if refused.is_empty() {
-                return None;
+                return next;
             }
             for e in refused {
                 core.api.hls.on_file_event(e);

@@ -3,7 +3,7 @@
 
 use crate::api::Effect;
 use crate::clock::Now;
-use crate::files::{FileEvent, DUMP_FILE};
+use crate::files::{FileEvent, DUMP_FILE, DVR_FILE};
 use crate::server::core::Core;
 use crate::server::feature::Feature;
 use crate::state::streams::IngestOutput;
@@ -54,7 +54,7 @@ impl Feature for Record {
 
     fn on_file_event(&mut self, e: FileEvent, core: &mut Core, now: Instant) -> Option<FileEvent> {
         let file = e.file();
-        if file & DUMP_FILE != 0 {
+        if file & (DUMP_FILE | DVR_FILE) != 0 {
             return Some(e);
         }
         let api = &mut core.api;

@@ -1,0 +1,388 @@
+//! DVR (OME's `<LLHLS><DVR>`): every complete segment of a stream also
+//! goes to disk under `<TempStoragePath>`, so the chunklists can list the
+//! last `<MaxDuration>` seconds while memory holds only the live window
+//! (`SegmentCount` segments). A segment that left memory is read back
+//! when a viewer asks for it: off the loop, on the file worker, into a
+//! small cache shared by every viewer of it.
+//!
+//! On disk, a stream's segments are `{TempStoragePath}/kiln_{pid}_{key}/
+//! {track}/{msn}.m4s` (the init sections stay in memory: they are small).
+//! The folder is deleted when the stream's playlists go (30 s after it
+//! ends); a folder left by a kiln that no longer runs (a crash, `kill
+//! -9`) is deleted when a DVR next uses the same path, and at start-up
+//! for the paths the configuration names ([`FileOp::SweepDvr`]).
+//!
+//! Sans-IO: segments in, [`FileOp`]s out; `now` is not needed (the window
+//! is counted in media time).
+
+use super::event::Cue;
+use super::Segment;
+use crate::files::{FileId, FileOp, DVR_FILE};
+use crate::media::TrackId;
+use bytes::Bytes;
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// One segment on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskSegment {
+    pub msn: u64,
+    /// Seconds.
+    pub duration: f64,
+    /// Unix ms of its first sample.
+    pub start_ms: i64,
+    pub len: u64,
+    pub discontinuity: bool,
+    pub init_version: u32,
+    /// The ad-break edges of its parts (rarely any).
+    pub cues: Vec<Cue>,
+    /// The worker wrote it (it can be read back).
+    pub written: bool,
+}
+
+/// One track's segments on disk, oldest first.
+#[derive(Debug, Default)]
+pub struct DvrTrack {
+    pub id: TrackId,
+    pub segments: VecDeque<DiskSegment>,
+    /// Seconds of `segments`.
+    total: f64,
+    /// Discontinuities that left the window (EXT-X-DISCONTINUITY-SEQUENCE
+    /// of a chunklist that lists the window).
+    pub discontinuity_sequence: u64,
+}
+
+impl DvrTrack {
+    pub fn segment(&self, msn: u64) -> Option<&DiskSegment> {
+        let first = self.segments.front()?.msn;
+        let i = usize::try_from(msn.checked_sub(first)?).ok()?;
+        self.segments.get(i).filter(|s| s.msn == msn)
+    }
+
+    /// The oldest init section a listed segment uses.
+    pub fn oldest_init(&self) -> Option<u32> {
+        self.segments.front().map(|s| s.init_version)
+    }
+}
+
+/// A stream's DVR.
+#[derive(Debug)]
+pub struct Dvr {
+    /// `{TempStoragePath}/kiln_{pid}_{key}`.
+    pub dir: PathBuf,
+    /// Seconds kept.
+    window: f64,
+    pub tracks: Vec<DvrTrack>,
+    /// File ids: `base` | a counter (see [`Dvr::new`]).
+    base: FileId,
+    next: u64,
+    /// Writes and deletes in flight: file id -> (track, msn).
+    in_flight: HashMap<FileId, (TrackId, u64)>,
+    ops: Vec<FileOp>,
+    /// Bytes of the segments listed (on disk or on their way).
+    pub bytes: u64,
+}
+
+/// Bits of a DVR file id left for the counter within one DVR.
+const COUNTER_BITS: u32 = 40;
+/// The largest serial a DVR gets (the one above, all ones, is the reads').
+pub const MAX_SERIAL: u64 = (1 << (62 - COUNTER_BITS)) - 2;
+
+impl Dvr {
+    /// `serial`: a number no other live DVR of this process has (its
+    /// file ids carry it, so the worker's answers find their DVR).
+    pub fn new(root: &Path, key: &str, window: std::time::Duration, serial: u64) -> Dvr {
+        Dvr {
+            dir: root.join(format!("kiln_{}_{key}", std::process::id())),
+            window: window.as_secs_f64(),
+            tracks: Vec::new(),
+            base: DVR_FILE | ((serial & ((1 << (62 - COUNTER_BITS)) - 1)) << COUNTER_BITS),
+            next: 0,
+            in_flight: HashMap::new(),
+            ops: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Whether a file id is one of this DVR's.
+    pub fn owns(&self, file: FileId) -> bool {
+        file & !((1 << COUNTER_BITS) - 1) == self.base
+    }
+
+    fn file_id(&mut self) -> FileId {
+        self.next = (self.next + 1) & ((1 << COUNTER_BITS) - 1);
+        self.base | self.next
+    }
+
+    pub fn path_of(&self, track: TrackId, msn: u64) -> PathBuf {
+        self.dir.join(track.to_string()).join(format!("{msn}.m4s"))
+    }
+
+    pub fn track(&self, id: TrackId) -> Option<&DvrTrack> {
+        self.tracks.iter().find(|t| t.id == id)
+    }
+
+    /// The newest segment on disk of `track` (none yet: None).
+    pub fn last_msn(&self, track: TrackId) -> Option<u64> {
+        self.track(track)?.segments.back().map(|s| s.msn)
+    }
+
+    /// A segment just completed: it goes to disk, and the oldest leave
+    /// the window.
+    pub fn add(&mut self, track: TrackId, seg: &Segment) {
+        let data: Vec<u8> = seg
+            .parts
+            .iter()
+            .flat_map(|p| p.data.iter().copied())
+            .collect();
+        let disk = DiskSegment {
+            msn: seg.msn,
+            duration: seg.duration(),
+            start_ms: seg.start_ms,
+            len: data.len() as u64,
+            discontinuity: seg.discontinuity,
+            init_version: seg.init_version,
+            cues: seg.parts.iter().filter_map(|p| p.cue).collect(),
+            written: false,
+        };
+        let file = self.file_id();
+        let path = self.path_of(track, seg.msn);
+        self.ops.push(FileOp::Put { file, path, data });
+        self.in_flight.insert(file, (track, seg.msn));
+        self.bytes += disk.len;
+        let i = match self.tracks.iter().position(|t| t.id == track) {
+            Some(i) => i,
+            None => {
+                self.tracks.push(DvrTrack {
+                    id: track,
+                    ..DvrTrack::default()
+                });
+                self.tracks.len() - 1
+            }
+        };
+        // A segment number that does not follow (a new packager would have
+        // a new DVR): what was listed cannot be continued.
+        if self.tracks[i]
+            .segments
+            .back()
+            .is_some_and(|l| l.msn + 1 != disk.msn)
+        {
+            self.drop_oldest(i, usize::MAX);
+        }
+        let t = &mut self.tracks[i];
+        t.total += disk.duration;
+        t.segments.push_back(disk);
+        // The window: the newest segment always stays.
+        let mut over = 0;
+        let mut total = t.total;
+        for s in &t.segments {
+            if total <= self.window || over + 1 == t.segments.len() {
+                break;
+            }
+            total -= s.duration;
+            over += 1;
+        }
+        self.drop_oldest(i, over);
+    }
+
+    /// Drops the `n` oldest segments of track `i` from the list, and
+    /// deletes their files.
+    fn drop_oldest(&mut self, i: usize, n: usize) {
+        for _ in 0..n {
+            let Some(s) = self.tracks[i].segments.pop_front() else {
+                break;
+            };
+            let t = &mut self.tracks[i];
+            t.total -= s.duration;
+            if s.discontinuity {
+                t.discontinuity_sequence += 1;
+            }
+            let track = t.id;
+            self.bytes = self.bytes.saturating_sub(s.len);
+            let file = self.file_id();
+            let path = self.path_of(track, s.msn);
+            self.ops.push(FileOp::Delete { file, path });
+        }
+        if self.tracks[i].segments.is_empty() {
+            self.tracks[i].total = 0.0;
+        }
+    }
+
+    /// The worker's answer about one of this DVR's files. A segment that
+    /// could not be written (a full disk, a disk that does not keep up)
+    /// ends the window there: it and everything older leave the list.
+    pub fn on_written(&mut self, file: FileId, error: Option<&str>) {
+        let Some((track, msn)) = self.in_flight.remove(&file) else {
+            return;
+        };
+        let Some(i) = self.tracks.iter().position(|t| t.id == track) else {
+            return;
+        };
+        match error {
+            None => {
+                if let Some(s) = self.tracks[i].segments.iter_mut().find(|s| s.msn == msn) {
+                    s.written = true;
+                }
+            }
+            Some(why) => {
+                crate::warn!(
+                    "DVR {}: segment {msn} of track {track} not kept: {why}",
+                    self.dir.display()
+                );
+                let n = self.tracks[i]
+                    .segments
+                    .iter()
+                    .position(|s| s.msn == msn)
+                    .map_or(0, |p| p + 1);
+                self.drop_oldest(i, n);
+            }
+        }
+    }
+
+    /// What to ask of the file worker, in order.
+    pub fn take_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
+        self.ops.drain(..)
+    }
+
+    /// The stream's playlists are gone: the whole folder goes.
+    pub fn remove(&mut self) -> FileOp {
+        let file = self.file_id();
+        FileOp::RemoveDvr {
+            file,
+            dir: self.dir.clone(),
+        }
+    }
+}
+
+/// What a viewer asks to be read: (stream, track, msn).
+pub type ReadKey = (u64, TrackId, u64);
+
+/// Segments read back are kept for every viewer of them, this many bytes
+/// at most (the newest reads; a viewer that seeks back reads on).
+pub const CACHE_BYTES: usize = 24 << 20;
+/// Reads in flight, all viewers together, and for one address.
+pub const MAX_READS: usize = 64;
+pub const MAX_READS_PER_ADDRESS: usize = 8;
+/// The largest segment read back (a bound on one read's memory).
+pub const MAX_SEGMENT: u64 = 64 << 20;
+
+/// Why a read was not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadRefused {
+    /// Too many reads in flight (all, or this address's share).
+    Busy,
+}
+
+/// Reads of DVR segments: in flight, and the cache of what came back.
+#[derive(Debug, Default)]
+pub struct DvrReads {
+    /// Oldest first; `None`: the read failed (answered 404 while kept).
+    cache: VecDeque<(ReadKey, Option<Bytes>)>,
+    cached_bytes: usize,
+    in_flight: HashMap<FileId, (ReadKey, IpAddr)>,
+    next: u64,
+    ops: Vec<FileOp>,
+}
+
+/// File ids of reads: the DVR bit and the top counter value space
+/// (serial all ones), which no DVR uses.
+const READ_BASE: FileId = DVR_FILE | (((1 << (62 - COUNTER_BITS)) - 1) << COUNTER_BITS);
+
+impl DvrReads {
+    /// What came back for `key`: Some(Some) the bytes, Some(None) a read
+    /// that failed, None not read.
+    pub fn cached(&self, key: &ReadKey) -> Option<Option<&Bytes>> {
+        self.cache
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, b)| b.as_ref())
+    }
+
+    pub fn is_reading(&self, key: &ReadKey) -> bool {
+        self.in_flight.values().any(|(k, _)| k == key)
+    }
+
+    /// Asks for `path` to be read for `key` (once, however many viewers
+    /// ask): within the reads' shares.
+    pub fn start(&mut self, key: ReadKey, path: PathBuf, peer: IpAddr) -> Result<(), ReadRefused> {
+        if self.is_reading(&key) {
+            return Ok(());
+        }
+        let mine = self
+            .in_flight
+            .values()
+            .filter(|(_, ip)| *ip == peer)
+            .count();
+        if self.in_flight.len() >= MAX_READS || mine >= MAX_READS_PER_ADDRESS {
+            return Err(ReadRefused::Busy);
+        }
+        self.next = (self.next + 1) & ((1 << COUNTER_BITS) - 1);
+        let file = READ_BASE | self.next;
+        self.in_flight.insert(file, (key, peer));
+        self.ops.push(FileOp::Read {
+            file,
+            path,
+            max: MAX_SEGMENT,
+        });
+        Ok(())
+    }
+
+    /// Whether a file id is a read's.
+    pub fn owns(file: FileId) -> bool {
+        file & READ_BASE == READ_BASE
+    }
+
+    /// A read came back: its stream (to wake its viewers), if it was one.
+    pub fn on_read(&mut self, file: FileId, data: Result<Bytes, String>) -> Option<u64> {
+        let (key, _) = self.in_flight.remove(&file)?;
+        let data = match data {
+            Ok(b) => Some(b),
+            Err(why) => {
+                crate::warn!("DVR: segment {} of track {} not read: {why}", key.2, key.1);
+                None
+            }
+        };
+        self.cached_bytes += data.as_ref().map_or(0, Bytes::len);
+        self.cache.push_back((key, data));
+        // The newest stays, whatever its size: its viewers are woken now.
+        while self.cached_bytes > CACHE_BYTES && self.cache.len() > 1 {
+            if let Some((_, b)) = self.cache.pop_front() {
+                self.cached_bytes -= b.map_or(0, |b| b.len());
+            }
+        }
+        while self.cache.len() > 256 {
+            if let Some((_, b)) = self.cache.pop_front() {
+                self.cached_bytes -= b.map_or(0, |b| b.len());
+            }
+        }
+        Some(key.0)
+    }
+
+    /// A stream's playlists are gone: its cached segments too, and what
+    /// is being read for it is dropped when it comes.
+    pub fn forget(&mut self, stream: u64) {
+        self.in_flight.retain(|_, (k, _)| k.0 != stream);
+        let before = self.cache.len();
+        self.cache.retain(|(k, _)| k.0 != stream);
+        if self.cache.len() != before {
+            self.cached_bytes = self
+                .cache
+                .iter()
+                .map(|(_, b)| b.as_ref().map_or(0, Bytes::len))
+                .sum();
+        }
+    }
+
+    pub fn cached_bytes(&self) -> usize {
+        self.cached_bytes
+    }
+
+    pub fn take_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
+        self.ops.drain(..)
+    }
+}
+
+#[cfg(test)]
+mod tests;
