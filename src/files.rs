@@ -62,6 +62,12 @@ pub enum FileOp {
         file: FileId,
         dir: PathBuf,
     },
+    /// Report the free space of `path`'s file system (a DVR's folder:
+    /// its files are whole at once, with no `Create` to report it).
+    Space {
+        file: FileId,
+        path: PathBuf,
+    },
     /// Delete the DVR folders under `root` of kilns that no longer run
     /// (as [`FileOp::RemoveDvr`] does; a live kiln's stay).
     SweepDvr {

@@ -1524,3 +1524,69 @@ fn hls_js_seeks_back_in_a_dvr_window_and_returns_to_live() {
     assert!(last_latency < 5.0, "back at the live edge: {r}");
     assert!(r["decodedFrames"].as_u64().unwrap() > 0, "{r}");
 }
+
+/// A DVR answers to its application's disk budget: past `MaxTotalMB` it
+/// gives up its oldest segments (logged), and its window shrinks to what
+/// fits; the live window plays on.
+#[test]
+fn a_dvr_keeps_within_the_applications_disk_budget() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let dir = temp_dir("llhls-dvr-budget");
+    let root = dir.join("dvr");
+    let s = Server::start_with(
+        "llhls-dvr-budget",
+        ServerOptions {
+            media: true,
+            llhls: Some(dvr_settings(&root, 600)),
+            app_extra: "<DiskBudget><MaxTotalMB>2</MaxTotalMB></DiskBudget>".into(),
+            ..Default::default()
+        },
+    );
+    // About 10 MB of media (40 s at ~2 Mb/s), as fast as ffmpeg encodes.
+    let status = ffmpeg_fast_source_cmd(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/a", s.media.rtmp),
+    )
+    .stderr(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+    let (_, video) = wait_for_segments(&s, "a", 3);
+    let folder_bytes = || -> u64 {
+        let mut n = 0;
+        for f in dvr_folders(&root) {
+            for t in std::fs::read_dir(&f).into_iter().flatten().flatten() {
+                for seg in std::fs::read_dir(t.path()).into_iter().flatten().flatten() {
+                    n += seg.metadata().map_or(0, |m| m.len());
+                }
+            }
+        }
+        n
+    };
+    // The deletions are the worker's: give it a moment to settle.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while folder_bytes() > 2 << 20 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let bytes = folder_bytes();
+    let (_, list, _) = curl(&[], &format!("{}/{video}", base(&s, "a")));
+    let listed: f64 = list
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("#EXTINF:")?
+                .trim_end_matches(',')
+                .parse::<f64>()
+                .ok()
+        })
+        .sum();
+    println!("DVR under MaxTotalMB 2: {bytes} bytes on disk, {listed:.1} s listed");
+    assert!(bytes <= 2 << 20, "{bytes} bytes\n{}", s.log_text());
+    assert!(listed > 3.0 && listed < 30.0, "{listed} s\n{list}");
+    assert!(s
+        .log_text()
+        .contains("to make room: the application's recordings and DVR take"));
+}

@@ -82,6 +82,13 @@ pub struct Dvr {
     ops: Vec<FileOp>,
     /// Bytes of the segments listed (on disk or on their way).
     pub bytes: u64,
+    /// Segments were added since the manager last looked (its disk
+    /// budgets are checked then).
+    pub grew: bool,
+    /// Bytes free on the folder's file system, as last reported.
+    pub free: Option<u64>,
+    /// Bytes handed to the worker since free space was last asked.
+    since_space: u64,
 }
 
 /// Bits of a DVR file id left for the counter within one DVR.
@@ -102,6 +109,9 @@ impl Dvr {
             in_flight: HashMap::new(),
             ops: Vec::new(),
             bytes: 0,
+            grew: false,
+            free: None,
+            since_space: u64::MAX,
         }
     }
 
@@ -151,6 +161,18 @@ impl Dvr {
         self.ops.push(FileOp::Put { file, path, data });
         self.in_flight.insert(file, (track, seg.msn));
         self.bytes += disk.len;
+        self.grew = true;
+        // The free space, after the first segment and every 4 MiB (for
+        // `MinFreeMB`).
+        self.since_space = self.since_space.saturating_add(disk.len);
+        if self.since_space >= crate::files::SPACE_EVERY {
+            self.since_space = 0;
+            let file = self.file_id();
+            self.ops.push(FileOp::Space {
+                file,
+                path: self.dir.clone(),
+            });
+        }
         let i = match self.tracks.iter().position(|t| t.id == track) {
             Some(i) => i,
             None => {
@@ -238,6 +260,40 @@ impl Dvr {
                 self.drop_oldest(i, n);
             }
         }
+    }
+
+    /// Unix ms of the oldest segment kept, if any.
+    pub fn oldest_ms(&self) -> Option<i64> {
+        self.tracks
+            .iter()
+            .filter_map(|t| t.segments.front())
+            .map(|s| s.start_ms)
+            .min()
+    }
+
+    /// Gives up the oldest segment of every track that starts it (a disk
+    /// budget makes room); the bytes that frees.
+    pub fn drop_first(&mut self) -> u64 {
+        let Some(msn) = self
+            .tracks
+            .iter()
+            .filter_map(|t| t.segments.front())
+            .min_by_key(|s| s.start_ms)
+            .map(|s| s.msn)
+        else {
+            return 0;
+        };
+        let before = self.bytes;
+        for i in 0..self.tracks.len() {
+            if self.tracks[i]
+                .segments
+                .front()
+                .is_some_and(|s| s.msn == msn)
+            {
+                self.drop_oldest(i, 1);
+            }
+        }
+        before - self.bytes
     }
 
     /// What to ask of the file worker, in order.

@@ -125,6 +125,147 @@ impl HlsManager {
         (disk, self.dvr_reads.cached_bytes())
     }
 
+    /// Whether a DVR grew (or learnt its free space) since the budgets
+    /// were last kept.
+    pub fn dvr_budget_due(&self) -> bool {
+        self.outputs
+            .values()
+            .filter_map(|o| o.hls.as_ref()?.dvr.as_ref())
+            .any(|d| d.grew)
+    }
+
+    /// Bytes of DVR segments per application (vhost, app).
+    pub fn dvr_usage(&self) -> HashMap<(String, String), u64> {
+        let mut usage: HashMap<(String, String), u64> = HashMap::new();
+        for o in self.outputs.values() {
+            if let Some(d) = o.hls.as_ref().and_then(|h| h.dvr.as_ref()) {
+                *usage.entry((o.vhost.clone(), o.app.clone())).or_default() += d.bytes;
+            }
+        }
+        usage
+    }
+
+    /// Gives up the oldest DVR segments of an application (its streams'
+    /// oldest first) until `bytes` are freed or none is left; the bytes
+    /// freed. `why` is logged.
+    pub fn trim_dvr(&mut self, vhost: &str, app: &str, bytes: u64, why: &str) -> u64 {
+        let mut freed = 0;
+        while freed < bytes {
+            let oldest = self
+                .outputs
+                .values_mut()
+                .filter(|o| o.vhost == vhost && o.app == app)
+                .filter_map(|o| o.hls.as_mut()?.dvr.as_mut())
+                .filter_map(|d| Some((d.oldest_ms()?, d)))
+                .min_by_key(|(ms, _)| *ms);
+            let Some((_, d)) = oldest else {
+                break;
+            };
+            let n = d.drop_first();
+            if n == 0 {
+                break;
+            }
+            freed += n;
+        }
+        if freed > 0 {
+            crate::info!("DVR of {vhost}/{app}: deleted its oldest segments ({freed} bytes) to make room: {why}");
+        }
+        freed
+    }
+
+    /// A DVR that grew answers to its application's and the server's disk
+    /// budgets: its segments count with the recordings (`records`: their
+    /// bytes per application, and all), and past `MaxTotalMB` or under
+    /// `MinFreeMB` it gives up its own oldest segments (a DVR never
+    /// deletes a recording, and never stops: at worst it keeps nothing).
+    pub fn keep_dvr_budgets(
+        &mut self,
+        reg: &Registry,
+        records: &HashMap<(String, String), u64>,
+        records_total: u64,
+    ) {
+        const MB: u64 = 1 << 20;
+        let mut apps: Vec<(String, String, Option<u64>)> = Vec::new();
+        for o in self.outputs.values_mut() {
+            if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+                if std::mem::take(&mut d.grew) {
+                    apps.push((o.vhost.clone(), o.app.clone(), d.free));
+                }
+            }
+        }
+        apps.sort();
+        apps.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        for (vhost, app, free) in apps {
+            let budget = reg
+                .app(&vhost, &app)
+                .and_then(|a| a.disk_budget)
+                .unwrap_or_default();
+            let server = reg.disk_budget.unwrap_or_default();
+            let usage = self.dvr_usage();
+            let mine = usage
+                .get(&(vhost.clone(), app.clone()))
+                .copied()
+                .unwrap_or(0);
+            let all: u64 = usage.values().sum();
+            let of_app = records
+                .get(&(vhost.clone(), app.clone()))
+                .copied()
+                .unwrap_or(0);
+            let mut need: Vec<(u64, String)> = Vec::new();
+            if let Some(mb) = budget.max_total_mb {
+                let (total, max) = (of_app + mine, mb.saturating_mul(MB));
+                if total > max {
+                    need.push((
+                        total - max,
+                        format!(
+                            "the application's recordings and DVR take {} MB (MaxTotalMB {mb})",
+                            total / MB
+                        ),
+                    ));
+                }
+            }
+            if let Some(mb) = server.max_total_mb {
+                let (total, max) = (records_total + all, mb.saturating_mul(MB));
+                if total > max {
+                    need.push((
+                        total - max,
+                        format!(
+                            "the server's recordings and DVRs take {} MB (its MaxTotalMB {mb})",
+                            total / MB
+                        ),
+                    ));
+                }
+            }
+            let floor = budget
+                .min_free_mb
+                .max(server.min_free_mb)
+                .map(|mb| mb.saturating_mul(MB));
+            if let (Some(min), Some(free)) = (floor, free) {
+                if free < min {
+                    need.push((
+                        min - free,
+                        format!(
+                            "{} MB free on the file system (MinFreeMB {})",
+                            free / MB,
+                            min / MB
+                        ),
+                    ));
+                }
+            }
+            if let Some((bytes, why)) = need.into_iter().max_by_key(|(b, _)| *b) {
+                let freed = self.trim_dvr(&vhost, &app, bytes, &why);
+                // Counted as free until the next report.
+                for o in self.outputs.values_mut() {
+                    if o.vhost == vhost && o.app == app {
+                        if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+                            d.free = d.free.map(|f| f.saturating_add(freed));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// An output goes: its DVR folder with it.
     fn drop_output(&mut self, id: StreamId, mut o: Output) {
         if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
@@ -326,7 +467,18 @@ impl HlsManager {
                 }
             }
             FileEvent::Deleted { error: Some(e), .. } => crate::warn!("DVR: {e}"),
-            FileEvent::Deleted { .. } | FileEvent::Space { .. } => {}
+            FileEvent::Deleted { .. } => {}
+            FileEvent::Space { free, .. } => {
+                let dvr = self
+                    .outputs
+                    .values_mut()
+                    .filter_map(|o| o.hls.as_mut()?.dvr.as_mut())
+                    .find(|d| d.owns(file));
+                if let Some(d) = dvr {
+                    d.free = Some(free);
+                    d.grew = true;
+                }
+            }
             FileEvent::Closed { .. } | FileEvent::Failed { .. } => {
                 let error = match &ev {
                     FileEvent::Failed { reason, .. } => Some(reason.as_str()),

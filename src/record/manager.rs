@@ -98,6 +98,12 @@ pub struct RecordManager {
     /// pre-roll (`<FILE><MaxPreRoll>`); none otherwise.
     preroll: HashMap<StreamId, History>,
     out: FileOut,
+    /// Bytes of the LL-HLS DVRs per application (vhost, app), as the
+    /// loop last told: they count in the disk budgets.
+    pub dvr_usage: HashMap<(String, String), u64>,
+    /// DVR bytes a budget asks to be given up: (vhost, app, bytes, why),
+    /// for the loop to hand to the DVRs.
+    pub dvr_trims: Vec<(String, String, u64, String)>,
 }
 
 /// The file side of the recordings: the operations for the writer and
@@ -151,6 +157,8 @@ impl RecordManager {
                 utc_offset,
                 ..FileOut::default()
             },
+            dvr_usage: HashMap::new(),
+            dvr_trims: Vec::new(),
         }
     }
 

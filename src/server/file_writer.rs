@@ -144,6 +144,7 @@ fn op_file(op: &FileOp) -> FileId {
         | FileOp::Replace { file, .. }
         | FileOp::Delete { file, .. }
         | FileOp::Read { file, .. }
+        | FileOp::Space { file, .. }
         | FileOp::RemoveDvr { file, .. }
         | FileOp::SweepDvr { file, .. } => *file,
     }
@@ -288,6 +289,7 @@ impl Worker {
                 data: read_bounded(&path, max)
                     .map_err(|e| format!("cannot read [{}]: {e}", path.display())),
             }],
+            FileOp::Space { file, path } => space(file, &path).into_iter().collect(),
             FileOp::RemoveDvr { file, dir } => vec![FileEvent::Deleted {
                 file,
                 error: remove_dvr(&dir)

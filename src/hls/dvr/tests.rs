@@ -75,7 +75,9 @@ fn every_complete_segment_goes_to_disk_and_the_window_keeps_max_duration() {
     assert_eq!(deletes, 19);
     // Every file id is this DVR's, and no read's.
     for o in &ops {
-        let (FileOp::Put { file, .. } | FileOp::Delete { file, .. }) = o else {
+        let (FileOp::Put { file, .. } | FileOp::Delete { file, .. } | FileOp::Space { file, .. }) =
+            o
+        else {
             panic!("{o:?}");
         };
         assert!(d.owns(*file) && !DvrReads::owns(*file));

@@ -3,10 +3,12 @@
 //! recorded files (the application's, or the server's) or under
 //! `MinFreeMB` free on the file system (as the writer last read it,
 //! `statvfs` off the loop), the oldest closed file of the record writing
-//! is deleted, then of its application's other records; each deletion is
-//! logged and listed in its record's info XML (`deletedTime`). With
-//! nothing left to delete, the record goes to `error` with "disk full"
-//! and the figures, its file closed: never a silent stop.
+//! is deleted, then of its application's other records, then the oldest
+//! segments of its application's LL-HLS DVRs (whose bytes count in the
+//! totals); each deletion is logged and a record's listed in its info
+//! XML (`deletedTime`). With nothing left to delete, the record goes to
+//! `error` with "disk full" and the figures, its file closed: never a
+//! silent stop.
 
 use super::{fail, RecordManager};
 use crate::clock::Now;
@@ -67,43 +69,74 @@ fn on_disk(t: &RecordTask) -> u64 {
 }
 
 impl RecordManager {
-    /// What `key` now crosses of its budgets, if anything.
-    fn over_budget(&self, key: &TaskKey, b: Budgets, free: Option<u64>) -> Option<String> {
+    /// What `key` now crosses of its budgets, if anything, and by how
+    /// many bytes.
+    fn over_budget(&self, key: &TaskKey, b: Budgets, free: Option<u64>) -> Option<(String, u64)> {
+        let dvr_app = self
+            .dvr_usage
+            .get(&(key.vhost.clone(), key.app.clone()))
+            .copied()
+            .unwrap_or(0);
         let app_total: u64 = self
             .tasks
             .of_app(&key.vhost, &key.app)
             .into_iter()
             .map(on_disk)
-            .sum();
-        if let Some(mb) = b
-            .app
-            .max_total_mb
-            .filter(|&mb| app_total > mb.saturating_mul(MB))
-        {
-            return Some(format!(
-                "the application's recordings take {} MB (MaxTotalMB {mb})",
-                app_total / MB
-            ));
+            .sum::<u64>()
+            + dvr_app;
+        if let Some(mb) = b.app.max_total_mb {
+            let max = mb.saturating_mul(MB);
+            if app_total > max {
+                let dvr = if dvr_app > 0 { " and DVR" } else { "" };
+                return Some((
+                    format!(
+                        "the application's recordings{dvr} take {} MB (MaxTotalMB {mb})",
+                        app_total / MB
+                    ),
+                    app_total - max,
+                ));
+            }
         }
-        let all: u64 = self.tasks.iter().map(on_disk).sum();
-        if let Some(mb) = b
-            .server
-            .max_total_mb
-            .filter(|&mb| all > mb.saturating_mul(MB))
-        {
-            return Some(format!(
-                "the server's recordings take {} MB (its MaxTotalMB {mb})",
-                all / MB
-            ));
+        let all: u64 =
+            self.tasks.iter().map(on_disk).sum::<u64>() + self.dvr_usage.values().sum::<u64>();
+        if let Some(mb) = b.server.max_total_mb {
+            let max = mb.saturating_mul(MB);
+            if all > max {
+                return Some((
+                    format!(
+                        "the server's recordings take {} MB (its MaxTotalMB {mb})",
+                        all / MB
+                    ),
+                    all - max,
+                ));
+            }
         }
         match (b.min_free(), free) {
-            (Some(min), Some(free)) if free < min => Some(format!(
-                "{} MB free on the file system (MinFreeMB {})",
-                free / MB,
-                min / MB
+            (Some(min), Some(free)) if free < min => Some((
+                format!(
+                    "{} MB free on the file system (MinFreeMB {})",
+                    free / MB,
+                    min / MB
+                ),
+                min - free,
             )),
             _ => None,
         }
+    }
+
+    /// Bytes of recorded files on disk per application (vhost, app), and
+    /// of all (the DVRs' budgets count them).
+    pub fn disk_usage(&self) -> (std::collections::HashMap<(String, String), u64>, u64) {
+        let mut usage: std::collections::HashMap<(String, String), u64> = Default::default();
+        let mut all = 0;
+        for t in self.tasks.iter() {
+            let n = on_disk(t);
+            all += n;
+            *usage
+                .entry((t.spec.vhost.clone(), t.spec.app.clone()))
+                .or_default() += n;
+        }
+        (usage, all)
     }
 
     /// The oldest closed file still on disk: the record's own first, then
@@ -139,8 +172,19 @@ impl RecordManager {
         if !budgets.is_set() {
             return;
         }
-        while let Some(why) = self.over_budget(key, budgets, free) {
+        while let Some((why, need)) = self.over_budget(key, budgets, free) {
             let Some((owner, i)) = self.oldest_file(key) else {
+                // Then the application's DVRs give up their oldest
+                // segments (the loop hands them the request).
+                let app = (key.vhost.clone(), key.app.clone());
+                let dvr = self.dvr_usage.get(&app).copied().unwrap_or(0);
+                if dvr > 0 {
+                    let n = need.min(dvr);
+                    self.dvr_usage.insert(app.clone(), dvr - n);
+                    self.dvr_trims.push((app.0, app.1, n, why));
+                    free = free.map(|f| f.saturating_add(n));
+                    continue;
+                }
                 self.finish(key, now, true);
                 self.recordings.remove(key);
                 fail(

@@ -642,3 +642,51 @@ fn a_disk_budget_deletes_the_oldest_files_then_says_disk_full() {
         .iter()
         .any(|o| matches!(o, FileOp::Close { file, info: Some(_), .. } if *file == current)));
 }
+
+#[test]
+fn after_the_records_own_files_a_budget_takes_the_dvrs_segments() {
+    let text = include_str!("../../../server.xml.example").replacen(
+        "</FILE>\n          </Publishers>",
+        "</FILE>\n          </Publishers><DiskBudget><MaxTotalMB>10</MaxTotalMB></DiskBudget>",
+        1,
+    );
+    let mut w = World::with_config(&text);
+    w.add(r#"{"id":"b","stream":{"name":"s"},"interval":20000,"filePath":"b_${Sequence}.ts","infoPath":"b.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 50_000);
+    let ops = w.ops();
+    let current = ops
+        .iter()
+        .filter_map(|o| match o {
+            FileOp::Create { file, .. } => Some(*file),
+            _ => None,
+        })
+        .last()
+        .unwrap();
+    // The app's DVR holds 30 MB: over MaxTotalMB 10 with the records'
+    // few bytes. The records' two closed files go first, then 20 MB and
+    // a little of the DVR are asked for; the record goes on.
+    w.rec
+        .dvr_usage
+        .insert(("default".into(), "app".into()), 30 << 20);
+    w.rec.on_file_event(
+        FileEvent::Space {
+            file: current,
+            free: 500 << 20,
+        },
+        w.now(51_000),
+    );
+    let deleted = w
+        .ops()
+        .iter()
+        .filter(|o| matches!(o, FileOp::Delete { .. }))
+        .count();
+    assert_eq!(deleted, 2);
+    let trims = std::mem::take(&mut w.rec.dvr_trims);
+    assert_eq!(trims.len(), 1, "{trims:?}");
+    let (vhost, app, bytes, why) = &trims[0];
+    assert_eq!((vhost.as_str(), app.as_str()), ("default", "app"));
+    assert!(*bytes >= 20 << 20 && *bytes < 21 << 20, "{bytes}");
+    assert!(why.contains("recordings and DVR take"), "{why}");
+    assert_eq!(w.task("b").state, RecordState::Recording);
+}

@@ -66,6 +66,13 @@ impl Feature for Hls {
         core.flush_all(&woken, now);
         // Ended streams' playlists go when their time is up.
         let next = core.api.hls.expire(now);
+        // DVRs that grew answer to the disk budgets, which count the
+        // recordings too.
+        if core.api.hls.dvr_budget_due() {
+            let api = &mut core.api;
+            let (records, all) = api.records.disk_usage();
+            api.hls.keep_dvr_budgets(&api.registry, &records, all);
+        }
         loop {
             let ops = core.api.hls.poll_file_ops().collect();
             let refused = core.submit_files(ops);

@@ -57,8 +57,7 @@ impl Feature for Record {
         if file & (DUMP_FILE | DVR_FILE) != 0 {
             return Some(e);
         }
-        let api = &mut core.api;
-        api.records.on_file_event(e, Now::read(now));
+        file_event(core, e, now);
         None
     }
 
@@ -76,8 +75,19 @@ impl Feature for Record {
                 return None;
             }
             for e in refused {
-                core.api.records.on_file_event(e, Now::read(now));
+                file_event(core, e, now);
             }
         }
+    }
+}
+
+/// The writer's answer to the recordings. Their disk budgets count the
+/// LL-HLS DVRs' bytes and may ask the DVRs to give some up.
+fn file_event(core: &mut Core, e: FileEvent, now: Instant) {
+    let api = &mut core.api;
+    api.records.dvr_usage = api.hls.dvr_usage();
+    api.records.on_file_event(e, Now::read(now));
+    for (vhost, app, bytes, why) in std::mem::take(&mut api.records.dvr_trims) {
+        api.hls.trim_dvr(&vhost, &app, bytes, &why);
     }
 }
