@@ -1420,6 +1420,16 @@ fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
     assert!(got.status.success(), "{seg}: {}", s.log_text());
     assert_eq!(got.stdout.len(), on_disk.len());
     assert!(got.stdout == on_disk, "{seg} is the file on disk");
+    // /metrics: the bytes on disk, and the segment just read held once.
+    let metrics = s.request("GET", "/metrics", None).body;
+    let gauge = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in /metrics:\n{metrics}"))
+    };
+    assert!(gauge("kiln_llhls_dvr_disk_bytes ") > on_disk.len() as u64 * 10);
+    assert!(gauge("kiln_llhls_dvr_read_cache_bytes ") >= on_disk.len() as u64);
     // ffprobe reads the whole window: video and audio of ~20 s.
     let counts = ffprobe_counts(&format!("{}/llhls.m3u8", base(&s, "a")));
     let get = |c: &str| counts.iter().find(|(n, _)| n == c).map_or(0, |(_, n)| *n);
@@ -1589,4 +1599,54 @@ fn a_dvr_keeps_within_the_applications_disk_budget() {
     assert!(s
         .log_text()
         .contains("to make room: the application's recordings and DVR take"));
+}
+
+/// An application made through the API may keep a DVR only in a folder
+/// the config file names for one (kiln writes and deletes there); OME's
+/// JSON (`dVR`, string values) is read, and shown back as OME shows it.
+#[test]
+fn api_apps_keep_a_dvr_only_under_a_config_folder() {
+    let dir = temp_dir("llhls-dvr-api");
+    let root = dir.join("dvr");
+    let s = llhls_server("llhls-dvr-api", &dvr_settings(&root, 60));
+    let r = s.request(
+        "POST",
+        "/v1/vhosts",
+        Some(
+            &serde_json::json!([{"name": "studio", "host": {"names": ["studio.example.com"]}}])
+                .to_string(),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let app = |name: &str, path: &str| {
+        serde_json::json!([{"name": name, "publishers": {"llhls": {"dVR": {
+            "enable": "true", "tempStoragePath": path, "maxDuration": "600"}}}}])
+        .to_string()
+    };
+    for outside in [
+        "/etc",
+        "/tmp/ll_hls_dvr",
+        &format!("{}/../x", root.display()),
+    ] {
+        let r = s.request("POST", "/v1/vhosts/studio/apps", Some(&app("x", outside)));
+        assert!(
+            r.body.contains("400") && r.body.contains("tempStoragePath"),
+            "{outside}: {}",
+            r.body
+        );
+    }
+    let inside = root.join("studio").display().to_string();
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/studio/apps",
+        Some(&app("shows", &inside)),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got = s
+        .request("GET", "/v1/vhosts/studio/apps/shows", None)
+        .json();
+    let dvr = &got["response"]["publishers"]["llhls"]["dVR"];
+    assert_eq!(dvr["enable"], "true", "{got}");
+    assert_eq!(dvr["maxDuration"], "600", "{got}");
+    assert_eq!(dvr["tempStoragePath"], inside.as_str(), "{got}");
 }

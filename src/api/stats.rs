@@ -359,6 +359,19 @@ impl Api {
             "Bytes of media those streams hold for pre-roll.",
         );
         p.sample("kiln_record_preroll_bytes", &[], bytes_held as u64);
+        let (dvr_disk, dvr_read) = self.hls.dvr_bytes();
+        p.family(
+            "kiln_llhls_dvr_disk_bytes",
+            "gauge",
+            "Bytes of LL-HLS DVR segments on disk (<LLHLS><DVR>).",
+        );
+        p.sample("kiln_llhls_dvr_disk_bytes", &[], dvr_disk);
+        p.family(
+            "kiln_llhls_dvr_read_cache_bytes",
+            "gauge",
+            "Bytes of DVR segments read back from disk and held for their viewers.",
+        );
+        p.sample("kiln_llhls_dvr_read_cache_bytes", &[], dvr_read as u64);
         p.family("kiln_virtual_hosts", "gauge", "Virtual hosts.");
         p.sample(
             "kiln_virtual_hosts",
