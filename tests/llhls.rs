@@ -1650,3 +1650,83 @@ fn api_apps_keep_a_dvr_only_under_a_config_folder() {
     assert_eq!(dvr["maxDuration"], "600", "{got}");
     assert_eq!(dvr["tempStoragePath"], inside.as_str(), "{got}");
 }
+
+/// HLS (MPEG-TS) has OME's `<DVR>` too: the media playlist lists the
+/// window (`EXT-X-PLAYLIST-TYPE:EVENT` with `EventPlaylistType`), old
+/// segments come back from disk, and ffprobe reads the window.
+#[test]
+fn hls_ts_keeps_a_dvr_window_as_ome_configures_it() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let dir = temp_dir("hls-ts-dvr");
+    let root = dir.join("dvr");
+    let s = Server::start_with(
+        "hls-ts-dvr",
+        ServerOptions {
+            media: true,
+            hls: Some(format!(
+                "<SegmentDuration>1</SegmentDuration><SegmentCount>3</SegmentCount>\
+                 <DVR><Enable>true</Enable><EventPlaylistType>true</EventPlaylistType>\
+                 <TempStoragePath>{}</TempStoragePath><MaxDuration>20</MaxDuration></DVR>",
+                root.display()
+            )),
+            ..Default::default()
+        },
+    );
+    let status = ffmpeg_fast_source_cmd(
+        40,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/ts", s.media.rtmp),
+    )
+    .stderr(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+    let media = format!("{}/medialist_0_hls.m3u8", base(&s, "ts"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let list = loop {
+        let (code, list, _) = curl(&[], &media);
+        if code == 200 && list.contains("#EXT-X-ENDLIST") {
+            break list;
+        }
+        assert!(Instant::now() < deadline, "no ENDLIST ({code}):\n{list}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(list.contains("#EXT-X-PLAYLIST-TYPE:EVENT\n"), "{list}");
+    let listed: f64 = list
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("#EXTINF:")?
+                .trim_end_matches(',')
+                .parse::<f64>()
+                .ok()
+        })
+        .sum();
+    assert!((18.0..=21.5).contains(&listed), "{listed}\n{list}");
+    let (_, live, _) = curl(&[], &format!("{media}?_HLS_rewind=NO"));
+    assert!(live.matches("#EXTINF:").count() <= 3, "{live}");
+    // The oldest listed segment, from disk.
+    let seg = list.lines().find(|l| l.starts_with("seg_0_")).unwrap();
+    let msn: u64 = seg["seg_0_".len()..seg.len() - "_hls.ts".len()]
+        .parse()
+        .unwrap();
+    let folder = dvr_folders(&root).pop().expect("a DVR folder");
+    let on_disk = std::fs::read(folder.join("0").join(format!("{msn}.m4s"))).unwrap();
+    let got = Command::new("curl")
+        .args(["-s", "-f", &format!("{}/{seg}", base(&s, "ts"))])
+        .output()
+        .unwrap();
+    assert!(got.stdout == on_disk, "{seg} is the file on disk");
+    let counts = ffprobe_counts(&format!("{}/playlist.m3u8", base(&s, "ts")));
+    let h264 = counts
+        .iter()
+        .find(|(n, _)| n == "h264")
+        .map_or(0, |(_, n)| *n);
+    println!("ffprobe read the HLS DVR window: {counts:?} (listed {listed:.1} s)");
+    assert!(
+        (h264 as f64 - listed * f64::from(FPS)).abs() <= f64::from(FPS),
+        "{counts:?}"
+    );
+}

@@ -243,39 +243,46 @@ impl Api {
         Ok(())
     }
 
-    /// A DVR folder set through the API (`publishers.llhls.dVR`, its
+    /// A DVR folder set through the API (`publishers.llhls.dVR` or
+    /// `hls.dVR`, its
     /// `tempStoragePath` or OME's default) must be one the config file
     /// names for a DVR of its own, or lie under it: kiln writes and
     /// deletes there.
     fn check_dvr_folder(&self, spec: &AppSpec) -> Result<(), ApiError> {
-        let Some(dvr) = spec
-            .publishers
-            .llhls
-            .as_ref()
-            .and_then(|l| l.dvr.as_ref())
-            .filter(|d| d.enable)
-        else {
-            return Ok(());
-        };
         let roots: Vec<std::path::PathBuf> = self
             .registry
             .vhosts()
             .iter()
             .filter(|v| v.origin == crate::state::Origin::ConfigFile)
             .flat_map(|v| v.apps.iter())
-            .filter_map(|a| a.publishers.llhls.as_ref()?.dvr.as_ref())
+            .flat_map(|a| a.publishers.dvrs())
             .filter(|d| d.enable)
             .filter_map(|d| crate::files::resolve(None, d.path()).ok())
             .collect();
-        let inside = crate::files::resolve(None, dvr.path())
-            .is_ok_and(|d| roots.iter().any(|r| d.starts_with(r)));
-        if inside {
-            return Ok(());
+        let asked = [
+            (
+                "llhls",
+                spec.publishers.llhls.as_ref().and_then(|l| l.dvr.as_ref()),
+            ),
+            (
+                "hls",
+                spec.publishers.hls.as_ref().and_then(|l| l.dvr.as_ref()),
+            ),
+        ];
+        for (publisher, dvr) in asked {
+            let Some(dvr) = dvr.filter(|d| d.enable) else {
+                continue;
+            };
+            let inside = crate::files::resolve(None, dvr.path())
+                .is_ok_and(|d| roots.iter().any(|r| d.starts_with(r)));
+            if !inside {
+                return Err(ApiError::bad_request(format_args!(
+                    "publishers.{publisher}.dVR.tempStoragePath [{}] must be a folder the config file names for a DVR (<LLHLS> or <HLS> <DVR><TempStoragePath>), or under one",
+                    dvr.path().escape_debug()
+                )));
+            }
         }
-        Err(ApiError::bad_request(format_args!(
-            "publishers.llhls.dVR.tempStoragePath [{}] must be a folder the config file names for a DVR (<LLHLS><DVR><TempStoragePath>), or under one",
-            dvr.path().escape_debug()
-        )))
+        Ok(())
     }
 
     pub(super) fn create_apps(

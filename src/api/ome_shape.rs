@@ -62,7 +62,6 @@ const IGNORED: &[(&str, &str)] = &[
     ("llhls", "drm"),
     ("llhls", "defaultQueryString"),
     ("hls", "createDefaultPlaylist"),
-    ("hls", "dvr"),
     ("hls", "originMode"),
     ("webrtc", "jitterBuffer"),
     ("webrtc", "ulpfec"),

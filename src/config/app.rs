@@ -333,7 +333,7 @@ impl Walker<'_> {
         spec
     }
 
-    /// `<LLHLS><DVR>`: OME's element, read unchanged.
+    /// `<LLHLS><DVR>` and `<HLS><DVR>`: OME's element, read unchanged.
     pub(super) fn dvr(&mut self, el: &Element, path: &str) -> crate::state::app::DvrSpec {
         let mut spec = crate::state::app::DvrSpec::default();
         self.children(el, path, &[], &[], |w, c, p| {
@@ -410,6 +410,7 @@ impl Walker<'_> {
                     "SegmentDuration" => spec.segment_duration = w.seconds(c, p, 1.0, 60.0),
                     "SegmentCount" => spec.segment_count = w.segment_count(c, p),
                     "CrossDomains" => spec.cross_domains = Some(w.cross_domains(c, p)),
+                    "DVR" => spec.dvr = Some(w.dvr(c, p)),
                     _ => return false,
                 }
                 true

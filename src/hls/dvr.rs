@@ -156,10 +156,30 @@ impl Dvr {
             cues: seg.parts.iter().filter_map(|p| p.cue).collect(),
             written: false,
         };
+        self.add_data(track, disk, data);
+    }
+
+    /// An HLS (MPEG-TS) segment just completed (its one "track" is
+    /// [`TS_TRACK`]).
+    pub fn add_ts(&mut self, seg: &super::ts::TsSegment) {
+        let disk = DiskSegment {
+            msn: seg.msn,
+            duration: seg.duration,
+            start_ms: seg.start_ms,
+            len: seg.data.len() as u64,
+            discontinuity: false,
+            init_version: 0,
+            cues: seg.cues.clone(),
+            written: false,
+        };
+        self.add_data(TS_TRACK, disk, seg.data.to_vec());
+    }
+
+    fn add_data(&mut self, track: TrackId, disk: DiskSegment, data: Vec<u8>) {
         let file = self.file_id();
-        let path = self.path_of(track, seg.msn);
+        let path = self.path_of(track, disk.msn);
         self.ops.push(FileOp::Put { file, path, data });
-        self.in_flight.insert(file, (track, seg.msn));
+        self.in_flight.insert(file, (track, disk.msn));
         self.bytes += disk.len;
         self.grew = true;
         // The free space, after the first segment and every 4 MiB (for
@@ -310,6 +330,10 @@ impl Dvr {
         }
     }
 }
+
+/// The track number of HLS (MPEG-TS) segments, which hold every track
+/// (LL-HLS track ids start at 1).
+pub const TS_TRACK: TrackId = 0;
 
 /// What a viewer asks to be read: (stream, track, msn).
 pub type ReadKey = (u64, TrackId, u64);

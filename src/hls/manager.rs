@@ -28,6 +28,21 @@ pub struct Output {
     pub ended: Option<Instant>,
 }
 
+impl Output {
+    /// Its DVRs (LL-HLS's, HLS's).
+    fn dvrs(&self) -> impl Iterator<Item = &super::dvr::Dvr> {
+        let ll = self.hls.as_ref().and_then(|h| h.dvr.as_ref());
+        ll.into_iter()
+            .chain(self.ts.as_ref().and_then(|t| t.dvr.as_ref()))
+    }
+
+    fn dvrs_mut(&mut self) -> impl Iterator<Item = &mut super::dvr::Dvr> {
+        let ll = self.hls.as_mut().and_then(|h| h.dvr.as_mut());
+        ll.into_iter()
+            .chain(self.ts.as_mut().and_then(|t| t.dvr.as_mut()))
+    }
+}
+
 #[derive(Default)]
 pub struct HlsManager {
     /// The HLS dump tasks (run-time only).
@@ -61,7 +76,7 @@ impl HlsManager {
     /// What the dumps and DVRs ask of the file worker, in order.
     pub fn poll_file_ops(&mut self) -> std::vec::Drain<'_, FileOp> {
         for o in self.outputs.values_mut() {
-            if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+            for d in o.dvrs_mut() {
                 self.file_ops.extend(d.take_ops());
             }
         }
@@ -76,7 +91,7 @@ impl HlsManager {
             .vhosts()
             .iter()
             .flat_map(|v| v.apps.iter())
-            .filter_map(|a| a.publishers.llhls.as_ref()?.dvr.as_ref())
+            .flat_map(|a| a.publishers.dvrs())
             .filter(|d| d.enable)
             .map(|d| std::path::PathBuf::from(d.path()))
             .collect();
@@ -119,7 +134,7 @@ impl HlsManager {
         let disk = self
             .outputs
             .values()
-            .filter_map(|o| o.hls.as_ref()?.dvr.as_ref())
+            .flat_map(|o| o.dvrs())
             .map(|d| d.bytes)
             .sum();
         (disk, self.dvr_reads.cached_bytes())
@@ -128,17 +143,14 @@ impl HlsManager {
     /// Whether a DVR grew (or learnt its free space) since the budgets
     /// were last kept.
     pub fn dvr_budget_due(&self) -> bool {
-        self.outputs
-            .values()
-            .filter_map(|o| o.hls.as_ref()?.dvr.as_ref())
-            .any(|d| d.grew)
+        self.outputs.values().flat_map(|o| o.dvrs()).any(|d| d.grew)
     }
 
     /// Bytes of DVR segments per application (vhost, app).
     pub fn dvr_usage(&self) -> HashMap<(String, String), u64> {
         let mut usage: HashMap<(String, String), u64> = HashMap::new();
         for o in self.outputs.values() {
-            if let Some(d) = o.hls.as_ref().and_then(|h| h.dvr.as_ref()) {
+            for d in o.dvrs() {
                 *usage.entry((o.vhost.clone(), o.app.clone())).or_default() += d.bytes;
             }
         }
@@ -155,7 +167,7 @@ impl HlsManager {
                 .outputs
                 .values_mut()
                 .filter(|o| o.vhost == vhost && o.app == app)
-                .filter_map(|o| o.hls.as_mut()?.dvr.as_mut())
+                .flat_map(|o| o.dvrs_mut())
                 .filter_map(|d| Some((d.oldest_ms()?, d)))
                 .min_by_key(|(ms, _)| *ms);
             let Some((_, d)) = oldest else {
@@ -185,16 +197,28 @@ impl HlsManager {
         records_total: u64,
     ) {
         const MB: u64 = 1 << 20;
+        // The applications whose DVRs grew, with the least free space
+        // their DVRs last heard of.
         let mut apps: Vec<(String, String, Option<u64>)> = Vec::new();
         for o in self.outputs.values_mut() {
-            if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+            let (vhost, app) = (o.vhost.clone(), o.app.clone());
+            for d in o.dvrs_mut() {
                 if std::mem::take(&mut d.grew) {
-                    apps.push((o.vhost.clone(), o.app.clone(), d.free));
+                    apps.push((vhost.clone(), app.clone(), d.free));
                 }
             }
         }
-        apps.sort();
-        apps.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        apps.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        apps.dedup_by(|later, kept| {
+            let same = later.0 == kept.0 && later.1 == kept.1;
+            if same {
+                kept.2 = match (kept.2, later.2) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            same
+        });
         for (vhost, app, free) in apps {
             let budget = reg
                 .app(&vhost, &app)
@@ -257,7 +281,7 @@ impl HlsManager {
                 // Counted as free until the next report.
                 for o in self.outputs.values_mut() {
                     if o.vhost == vhost && o.app == app {
-                        if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+                        for d in o.dvrs_mut() {
                             d.free = d.free.map(|f| f.saturating_add(freed));
                         }
                     }
@@ -266,9 +290,40 @@ impl HlsManager {
         }
     }
 
+    /// A new HLS (MPEG-TS) packager, with its DVR when `spec` has one.
+    fn new_ts(
+        &mut self,
+        spec: &crate::state::app::HlsSpec,
+        tracks: &[crate::media::Track],
+        now: Now,
+    ) -> Option<super::ts::TsHls> {
+        let (segment, keep) = spec.settings();
+        let mut ts = super::ts::TsHls::new(tracks, segment, keep, now.unix_ms)?;
+        if let Some(d) = spec.dvr.as_ref().filter(|d| d.enable) {
+            let root = std::path::PathBuf::from(d.path());
+            self.sweep_dvr(root.clone());
+            self.dvr_serial = self.dvr_serial % super::dvr::MAX_SERIAL + 1;
+            let key = format!("hls{}", self.dvr_serial);
+            ts.dvr = Some(super::dvr::Dvr::new(
+                &root,
+                &key,
+                d.window(),
+                self.dvr_serial,
+            ));
+            ts.event_type = d.event_playlist_type == Some(true);
+        }
+        Some(ts)
+    }
+
+    /// A DVR that is no longer used: what it still asks, then its folder.
+    fn remove_dvr(&mut self, mut d: super::dvr::Dvr) {
+        self.file_ops.extend(d.take_ops());
+        self.file_ops.push(d.remove());
+    }
+
     /// An output goes: its DVR folder with it.
     fn drop_output(&mut self, id: StreamId, mut o: Output) {
-        if let Some(d) = o.hls.as_mut().and_then(|h| h.dvr.as_mut()) {
+        for d in o.dvrs_mut() {
             self.file_ops.extend(d.take_ops());
             self.file_ops.push(d.remove());
         }
@@ -297,17 +352,19 @@ impl HlsManager {
                 // Dumps end with the configuration they were written with;
                 // HLS (MPEG-TS segments) starts again with the new one.
                 self.poll_dumps(id, now, true);
-                let ts_settings = reg
+                let spec = reg
                     .streams
                     .get(id)
-                    .and_then(|s| reg.app(&s.vhost, &s.app))
-                    .and_then(|a| a.publishers.hls.as_ref())
-                    .map(|spec| spec.settings());
-                if let (Some(o), Some(s)) = (self.outputs.get_mut(&id), reg.streams.get(id)) {
-                    if o.ts.is_some() {
-                        o.ts = ts_settings.and_then(|(segment, keep)| {
-                            super::ts::TsHls::new(s.tracks(), segment, keep, now.unix_ms)
-                        });
+                    .and_then(|s| Some((s, reg.app(&s.vhost, &s.app)?.publishers.hls.as_ref()?)));
+                let had_ts = self.outputs.get(&id).is_some_and(|o| o.ts.is_some());
+                if let (true, Some((s, spec))) = (had_ts, spec) {
+                    let new = self.new_ts(spec, s.tracks(), now);
+                    let old = self
+                        .outputs
+                        .get_mut(&id)
+                        .and_then(|o| std::mem::replace(&mut o.ts, new));
+                    if let Some(d) = old.and_then(|t| t.dvr) {
+                        self.remove_dvr(d);
                     }
                 }
             } else if out.tracks_changed {
@@ -472,7 +529,7 @@ impl HlsManager {
                 let dvr = self
                     .outputs
                     .values_mut()
-                    .filter_map(|o| o.hls.as_mut()?.dvr.as_mut())
+                    .flat_map(|o| o.dvrs_mut())
                     .find(|d| d.owns(file));
                 if let Some(d) = dvr {
                     d.free = Some(free);
@@ -487,7 +544,7 @@ impl HlsManager {
                 let dvr = self
                     .outputs
                     .values_mut()
-                    .filter_map(|o| o.hls.as_mut()?.dvr.as_mut())
+                    .flat_map(|o| o.dvrs_mut())
                     .find(|d| d.owns(file));
                 if let Some(d) = dvr {
                     d.on_written(file, error);
@@ -565,10 +622,9 @@ impl HlsManager {
             }
             h
         });
-        let mut ts = hls.as_ref().and_then(|spec| {
-            let (segment, keep) = spec.settings();
-            super::ts::TsHls::new(s.tracks(), segment, keep, now.unix_ms)
-        });
+        let mut ts = hls
+            .as_ref()
+            .and_then(|spec| self.new_ts(spec, s.tracks(), now));
         // Start from the stream's last GOP: a viewer plays at once.
         for f in s.gop() {
             if let Some(h) = ll.as_mut() {

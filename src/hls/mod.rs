@@ -875,7 +875,7 @@ pub mod fuzz {
             let _ = playlist::chunklist(&s, t, false, true, 0);
         }
         if let Some(t) = ts {
-            let _ = t.media_playlist(0);
+            let _ = t.media_playlist(true, 0);
         }
     }
 

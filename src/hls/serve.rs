@@ -501,20 +501,64 @@ fn answer_file(
         let viewer = (r.status == 200).then_some(mark);
         Answer::Reply(Reply { viewer, ..r })
     };
+    // A DVR's segment older than the live window: read back from disk
+    // (the viewer waits, as for a part), then served like any other.
+    let from_disk = |d: &super::dvr::Dvr,
+                     key: super::dvr::ReadKey,
+                     content_type: &'static str,
+                     cache: Cache| {
+        let (_, track, msn) = key;
+        if d.track(track).and_then(|x| x.segment(msn)).is_none() {
+            return reply(Reply::error(404, "No such segment"));
+        }
+        match hls.dvr_read(&key) {
+            Some(Some(data)) => reply(Reply::media(content_type, cache, vec![data.clone().into()])),
+            Some(None) => reply(Reply::error(404, "The segment could not be read from disk")),
+            None => {
+                let until = parked.unwrap_or(now) + DVR_READ_WAIT;
+                if now >= until {
+                    return reply(Reply::error(
+                        503,
+                        "The segment was not read from disk in time",
+                    ));
+                }
+                Answer::Read {
+                    stream: id,
+                    key,
+                    path: d.path_of(track, msn),
+                    until,
+                }
+            }
+        }
+    };
     if let Some(f) = super::ts::parse_file(file) {
         let Some(ts) = &out.ts else {
             return reply(Reply::error(404, "HLS is not enabled for this application"));
         };
-        return reply(match f {
-            TsFile::Master => Reply::playlist(ts.master(), Cache::NoStore),
-            TsFile::MediaPlaylist => Reply::playlist(ts.media_playlist(utc_offset), Cache::NoStore),
-            TsFile::Segment(n) => match ts.segment(n) {
-                Some(seg) => {
-                    Reply::media("video/mp2t", Cache::Absent, vec![seg.data.clone().into()])
-                }
-                None => Reply::error(404, "No such segment"),
+        let rewind = !Reload::of(&req.target)
+            .rewind
+            .is_some_and(|r| r.eq_ignore_ascii_case("NO"));
+        return match f {
+            TsFile::Master => reply(Reply::playlist(ts.master(), Cache::NoStore)),
+            TsFile::MediaPlaylist => reply(Reply::playlist(
+                ts.media_playlist(rewind, utc_offset),
+                Cache::NoStore,
+            )),
+            TsFile::Segment(n) => match (ts.segment(n), ts.dvr.as_ref()) {
+                (Some(seg), _) => reply(Reply::media(
+                    "video/mp2t",
+                    Cache::Absent,
+                    vec![seg.data.clone().into()],
+                )),
+                (None, Some(d)) => from_disk(
+                    d,
+                    (id, super::dvr::TS_TRACK, n),
+                    "video/mp2t",
+                    Cache::Absent,
+                ),
+                (None, None) => reply(Reply::error(404, "No such segment")),
             },
-        });
+        };
     }
     let Some(s) = &out.hls else {
         return reply(Reply::error(
@@ -649,36 +693,9 @@ fn answer_file(
                 return reply(Reply::media(media_type(t), cache.segment, data));
             }
             // Older than the live window: on disk, with a DVR.
-            let on_disk = s
-                .dvr
-                .as_ref()
-                .filter(|d| d.track(track).and_then(|x| x.segment(msn)).is_some());
-            let Some(d) = on_disk else {
-                return reply(Reply::error(404, "No such segment"));
-            };
-            let key = (id, track, msn);
-            match hls.dvr_read(&key) {
-                Some(Some(data)) => reply(Reply::media(
-                    media_type(t),
-                    cache.segment,
-                    vec![data.clone().into()],
-                )),
-                Some(None) => reply(Reply::error(404, "The segment could not be read from disk")),
-                None => {
-                    let until = parked.unwrap_or(now) + DVR_READ_WAIT;
-                    if now >= until {
-                        return reply(Reply::error(
-                            503,
-                            "The segment was not read from disk in time",
-                        ));
-                    }
-                    Answer::Read {
-                        stream: id,
-                        key,
-                        path: d.path_of(track, msn),
-                        until,
-                    }
-                }
+            match s.dvr.as_ref() {
+                Some(d) => from_disk(d, (id, track, msn), media_type(t), cache.segment),
+                None => reply(Reply::error(404, "No such segment")),
             }
         }
         File::Part { track, msn, part } => {

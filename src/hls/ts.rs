@@ -46,6 +46,11 @@ pub struct TsHls {
     /// Cues for the next segment, and those of the segment being built.
     cues: Vec<super::event::Cue>,
     segment_cues: Vec<super::event::Cue>,
+    /// Segments past the live window kept on disk (`<HLS><DVR>`), and
+    /// whether the playlist says `EXT-X-PLAYLIST-TYPE:EVENT`
+    /// (`<EventPlaylistType>`, OME's).
+    pub dvr: Option<super::dvr::Dvr>,
+    pub event_type: bool,
 }
 
 impl TsHls {
@@ -81,6 +86,8 @@ impl TsHls {
             ended: false,
             cues: Vec::new(),
             segment_cues: Vec::new(),
+            dvr: None,
+            event_type: false,
         })
     }
 
@@ -153,6 +160,9 @@ impl TsHls {
             cues: std::mem::take(&mut self.segment_cues),
         });
         self.next_msn += 1;
+        if let (Some(d), Some(seg)) = (self.dvr.as_mut(), self.segments.back()) {
+            d.add_ts(seg);
+        }
         while self.segments.len() > self.keep {
             self.segments.pop_front();
         }
@@ -186,23 +196,50 @@ impl TsHls {
         o
     }
 
-    pub fn media_playlist(&self, utc_offset: i32) -> String {
+    /// The media playlist; `rewind` (OME's `_HLS_rewind`, default YES):
+    /// with a DVR, the segments on disk before the live window first.
+    pub fn media_playlist(&self, rewind: bool, utc_offset: i32) -> String {
         let configured = Duration::from_secs_f64(self.target as f64 / TICKS_PER_SECOND as f64);
         let target = super::target_duration(self.max_segment, configured);
-        let first = self.segments.front().map_or(self.next_msn, |s| s.msn);
+        let live_first = self.segments.front().map(|s| s.msn);
+        // (msn, duration, start_ms, cues) of every segment listed.
+        let mut listed: Vec<(u64, f64, i64, &[super::event::Cue])> = Vec::new();
+        let disk = self
+            .dvr
+            .as_ref()
+            .filter(|_| rewind)
+            .and_then(|d| d.track(super::dvr::TS_TRACK));
+        if let (Some(d), Some(first)) = (disk, live_first) {
+            listed.extend(
+                d.segments
+                    .iter()
+                    .take_while(|x| x.msn < first)
+                    .map(|x| (x.msn, x.duration, x.start_ms, &x.cues[..])),
+            );
+            if listed.last().is_some_and(|l| l.0 + 1 != first) {
+                listed.clear();
+            }
+        }
+        listed.extend(
+            self.segments
+                .iter()
+                .map(|x| (x.msn, x.duration, x.start_ms, &x.cues[..])),
+        );
+        let first = listed.first().map_or(self.next_msn, |s| s.0);
         let mut o = format!(
             "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{first}\n"
         );
-        for s in &self.segments {
-            for cue in &s.cues {
+        if self.event_type && self.dvr.is_some() {
+            o.push_str("#EXT-X-PLAYLIST-TYPE:EVENT\n");
+        }
+        for (msn, duration, start_ms, cues) in listed {
+            for cue in cues {
                 super::playlist::write_cue(&mut o, *cue);
             }
             let _ = write!(
                 o,
-                "#EXT-X-PROGRAM-DATE-TIME:{}\n#EXTINF:{:.3},\nseg_0_{}_hls.ts\n",
-                crate::clock::format_iso8601(s.start_ms, utc_offset),
-                s.duration,
-                s.msn
+                "#EXT-X-PROGRAM-DATE-TIME:{}\n#EXTINF:{duration:.3},\nseg_0_{msn}_hls.ts\n",
+                crate::clock::format_iso8601(start_ms, utc_offset),
             );
         }
         if self.ended {

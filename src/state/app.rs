@@ -343,6 +343,14 @@ pub struct HlsSpec {
     /// any origin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross_domains: Option<Vec<String>>,
+    /// `<DVR>`, as LL-HLS's (`EventPlaylistType` applies here).
+    #[serde(
+        default,
+        rename = "dVR",
+        alias = "dvr",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dvr: Option<DvrSpec>,
 }
 
 impl HlsSpec {
@@ -396,10 +404,19 @@ pub struct LlhlsSpec {
     pub dvr: Option<DvrSpec>,
 }
 
-/// OME's `<DVR>` of `<LLHLS>`: `Enable`, `TempStoragePath` (default
-/// `/tmp/ll_hls_dvr`), `MaxDuration` (seconds, default 3600) and
-/// `EventPlaylistType` (read; LL-HLS playlists drop their oldest segments
-/// and cannot be EVENT playlists, as in OME).
+impl Publishers {
+    /// The DVRs set (LL-HLS's, HLS's).
+    pub fn dvrs(&self) -> impl Iterator<Item = &DvrSpec> {
+        let ll = self.llhls.as_ref().and_then(|l| l.dvr.as_ref());
+        let ts = self.hls.as_ref().and_then(|h| h.dvr.as_ref());
+        ll.into_iter().chain(ts)
+    }
+}
+
+/// OME's `<DVR>` of `<LLHLS>` and `<HLS>`: `Enable`, `TempStoragePath`
+/// (default `/tmp/ll_hls_dvr`), `MaxDuration` (seconds, default 3600) and
+/// `EventPlaylistType` (HLS's playlist says `EXT-X-PLAYLIST-TYPE:EVENT`;
+/// LL-HLS's never does, as in OME).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DvrSpec {
@@ -568,6 +585,18 @@ impl AppSpec {
         {
             return Err(SpecError::Form {
                 field: "publishers.llhls.dVR".into(),
+                must: "an absolute tempStoragePath and a maxDuration of 1 to 604800 seconds",
+            });
+        }
+        if self
+            .publishers
+            .hls
+            .as_ref()
+            .and_then(|l| l.dvr.as_ref())
+            .is_some_and(|d| d.problem().is_some())
+        {
+            return Err(SpecError::Form {
+                field: "publishers.hls.dVR".into(),
                 must: "an absolute tempStoragePath and a maxDuration of 1 to 604800 seconds",
             });
         }
