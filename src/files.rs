@@ -49,6 +49,15 @@ pub enum FileOp {
         file: FileId,
         path: PathBuf,
     },
+    /// A whole file made of shared buffers (a DVR segment: its parts as
+    /// the live window holds them, not copied), created (never over an
+    /// existing one), written, closed; not synced (DVR files are
+    /// temporary).
+    PutShared {
+        file: FileId,
+        path: PathBuf,
+        parts: Vec<bytes::Bytes>,
+    },
     /// Read a whole file back (a DVR segment), `max` bytes at most.
     Read {
         file: FileId,

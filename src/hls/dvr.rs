@@ -141,16 +141,13 @@ impl Dvr {
     /// A segment just completed: it goes to disk, and the oldest leave
     /// the window.
     pub fn add(&mut self, track: TrackId, seg: &Segment) {
-        let data: Vec<u8> = seg
-            .parts
-            .iter()
-            .flat_map(|p| p.data.iter().copied())
-            .collect();
+        // The parts as the live window holds them: shared, not copied.
+        let data: Vec<Bytes> = seg.parts.iter().map(|p| p.data.clone()).collect();
         let disk = DiskSegment {
             msn: seg.msn,
             duration: seg.duration(),
             start_ms: seg.start_ms,
-            len: data.len() as u64,
+            len: data.iter().map(|p| p.len() as u64).sum(),
             discontinuity: seg.discontinuity,
             init_version: seg.init_version,
             cues: seg.parts.iter().filter_map(|p| p.cue).collect(),
@@ -172,13 +169,13 @@ impl Dvr {
             cues: seg.cues.clone(),
             written: false,
         };
-        self.add_data(TS_TRACK, disk, seg.data.to_vec());
+        self.add_data(TS_TRACK, disk, vec![seg.data.clone()]);
     }
 
-    fn add_data(&mut self, track: TrackId, disk: DiskSegment, data: Vec<u8>) {
+    fn add_data(&mut self, track: TrackId, disk: DiskSegment, parts: Vec<Bytes>) {
         let file = self.file_id();
         let path = self.path_of(track, disk.msn);
-        self.ops.push(FileOp::Put { file, path, data });
+        self.ops.push(FileOp::PutShared { file, path, parts });
         self.in_flight.insert(file, (track, disk.msn));
         self.bytes += disk.len;
         self.grew = true;

@@ -824,7 +824,7 @@ pub mod fuzz {
             if let Some(d) = s.dvr.as_mut() {
                 let ops: Vec<_> = d.take_ops().collect();
                 for op in ops {
-                    if let crate::files::FileOp::Put { file, .. } = op {
+                    if let crate::files::FileOp::PutShared { file, .. } = op {
                         let failed = head[5] == 0xFE;
                         d.on_written(file, failed.then_some("full"));
                     }

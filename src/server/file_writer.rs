@@ -131,6 +131,7 @@ fn queued_bytes(op: &FileOp) -> Option<usize> {
         FileOp::Write { data, .. } | FileOp::Put { data, .. } | FileOp::Replace { data, .. } => {
             Some(data.len())
         }
+        FileOp::PutShared { parts, .. } => Some(parts.iter().map(|p| p.len()).sum()),
         _ => None,
     }
 }
@@ -143,6 +144,7 @@ fn op_file(op: &FileOp) -> FileId {
         | FileOp::Put { file, .. }
         | FileOp::Replace { file, .. }
         | FileOp::Delete { file, .. }
+        | FileOp::PutShared { file, .. }
         | FileOp::Read { file, .. }
         | FileOp::Space { file, .. }
         | FileOp::RemoveDvr { file, .. }
@@ -284,6 +286,18 @@ impl Worker {
                     .err()
                     .map(|e| format!("cannot delete [{}]: {e}", path.display())),
             }],
+            FileOp::PutShared { file, path, parts } => {
+                let result =
+                    create(&path).and_then(|mut f| parts.iter().try_for_each(|p| f.write_all(p)));
+                match result {
+                    Ok(()) => vec![FileEvent::Closed { file }],
+                    Err(e) => vec![FileEvent::Failed {
+                        file,
+                        reason: format!("cannot write [{}]: {e}", path.display()),
+                        written: None,
+                    }],
+                }
+            }
             FileOp::Read { file, path, max } => vec![FileEvent::Read {
                 file,
                 data: read_bounded(&path, max)
@@ -463,10 +477,13 @@ mod tests {
         // pid 1 runs something else (init): its folder is a dead kiln's.
         let dead = root.join("kiln_1_cd34");
         for d in [&mine, &dead] {
-            w.run(FileOp::Put {
+            w.run(FileOp::PutShared {
                 file: 1,
                 path: d.join("1/7.m4s"),
-                data: vec![7; 10],
+                parts: vec![
+                    bytes::Bytes::from(vec![7; 4]),
+                    bytes::Bytes::from(vec![7; 6]),
+                ],
             });
         }
         let foreign = root.join("kiln_1_ef56");

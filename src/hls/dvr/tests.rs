@@ -49,7 +49,7 @@ fn every_complete_segment_goes_to_disk_and_the_window_keeps_max_duration() {
     let puts: Vec<&PathBuf> = ops
         .iter()
         .filter_map(|o| match o {
-            FileOp::Put { path, .. } => Some(path),
+            FileOp::PutShared { path, .. } => Some(path),
             _ => None,
         })
         .collect();
@@ -75,8 +75,9 @@ fn every_complete_segment_goes_to_disk_and_the_window_keeps_max_duration() {
     assert_eq!(deletes, 19);
     // Every file id is this DVR's, and no read's.
     for o in &ops {
-        let (FileOp::Put { file, .. } | FileOp::Delete { file, .. } | FileOp::Space { file, .. }) =
-            o
+        let (FileOp::PutShared { file, .. }
+        | FileOp::Delete { file, .. }
+        | FileOp::Space { file, .. }) = o
         else {
             panic!("{o:?}");
         };
@@ -128,7 +129,7 @@ fn a_segment_that_could_not_be_written_ends_the_window_there() {
     let put_of = |msn: u64| {
         ops.iter()
             .find_map(|o| match o {
-                FileOp::Put { file, path, .. } if path.ends_with(format!("1/{msn}.m4s")) => {
+                FileOp::PutShared { file, path, .. } if path.ends_with(format!("1/{msn}.m4s")) => {
                     Some(*file)
                 }
                 _ => None,

@@ -661,7 +661,7 @@ fn after_the_records_own_files_a_budget_takes_the_dvrs_segments() {
             FileOp::Create { file, .. } => Some(*file),
             _ => None,
         })
-        .last()
+        .next_back()
         .unwrap();
     // The app's DVR holds 30 MB: over MaxTotalMB 10 with the records'
     // few bytes. The records' two closed files go first, then 20 MB and
