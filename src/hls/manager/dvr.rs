@@ -1,0 +1,299 @@
+//! The DVRs of the stream outputs (OME's `<LLHLS><DVR>`, `<HLS><DVR>`;
+//! see [`crate::hls::dvr`]): made with the packagers, their folders swept
+//! and removed, segments read back for viewers, and the disk budgets
+//! they answer to.
+
+use super::{HlsManager, Output};
+use crate::clock::Now;
+use crate::files::{FileEvent, FileOp};
+use crate::state::streams::StreamId;
+use crate::state::Registry;
+use std::collections::HashMap;
+
+impl HlsManager {
+    /// The DVR folders the configuration names are cleared of what
+    /// kilns that no longer run left there (start-up).
+    pub fn sweep_dvr_folders(&mut self, reg: &Registry) {
+        let roots: Vec<std::path::PathBuf> = reg
+            .vhosts()
+            .iter()
+            .flat_map(|v| v.apps.iter())
+            .flat_map(|a| a.publishers.dvrs())
+            .filter(|d| d.enable)
+            .map(|d| std::path::PathBuf::from(d.path()))
+            .collect();
+        for root in roots {
+            self.sweep_dvr(root);
+        }
+    }
+
+    pub(super) fn sweep_dvr(&mut self, root: std::path::PathBuf) {
+        if self.dvr_swept.insert(root.clone()) {
+            self.file_ops.push(FileOp::SweepDvr {
+                file: crate::files::DVR_FILE,
+                root,
+            });
+        }
+    }
+
+    /// A DVR segment read back: the bytes (`Some(None)`: it could not be
+    /// read), or None when not read.
+    pub fn dvr_read(&self, key: &crate::hls::dvr::ReadKey) -> Option<Option<&bytes::Bytes>> {
+        self.dvr_reads.cached(key)
+    }
+
+    /// A viewer asks for a DVR segment on disk: it is read (once for
+    /// every viewer asking) and the viewer waits as for a part.
+    pub fn read_dvr(
+        &mut self,
+        key: crate::hls::dvr::ReadKey,
+        path: std::path::PathBuf,
+        peer: std::net::IpAddr,
+        io: usize,
+    ) -> Result<(), crate::hls::dvr::ReadRefused> {
+        self.dvr_reads.start(key, path, peer)?;
+        self.wait(key.0, io);
+        Ok(())
+    }
+
+    /// Bytes of DVR segments on disk, and read back in memory.
+    pub fn dvr_bytes(&self) -> (u64, usize) {
+        let disk = self
+            .outputs
+            .values()
+            .flat_map(|o| o.dvrs())
+            .map(|d| d.bytes)
+            .sum();
+        (disk, self.dvr_reads.cached_bytes())
+    }
+
+    /// Whether a DVR grew (or learnt its free space) since the budgets
+    /// were last kept.
+    pub fn dvr_budget_due(&self) -> bool {
+        self.outputs.values().flat_map(|o| o.dvrs()).any(|d| d.grew)
+    }
+
+    /// Bytes of DVR segments per application (vhost, app).
+    pub fn dvr_usage(&self) -> HashMap<(String, String), u64> {
+        let mut usage: HashMap<(String, String), u64> = HashMap::new();
+        for o in self.outputs.values() {
+            for d in o.dvrs() {
+                *usage.entry((o.vhost.clone(), o.app.clone())).or_default() += d.bytes;
+            }
+        }
+        usage
+    }
+
+    /// Gives up the oldest DVR segments of an application (its streams'
+    /// oldest first) until `bytes` are freed or none is left; the bytes
+    /// freed. `why` is logged.
+    pub fn trim_dvr(&mut self, vhost: &str, app: &str, bytes: u64, why: &str) -> u64 {
+        let mut freed = 0;
+        while freed < bytes {
+            let oldest = self
+                .outputs
+                .values_mut()
+                .filter(|o| o.vhost == vhost && o.app == app)
+                .flat_map(|o| o.dvrs_mut())
+                .filter_map(|d| Some((d.oldest_ms()?, d)))
+                .min_by_key(|(ms, _)| *ms);
+            let Some((_, d)) = oldest else {
+                break;
+            };
+            let n = d.drop_first();
+            if n == 0 {
+                break;
+            }
+            freed += n;
+        }
+        if freed > 0 {
+            crate::info!("DVR of {vhost}/{app}: deleted its oldest segments ({freed} bytes) to make room: {why}");
+        }
+        freed
+    }
+
+    /// A DVR that grew answers to its application's and the server's disk
+    /// budgets: its segments count with the recordings (`records`: their
+    /// bytes per application, and all), and past `MaxTotalMB` or under
+    /// `MinFreeMB` it gives up its own oldest segments (a DVR never
+    /// deletes a recording, and never stops: at worst it keeps nothing).
+    pub fn keep_dvr_budgets(
+        &mut self,
+        reg: &Registry,
+        records: &HashMap<(String, String), u64>,
+        records_total: u64,
+    ) {
+        const MB: u64 = 1 << 20;
+        // The applications whose DVRs grew, with the least free space
+        // their DVRs last heard of.
+        let mut apps: Vec<(String, String, Option<u64>)> = Vec::new();
+        for o in self.outputs.values_mut() {
+            let (vhost, app) = (o.vhost.clone(), o.app.clone());
+            for d in o.dvrs_mut() {
+                if std::mem::take(&mut d.grew) {
+                    apps.push((vhost.clone(), app.clone(), d.free));
+                }
+            }
+        }
+        apps.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        apps.dedup_by(|later, kept| {
+            let same = later.0 == kept.0 && later.1 == kept.1;
+            if same {
+                kept.2 = match (kept.2, later.2) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            same
+        });
+        for (vhost, app, free) in apps {
+            let budget = reg
+                .app(&vhost, &app)
+                .and_then(|a| a.disk_budget)
+                .unwrap_or_default();
+            let server = reg.disk_budget.unwrap_or_default();
+            let usage = self.dvr_usage();
+            let mine = usage
+                .get(&(vhost.clone(), app.clone()))
+                .copied()
+                .unwrap_or(0);
+            let all: u64 = usage.values().sum();
+            let of_app = records
+                .get(&(vhost.clone(), app.clone()))
+                .copied()
+                .unwrap_or(0);
+            let mut need: Vec<(u64, String)> = Vec::new();
+            if let Some(mb) = budget.max_total_mb {
+                let (total, max) = (of_app + mine, mb.saturating_mul(MB));
+                if total > max {
+                    need.push((
+                        total - max,
+                        format!(
+                            "the application's recordings and DVR take {} MB (MaxTotalMB {mb})",
+                            total / MB
+                        ),
+                    ));
+                }
+            }
+            if let Some(mb) = server.max_total_mb {
+                let (total, max) = (records_total + all, mb.saturating_mul(MB));
+                if total > max {
+                    need.push((
+                        total - max,
+                        format!(
+                            "the server's recordings and DVRs take {} MB (its MaxTotalMB {mb})",
+                            total / MB
+                        ),
+                    ));
+                }
+            }
+            let floor = budget
+                .min_free_mb
+                .max(server.min_free_mb)
+                .map(|mb| mb.saturating_mul(MB));
+            if let (Some(min), Some(free)) = (floor, free) {
+                if free < min {
+                    need.push((
+                        min - free,
+                        format!(
+                            "{} MB free on the file system (MinFreeMB {})",
+                            free / MB,
+                            min / MB
+                        ),
+                    ));
+                }
+            }
+            if let Some((bytes, why)) = need.into_iter().max_by_key(|(b, _)| *b) {
+                let freed = self.trim_dvr(&vhost, &app, bytes, &why);
+                // Counted as free until the next report.
+                for o in self.outputs.values_mut() {
+                    if o.vhost == vhost && o.app == app {
+                        for d in o.dvrs_mut() {
+                            d.free = d.free.map(|f| f.saturating_add(freed));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A new HLS (MPEG-TS) packager, with its DVR when `spec` has one.
+    pub(super) fn new_ts(
+        &mut self,
+        spec: &crate::state::app::HlsSpec,
+        tracks: &[crate::media::Track],
+        now: Now,
+    ) -> Option<crate::hls::ts::TsHls> {
+        let (segment, keep) = spec.settings();
+        let mut ts = crate::hls::ts::TsHls::new(tracks, segment, keep, now.unix_ms)?;
+        if let Some(d) = spec.dvr.as_ref().filter(|d| d.enable) {
+            let root = std::path::PathBuf::from(d.path());
+            self.sweep_dvr(root.clone());
+            self.dvr_serial = self.dvr_serial % crate::hls::dvr::MAX_SERIAL + 1;
+            let key = format!("hls{}", self.dvr_serial);
+            ts.dvr = Some(crate::hls::dvr::Dvr::new(
+                &root,
+                &key,
+                d.window(),
+                self.dvr_serial,
+            ));
+            ts.event_type = d.event_playlist_type == Some(true);
+        }
+        Some(ts)
+    }
+
+    /// A DVR that is no longer used: what it still asks, then its folder.
+    pub(super) fn remove_dvr(&mut self, mut d: crate::hls::dvr::Dvr) {
+        self.file_ops.extend(d.take_ops());
+        self.file_ops.push(d.remove());
+    }
+
+    /// An output goes: its DVR folder with it.
+    pub(super) fn drop_output(&mut self, id: StreamId, mut o: Output) {
+        for d in o.dvrs_mut() {
+            self.file_ops.extend(d.take_ops());
+            self.file_ops.push(d.remove());
+        }
+        self.dvr_reads.forget(id);
+    }
+
+    /// The worker's answer about a DVR file: a segment written (or not),
+    /// one read back (its viewers are woken), a folder deleted.
+    pub(super) fn on_dvr_event(&mut self, ev: FileEvent) {
+        let file = ev.file();
+        match ev {
+            FileEvent::Read { data, .. } => {
+                if let Some(stream) = self.dvr_reads.on_read(file, data) {
+                    self.wake(stream);
+                }
+            }
+            FileEvent::Deleted { error: Some(e), .. } => crate::warn!("DVR: {e}"),
+            FileEvent::Deleted { .. } => {}
+            FileEvent::Space { free, .. } => {
+                let dvr = self
+                    .outputs
+                    .values_mut()
+                    .flat_map(|o| o.dvrs_mut())
+                    .find(|d| d.owns(file));
+                if let Some(d) = dvr {
+                    d.free = Some(free);
+                    d.grew = true;
+                }
+            }
+            FileEvent::Closed { .. } | FileEvent::Failed { .. } => {
+                let error = match &ev {
+                    FileEvent::Failed { reason, .. } => Some(reason.as_str()),
+                    _ => None,
+                };
+                let dvr = self
+                    .outputs
+                    .values_mut()
+                    .flat_map(|o| o.dvrs_mut())
+                    .find(|d| d.owns(file));
+                if let Some(d) = dvr {
+                    d.on_written(file, error);
+                }
+            }
+        }
+    }
+}
