@@ -375,6 +375,8 @@ impl RecordManager {
     fn end_recordings(&mut self, stream: StreamId, now: Now, ended: bool) {
         for k in self.keys_of(stream) {
             self.finish(&k, now, ended);
+            // The last file's bytes count now.
+            self.keep_budget(&k, now);
             self.recordings.remove(&k);
             if let Some(t) = self.tasks.get_mut(&k) {
                 if t.state == RecordState::Recording {
@@ -477,24 +479,34 @@ impl RecordManager {
     }
 
     fn write(&mut self, key: &TaskKey, frame: &Frame, now: Now) {
+        // A file closed: the budgets are kept now, as the loop knows the
+        // bytes, not only when the writer's next free-space report comes
+        // (which a busy writer sends late, or after the stream ended).
+        if self.write_frame(key, frame, now) {
+            self.keep_budget(key, now);
+        }
+    }
+
+    /// Writes a frame; true when that closed a file (a split).
+    fn write_frame(&mut self, key: &TaskKey, frame: &Frame, now: Now) -> bool {
         let Some(task) = self.tasks.get_mut(key) else {
-            return;
+            return false;
         };
         let Some(r) = self.recordings.get_mut(key) else {
-            return;
+            return false;
         };
         let Some(track) = r.tracks.iter().find(|t| t.id == frame.track) else {
-            return;
+            return false;
         };
         let is_video = track.kind() == MediaKind::Video;
         if r.lapse.as_ref().is_some_and(|l| !l.keeps(is_video, frame)) {
-            return;
+            return false;
         }
         if r.last_dts
             .get(&frame.track)
             .is_some_and(|&d| frame.dts <= d)
         {
-            return;
+            return false;
         }
         let boundary = if r.has_video {
             is_video && frame.keyframe
@@ -509,18 +521,19 @@ impl RecordManager {
             let by_schedule = f.split_at_ms.is_some_and(|at| now.unix_ms >= at);
             by_interval || by_schedule
         });
-        if boundary && split_due {
+        let split = boundary && split_due;
+        if split {
             self.out.close_file(key, r, task, now, false);
         }
         if r.file.is_none() {
             if !boundary {
-                return; // a file starts on a keyframe
+                return split; // a file starts on a keyframe
             }
             if let Err(why) = self.out.open_file(key, r, task, frame, now) {
                 // Not openable (path or tracks): the record fails.
                 self.recordings.remove(key);
                 fail(key, &mut self.tasks, why, now);
-                return;
+                return false;
             }
         }
         r.last_dts.insert(frame.track, frame.dts);
@@ -558,6 +571,7 @@ impl RecordManager {
                 });
             }
         }
+        split
     }
 
     #[cfg(test)]
