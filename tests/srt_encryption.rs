@@ -49,13 +49,17 @@ fn wait_task(s: &Server, id: &str, limit: Duration, done: impl Fn(&Value) -> boo
 /// frame counts kiln passed on.
 fn relayed_counts(s: &Server, name: &str, publish: impl FnOnce()) -> Vec<(String, u64)> {
     let out = s.dir.join(format!("{name}.ts"));
-    let (udp_port, capture) = udp_capture(out.clone(), Duration::from_secs(4));
+    // Quiet for 3 s after the publisher is done (a source that stalls on a
+    // busy machine does not end it).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (udp_port, capture) = udp_capture_until(out.clone(), done.clone(), Duration::from_secs(3));
     let r = s.start_push(
         json!({"id": name, "stream": {"name": name}, "protocol": "mpegts",
         "url": format!("udp://127.0.0.1:{udp_port}")}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     publish();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     capture.join().unwrap();
     frame_counts(&out)
 }

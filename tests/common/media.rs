@@ -243,6 +243,40 @@ pub fn udp_capture(out: PathBuf, quiet: Duration) -> (u16, std::thread::JoinHand
     (port, capture)
 }
 
+/// As [`udp_capture`], but the quiet time that ends it only counts once
+/// `done` is set (the publisher has finished): a source that stalls on a
+/// busy machine does not end the capture early.
+pub fn udp_capture_until(
+    out: PathBuf,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    quiet: Duration,
+) -> (u16, std::thread::JoinHandle<usize>) {
+    let socket = std::net::UdpSocket::bind(("127.0.0.1", 0)).expect("bind capture");
+    let port = socket.local_addr().expect("capture address").port();
+    let capture = std::thread::spawn(move || {
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let (mut data, mut count) = (Vec::new(), 0);
+        let mut buf = [0u8; 65536];
+        let t0 = Instant::now();
+        let mut last = Instant::now();
+        // Bounded: two minutes at most.
+        while t0.elapsed() < Duration::from_secs(120) {
+            if let Ok(n) = socket.recv(&mut buf) {
+                data.extend_from_slice(&buf[..n]);
+                count += 1;
+                last = Instant::now();
+            } else if done.load(std::sync::atomic::Ordering::Relaxed) && last.elapsed() >= quiet {
+                break;
+            }
+        }
+        std::fs::write(&out, &data).unwrap();
+        count
+    });
+    (port, capture)
+}
+
 /// ffprobe's duration of a file, seconds.
 pub fn ffprobe_duration(file: &Path) -> f64 {
     let out = Command::new("ffprobe")
