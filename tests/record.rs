@@ -20,7 +20,7 @@ fn record_server(tag: &str, wrap: Option<String>) -> (Server, PathBuf) {
         ServerOptions {
             media: true,
             file: Some(format!(
-                "<RootPath>{}</RootPath><FilePath>${{Stream}}_${{Sequence}}.ts</FilePath><InfoPath>${{Stream}}.xml</InfoPath>",
+                "<RootPath>{}</RootPath><FilePath>${{Stream}}_${{Sequence}}.ts</FilePath><InfoPath>${{Stream}}.xml</InfoPath><MaxPreRoll>5000</MaxPreRoll>",
                 root.display()
             )),
             wrap,
@@ -446,13 +446,29 @@ fn a_record_killed_by_kill_9_leaves_a_playable_file() {
         record(&s, "k").filter(|r| r["recordTime"].as_u64() >= Some(4000))
     })
     .expect("4 s recorded");
-    // OME's connections.file counts the recording, for the stream and up.
+    // Issue 44: a time-lapse (a keyframe a second) and a pre-roll record
+    // (3 s before the call) are killed with it.
+    for body in [
+        json!({"id": "tl", "stream": {"name": "live"}, "filePath": "/kill/tl.mp4",
+               "keyframesEvery": 1000, "timeLapseFps": 5}),
+        json!({"id": "pr", "stream": {"name": "live"}, "filePath": "/kill/pr.mp4",
+               "preRoll": 3000}),
+    ] {
+        let r = call(&s, "startRecord", body);
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    wait_until(Duration::from_secs(20), || {
+        record(&s, "tl").filter(|r| r["recordTime"].as_u64() >= Some(1000))
+    })
+    .expect("a time-lapse recorded");
+    std::thread::sleep(Duration::from_secs(3));
+    // OME's connections.file counts the recordings, for the stream and up.
     for path in [
         "/v1/stats/current/vhosts/default/apps/app/streams/live",
         "/v1/stats/current",
     ] {
         let st = s.request("GET", path, None).json();
-        assert_eq!(st["response"]["connections"]["file"], 1, "{path}: {st}");
+        assert_eq!(st["response"]["connections"]["file"], 3, "{path}: {st}");
     }
     s.kill9();
     let _ = src.kill();
@@ -479,6 +495,32 @@ fn a_record_killed_by_kill_9_leaves_a_playable_file() {
         "decode errors: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The time-lapse: keyframes only, decodable; the pre-roll: its 3 s
+    // before the call and what came after, whole fragments.
+    let tl = root.join("kill/tl.mp4");
+    let counts = frame_counts(&tl);
+    assert!(frames_of(&counts, "h264") >= 2, "time-lapse: {counts:?}");
+    assert_eq!(frames_of(&counts, "aac"), 0, "{counts:?}");
+    let pr = root.join("kill/pr.mp4");
+    let counts = frame_counts(&pr);
+    assert!(
+        frames_of(&counts, "h264") >= 4 * u64::from(FPS),
+        "pre-roll: {counts:?}"
+    );
+    for f in [&tl, &pr] {
+        let out = Command::new("ffmpeg")
+            .args(["-v", "error", "-i"])
+            .arg(f)
+            .args(["-f", "null", "-"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{}: {}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// OME's answers for bad bodies; ids free again after a stop; records
