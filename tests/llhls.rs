@@ -1407,6 +1407,12 @@ fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
     let (_, live, _) = curl(&[], &format!("{}/{video}?_HLS_rewind=NO", base(&s, "a")));
     let live_count = live.matches("#EXTINF:").count();
     assert!((3..=4).contains(&live_count), "{live}");
+    // On the master, it goes on to the chunklists (OME's form).
+    let (_, master, _) = curl(&[], &format!("{}/llhls.m3u8?_HLS_rewind=NO", base(&s, "a")));
+    assert!(
+        master.contains(&format!("{video}?_HLS_rewind=NO\n")),
+        "{master}"
+    );
     // The oldest listed segment is read back from disk, byte for byte.
     let folders = dvr_folders(&root);
     assert_eq!(folders.len(), 1, "{folders:?}");

@@ -430,24 +430,48 @@ fn with_session(r: Reply, token: &str) -> Reply {
     }
 }
 
-/// Inserts `?session=` after every URL in a playlist: a name ending
-/// `.m3u8`, `.m4s` or `.ts` that ends a line or a quoted attribute (kiln's
-/// playlists never give a URL a query of its own).
+/// Inserts `?session=` after every URL in a playlist (`&session=` where
+/// the URL has a query already).
 pub fn add_session(text: &[u8], token: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() + 64 * (token.len() + 9));
-    for (i, &c) in text.iter().enumerate() {
-        out.push(c);
-        let ends_url = matches!(text.get(i + 1), None | Some(b'"' | b'\n' | b'\r'));
-        if ends_url
-            && [&b".m3u8"[..], b".m4s", b".ts"]
-                .iter()
-                .any(|ext| out.ends_with(ext))
-        {
-            out.extend_from_slice(b"?session=");
-            out.extend_from_slice(token.as_bytes());
+    add_query(text, &format!("session={token}"))
+}
+
+/// Appends `query` to every URL of a playlist: each line that is not a
+/// tag, and each quoted `URI="..."` attribute of a tag.
+pub fn add_query(text: &[u8], query: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 64 * (query.len() + 1));
+    let push_url = |out: &mut Vec<u8>, url: &[u8]| {
+        out.extend_from_slice(url);
+        out.push(if url.contains(&b'?') { b'&' } else { b'?' });
+        out.extend_from_slice(query.as_bytes());
+    };
+    for line in text.split_inclusive(|&c| c == b'\n') {
+        let body_len = line
+            .iter()
+            .rposition(|&c| c != b'\n' && c != b'\r')
+            .map_or(0, |p| p + 1);
+        let (body, end) = line.split_at(body_len);
+        if body.is_empty() {
+        } else if body[0] != b'#' {
+            push_url(&mut out, body);
+        } else {
+            let mut rest = body;
+            while let Some(at) = find(rest, b"URI=\"") {
+                let (head, tail) = rest.split_at(at + 5);
+                out.extend_from_slice(head);
+                let close = tail.iter().position(|&c| c == b'"').unwrap_or(tail.len());
+                push_url(&mut out, &tail[..close]);
+                rest = &tail[close..];
+            }
+            out.extend_from_slice(rest);
         }
+        out.extend_from_slice(end);
     }
     out
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 fn with_origin(r: Reply, origin: Option<String>) -> Answer {
@@ -634,7 +658,20 @@ fn answer_file(
             if let Some(held) = hold(stream_ready()) {
                 return held;
             }
-            reply(Reply::playlist(playlist::master(s), cache.master))
+            let text = playlist::master(s);
+            // OME's `_HLS_rewind=NO` on the master goes on to its chunklists.
+            let rewind_no = Reload::of(&req.target)
+                .rewind
+                .is_some_and(|r| r.eq_ignore_ascii_case("NO"));
+            if rewind_no && s.dvr.is_some() {
+                let text = add_query(text.as_bytes(), "_HLS_rewind=NO");
+                return reply(Reply::media(
+                    PLAYLIST,
+                    cache.master,
+                    vec![Bytes::from(text).into()],
+                ));
+            }
+            reply(Reply::playlist(text, cache.master))
         }
         File::Chunklist { track } => {
             let Some(t) = track_of(track) else {
@@ -743,5 +780,16 @@ mod session_tests {
         let out = String::from_utf8(add_session(ts.as_bytes(), "1_x")).unwrap();
         assert!(out.ends_with("seg_0_3_hls.ts?session=1_x"));
         assert!(!out.contains("#EXTINF:6.0,?"));
+        // A URL with a query of its own (OME's `_HLS_rewind=NO`).
+        let master = "#EXTM3U\n#EXT-X-MEDIA:TYPE=AUDIO,URI=\"chunklist_2_audio_k_llhls.m3u8?_HLS_rewind=NO\"\nchunklist_1_video_k_llhls.m3u8?_HLS_rewind=NO\r\n";
+        let out = String::from_utf8(add_session(master.as_bytes(), "s")).unwrap();
+        assert!(
+            out.contains("URI=\"chunklist_2_audio_k_llhls.m3u8?_HLS_rewind=NO&session=s\""),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("chunklist_1_video_k_llhls.m3u8?_HLS_rewind=NO&session=s\r\n"),
+            "{out}"
+        );
     }
 }
