@@ -56,7 +56,7 @@ pub enum FileOp {
     PutShared {
         file: FileId,
         path: PathBuf,
-        parts: Vec<bytes::Bytes>,
+        parts: Vec<Piece>,
     },
     /// Read a whole file back (a DVR segment), `max` bytes at most.
     Read {
@@ -83,6 +83,30 @@ pub enum FileOp {
         file: FileId,
         root: PathBuf,
     },
+}
+
+/// A piece of a [`FileOp::PutShared`]: shared bytes, and where they are
+/// in a memory file when they are there (then the worker copies them
+/// file to file in the kernel, without reading the mapping: its pages are
+/// not brought into the process).
+#[derive(Debug, Clone)]
+pub struct Piece {
+    pub bytes: bytes::Bytes,
+    pub from: Option<(std::sync::Arc<std::fs::File>, u64)>,
+}
+
+impl PartialEq for Piece {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Piece {}
+
+impl From<bytes::Bytes> for Piece {
+    fn from(bytes: bytes::Bytes) -> Self {
+        Piece { bytes, from: None }
+    }
 }
 
 /// A file made with [`FileOp::Create`] has the free space of its file

@@ -17,7 +17,7 @@
 
 use super::event::Cue;
 use super::Segment;
-use crate::files::{FileId, FileOp, DVR_FILE};
+use crate::files::{FileId, FileOp, Piece, DVR_FILE};
 use crate::media::TrackId;
 use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
@@ -141,13 +141,21 @@ impl Dvr {
     /// A segment just completed: it goes to disk, and the oldest leave
     /// the window.
     pub fn add(&mut self, track: TrackId, seg: &Segment) {
-        // The parts as the live window holds them: shared, not copied.
-        let data: Vec<Bytes> = seg.parts.iter().map(|p| p.data.clone()).collect();
+        // The parts as the live window holds them: shared, not copied
+        // (from their memory file, in the kernel, when they are in one).
+        let data: Vec<Piece> = seg
+            .parts
+            .iter()
+            .map(|p| Piece {
+                bytes: p.data.clone(),
+                from: p.file.as_ref().map(|f| (f.file.clone(), f.offset)),
+            })
+            .collect();
         let disk = DiskSegment {
             msn: seg.msn,
             duration: seg.duration(),
             start_ms: seg.start_ms,
-            len: data.iter().map(|p| p.len() as u64).sum(),
+            len: data.iter().map(|p| p.bytes.len() as u64).sum(),
             discontinuity: seg.discontinuity,
             init_version: seg.init_version,
             cues: seg.parts.iter().filter_map(|p| p.cue).collect(),
@@ -169,10 +177,10 @@ impl Dvr {
             cues: seg.cues.clone(),
             written: false,
         };
-        self.add_data(TS_TRACK, disk, vec![seg.data.clone()]);
+        self.add_data(TS_TRACK, disk, vec![seg.data.clone().into()]);
     }
 
-    fn add_data(&mut self, track: TrackId, disk: DiskSegment, parts: Vec<Bytes>) {
+    fn add_data(&mut self, track: TrackId, disk: DiskSegment, parts: Vec<Piece>) {
         let file = self.file_id();
         let path = self.path_of(track, disk.msn);
         self.ops.push(FileOp::PutShared { file, path, parts });

@@ -131,7 +131,7 @@ fn queued_bytes(op: &FileOp) -> Option<usize> {
         FileOp::Write { data, .. } | FileOp::Put { data, .. } | FileOp::Replace { data, .. } => {
             Some(data.len())
         }
-        FileOp::PutShared { parts, .. } => Some(parts.iter().map(|p| p.len()).sum()),
+        FileOp::PutShared { parts, .. } => Some(parts.iter().map(|p| p.bytes.len()).sum()),
         _ => None,
     }
 }
@@ -287,8 +287,12 @@ impl Worker {
                     .map(|e| format!("cannot delete [{}]: {e}", path.display())),
             }],
             FileOp::PutShared { file, path, parts } => {
-                let result =
-                    create(&path).and_then(|mut f| parts.iter().try_for_each(|p| f.write_all(p)));
+                let result = create(&path).and_then(|mut f| {
+                    parts.iter().try_for_each(|p| match &p.from {
+                        Some((mem, offset)) => copy_range(mem, *offset, p.bytes.len(), &f),
+                        None => f.write_all(&p.bytes),
+                    })
+                });
                 match result {
                     Ok(()) => vec![FileEvent::Closed { file }],
                     Err(e) => vec![FileEvent::Failed {
@@ -319,6 +323,25 @@ impl Worker {
             }
         }
     }
+}
+
+/// `len` bytes of `from` at `offset` appended to `to`, copied in the
+/// kernel (`sendfile(2)` between files).
+fn copy_range(from: &File, offset: u64, len: usize, to: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (mut offset, mut left) = (offset, len);
+    while left > 0 {
+        match crate::sys::send_file(to.as_raw_fd(), from.as_raw_fd(), offset, left) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                offset += n as u64;
+                left -= n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// A whole file, `max` bytes at most (a longer one is an error).
@@ -481,8 +504,8 @@ mod tests {
                 file: 1,
                 path: d.join("1/7.m4s"),
                 parts: vec![
-                    bytes::Bytes::from(vec![7; 4]),
-                    bytes::Bytes::from(vec![7; 6]),
+                    bytes::Bytes::from(vec![7; 4]).into(),
+                    bytes::Bytes::from(vec![7; 6]).into(),
                 ],
             });
         }
