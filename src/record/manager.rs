@@ -57,6 +57,8 @@ struct Recording {
     /// Its disk budgets, and the free space the writer last read.
     budget: Budgets,
     free: Option<u64>,
+    /// The open file's bytes when the budgets were last kept.
+    budget_checked: u64,
 }
 
 /// A time-lapse's progress: the source time of the last keyframe kept,
@@ -268,6 +270,7 @@ impl RecordManager {
                 lapse,
                 budget,
                 free: None,
+                budget_checked: 0,
             },
         );
         if let Some(t) = self.tasks.get_mut(key) {
@@ -479,15 +482,17 @@ impl RecordManager {
     }
 
     fn write(&mut self, key: &TaskKey, frame: &Frame, now: Now) {
-        // A file closed: the budgets are kept now, as the loop knows the
-        // bytes, not only when the writer's next free-space report comes
-        // (which a busy writer sends late, or after the stream ended).
+        // A file closed, or the open one grew by `BUDGET_EVERY`: the
+        // budgets are kept now, as the loop knows the bytes, not only when
+        // the writer's next free-space report comes (every 4 MiB, later
+        // on a busy machine, never after the stream ended).
         if self.write_frame(key, frame, now) {
             self.keep_budget(key, now);
         }
     }
 
-    /// Writes a frame; true when that closed a file (a split).
+    /// Writes a frame; true when the budgets are due (a file closed, or
+    /// the open one grew by [`budget::BUDGET_EVERY`]).
     fn write_frame(&mut self, key: &TaskKey, frame: &Frame, now: Now) -> bool {
         let Some(task) = self.tasks.get_mut(key) else {
             return false;
@@ -559,9 +564,14 @@ impl RecordManager {
         if let Some(m) = r.mux.as_mut() {
             m.write_frame(&rebased, &mut out);
         }
+        let mut due = split;
         if let Some(f) = r.file.as_mut() {
             f.last_dts = f.last_dts.max(frame.dts);
             f.bytes += out.len() as u64;
+            if r.budget.is_set() && f.bytes >= r.budget_checked + budget::BUDGET_EVERY {
+                r.budget_checked = f.bytes;
+                due = true;
+            }
             task.record_bytes = f.bytes;
             task.record_ms = ((f.last_dts - f.first_dts).max(0) * 1000 / TICKS_PER_SECOND) as u64;
             if !out.is_empty() {
@@ -571,7 +581,7 @@ impl RecordManager {
                 });
             }
         }
-        split
+        due
     }
 
     #[cfg(test)]

@@ -21,6 +21,12 @@ use std::path::PathBuf;
 
 const MB: u64 = 1 << 20;
 
+/// The loop keeps a recording's budgets each time its open file grows by
+/// this much (besides each file's start and end and the writer's free-space
+/// reports); `MaxTotalMB` leaves this much room, so that what is written
+/// between two checks does not take the files past it.
+pub(super) const BUDGET_EVERY: u64 = 256 << 10;
+
 /// The budgets one recording answers to.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Budgets {
@@ -39,7 +45,7 @@ impl Budgets {
         }
     }
 
-    fn is_set(&self) -> bool {
+    pub(super) fn is_set(&self) -> bool {
         self.app != DiskBudget::default() || self.server != DiskBudget::default()
     }
 
@@ -85,7 +91,7 @@ impl RecordManager {
             .sum::<u64>()
             + dvr_app;
         if let Some(mb) = b.app.max_total_mb {
-            let max = mb.saturating_mul(MB);
+            let max = mb.saturating_mul(MB).saturating_sub(BUDGET_EVERY);
             if app_total > max {
                 let dvr = if dvr_app > 0 { " and DVR" } else { "" };
                 return Some((
@@ -100,7 +106,7 @@ impl RecordManager {
         let all: u64 =
             self.tasks.iter().map(on_disk).sum::<u64>() + self.dvr_usage.values().sum::<u64>();
         if let Some(mb) = b.server.max_total_mb {
-            let max = mb.saturating_mul(MB);
+            let max = mb.saturating_mul(MB).saturating_sub(BUDGET_EVERY);
             if all > max {
                 return Some((
                     format!(
