@@ -28,6 +28,7 @@ const TEST_ONLY_FILES: &[&str] = &[
     "push/sim_tests.rs",
     "fmp4/tests.rs",
     "hls/tests.rs",
+    "hls/dvr/tests.rs",
     "ts/test_util.rs",
     "config/tests.rs",
     "record/manager/tests.rs",
