@@ -531,6 +531,10 @@ impl RecordManager {
             self.out.close_file(key, r, task, now, false);
         }
         if r.file.is_none() {
+            // The next file's growth is counted from its start.
+            r.budget_checked = 0;
+        }
+        if r.file.is_none() {
             if !boundary {
                 return split; // a file starts on a keyframe
             }

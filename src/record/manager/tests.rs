@@ -690,3 +690,47 @@ fn after_the_records_own_files_a_budget_takes_the_dvrs_segments() {
     assert!(why.contains("recordings and DVR take"), "{why}");
     assert_eq!(w.task("b").state, RecordState::Recording);
 }
+
+#[test]
+fn max_total_mb_is_kept_as_each_file_grows_not_only_at_splits() {
+    let text = include_str!("../../../server.xml.example").replacen(
+        "</FILE>\n          </Publishers>",
+        "</FILE>\n          </Publishers><DiskBudget><MaxTotalMB>3</MaxTotalMB></DiskBudget>",
+        1,
+    );
+    let mut w = World::with_config(&text);
+    w.add(r#"{"id":"b","stream":{"name":"s"},"interval":20000,"filePath":"b_${Sequence}.ts","infoPath":"b.xml"}"#);
+    w.publish("s", 0);
+    w.media(0, 20_500);
+    let id = w.stream.unwrap();
+    // A 100 kB video frame (one AVCC NAL) at `t` ms.
+    let feed = |w: &mut World, t: i64, keyframe: bool| {
+        let mut d = vec![0u8; 100_000];
+        d[..5].copy_from_slice(&[0x00, 0x01, 0x86, 0x9C, if keyframe { 0x65 } else { 0x41 }]);
+        let frame = Frame {
+            track: 1,
+            pts: t * 90,
+            dts: t * 90,
+            keyframe,
+            data: Bytes::from(d),
+        };
+        let now = w.now(t);
+        let out = IngestOutput {
+            stream: Some(id),
+            frames: vec![frame],
+            ..Default::default()
+        };
+        w.rec.on_ingest(&out, &mut w.reg, now);
+        w.ops().iter().any(|o| matches!(o, FileOp::Delete { .. }))
+    };
+    // The second file: 2 MB, within the budget.
+    for i in 0..20 {
+        assert!(!feed(&mut w, 20_500 + i * 100, false));
+    }
+    // The third (split at a keyframe past 40 s) grows: the budget acts
+    // once the files pass 3 MiB less 256 KiB of room, within the ninth
+    // frame, not when this file is as large as the last one was.
+    assert!(!feed(&mut w, 40_000, true));
+    let at = (1..40).find(|i| feed(&mut w, 40_000 + i * 100, false));
+    assert!(at.is_some_and(|i| i <= 9), "deleted at frame {at:?}");
+}
