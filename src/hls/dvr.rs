@@ -23,6 +23,7 @@ use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// One segment on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -344,7 +345,11 @@ pub const TS_TRACK: TrackId = 0;
 pub type ReadKey = (u64, TrackId, u64);
 
 /// Segments read back are kept for every viewer of them, this many bytes
-/// at most (the newest reads; a viewer that seeks back reads on).
+/// at most (the newest reads; a viewer that seeks back reads on), and for
+/// [`CACHE_TTL`] at most (the viewers of one moment share them; a box is
+/// not left holding them after a seek).
+pub const CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(20);
+/// The bytes of segments read back kept at most.
 pub const CACHE_BYTES: usize = 24 << 20;
 /// Reads in flight, all viewers together, and for one address.
 pub const MAX_READS: usize = 64;
@@ -362,8 +367,9 @@ pub enum ReadRefused {
 /// Reads of DVR segments: in flight, and the cache of what came back.
 #[derive(Debug, Default)]
 pub struct DvrReads {
-    /// Oldest first; `None`: the read failed (answered 404 while kept).
-    cache: VecDeque<(ReadKey, Option<Bytes>)>,
+    /// Oldest first, with when each came; `None`: the read failed
+    /// (answered 404 while kept).
+    cache: VecDeque<(ReadKey, Option<Bytes>, Instant)>,
     cached_bytes: usize,
     in_flight: HashMap<FileId, (ReadKey, IpAddr)>,
     next: u64,
@@ -381,8 +387,8 @@ impl DvrReads {
         self.cache
             .iter()
             .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, b)| b.as_ref())
+            .find(|(k, _, _)| k == key)
+            .map(|(_, b, _)| b.as_ref())
     }
 
     pub fn is_reading(&self, key: &ReadKey) -> bool {
@@ -420,7 +426,12 @@ impl DvrReads {
     }
 
     /// A read came back: its stream (to wake its viewers), if it was one.
-    pub fn on_read(&mut self, file: FileId, data: Result<Bytes, String>) -> Option<u64> {
+    pub fn on_read(
+        &mut self,
+        file: FileId,
+        data: Result<Bytes, String>,
+        now: Instant,
+    ) -> Option<u64> {
         let (key, _) = self.in_flight.remove(&file)?;
         let data = match data {
             Ok(b) => Some(b),
@@ -430,19 +441,36 @@ impl DvrReads {
             }
         };
         self.cached_bytes += data.as_ref().map_or(0, Bytes::len);
-        self.cache.push_back((key, data));
+        self.cache.push_back((key, data, now));
         // The newest stays, whatever its size: its viewers are woken now.
-        while self.cached_bytes > CACHE_BYTES && self.cache.len() > 1 {
-            if let Some((_, b)) = self.cache.pop_front() {
-                self.cached_bytes -= b.map_or(0, |b| b.len());
-            }
-        }
-        while self.cache.len() > 256 {
-            if let Some((_, b)) = self.cache.pop_front() {
-                self.cached_bytes -= b.map_or(0, |b| b.len());
-            }
+        while (self.cached_bytes > CACHE_BYTES && self.cache.len() > 1) || self.cache.len() > 256 {
+            self.drop_oldest();
         }
         Some(key.0)
+    }
+
+    /// Drops the oldest entry; the bytes that frees.
+    fn drop_oldest(&mut self) -> usize {
+        let n = self
+            .cache
+            .pop_front()
+            .map_or(0, |(_, b, _)| b.map_or(0, |b| b.len()));
+        self.cached_bytes -= n;
+        n
+    }
+
+    /// Drops what was read more than [`CACHE_TTL`] ago: (the bytes that
+    /// frees, when the next entry is due).
+    pub fn expire(&mut self, now: Instant) -> (usize, Option<Instant>) {
+        let mut freed = 0;
+        while self
+            .cache
+            .front()
+            .is_some_and(|(_, _, at)| *at + CACHE_TTL <= now)
+        {
+            freed += self.drop_oldest();
+        }
+        (freed, self.cache.front().map(|(_, _, at)| *at + CACHE_TTL))
     }
 
     /// A stream's playlists are gone: its cached segments too, and what
@@ -450,12 +478,12 @@ impl DvrReads {
     pub fn forget(&mut self, stream: u64) {
         self.in_flight.retain(|_, (k, _)| k.0 != stream);
         let before = self.cache.len();
-        self.cache.retain(|(k, _)| k.0 != stream);
+        self.cache.retain(|(k, _, _)| k.0 != stream);
         if self.cache.len() != before {
             self.cached_bytes = self
                 .cache
                 .iter()
-                .map(|(_, b)| b.as_ref().map_or(0, Bytes::len))
+                .map(|(_, b, _)| b.as_ref().map_or(0, Bytes::len))
                 .sum();
         }
     }

@@ -65,6 +65,8 @@ pub struct HlsManager {
     dvr_swept: std::collections::HashSet<std::path::PathBuf>,
     /// The last DVR serial given (see [`super::dvr::Dvr::new`]).
     dvr_serial: u64,
+    /// Bytes let go of (DVR segments read back and expired).
+    released: usize,
 }
 
 impl HlsManager {
@@ -167,7 +169,8 @@ impl HlsManager {
     }
 
     /// Drops the outputs of streams that ended `ENDED_KEPT` ago (their
-    /// DVR folders with them); when the next one is due.
+    /// DVR folders with them) and DVR segments read back `CACHE_TTL` ago;
+    /// when the next of either is due.
     pub fn expire(&mut self, now: Instant) -> Option<Instant> {
         let gone: Vec<StreamId> = self
             .outputs
@@ -180,11 +183,21 @@ impl HlsManager {
                 self.drop_output(id, o);
             }
         }
+        // DVR segments read back go after a while.
+        let (freed, next_read) = self.dvr_reads.expire(now);
+        self.released += freed;
         self.outputs
             .values()
             .filter_map(|o| o.ended)
-            .min()
             .map(|at| at + ENDED_KEPT)
+            .chain(next_read)
+            .min()
+    }
+
+    /// Bytes the outputs let go of since last asked (for the allocator
+    /// to be given them back).
+    pub fn take_released(&mut self) -> usize {
+        std::mem::take(&mut self.released)
     }
 
     /// Lets the dumps of a stream write what is new; `end`: their last
@@ -271,9 +284,9 @@ impl HlsManager {
 
     /// The writer's answer about a dump file: a failure puts the dump in
     /// error (its info file says so) and stops it.
-    pub fn on_file_event(&mut self, ev: FileEvent) {
+    pub fn on_file_event(&mut self, ev: FileEvent, now: Instant) {
         if ev.file() & crate::files::DVR_FILE != 0 {
-            return self.on_dvr_event(ev);
+            return self.on_dvr_event(ev, now);
         }
         let Some(key) = self.dump_files.owner(&ev) else {
             return;

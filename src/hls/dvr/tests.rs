@@ -172,7 +172,11 @@ fn reads_are_shared_bounded_per_address_and_cached() {
         panic!()
     };
     assert!(DvrReads::owns(*file));
-    assert_eq!(r.on_read(*file, Ok(Bytes::from_static(b"seg"))), Some(1));
+    let t0 = std::time::Instant::now();
+    assert_eq!(
+        r.on_read(*file, Ok(Bytes::from_static(b"seg")), t0),
+        Some(1)
+    );
     assert_eq!(
         r.cached(&(1, 1, 0)),
         Some(Some(&Bytes::from_static(b"seg")))
@@ -181,17 +185,26 @@ fn reads_are_shared_bounded_per_address_and_cached() {
     let FileOp::Read { file, .. } = &ops[1] else {
         panic!()
     };
-    r.on_read(*file, Err("gone".into()));
+    r.on_read(*file, Err("gone".into()), t0);
     assert_eq!(r.cached(&(1, 1, 1)), Some(None));
     // The cache keeps CACHE_BYTES at most (the newest).
     for (i, op) in ops[2..].iter().enumerate() {
         let FileOp::Read { file, .. } = op else {
             panic!()
         };
-        r.on_read(*file, Ok(Bytes::from(vec![0u8; CACHE_BYTES / 4 + i])));
+        let at = t0 + Duration::from_secs(1);
+        r.on_read(*file, Ok(Bytes::from(vec![0u8; CACHE_BYTES / 4 + i])), at);
     }
     assert!(r.cached_bytes() <= CACHE_BYTES);
     assert_eq!(r.cached(&(1, 1, 0)), None);
+    // Kept CACHE_TTL at most: then the bytes go (and are counted).
+    let held = r.cached_bytes();
+    assert_eq!(
+        r.expire(t0 + CACHE_TTL),
+        (0, Some(t0 + Duration::from_secs(1) + CACHE_TTL))
+    );
+    let (freed, next) = r.expire(t0 + Duration::from_secs(1) + CACHE_TTL);
+    assert_eq!((freed, next, r.cached_bytes()), (held, None, 0));
     // A stream that went: its reads are forgotten.
     r.forget(1);
     assert_eq!(r.cached_bytes(), 0);

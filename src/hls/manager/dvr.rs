@@ -259,11 +259,11 @@ impl HlsManager {
 
     /// The worker's answer about a DVR file: a segment written (or not),
     /// one read back (its viewers are woken), a folder deleted.
-    pub(super) fn on_dvr_event(&mut self, ev: FileEvent) {
+    pub(super) fn on_dvr_event(&mut self, ev: FileEvent, now: std::time::Instant) {
         let file = ev.file();
         match ev {
             FileEvent::Read { data, .. } => {
-                if let Some(stream) = self.dvr_reads.on_read(file, data) {
+                if let Some(stream) = self.dvr_reads.on_read(file, data, now) {
                     self.wake(stream);
                 }
             }

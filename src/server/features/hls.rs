@@ -42,13 +42,13 @@ impl Feature for Hls {
         }
     }
 
-    fn on_file_event(&mut self, e: FileEvent, core: &mut Core, _now: Instant) -> Option<FileEvent> {
+    fn on_file_event(&mut self, e: FileEvent, core: &mut Core, now: Instant) -> Option<FileEvent> {
         let file = e.file();
         if file & (DUMP_FILE | DVR_FILE) == 0 {
             return Some(e);
         }
         let api = &mut core.api;
-        api.hls.on_file_event(e);
+        api.hls.on_file_event(e, now);
         None
     }
 
@@ -64,8 +64,12 @@ impl Feature for Hls {
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
         let woken = core.api.hls.take_woken();
         core.flush_all(&woken, now);
-        // Ended streams' playlists go when their time is up.
-        let next = core.api.hls.expire(now);
+        // Ended streams' playlists go when their time is up, and DVR
+        // segments read back when theirs is; what they held goes back to
+        // the system (a trim, at most once a second).
+        let expiry = core.api.hls.expire(now);
+        let trim = core.heap.on_released(core.api.hls.take_released(), now);
+        let next = [expiry, trim].into_iter().flatten().min();
         // DVRs that grew answer to the disk budgets, which count the
         // recordings too.
         if core.api.hls.dvr_budget_due() {
@@ -80,7 +84,7 @@ impl Feature for Hls {
                 return next;
             }
             for e in refused {
-                core.api.hls.on_file_event(e);
+                core.api.hls.on_file_event(e, now);
             }
         }
     }
