@@ -22,13 +22,15 @@ const browser = await puppeteer.launch({
 });
 const wait = { timeout: 20000 };
 // The console redraws its tables on each poll: a button found just before
-// a redraw is gone when clicked; find it again.
+// a redraw is gone (or not yet laid out) when clicked; find it again, as
+// an operator clicks again.
 async function clickLive(page, selector) {
   for (let i = 0; ; i++) {
     try {
       return await page.click(selector);
     } catch (e) {
-      if (i >= 20 || !String(e).includes("detached")) throw e;
+      const redrawn = /detached|not clickable/.test(String(e));
+      if (i >= 20 || !redrawn) throw e;
       await new Promise((r) => setTimeout(r, 100));
     }
   }
