@@ -31,6 +31,7 @@ pub(crate) struct FileWriter {
 
 impl FileWriter {
     pub(crate) fn start(waker: Arc<Waker>) -> std::io::Result<FileWriter> {
+        let _ = STARTED.set(std::time::SystemTime::now());
         let (otx, orx) = mpsc::channel::<FileOp>();
         let (etx, erx) = mpsc::channel::<FileEvent>();
         let queued = Arc::new(AtomicUsize::new(0));
@@ -393,13 +394,25 @@ fn remove_dvr(dir: &Path) -> std::io::Result<()> {
     fs::remove_dir(dir)
 }
 
+/// When the worker started (about when kiln did).
+static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
+
 /// Deletes the DVR folders under `root` whose kiln is gone: its pid is
-/// not running a program of this one's name. (This process has made none
-/// when it sweeps: the sweep is its first DVR operation on `root`.)
+/// not running a program of this one's name. A folder named with this
+/// process's own pid is a previous kiln's (a container's kiln is pid 1
+/// every time) when it was last changed before this one started.
 fn sweep_dvr(root: &Path) -> std::io::Result<()> {
     let comm = |pid: &str| fs::read_to_string(format!("/proc/{pid}/comm")).ok();
     let me = comm("self");
     let my_pid = std::process::id();
+    let before_me = |p: &Path| {
+        let changed = fs::metadata(p).and_then(|m| m.modified()).ok();
+        match (STARTED.get(), changed) {
+            (Some(start), Some(changed)) => changed < *start,
+            (None, _) => true,
+            (Some(_), None) => false,
+        }
+    };
     // One folder that cannot go does not keep the others.
     let mut first_error = None;
     for entry in fs::read_dir(root)? {
@@ -407,8 +420,11 @@ fn sweep_dvr(root: &Path) -> std::io::Result<()> {
         let Some(pid) = entry.file_name().to_str().and_then(dvr_folder_pid) else {
             continue;
         };
-        let alive =
-            pid != my_pid && comm(&pid.to_string()).is_some_and(|c| Some(&c) == me.as_ref());
+        let alive = if pid == my_pid {
+            !before_me(&entry.path())
+        } else {
+            comm(&pid.to_string()).is_some_and(|c| Some(&c) == me.as_ref())
+        };
         if !alive && entry.file_type()?.is_dir() {
             if let Err(e) = remove_dvr(&entry.path()) {
                 first_error.get_or_insert(e);

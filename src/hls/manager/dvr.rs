@@ -28,6 +28,8 @@ impl HlsManager {
     }
 
     pub(super) fn sweep_dvr(&mut self, root: std::path::PathBuf) {
+        // One spelling per folder (`/a/b/` is `/a/b`).
+        let root = crate::files::resolve(None, &root.to_string_lossy()).unwrap_or(root);
         if self.dvr_swept.insert(root.clone()) {
             self.file_ops.push(FileOp::SweepDvr {
                 file: crate::files::DVR_FILE,
