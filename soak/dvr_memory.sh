@@ -22,7 +22,9 @@ OUT=${OUT:-/tmp/kiln-dvr-memory}
 mkdir -p "$OUT" && cd "$OUT"
 rm -rf store a b
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+# Only what still runs: a pid of a process that ended may be another's now
+# (pid_max is often 32,768), and killing it would stop that process.
+trap 'kill $(jobs -pr) 2>/dev/null || true' EXIT
 
 [ -f src.flv ] || ffmpeg -hide_banner -loglevel error -y \
   -f lavfi -i testsrc2=size=1280x720:rate=30 -f lavfi -i sine=frequency=440:sample_rate=48000 \

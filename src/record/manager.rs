@@ -115,6 +115,9 @@ pub struct RecordManager {
 struct FileOut {
     /// Files open or closing -> their record.
     files: HashMap<FileId, TaskKey>,
+    /// Deletions (a budget's) handed to the writer and not yet done: the
+    /// operation's id -> the bytes they free.
+    deleting: HashMap<FileId, u64>,
     next_file: FileId,
     ops: Vec<FileOp>,
     utc_offset: i32,
@@ -459,12 +462,16 @@ impl RecordManager {
                 let Some(key) = self.out.files.get(&file).cloned() else {
                     return;
                 };
+                // Deletions asked for and not yet done were not counted
+                // in what the writer read (it does them in order).
+                let pending: u64 = self.out.deleting.values().sum();
                 if let Some(r) = self.recordings.get_mut(&key) {
-                    r.free = Some(free);
+                    r.free = Some(free.saturating_add(pending));
                 }
                 self.keep_budget(&key, now);
             }
-            FileEvent::Deleted { error, .. } => {
+            FileEvent::Deleted { file, error } => {
+                self.out.deleting.remove(&file);
                 if let Some(e) = error {
                     crate::warn!("record: {e}");
                 }

@@ -214,6 +214,7 @@ impl RecordManager {
             let out = &mut self.out;
             let id = out.next_file;
             out.next_file += 2;
+            out.deleting.insert(id, bytes);
             out.ops.push(FileOp::Delete {
                 file: id,
                 path: PathBuf::from(path),
