@@ -1,4 +1,4 @@
-//! DVR (OME's `<LLHLS><DVR>`): every complete segment of a stream also
+//! DVR (OME's `<LLHLS><DVR>` and `<HLS><DVR>`): every complete segment of a stream also
 //! goes to disk under `<TempStoragePath>`, so the chunklists can list the
 //! last `<MaxDuration>` seconds while memory holds only the live window
 //! (`SegmentCount` segments). A segment that left memory is read back
@@ -12,8 +12,8 @@
 //! -9`) is deleted when a DVR next uses the same path, and at start-up
 //! for the paths the configuration names ([`FileOp::SweepDvr`]).
 //!
-//! Sans-IO: segments in, [`FileOp`]s out; `now` is not needed (the window
-//! is counted in media time).
+//! Sans-IO: segments in, [`FileOp`]s out. The window is counted in media
+//! time; `now` is passed in only to age the segments read back.
 
 use super::event::Cue;
 use super::Segment;
