@@ -1320,6 +1320,33 @@ fn a_stopped_server_finishes_its_dumps_and_recordings() {
     assert_eq!(dumps["response"], serde_json::json!([]), "{dumps}");
 }
 
+/// ffmpeg's test pattern published as `app/{stream}` as fast as it
+/// encodes (`secs` of media in a few seconds); it must succeed.
+fn publish_fast(s: &Server, stream: &str, secs: u32) {
+    let status = ffmpeg_fast_source_cmd(
+        secs,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/{stream}", s.media.rtmp),
+    )
+    .stderr(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+}
+
+/// Seconds a media playlist lists (its EXTINFs together).
+fn listed_seconds(list: &str) -> f64 {
+    list.lines()
+        .filter_map(|l| {
+            l.strip_prefix("#EXTINF:")?
+                .trim_end_matches(',')
+                .parse::<f64>()
+                .ok()
+        })
+        .sum()
+}
+
 /// The DVR folder of a stream under `root` (`kiln_{pid}_{key}`), if any.
 fn dvr_folders(root: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(root)
@@ -1363,16 +1390,7 @@ fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
     std::fs::write(root.join("keep.txt"), b"not kiln's").unwrap();
     let mut s = llhls_server("llhls-dvr", &dvr_settings(&root, 20));
     // 40 s of media, sent as fast as ffmpeg encodes.
-    let status = ffmpeg_fast_source_cmd(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/a", s.media.rtmp),
-    )
-    .stderr(std::process::Stdio::null())
-    .status()
-    .unwrap();
-    assert!(status.success());
+    publish_fast(&s, "a", 40);
     let (_, video) = wait_for_segments(&s, "a", 15);
     let deadline = Instant::now() + Duration::from_secs(30);
     let list = loop {
@@ -1383,17 +1401,11 @@ fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert!(list.contains("#EXT-X-ENDLIST"), "{list}");
-    let extinf: Vec<f64> = list
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("#EXTINF:")?
-                .trim_end_matches(',')
-                .parse()
-                .ok()
-        })
-        .collect();
-    let listed: f64 = extinf.iter().sum();
-    println!("DVR chunklist: {} segments, {listed:.1} s", extinf.len());
+    let listed = listed_seconds(&list);
+    println!(
+        "DVR chunklist: {} segments, {listed:.1} s",
+        list.matches("#EXTINF:").count()
+    );
     // MaxDuration 20: 20 s of 1 s segments (the newest always stays).
     assert!((18.0..=21.5).contains(&listed), "{listed}\n{list}");
     let first: u64 = list
@@ -1460,16 +1472,7 @@ fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
     assert!(dvr_folders(&root).is_empty(), "{:?}", dvr_folders(&root));
     assert!(root.join("keep.txt").exists());
     // A stream's folder goes with its playlists (30 s after it ends).
-    let status = ffmpeg_fast_source_cmd(
-        5,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/b", s.media.rtmp),
-    )
-    .stderr(std::process::Stdio::null())
-    .status()
-    .unwrap();
-    assert!(status.success());
+    publish_fast(&s, "b", 5);
     wait_for_segments(&s, "b", 3);
     assert_eq!(dvr_folders(&root).len(), 1);
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -1561,16 +1564,7 @@ fn a_dvr_keeps_within_the_applications_disk_budget() {
         },
     );
     // About 10 MB of media (40 s at ~2 Mb/s), as fast as ffmpeg encodes.
-    let status = ffmpeg_fast_source_cmd(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/a", s.media.rtmp),
-    )
-    .stderr(std::process::Stdio::null())
-    .status()
-    .unwrap();
-    assert!(status.success());
+    publish_fast(&s, "a", 40);
     let (_, video) = wait_for_segments(&s, "a", 3);
     let folder_bytes = || -> u64 {
         let mut n = 0;
@@ -1590,15 +1584,7 @@ fn a_dvr_keeps_within_the_applications_disk_budget() {
     }
     let bytes = folder_bytes();
     let (_, list, _) = curl(&[], &format!("{}/{video}", base(&s, "a")));
-    let listed: f64 = list
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("#EXTINF:")?
-                .trim_end_matches(',')
-                .parse::<f64>()
-                .ok()
-        })
-        .sum();
+    let listed = listed_seconds(&list);
     println!("DVR under MaxTotalMB 2: {bytes} bytes on disk, {listed:.1} s listed");
     assert!(bytes <= 2 << 20, "{bytes} bytes\n{}", s.log_text());
     assert!(listed > 3.0 && listed < 30.0, "{listed} s\n{list}");
@@ -1680,16 +1666,7 @@ fn hls_ts_keeps_a_dvr_window_as_ome_configures_it() {
             ..Default::default()
         },
     );
-    let status = ffmpeg_fast_source_cmd(
-        40,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/ts", s.media.rtmp),
-    )
-    .stderr(std::process::Stdio::null())
-    .status()
-    .unwrap();
-    assert!(status.success());
+    publish_fast(&s, "ts", 40);
     let media = format!("{}/medialist_0_hls.m3u8", base(&s, "ts"));
     let deadline = Instant::now() + Duration::from_secs(20);
     let list = loop {
@@ -1701,15 +1678,7 @@ fn hls_ts_keeps_a_dvr_window_as_ome_configures_it() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert!(list.contains("#EXT-X-PLAYLIST-TYPE:EVENT\n"), "{list}");
-    let listed: f64 = list
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("#EXTINF:")?
-                .trim_end_matches(',')
-                .parse::<f64>()
-                .ok()
-        })
-        .sum();
+    let listed = listed_seconds(&list);
     assert!((18.0..=21.5).contains(&listed), "{listed}\n{list}");
     let (_, live, _) = curl(&[], &format!("{media}?_HLS_rewind=NO"));
     assert!(live.matches("#EXTINF:").count() <= 3, "{live}");
