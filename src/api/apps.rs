@@ -212,11 +212,7 @@ impl Api {
             return Ok(());
         }
         let roots: Vec<std::path::PathBuf> = self
-            .registry
-            .vhosts()
-            .iter()
-            .filter(|v| v.origin == crate::state::Origin::ConfigFile)
-            .flat_map(|v| v.apps.iter())
+            .config_file_apps()
             .flat_map(|a| {
                 let s = a.providers.schedule.as_ref();
                 let m = a.providers.multiplex.as_ref();
@@ -243,6 +239,16 @@ impl Api {
         Ok(())
     }
 
+    /// The applications the config file declares (whose folders bound
+    /// those the API may name).
+    fn config_file_apps(&self) -> impl Iterator<Item = &AppSpec> {
+        self.registry
+            .vhosts()
+            .iter()
+            .filter(|v| v.origin == crate::state::Origin::ConfigFile)
+            .flat_map(|v| v.apps.iter())
+    }
+
     /// A DVR folder set through the API (`publishers.llhls.dVR` or
     /// `hls.dVR`, its
     /// `tempStoragePath` or OME's default) must be one the config file
@@ -250,26 +256,12 @@ impl Api {
     /// deletes there.
     fn check_dvr_folder(&self, spec: &AppSpec) -> Result<(), ApiError> {
         let roots: Vec<std::path::PathBuf> = self
-            .registry
-            .vhosts()
-            .iter()
-            .filter(|v| v.origin == crate::state::Origin::ConfigFile)
-            .flat_map(|v| v.apps.iter())
+            .config_file_apps()
             .flat_map(|a| a.publishers.dvrs())
             .filter(|d| d.enable)
             .filter_map(|d| crate::files::resolve(None, d.path()).ok())
             .collect();
-        let asked = [
-            (
-                "llhls",
-                spec.publishers.llhls.as_ref().and_then(|l| l.dvr.as_ref()),
-            ),
-            (
-                "hls",
-                spec.publishers.hls.as_ref().and_then(|l| l.dvr.as_ref()),
-            ),
-        ];
-        for (publisher, dvr) in asked {
+        for (publisher, dvr) in spec.publishers.named_dvrs() {
             let Some(dvr) = dvr.filter(|d| d.enable) else {
                 continue;
             };

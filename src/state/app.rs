@@ -60,6 +60,75 @@ pub struct DiskBudget {
     pub min_free_mb: Option<u64>,
 }
 
+/// What is on disk as the budgets count it, and how the reasons name it.
+#[derive(Debug, Clone, Copy)]
+pub struct DiskUse<'a> {
+    /// Bytes of the application's files, and of all the server's.
+    pub app: u64,
+    pub all: u64,
+    /// Bytes free on their file system, as last read.
+    pub free: Option<u64>,
+    /// What the application's and the server's bytes are ("recordings").
+    pub app_what: &'a str,
+    pub server_what: &'a str,
+    /// Room kept below each `MaxTotalMB` (for what is written before the
+    /// next check).
+    pub room: u64,
+}
+
+impl DiskBudget {
+    /// What `usage` crosses of an application's budget and the
+    /// server's, in order (the application's total, the server's, the
+    /// free space): why, and by how many bytes.
+    pub fn crossed(app: DiskBudget, server: DiskBudget, usage: &DiskUse<'_>) -> Vec<(String, u64)> {
+        const MB: u64 = 1 << 20;
+        let mut out = Vec::new();
+        let totals = [
+            (
+                app.max_total_mb,
+                usage.app,
+                "the application's",
+                usage.app_what,
+                "MaxTotalMB",
+            ),
+            (
+                server.max_total_mb,
+                usage.all,
+                "the server's",
+                usage.server_what,
+                "its MaxTotalMB",
+            ),
+        ];
+        for (mb, total, whose, what, name) in totals {
+            let Some(mb) = mb else { continue };
+            let max = mb.saturating_mul(MB).saturating_sub(usage.room);
+            if total > max {
+                out.push((
+                    format!("{whose} {what} take {} MB ({name} {mb})", total / MB),
+                    total - max,
+                ));
+            }
+        }
+        let floor = app
+            .min_free_mb
+            .max(server.min_free_mb)
+            .map(|mb| mb.saturating_mul(MB));
+        if let (Some(min), Some(free)) = (floor, usage.free) {
+            if free < min {
+                out.push((
+                    format!(
+                        "{} MB free on the file system (MinFreeMB {})",
+                        free / MB,
+                        min / MB
+                    ),
+                    min - free,
+                ));
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OutputProfiles {
@@ -405,11 +474,17 @@ pub struct LlhlsSpec {
 }
 
 impl Publishers {
+    /// LL-HLS's and HLS's DVRs, by the publisher's JSON name.
+    pub fn named_dvrs(&self) -> [(&'static str, Option<&DvrSpec>); 2] {
+        [
+            ("llhls", self.llhls.as_ref().and_then(|l| l.dvr.as_ref())),
+            ("hls", self.hls.as_ref().and_then(|h| h.dvr.as_ref())),
+        ]
+    }
+
     /// The DVRs set (LL-HLS's, HLS's).
     pub fn dvrs(&self) -> impl Iterator<Item = &DvrSpec> {
-        let ll = self.llhls.as_ref().and_then(|l| l.dvr.as_ref());
-        let ts = self.hls.as_ref().and_then(|h| h.dvr.as_ref());
-        ll.into_iter().chain(ts)
+        self.named_dvrs().into_iter().filter_map(|(_, d)| d)
     }
 }
 
@@ -576,29 +651,13 @@ impl AppSpec {
                 must: "an absolute rootPath; targetStreamName, outputPath and .m3u8 playlist names in each dump",
             });
         }
-        if self
-            .publishers
-            .llhls
-            .as_ref()
-            .and_then(|l| l.dvr.as_ref())
-            .is_some_and(|d| d.problem().is_some())
-        {
-            return Err(SpecError::Form {
-                field: "publishers.llhls.dVR".into(),
-                must: "an absolute tempStoragePath and a maxDuration of 1 to 604800 seconds",
-            });
-        }
-        if self
-            .publishers
-            .hls
-            .as_ref()
-            .and_then(|l| l.dvr.as_ref())
-            .is_some_and(|d| d.problem().is_some())
-        {
-            return Err(SpecError::Form {
-                field: "publishers.hls.dVR".into(),
-                must: "an absolute tempStoragePath and a maxDuration of 1 to 604800 seconds",
-            });
+        for (publisher, dvr) in self.publishers.named_dvrs() {
+            if dvr.is_some_and(|d| d.problem().is_some()) {
+                return Err(SpecError::Form {
+                    field: format!("publishers.{publisher}.dVR"),
+                    must: "an absolute tempStoragePath and a maxDuration of 1 to 604800 seconds",
+                });
+            }
         }
         if let Some(f) = &self.publishers.file {
             if f.root_path.as_ref().is_some_and(|r| !r.starts_with('/')) {

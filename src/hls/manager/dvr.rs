@@ -125,7 +125,6 @@ impl HlsManager {
         records: &HashMap<(String, String), u64>,
         records_total: u64,
     ) {
-        const MB: u64 = 1 << 20;
         // The applications whose DVRs grew, with the least free space
         // their DVRs last heard of.
         let mut apps: Vec<(String, String, Option<u64>)> = Vec::new();
@@ -164,48 +163,16 @@ impl HlsManager {
                 .get(&(vhost.clone(), app.clone()))
                 .copied()
                 .unwrap_or(0);
-            let mut need: Vec<(u64, String)> = Vec::new();
-            if let Some(mb) = budget.max_total_mb {
-                let (total, max) = (of_app + mine, mb.saturating_mul(MB));
-                if total > max {
-                    need.push((
-                        total - max,
-                        format!(
-                            "the application's recordings and DVR take {} MB (MaxTotalMB {mb})",
-                            total / MB
-                        ),
-                    ));
-                }
-            }
-            if let Some(mb) = server.max_total_mb {
-                let (total, max) = (records_total + all, mb.saturating_mul(MB));
-                if total > max {
-                    need.push((
-                        total - max,
-                        format!(
-                            "the server's recordings and DVRs take {} MB (its MaxTotalMB {mb})",
-                            total / MB
-                        ),
-                    ));
-                }
-            }
-            let floor = budget
-                .min_free_mb
-                .max(server.min_free_mb)
-                .map(|mb| mb.saturating_mul(MB));
-            if let (Some(min), Some(free)) = (floor, free) {
-                if free < min {
-                    need.push((
-                        min - free,
-                        format!(
-                            "{} MB free on the file system (MinFreeMB {})",
-                            free / MB,
-                            min / MB
-                        ),
-                    ));
-                }
-            }
-            if let Some((bytes, why)) = need.into_iter().max_by_key(|(b, _)| *b) {
+            let usage = crate::state::app::DiskUse {
+                app: of_app + mine,
+                all: records_total + all,
+                free,
+                app_what: "recordings and DVR",
+                server_what: "recordings and DVRs",
+                room: 0,
+            };
+            let crossed = crate::state::app::DiskBudget::crossed(budget, server, &usage);
+            if let Some((why, bytes)) = crossed.into_iter().max_by_key(|(_, b)| *b) {
                 let freed = self.trim_dvr(&vhost, &app, bytes, &why);
                 // Counted as free until the next report.
                 for o in self.outputs.values_mut() {

@@ -14,13 +14,10 @@ use super::{fail, RecordManager};
 use crate::clock::Now;
 use crate::files::FileOp;
 use crate::record::task::{info_xml, RecordState, RecordTask};
-use crate::state::app::DiskBudget;
+use crate::state::app::{DiskBudget, DiskUse};
 use crate::state::task::TaskKey;
 use crate::state::Registry;
 use std::path::PathBuf;
-
-const MB: u64 = 1 << 20;
-
 /// The loop keeps a recording's budgets each time its open file grows by
 /// this much (besides each file's start and end and the writer's free-space
 /// reports); `MaxTotalMB` leaves this much room, so that what is written
@@ -48,14 +45,6 @@ impl Budgets {
     pub(super) fn is_set(&self) -> bool {
         self.app != DiskBudget::default() || self.server != DiskBudget::default()
     }
-
-    /// The larger of the two free-space floors, in bytes.
-    fn min_free(&self) -> Option<u64> {
-        self.app
-            .min_free_mb
-            .max(self.server.min_free_mb)
-            .map(|mb| mb.saturating_mul(MB))
-    }
 }
 
 /// Bytes of a record's files still on disk.
@@ -75,8 +64,8 @@ fn on_disk(t: &RecordTask) -> u64 {
 }
 
 impl RecordManager {
-    /// What `key` now crosses of its budgets, if anything, and by how
-    /// many bytes.
+    /// What `key` now crosses of its budgets, if anything (the first, in
+    /// [`DiskBudget::crossed`]'s order), and by how many bytes.
     fn over_budget(&self, key: &TaskKey, b: Budgets, free: Option<u64>) -> Option<(String, u64)> {
         let dvr_app = self
             .dvr_usage
@@ -90,44 +79,23 @@ impl RecordManager {
             .map(on_disk)
             .sum::<u64>()
             + dvr_app;
-        if let Some(mb) = b.app.max_total_mb {
-            let max = mb.saturating_mul(MB).saturating_sub(BUDGET_EVERY);
-            if app_total > max {
-                let dvr = if dvr_app > 0 { " and DVR" } else { "" };
-                return Some((
-                    format!(
-                        "the application's recordings{dvr} take {} MB (MaxTotalMB {mb})",
-                        app_total / MB
-                    ),
-                    app_total - max,
-                ));
-            }
-        }
         let all: u64 =
             self.tasks.iter().map(on_disk).sum::<u64>() + self.dvr_usage.values().sum::<u64>();
-        if let Some(mb) = b.server.max_total_mb {
-            let max = mb.saturating_mul(MB).saturating_sub(BUDGET_EVERY);
-            if all > max {
-                return Some((
-                    format!(
-                        "the server's recordings take {} MB (its MaxTotalMB {mb})",
-                        all / MB
-                    ),
-                    all - max,
-                ));
-            }
-        }
-        match (b.min_free(), free) {
-            (Some(min), Some(free)) if free < min => Some((
-                format!(
-                    "{} MB free on the file system (MinFreeMB {})",
-                    free / MB,
-                    min / MB
-                ),
-                min - free,
-            )),
-            _ => None,
-        }
+        let usage = DiskUse {
+            app: app_total,
+            all,
+            free,
+            app_what: if dvr_app > 0 {
+                "recordings and DVR"
+            } else {
+                "recordings"
+            },
+            server_what: "recordings",
+            room: BUDGET_EVERY,
+        };
+        DiskBudget::crossed(b.app, b.server, &usage)
+            .into_iter()
+            .next()
     }
 
     /// Bytes of recorded files on disk per application (vhost, app), and
