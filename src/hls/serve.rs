@@ -231,6 +231,11 @@ struct Reload<'a> {
 }
 
 impl<'a> Reload<'a> {
+    /// `_HLS_rewind` (OME's): the whole DVR window unless `NO`.
+    fn rewind(&self) -> bool {
+        !self.rewind.is_some_and(|r| r.eq_ignore_ascii_case("NO"))
+    }
+
     fn of(target: &'a str) -> Self {
         let mut r = Reload::default();
         let Some((_, q)) = target.split_once('?') else {
@@ -559,9 +564,7 @@ fn answer_file(
         let Some(ts) = &out.ts else {
             return reply(Reply::error(404, "HLS is not enabled for this application"));
         };
-        let rewind = !Reload::of(&req.target)
-            .rewind
-            .is_some_and(|r| r.eq_ignore_ascii_case("NO"));
+        let rewind = Reload::of(&req.target).rewind();
         return match f {
             TsFile::Master => reply(Reply::playlist(ts.master(), Cache::NoStore)),
             TsFile::MediaPlaylist => reply(Reply::playlist(
@@ -660,9 +663,7 @@ fn answer_file(
             }
             let text = playlist::master(s);
             // OME's `_HLS_rewind=NO` on the master goes on to its chunklists.
-            let rewind_no = Reload::of(&req.target)
-                .rewind
-                .is_some_and(|r| r.eq_ignore_ascii_case("NO"));
+            let rewind_no = !Reload::of(&req.target).rewind();
             if rewind_no && s.dvr.is_some() {
                 let text = add_query(text.as_bytes(), "_HLS_rewind=NO");
                 return reply(Reply::media(
@@ -679,8 +680,7 @@ fn answer_file(
             };
             let reload = Reload::of(&req.target);
             let skip = matches!(reload.skip, Some("YES" | "v2"));
-            // OME's default: the whole DVR window.
-            let rewind = !reload.rewind.is_some_and(|r| r.eq_ignore_ascii_case("NO"));
+            let rewind = reload.rewind();
             let msn = reload.msn.map(str::parse::<u64>);
             let part = reload.part.map(str::parse::<usize>);
             let (msn, part) = match (msn, part) {
