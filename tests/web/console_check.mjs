@@ -24,10 +24,10 @@ const wait = { timeout: 20000 };
 // The console redraws its tables on each poll: a button found just before
 // a redraw is gone (or not yet laid out) when clicked; find it again, as
 // an operator clicks again.
-async function clickLive(page, selector) {
+async function clickLive(page, selector, options = {}) {
   for (let i = 0; ; i++) {
     try {
-      return await page.click(selector);
+      return await page.click(selector, options);
     } catch (e) {
       const redrawn = /detached|not clickable/.test(String(e));
       if (i >= 20 || !redrawn) throw e;
@@ -104,7 +104,9 @@ try {
   await clickLive(page, 'tr[data-stream="cam"] button.sessions-toggle');
   await page.waitForSelector('tr.sessions tr.session[data-session^="webrtc-"]', wait);
   seen.sessions = await page.$$eval("tr.sessions tr.session", (rows) => rows.map((r) => r.dataset.session));
-  await clickLive(page, 'tr.sessions tr.session[data-session^="webrtc-"] button');
+  // Pressed as a slow hand does, held longer than a poll: the list is not
+  // redrawn under the press, so the click is not lost.
+  await clickLive(page, 'tr.sessions tr.session[data-session^="webrtc-"] button', { delay: 1500 });
   await page.waitForFunction(() => !document.querySelector('tr.sessions tr.session[data-session^="webrtc-"]'), wait);
   seen.sessionsAfterEnd = await page.$$eval("tr.sessions tr.session", (rows) => rows.map((r) => r.dataset.session));
 

@@ -360,12 +360,21 @@ function errorCell(item) {
   return el("td", { class: "error" }, item.lastError + when);
 }
 
-/// Replaces what a box shows, unless the keyboard is in it (a focused
-/// button would be lost); it is brought up to date once the focus leaves.
+/// The element a pointer is pressed on, until just after its release: a
+/// box holding it is not redrawn in between, or the button pressed would
+/// be gone by the release and the click lost (a slow hand, a busy machine).
+let pressed = null;
+document.addEventListener("pointerdown", (e) => { pressed = e.target; }, true);
+for (const type of ["pointerup", "pointercancel"]) {
+  document.addEventListener(type, () => setTimeout(() => { pressed = null; }, 0), true);
+}
+
 /// Replaces what a box shows, unless the operator is typing in it (a
-/// form field has the focus); a focused button with a `data-focus-key`
-/// is found again in the new content and keeps the focus.
+/// form field has the focus) or pressing something in it (see `pressed`);
+/// it is brought up to date at the next poll. A focused button with a
+/// `data-focus-key` is found again in the new content and keeps the focus.
 function show(box, content) {
+  if (pressed && box.contains(pressed)) return;
   const active = document.activeElement;
   if (!box.contains(active)) {
     box.replaceChildren(content);
