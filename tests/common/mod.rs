@@ -628,10 +628,19 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // How kiln ended, if it ended before the test did (a signal from
+        // outside, an abort): its log cannot say.
+        let ended = self
+            .child
+            .as_mut()
+            .and_then(|c| Some((c.id(), c.try_wait().ok().flatten()?)));
         self.kill9();
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         } else {
+            if let Some((pid, status)) = ended {
+                eprintln!("kiln (pid {pid}) had already ended: {status}");
+            }
             eprintln!("kiln log ({}):\n{}", self.log.display(), self.log_text());
         }
     }
