@@ -131,8 +131,8 @@ fn read_flv(path: &str) -> (Vec<Track>, Vec<Frame>) {
             9 => ingest.video(ts, &body),
             _ => Ok(Default::default()),
         };
-        if let Some(frame) = outcome.ok().and_then(|o| o.frame) {
-            frames.push(frame);
+        if outcome.is_ok() {
+            frames.extend(ingest.frames());
         }
         pos = body_at + size + 4;
     }

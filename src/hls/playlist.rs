@@ -103,40 +103,96 @@ fn target_duration(s: &StreamHls, t: &TrackOutput) -> u64 {
 
 /// The master playlist: video chunklist as the variant, audio as its
 /// `EXT-X-MEDIA` group (audio alone: the audio chunklist as the variant).
+/// A stream with several video tracks (an encoder's renditions: enhanced
+/// RTMP multitrack) lists each as a variant, first track first, each with
+/// its measured rate; several audio tracks are one group, the first the
+/// default.
 pub fn master(s: &StreamHls) -> String {
     let mut o = String::from("#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-INDEPENDENT-SEGMENTS\n");
-    let video = s.tracks.iter().find(|t| t.kind() == MediaKind::Video);
-    let audio = s.tracks.iter().find(|t| t.kind() == MediaKind::Audio);
-    let codecs: Vec<String> = [video, audio]
-        .into_iter()
-        .flatten()
-        .filter_map(|t| crate::fmp4::codecs_string(&t.track))
+    let videos: Vec<&TrackOutput> = s
+        .tracks
+        .iter()
+        .filter(|t| t.kind() == MediaKind::Video)
         .collect();
-    let bandwidth: u64 = [video, audio]
-        .into_iter()
-        .flatten()
-        .map(|t| super::nominal_bitrate(&t.track))
-        .sum();
-    if let (Some(_), Some(a)) = (video, audio) {
-        let _ = writeln!(
-            o,
-            "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio\",DEFAULT=YES,AUTOSELECT=YES,URI=\"{}\"",
-            chunklist_name(a, &s.key)
+    let audios: Vec<&TrackOutput> = s
+        .tracks
+        .iter()
+        .filter(|t| t.kind() == MediaKind::Audio)
+        .collect();
+    let several = videos.len() > 1 || audios.len() > 1;
+    // One track of each: the nominal rates, as ever (a player has no
+    // choice to make from them).
+    let rate = |t: &TrackOutput| match several {
+        true => variant_rate(t),
+        false => super::nominal_bitrate(&t.track),
+    };
+    let audio_rate = audios.iter().map(|a| rate(a)).max().unwrap_or(0);
+    let mut audio_codecs: Vec<String> = Vec::new();
+    for c in audios
+        .iter()
+        .filter_map(|a| crate::fmp4::codecs_string(&a.track))
+    {
+        if !audio_codecs.contains(&c) {
+            audio_codecs.push(c);
+        }
+    }
+    if !videos.is_empty() {
+        for (i, a) in audios.iter().enumerate() {
+            let name = match audios.len() {
+                1 => "audio".to_owned(),
+                _ => format!("audio {}", i + 1),
+            };
+            let _ = writeln!(
+                o,
+                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"{name}\",DEFAULT={},AUTOSELECT=YES,URI=\"{}\"",
+                if i == 0 { "YES" } else { "NO" },
+                chunklist_name(a, &s.key)
+            );
+        }
+    }
+    let group = (!videos.is_empty() && !audios.is_empty()).then_some("audio");
+    for v in &videos {
+        let mut codecs: Vec<String> = crate::fmp4::codecs_string(&v.track).into_iter().collect();
+        codecs.extend(audio_codecs.iter().cloned());
+        write_variant(
+            &mut o,
+            rate(v) + audio_rate,
+            &codecs,
+            Some(v),
+            group,
+            chunklist_name(v, &s.key),
         );
     }
-    let Some(main) = video.or(audio) else {
-        return o;
-    };
-    let group = (video.is_some() && audio.is_some()).then_some("audio");
-    write_variant(
-        &mut o,
-        bandwidth,
-        &codecs,
-        video,
-        group,
-        chunklist_name(main, &s.key),
-    );
+    if videos.is_empty() {
+        // Audio alone: each track a variant of its own.
+        for a in &audios {
+            let codecs: Vec<String> = crate::fmp4::codecs_string(&a.track).into_iter().collect();
+            write_variant(
+                &mut o,
+                rate(a),
+                &codecs,
+                None,
+                None,
+                chunklist_name(a, &s.key),
+            );
+        }
+    }
     o
+}
+
+/// A track's rate as a variant's BANDWIDTH counts it, where renditions
+/// must rank: a stated rate, else the measured one (with 10% for the
+/// container), else an estimate.
+fn variant_rate(t: &TrackOutput) -> u64 {
+    match (t.track.bitrate, t.measured_bitrate(), t.track.video) {
+        (0, m, _) if m > 0 => m + m / 10,
+        // Before a second is measured: by the picture's size (0.08 bit
+        // per pixel), so renditions still rank.
+        (0, _, Some(p)) if p.width > 0 && p.height > 0 => {
+            (f64::from(p.width) * f64::from(p.height) * p.framerate.max(25.0) * 0.08) as u64
+        }
+        _ => super::nominal_bitrate(&t.track),
+    }
 }
 
 /// One `EXT-X-STREAM-INF` and its URI: the video's size and rate when
@@ -209,23 +265,8 @@ pub fn renditions_master(s: &StreamHls, playlist: &crate::state::streams::Playli
             .flatten()
             .filter_map(|t| crate::fmp4::codecs_string(&t.track))
             .collect();
-        // Renditions differ by their rates: a stated rate, else the
-        // measured one (with 10% for the container), else an estimate.
-        let bandwidth: u64 = [*v, *a]
-            .into_iter()
-            .flatten()
-            .map(
-                |t| match (t.track.bitrate, t.measured_bitrate(), t.track.video) {
-                    (0, m, _) if m > 0 => m + m / 10,
-                    // Before a second is measured: by the picture's size
-                    // (0.08 bit per pixel), so renditions still rank.
-                    (0, _, Some(p)) if p.width > 0 && p.height > 0 => {
-                        (f64::from(p.width * p.height) * p.framerate.max(25.0) * 0.08) as u64
-                    }
-                    _ => super::nominal_bitrate(&t.track),
-                },
-            )
-            .sum();
+        // Renditions differ by their rates.
+        let bandwidth: u64 = [*v, *a].into_iter().flatten().map(variant_rate).sum();
         let group = match (v, a) {
             (Some(_), Some(a)) => Some(format!("audio_{}", a.track.id)),
             _ => None,

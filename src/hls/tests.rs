@@ -504,3 +504,71 @@ fn a_new_codec_configuration_is_a_discontinuity_with_a_new_init() {
     assert!(text.contains(&new_map), "{text}");
     assert_eq!(t.init_of(0), None);
 }
+
+/// An encoder's renditions (enhanced RTMP multitrack: two video and two
+/// audio tracks): every video track a variant, first first, both audio
+/// tracks one group with the first the default; the second video track's
+/// segments carry the first's numbers.
+#[test]
+fn several_video_and_audio_tracks_are_variants_and_one_audio_group() {
+    let (v2, a2) = (
+        Track {
+            id: 3,
+            ..h264_track()
+        },
+        Track {
+            id: 4,
+            ..aac_track()
+        },
+    );
+    let mut s = StreamHls::new(
+        &[h264_track(), v2, aac_track(), a2],
+        LlhlsConfig::default(),
+        "k".into(),
+        1_700_000_000_000,
+    );
+    for f in frames(14) {
+        let twin = Frame {
+            track: if f.track == 1 { 3 } else { 4 },
+            ..f.clone()
+        };
+        s.push(&f);
+        s.push(&twin);
+    }
+    let master = playlist::master(&s);
+    let lines: Vec<&str> = master.lines().collect();
+    assert_eq!(
+        lines[3],
+        "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio 1\",DEFAULT=YES,AUTOSELECT=YES,URI=\"chunklist_2_audio_k_llhls.m3u8\"",
+        "{master}"
+    );
+    assert!(
+        lines[4].contains("NAME=\"audio 2\",DEFAULT=NO")
+            && lines[4].contains("chunklist_4_audio_k"),
+        "{master}"
+    );
+    assert!(
+        lines[5].starts_with("#EXT-X-STREAM-INF:BANDWIDTH=")
+            && lines[5].contains("RESOLUTION=640x360")
+            && lines[5].ends_with("AUDIO=\"audio\""),
+        "{master}"
+    );
+    assert_eq!(lines[6], "chunklist_1_video_k_llhls.m3u8");
+    assert!(
+        lines[7].contains("CODECS=\"avc1.64001e,mp4a.40.2\""),
+        "{master}"
+    );
+    assert_eq!(lines[8], "chunklist_3_video_k_llhls.m3u8");
+    assert_eq!(lines.len(), 9, "{master}");
+    let msns = |id| {
+        s.track(id)
+            .unwrap()
+            .segments
+            .iter()
+            .map(|g| g.msn)
+            .collect::<Vec<_>>()
+    };
+    assert!(msns(1).len() >= 3);
+    assert_eq!(msns(1), msns(3));
+    assert_eq!(msns(2), msns(4));
+}

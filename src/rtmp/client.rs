@@ -409,9 +409,8 @@ impl ClientSession {
             self.events
                 .push_back(ClientEvent::Tracks(self.ingest.tracks()));
         }
-        if let Some(f) = outcome.frame {
-            self.events.push_back(ClientEvent::Frame(f));
-        }
+        self.events
+            .extend(self.ingest.frames().map(ClientEvent::Frame));
         Ok(())
     }
 

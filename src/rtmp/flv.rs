@@ -4,14 +4,17 @@
 //! Video: legacy FLV AVC (codec id 7) and the de-facto HEVC id 12; enhanced
 //! RTMP (ExHeader) with FourCC `avc1` / `hvc1`: SequenceStart, CodedFrames
 //! (with composition time), CodedFramesX, SequenceEnd. Audio: AAC (sequence
-//! header = AudioSpecificConfig, raw frames) and MP3. [`TagIngest`] turns a
-//! publisher's tags into [`Track`]s and [`Frame`]s (NAL lengths normalised to
-//! 4 bytes, times in 90 kHz ticks = RTMP ms x 90); the `write_*` functions
-//! go the other way for the push client.
+//! header = AudioSpecificConfig, raw frames) and MP3, legacy or enhanced
+//! (`mp4a`). Enhanced RTMP v2 multitrack tags (FFmpeg's FLV muxer with
+//! several video or audio streams, OBS's multitrack video) carry several
+//! tracks, each its own track of the stream; ModEx prefixes are skipped.
+//! [`TagIngest`] turns a publisher's tags into [`Track`]s and [`Frame`]s
+//! (NAL lengths normalised to 4 bytes, times in 90 kHz ticks = RTMP ms x
+//! 90); the `write_*` functions go the other way for the push client.
 //!
-//! Not here: FLV file headers and tag headers (RTMP has none), enhanced
-//! RTMP multitrack / ModEx / audio FourCCs (ignored), other legacy codecs
-//! (rejected with [`FlvError::UnsupportedCodec`]).
+//! Not here: FLV file headers and tag headers (RTMP has none), audio
+//! FourCCs other than `mp4a` (ignored), other legacy codecs (rejected with
+//! [`FlvError::UnsupportedCodec`]).
 
 use std::fmt;
 
@@ -38,6 +41,12 @@ const EX_SEQUENCE_START: u8 = 0;
 const EX_CODED_FRAMES: u8 = 1;
 const EX_SEQUENCE_END: u8 = 2;
 const EX_CODED_FRAMES_X: u8 = 3;
+const EX_MULTITRACK: u8 = 6;
+const EX_MOD_EX: u8 = 7;
+/// Sound format 9: an enhanced audio tag (E-RTMP v2); its packet types.
+const SOUND_EX_HEADER: u8 = 9;
+const AUDIO_EX_MULTITRACK: u8 = 5;
+const AUDIO_EX_MOD_EX: u8 = 7;
 
 /// Why a tag body could not be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,7 +77,7 @@ impl From<CodecError> for FlvError {
     }
 }
 
-/// A parsed video tag body.
+/// A parsed video tag body (one track's part of it).
 #[derive(Clone, Debug, PartialEq)]
 pub enum VideoTag {
     SequenceHeader {
@@ -84,11 +93,11 @@ pub enum VideoTag {
         data: Bytes,
     },
     EndOfSequence,
-    /// Command frames, metadata, multitrack: nothing to relay.
+    /// Command frames, metadata: nothing to relay.
     Ignored,
 }
 
-/// A parsed audio tag body.
+/// A parsed audio tag body (one track's part of it).
 #[derive(Clone, Debug, PartialEq)]
 pub enum AudioTag {
     /// AAC AudioSpecificConfig.
@@ -98,8 +107,9 @@ pub enum AudioTag {
     Frame {
         codec: Codec,
         data: Bytes,
-        /// From the tag's flags (rate and channels are coarse in FLV).
-        params: AudioParams,
+        /// From the tag's flags (rate and channels are coarse in FLV);
+        /// `None` in an enhanced tag, where the configuration says.
+        params: Option<AudioParams>,
     },
     Ignored,
 }
@@ -126,45 +136,181 @@ fn parse_config(codec: Codec, record: &[u8]) -> Result<(CodecConfig, u8), FlvErr
     })
 }
 
-/// Parses a video tag body (RTMP message type 9).
-pub fn parse_video_tag(body: &Bytes) -> Result<VideoTag, FlvError> {
+/// Enhanced RTMP v2's multitrack types (the high nibble after a
+/// Multitrack packet type).
+const ONE_TRACK: u8 = 0;
+const MANY_TRACKS_MANY_CODECS: u8 = 2;
+
+/// An enhanced RTMP tag's header after its first byte: the packet type
+/// once ModEx prefixes are skipped and a Multitrack wrapper is opened.
+struct ExHeader {
+    packet_type: u8,
+    /// The multitrack type; `None` for one track (id 0).
+    multitrack: Option<u8>,
+    /// Where the FourCC (or the first track of a multitrack tag) starts.
+    pos: usize,
+}
+
+/// Reads the enhanced header of `body` whose first byte's low nibble is
+/// the packet type; `mod_ex` and `multitrack` are that kind's codes for
+/// ModEx and Multitrack (video and audio number them alike today).
+fn ex_header(body: &[u8], mod_ex: u8, multitrack: u8) -> Result<ExHeader, FlvError> {
+    let byte = |at: usize| body.get(at).copied().ok_or(FlvError::Truncated);
+    let mut packet_type = byte(0)? & 0x0F;
+    let mut pos = 1;
+    // ModEx: [size-1 (UI8, or 255 then UI16)] [data] [type | packet type],
+    // repeated while the packet type is ModEx again. Its one defined use,
+    // a timestamp offset in nanoseconds, is below RTMP's millisecond.
+    while packet_type == mod_ex {
+        let mut size = usize::from(byte(pos)?) + 1;
+        pos += 1;
+        if size == 256 {
+            size = usize::from(u16::from_be_bytes([byte(pos)?, byte(pos + 1)?])) + 1;
+            pos += 2;
+        }
+        pos += size;
+        packet_type = byte(pos)? & 0x0F;
+        pos += 1;
+    }
+    let mut kind = None;
+    if packet_type == multitrack {
+        let b = byte(pos)?;
+        pos += 1;
+        packet_type = b & 0x0F;
+        // Multitrack or ModEx again inside Multitrack is not in the spec:
+        // an unknown multitrack type, read as nothing.
+        let nested = packet_type == multitrack || packet_type == mod_ex;
+        kind = Some(if nested { 0x0F } else { b >> 4 });
+    }
+    Ok(ExHeader {
+        packet_type,
+        multitrack: kind,
+        pos,
+    })
+}
+
+/// What [`for_each_ex_track`] calls with each track's part: its FLV track
+/// id, FourCC and body.
+type TrackPart<'a> = dyn FnMut(u8, &[u8], Bytes) -> Result<(), FlvError> + 'a;
+
+/// Calls `each(track, fourcc, body)` for every track part of an enhanced
+/// tag, in order: one (track 0) without Multitrack; with it, one
+/// (OneTrack) or several, each with its size, sharing a FourCC or each
+/// naming its own.
+fn for_each_ex_track(body: &Bytes, h: &ExHeader, each: &mut TrackPart<'_>) -> Result<(), FlvError> {
+    let mut pos = h.pos;
+    let take = |pos: &mut usize, n: usize| -> Result<&[u8], FlvError> {
+        let b = body.get(*pos..*pos + n).ok_or(FlvError::Truncated)?;
+        *pos += n;
+        Ok(b)
+    };
+    let Some(kind) = h.multitrack else {
+        let fourcc = take(&mut pos, 4)?;
+        return each(0, fourcc, body.slice(pos..));
+    };
+    if kind > MANY_TRACKS_MANY_CODECS {
+        // An unknown multitrack type, or a wrapper nested in one (see
+        // `ex_header`): nothing to read.
+        return Ok(());
+    }
+    let shared = if kind == MANY_TRACKS_MANY_CODECS {
+        None
+    } else {
+        Some(take(&mut pos, 4)?)
+    };
+    while pos < body.len() {
+        let fourcc = match shared {
+            Some(f) => f,
+            None => take(&mut pos, 4)?,
+        };
+        let track = take(&mut pos, 1)?[0];
+        let end = if kind == ONE_TRACK {
+            body.len()
+        } else {
+            let n = take(&mut pos, 3)?;
+            let n = (usize::from(n[0]) << 16) | (usize::from(n[1]) << 8) | usize::from(n[2]);
+            pos.checked_add(n)
+                .filter(|&e| e <= body.len())
+                .ok_or(FlvError::Truncated)?
+        };
+        each(track, fourcc, body.slice(pos..end))?;
+        if kind == ONE_TRACK {
+            break;
+        }
+        pos = end;
+    }
+    Ok(())
+}
+
+/// Parses a video tag body (RTMP message type 9): `each(track, tag)` for
+/// each track it carries (enhanced RTMP v2 multitrack), or once for track
+/// 0. A track's own error (a codec kiln does not relay, a bad
+/// configuration) is handed to `each`; an error of the tag as a whole
+/// (truncated framing) is returned.
+pub fn parse_video_tag(
+    body: &Bytes,
+    each: &mut dyn FnMut(u8, Result<VideoTag, FlvError>) -> Result<(), FlvError>,
+) -> Result<(), FlvError> {
     let b0 = *body.first().ok_or(FlvError::Truncated)?;
     if b0 & 0x80 != 0 {
         // Enhanced RTMP ExHeader.
         let frame_type = (b0 >> 4) & 0x07;
-        let packet_type = b0 & 0x0F;
-        if frame_type == 5 || packet_type > EX_CODED_FRAMES_X {
-            return Ok(VideoTag::Ignored);
+        if frame_type == 5 {
+            return each(0, Ok(VideoTag::Ignored));
         }
-        let fourcc = body.get(1..5).ok_or(FlvError::Truncated)?;
-        let codec = codec_for_fourcc(fourcc)?;
-        return Ok(match packet_type {
-            EX_SEQUENCE_START => {
-                let (config, length_size) = parse_config(codec, &body[5..])?;
-                VideoTag::SequenceHeader {
-                    codec,
-                    config,
-                    length_size,
+        let h = ex_header(body, EX_MOD_EX, EX_MULTITRACK)?;
+        let keyframe = frame_type == 1;
+        return for_each_ex_track(body, &h, &mut |track, fourcc, part| {
+            let tag = match h.packet_type {
+                EX_SEQUENCE_START | EX_CODED_FRAMES | EX_CODED_FRAMES_X | EX_SEQUENCE_END => {
+                    ex_video(h.packet_type, keyframe, fourcc, part)
                 }
-            }
-            EX_SEQUENCE_END => VideoTag::EndOfSequence,
-            EX_CODED_FRAMES => {
-                let c = body.get(5..8).ok_or(FlvError::Truncated)?;
-                VideoTag::Frame {
-                    codec,
-                    keyframe: frame_type == 1,
-                    cts_ms: si24(c),
-                    data: body.slice(8..),
-                }
-            }
-            _ => VideoTag::Frame {
-                codec,
-                keyframe: frame_type == 1,
-                cts_ms: 0,
-                data: body.slice(5..),
-            },
+                _ => Ok(VideoTag::Ignored),
+            };
+            each(track, tag)
         });
     }
+    each(0, legacy_video(b0, body))
+}
+
+/// One track's part of an enhanced video tag.
+fn ex_video(
+    packet_type: u8,
+    keyframe: bool,
+    fourcc: &[u8],
+    part: Bytes,
+) -> Result<VideoTag, FlvError> {
+    let codec = codec_for_fourcc(fourcc)?;
+    Ok(match packet_type {
+        EX_SEQUENCE_START => {
+            let (config, length_size) = parse_config(codec, &part)?;
+            VideoTag::SequenceHeader {
+                codec,
+                config,
+                length_size,
+            }
+        }
+        EX_SEQUENCE_END => VideoTag::EndOfSequence,
+        EX_CODED_FRAMES => {
+            let c = part.get(0..3).ok_or(FlvError::Truncated)?;
+            VideoTag::Frame {
+                codec,
+                keyframe,
+                cts_ms: si24(c),
+                data: part.slice(3..),
+            }
+        }
+        _ => VideoTag::Frame {
+            codec,
+            keyframe,
+            cts_ms: 0,
+            data: part,
+        },
+    })
+}
+
+/// A legacy FLV video tag (AVC, and HEVC as id 12).
+fn legacy_video(b0: u8, body: &Bytes) -> Result<VideoTag, FlvError> {
     let frame_type = b0 >> 4;
     let codec = match b0 & 0x0F {
         LEGACY_AVC => Codec::H264,
@@ -207,34 +353,57 @@ fn flv_sound_params(b0: u8) -> AudioParams {
     }
 }
 
-/// Parses an audio tag body (RTMP message type 8).
-pub fn parse_audio_tag(body: &Bytes) -> Result<AudioTag, FlvError> {
+/// Parses an audio tag body (RTMP message type 8), as
+/// [`parse_video_tag`] does video: enhanced audio (sound format 9) with
+/// the `mp4a` FourCC, one track or several; legacy AAC and MP3 as track 0.
+pub fn parse_audio_tag(
+    body: &Bytes,
+    each: &mut dyn FnMut(u8, Result<AudioTag, FlvError>) -> Result<(), FlvError>,
+) -> Result<(), FlvError> {
     let b0 = *body.first().ok_or(FlvError::Truncated)?;
-    match b0 >> 4 {
-        SOUND_AAC => {
-            let t = *body.get(1).ok_or(FlvError::Truncated)?;
-            match t {
-                0 => {
-                    let asc = body.slice(2..);
-                    aac::parse_asc(&asc)?;
-                    Ok(AudioTag::SequenceHeader {
-                        config: CodecConfig::Aac { asc },
-                    })
-                }
-                1 => Ok(AudioTag::Frame {
+    if b0 >> 4 == SOUND_EX_HEADER {
+        let h = ex_header(body, AUDIO_EX_MOD_EX, AUDIO_EX_MULTITRACK)?;
+        return for_each_ex_track(body, &h, &mut |track, fourcc, part| {
+            let tag = match (fourcc, h.packet_type) {
+                (b"mp4a", EX_SEQUENCE_START) => aac_config(part),
+                (b"mp4a", EX_CODED_FRAMES) => Ok(AudioTag::Frame {
                     codec: Codec::Aac,
-                    data: body.slice(2..),
-                    params: flv_sound_params(b0),
+                    data: part,
+                    params: None,
                 }),
+                // Other FourCCs (Opus, FLAC, AC-3...) and the multichannel
+                // configuration: not relayed.
                 _ => Ok(AudioTag::Ignored),
-            }
-        }
+            };
+            each(track, tag)
+        });
+    }
+    each(0, legacy_audio(b0, body))
+}
+
+fn aac_config(asc: Bytes) -> Result<AudioTag, FlvError> {
+    aac::parse_asc(&asc)?;
+    Ok(AudioTag::SequenceHeader {
+        config: CodecConfig::Aac { asc },
+    })
+}
+
+fn legacy_audio(b0: u8, body: &Bytes) -> Result<AudioTag, FlvError> {
+    match b0 >> 4 {
+        SOUND_AAC => match *body.get(1).ok_or(FlvError::Truncated)? {
+            0 => aac_config(body.slice(2..)),
+            1 => Ok(AudioTag::Frame {
+                codec: Codec::Aac,
+                data: body.slice(2..),
+                params: Some(flv_sound_params(b0)),
+            }),
+            _ => Ok(AudioTag::Ignored),
+        },
         SOUND_MP3 => Ok(AudioTag::Frame {
             codec: Codec::Mp3,
             data: body.slice(1..),
-            params: flv_sound_params(b0),
+            params: Some(flv_sound_params(b0)),
         }),
-        9 => Ok(AudioTag::Ignored), // enhanced audio: not relayed (yet)
         other => Err(FlvError::UnsupportedCodec(format!("sound format {other}"))),
     }
 }
@@ -269,39 +438,87 @@ impl MetadataHints {
     }
 }
 
-/// What one tag did to the ingest state.
+/// What one tag did to the ingest state; its frames are taken with
+/// [`TagIngest::frames`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TagOutcome {
     /// A track was created or its configuration changed.
     pub tracks_changed: bool,
-    pub frame: Option<Frame>,
 }
 
-/// Turns a publisher's audio and video tags into tracks and frames. Video
-/// is track [`VIDEO_TRACK_ID`], audio [`AUDIO_TRACK_ID`]. Video frames
-/// before the first sequence header are dropped (nothing could decode
-/// them). RTMP's 32-bit millisecond timestamps are unwrapped to 64 bits.
-#[derive(Debug, Default)]
-pub struct TagIngest {
-    video: Option<Track>,
-    audio: Option<Track>,
+/// The most tracks of one kind a publisher's multitrack tags make; parts
+/// for further track ids are dropped.
+pub const MAX_TRACKS_PER_KIND: usize = 8;
+
+/// A video track of the publisher: its FLV track id, kiln's track, and
+/// the NAL length size of its sequence header.
+#[derive(Debug)]
+struct VideoIn {
+    flv: u8,
+    track: Track,
     length_size: u8,
+}
+
+/// An audio track of the publisher.
+#[derive(Debug)]
+struct AudioIn {
+    flv: u8,
+    track: Track,
+}
+
+/// Turns a publisher's audio and video tags into tracks and frames.
+///
+/// FLV track 0 (every legacy tag, and enhanced tags without Multitrack)
+/// is video track [`VIDEO_TRACK_ID`] and audio track [`AUDIO_TRACK_ID`];
+/// the other tracks of enhanced RTMP v2 multitrack tags (OBS's and
+/// FFmpeg's renditions, audio languages) get the next ids, 3 upward, in
+/// the order they first appear, for the life of the session. Frames of a
+/// track before its first sequence header are dropped (nothing could
+/// decode them). RTMP's 32-bit millisecond timestamps are unwrapped to 64
+/// bits.
+#[derive(Debug)]
+pub struct TagIngest {
+    video: Vec<VideoIn>,
+    audio: Vec<AudioIn>,
+    next_id: TrackId,
     hints: MetadataHints,
     last_ms: Option<(u32, i64)>,
+    /// The frames of the last tag (several for a multitrack tag).
+    ready: std::collections::VecDeque<Frame>,
+}
+
+impl Default for TagIngest {
+    fn default() -> Self {
+        TagIngest {
+            video: Vec::new(),
+            audio: Vec::new(),
+            next_id: AUDIO_TRACK_ID + 1,
+            hints: MetadataHints::default(),
+            last_ms: None,
+            ready: std::collections::VecDeque::new(),
+        }
+    }
 }
 
 impl TagIngest {
-    /// The current tracks, video first.
+    /// The current tracks: video, then audio, each in FLV track order.
     pub fn tracks(&self) -> Vec<Track> {
         self.video
             .iter()
-            .chain(self.audio.iter())
+            .map(|v| &v.track)
+            .chain(self.audio.iter().map(|a| &a.track))
             .cloned()
             .collect()
     }
 
+    /// The frames the last [`TagIngest::video`] or [`TagIngest::audio`]
+    /// call made, in the tag's order.
+    pub fn frames(&mut self) -> std::collections::vec_deque::Drain<'_, Frame> {
+        self.ready.drain(..)
+    }
+
     /// Takes onMetaData hints (used for tracks created afterwards and to
-    /// fill gaps in existing ones).
+    /// fill gaps in existing ones). They describe track 0.
     pub fn set_metadata(&mut self, meta: &Amf0Value) {
         self.hints = MetadataHints::from_amf(meta);
     }
@@ -315,12 +532,27 @@ impl TagIngest {
         v
     }
 
-    fn video_params(&self, codec: Codec, config: &CodecConfig) -> Option<VideoParams> {
+    /// kiln's id for a new FLV track of a kind: track 0 keeps the fixed
+    /// ids, the others take the next free one.
+    fn new_id(&mut self, flv: u8, zero: TrackId) -> TrackId {
+        if flv == 0 {
+            return zero;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn video_params(&self, flv: u8, codec: Codec, config: &CodecConfig) -> Option<VideoParams> {
         let from_sps = match codec {
             Codec::H265 => h265::video_params(config),
             _ => h264::video_params(config),
         };
-        let h = &self.hints;
+        let h = if flv == 0 {
+            self.hints
+        } else {
+            MetadataHints::default()
+        };
         match from_sps {
             Some(mut p) => {
                 if p.framerate <= 0.0 {
@@ -339,30 +571,73 @@ impl TagIngest {
 
     /// Handles one video tag body received at `timestamp_ms`.
     pub fn video(&mut self, timestamp_ms: u32, body: &Bytes) -> Result<TagOutcome, FlvError> {
+        self.ready.clear();
         let mut out = TagOutcome::default();
-        match parse_video_tag(body)? {
+        let dts: Ticks = self.unwrap_ms(timestamp_ms) * TICKS_PER_MS;
+        parse_video_tag(body, &mut |flv, tag| {
+            match tag {
+                Ok(tag) => self.video_part(flv, dts, tag, &mut out),
+                // A further track in a codec kiln does not relay is left
+                // out; track 0's error is the publisher's.
+                Err(_) if flv != 0 => Ok(()),
+                Err(e) => Err(e),
+            }
+        })?;
+        Ok(out)
+    }
+
+    fn video_part(
+        &mut self,
+        flv: u8,
+        dts: Ticks,
+        tag: VideoTag,
+        out: &mut TagOutcome,
+    ) -> Result<(), FlvError> {
+        let at = self.video.iter().position(|v| v.flv == flv);
+        match tag {
             VideoTag::SequenceHeader {
                 codec,
                 config,
                 length_size,
             } => {
-                self.length_size = length_size;
-                let same = self
-                    .video
-                    .as_ref()
-                    .is_some_and(|t| t.codec == codec && t.config == config);
-                if !same {
-                    let video = self.video_params(codec, &config);
-                    self.video = Some(Track {
-                        id: VIDEO_TRACK_ID,
-                        codec,
-                        config,
-                        video,
-                        audio: None,
-                        bitrate: self.hints.video_bitrate,
-                    });
-                    out.tracks_changed = true;
+                if let Some(v) = at.map(|i| &mut self.video[i]) {
+                    v.length_size = length_size;
+                    if v.track.codec == codec && v.track.config == config {
+                        return Ok(());
+                    }
+                } else if self.video.len() >= MAX_TRACKS_PER_KIND {
+                    return Ok(());
                 }
+                let video = self.video_params(flv, codec, &config);
+                let bitrate = if flv == 0 {
+                    self.hints.video_bitrate
+                } else {
+                    0
+                };
+                let id = match at {
+                    Some(i) => self.video[i].track.id,
+                    None => self.new_id(flv, VIDEO_TRACK_ID),
+                };
+                let track = Track {
+                    id,
+                    codec,
+                    config,
+                    video,
+                    audio: None,
+                    bitrate,
+                };
+                match at {
+                    Some(i) => self.video[i].track = track,
+                    None => {
+                        self.video.push(VideoIn {
+                            flv,
+                            track,
+                            length_size,
+                        });
+                        self.video.sort_by_key(|v| v.flv);
+                    }
+                }
+                out.tracks_changed = true;
             }
             VideoTag::Frame {
                 codec,
@@ -370,19 +645,18 @@ impl TagIngest {
                 cts_ms,
                 data,
             } => {
-                let Some(track) = &self.video else {
-                    return Ok(out);
+                let Some(v) = at.map(|i| &self.video[i]) else {
+                    return Ok(());
                 };
-                if track.codec != codec || data.is_empty() {
-                    return Ok(out);
+                if v.track.codec != codec || data.is_empty() {
+                    return Ok(());
                 }
-                let data = nal::normalize_length_size_bytes(data, self.length_size)?;
+                let data = nal::normalize_length_size_bytes(data, v.length_size)?;
                 if data.is_empty() {
-                    return Ok(out);
+                    return Ok(());
                 }
-                let dts: Ticks = self.unwrap_ms(timestamp_ms) * TICKS_PER_MS;
-                out.frame = Some(Frame {
-                    track: VIDEO_TRACK_ID,
+                self.ready.push_back(Frame {
+                    track: v.track.id,
                     pts: dts + Ticks::from(cts_ms) * TICKS_PER_MS,
                     dts,
                     keyframe,
@@ -391,66 +665,97 @@ impl TagIngest {
             }
             VideoTag::EndOfSequence | VideoTag::Ignored => {}
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Handles one audio tag body received at `timestamp_ms`.
     pub fn audio(&mut self, timestamp_ms: u32, body: &Bytes) -> Result<TagOutcome, FlvError> {
+        self.ready.clear();
         let mut out = TagOutcome::default();
-        match parse_audio_tag(body)? {
+        let t: Ticks = self.unwrap_ms(timestamp_ms) * TICKS_PER_MS;
+        parse_audio_tag(body, &mut |flv, tag| match tag {
+            Ok(tag) => {
+                self.audio_part(flv, t, tag, &mut out);
+                Ok(())
+            }
+            Err(_) if flv != 0 => Ok(()),
+            Err(e) => Err(e),
+        })?;
+        Ok(out)
+    }
+
+    fn audio_part(&mut self, flv: u8, t: Ticks, tag: AudioTag, out: &mut TagOutcome) {
+        let at = self.audio.iter().position(|a| a.flv == flv);
+        let (codec, config, params, data) = match tag {
             AudioTag::SequenceHeader { config } => {
-                let same = self
-                    .audio
-                    .as_ref()
-                    .is_some_and(|t| t.codec == Codec::Aac && t.config == config);
-                if !same {
-                    let audio = aac::audio_params(&config);
-                    self.audio = Some(Track {
-                        id: AUDIO_TRACK_ID,
-                        codec: Codec::Aac,
-                        config,
-                        video: None,
-                        audio,
-                        bitrate: self.hints.audio_bitrate,
-                    });
-                    out.tracks_changed = true;
+                if at.is_some_and(|i| {
+                    let t = &self.audio[i].track;
+                    t.codec == Codec::Aac && t.config == config
+                }) {
+                    return;
                 }
+                let params = aac::audio_params(&config);
+                (Codec::Aac, config, params, None)
             }
             AudioTag::Frame {
                 codec,
                 data,
                 params,
-            } => {
-                match &self.audio {
-                    Some(t) if t.codec == codec => {}
-                    Some(_) | None if codec == Codec::Mp3 => {
-                        self.audio = Some(Track {
-                            id: AUDIO_TRACK_ID,
-                            codec,
-                            config: CodecConfig::None,
-                            video: None,
-                            audio: Some(params),
-                            bitrate: self.hints.audio_bitrate,
-                        });
-                        out.tracks_changed = true;
-                    }
-                    _ => return Ok(out),
+            } => match at.map(|i| &self.audio[i].track) {
+                Some(t) if t.codec == codec => (codec, CodecConfig::None, None, Some(data)),
+                // MP3 has no sequence header: its first frame makes the
+                // track (or replaces another codec's).
+                Some(_) | None if codec == Codec::Mp3 => {
+                    (codec, CodecConfig::None, params, Some(data))
                 }
-                if data.is_empty() {
-                    return Ok(out);
-                }
-                let t = self.unwrap_ms(timestamp_ms) * TICKS_PER_MS;
-                out.frame = Some(Frame {
-                    track: AUDIO_TRACK_ID,
-                    pts: t,
-                    dts: t,
-                    keyframe: true,
-                    data,
-                });
+                _ => return,
+            },
+            AudioTag::Ignored => return,
+        };
+        let known =
+            at.is_some_and(|i| self.audio[i].track.codec == codec) && config == CodecConfig::None;
+        if !known {
+            if at.is_none() && self.audio.len() >= MAX_TRACKS_PER_KIND {
+                return;
             }
-            AudioTag::Ignored => {}
+            let id = match at {
+                Some(i) => self.audio[i].track.id,
+                None => self.new_id(flv, AUDIO_TRACK_ID),
+            };
+            let track = Track {
+                id,
+                codec,
+                config,
+                video: None,
+                audio: params,
+                bitrate: if flv == 0 {
+                    self.hints.audio_bitrate
+                } else {
+                    0
+                },
+            };
+            match at {
+                Some(i) => self.audio[i].track = track,
+                None => {
+                    self.audio.push(AudioIn { flv, track });
+                    self.audio.sort_by_key(|a| a.flv);
+                }
+            }
+            out.tracks_changed = true;
         }
-        Ok(out)
+        let Some(data) = data.filter(|d| !d.is_empty()) else {
+            return;
+        };
+        let Some(id) = self.audio.iter().find(|a| a.flv == flv).map(|a| a.track.id) else {
+            return;
+        };
+        self.ready.push_back(Frame {
+            track: id,
+            pts: t,
+            dts: t,
+            keyframe: true,
+            data,
+        });
     }
 }
 
@@ -654,7 +959,7 @@ pub(crate) mod tests {
         let (h, n) = video_frame_header(Codec::H265, false, 80).unwrap();
         let mut b = h[..n].to_vec();
         b.extend_from_slice(&[0, 0, 0, 2, 0x02, 0x01]);
-        let f = ingest.video(40, &Bytes::from(b)).unwrap().frame.unwrap();
+        let f = video_frame(&mut ingest, 40, &Bytes::from(b));
         assert_eq!((f.dts, f.pts, f.keyframe), (3600, 3600 + 7200, false));
         assert_eq!(&f.data[..], &[0, 0, 0, 2, 0x02, 0x01]);
     }
@@ -685,8 +990,7 @@ pub(crate) mod tests {
         let mut ingest = TagIngest::default();
         ingest.video(0, &Bytes::from(body)).unwrap();
         let frame = Bytes::from_static(&[0x17, 1, 0, 0, 80, 0, 3, 0x65, 0xAA, 0xBB]);
-        let o = ingest.video(1000, &frame).unwrap();
-        let f = o.frame.unwrap();
+        let f = video_frame(&mut ingest, 1000, &frame);
         assert_eq!(f.dts, 90_000);
         assert_eq!(f.pts, 90_000 + 80 * 90);
         assert!(f.keyframe);
@@ -700,8 +1004,8 @@ pub(crate) mod tests {
         write_video_sequence_header(&h264_track(), &mut body).unwrap();
         ingest.video(0xFFFF_FF00, &Bytes::from(body)).unwrap();
         let frame = Bytes::from_static(&[0x27, 1, 0xFF, 0xFF, 0xF6, 0, 0, 0, 1, 0x41]);
-        let a = ingest.video(0xFFFF_FFF0, &frame).unwrap().frame.unwrap();
-        let b = ingest.video(0x10, &frame).unwrap().frame.unwrap();
+        let a = video_frame(&mut ingest, 0xFFFF_FFF0, &frame);
+        let b = video_frame(&mut ingest, 0x10, &frame);
         assert_eq!(b.dts - a.dts, 0x20 * 90);
         assert_eq!(a.pts - a.dts, -10 * 90);
         assert!(!a.keyframe);
@@ -711,7 +1015,7 @@ pub(crate) mod tests {
     fn enhanced_hevc_frames_parse() {
         let body = Bytes::from_static(&[0x91, b'h', b'v', b'c', b'1', 0, 0, 40, 0, 0, 0, 1, 0x26]);
         assert_eq!(
-            parse_video_tag(&body).unwrap(),
+            one_video_tag(&body).unwrap(),
             VideoTag::Frame {
                 codec: Codec::H265,
                 keyframe: true,
@@ -721,7 +1025,7 @@ pub(crate) mod tests {
         );
         let body = Bytes::from_static(&[0xA3, b'h', b'v', b'c', b'1', 0, 0, 0, 1, 0x02]);
         assert!(matches!(
-            parse_video_tag(&body).unwrap(),
+            one_video_tag(&body).unwrap(),
             VideoTag::Frame {
                 cts_ms: 0,
                 keyframe: false,
@@ -730,11 +1034,30 @@ pub(crate) mod tests {
         ));
         let body = Bytes::from_static(&[0x91, b'a', b'v', b'0', b'1']);
         assert!(matches!(
-            parse_video_tag(&body),
+            one_video_tag(&body),
             Err(FlvError::UnsupportedCodec(_))
         ));
         let (h, n) = video_frame_header(Codec::H265, true, 40).unwrap();
         assert_eq!(&h[..n], &body_prefix()[..]);
+    }
+
+    /// The one track's tag of a body without multitrack.
+    fn one_video_tag(body: &Bytes) -> Result<VideoTag, FlvError> {
+        let mut got = None;
+        parse_video_tag(body, &mut |track, tag| {
+            assert_eq!(track, 0);
+            got = Some(tag);
+            Ok(())
+        })?;
+        got.expect("a tag")
+    }
+
+    fn video_frame(ingest: &mut TagIngest, ts: u32, body: &Bytes) -> Frame {
+        ingest.video(ts, body).unwrap();
+        let mut frames = ingest.frames();
+        let f = frames.next().expect("a frame");
+        assert!(frames.next().is_none());
+        f
     }
 
     fn body_prefix() -> [u8; 8] {
@@ -754,7 +1077,8 @@ pub(crate) mod tests {
         let (h, n) = audio_frame_header(&track).unwrap();
         let mut b = h[..n].to_vec();
         b.extend_from_slice(&[1, 2, 3]);
-        let f = ingest.audio(23, &Bytes::from(b)).unwrap().frame.unwrap();
+        ingest.audio(23, &Bytes::from(b)).unwrap();
+        let f = ingest.frames().next().unwrap();
         assert_eq!(
             (f.pts, f.dts, &f.data[..]),
             (23 * 90, 23 * 90, &[1u8, 2, 3][..])
@@ -776,7 +1100,157 @@ pub(crate) mod tests {
             .unwrap();
         assert!(o.tracks_changed);
         assert_eq!(ingest.tracks()[0].codec, Codec::Mp3);
-        assert_eq!(&o.frame.unwrap().data[..], &[0xFF, 0xFB]);
+        assert_eq!(&ingest.frames().next().unwrap().data[..], &[0xFF, 0xFB]);
+    }
+
+    /// An AVC decoder configuration record for the sample SPS and PPS.
+    fn avc_record() -> Vec<u8> {
+        h264::build_decoder_config(&[sample_sps()], &[sample_pps()]).unwrap()
+    }
+
+    /// Enhanced RTMP v2 multitrack as FFmpeg 9's FLV muxer writes a second
+    /// video and audio stream (OneTrack, track id 1; bytes read from its
+    /// output), beside legacy tags for track 0.
+    #[test]
+    fn multitrack_tracks_become_tracks_of_their_own() {
+        let mut ingest = TagIngest::default();
+        let mut legacy = Vec::new();
+        write_video_sequence_header(&h264_track(), &mut legacy).unwrap();
+        assert!(
+            ingest
+                .video(0, &Bytes::from(legacy))
+                .unwrap()
+                .tracks_changed
+        );
+        let mut one = vec![0x96, 0x00, b'a', b'v', b'c', b'1', 1];
+        one.extend_from_slice(&avc_record());
+        assert!(ingest.video(0, &Bytes::from(one)).unwrap().tracks_changed);
+        let mut asc = Vec::new();
+        write_audio_sequence_header(&aac_track(), &mut asc).unwrap();
+        ingest.audio(0, &Bytes::from(asc)).unwrap();
+        let audio1 = [0x95, 0x00, b'm', b'p', b'4', b'a', 1, 0x11, 0x88];
+        assert!(
+            ingest
+                .audio(0, &Bytes::copy_from_slice(&audio1))
+                .unwrap()
+                .tracks_changed
+        );
+        let ids: Vec<(TrackId, Codec)> = ingest.tracks().iter().map(|t| (t.id, t.codec)).collect();
+        assert_eq!(
+            ids,
+            [
+                (VIDEO_TRACK_ID, Codec::H264),
+                (3, Codec::H264),
+                (AUDIO_TRACK_ID, Codec::Aac),
+                (4, Codec::Aac)
+            ]
+        );
+        let rate = ingest.tracks()[3].audio.unwrap().sample_rate;
+        assert_eq!(rate, 48000);
+        // The multichannel configuration is nothing to relay.
+        let mc = [0x95, 0x04, b'm', b'p', b'4', b'a', 1, 1, 1, 0, 0, 0, 4];
+        assert_eq!(
+            ingest.audio(5, &Bytes::copy_from_slice(&mc)).unwrap(),
+            TagOutcome::default()
+        );
+        assert_eq!(ingest.frames().count(), 0);
+        // CodedFrames (with composition time) and CodedFramesX.
+        let f = video_frame(
+            &mut ingest,
+            34,
+            &Bytes::from_static(&[
+                0xA6, 0x01, b'a', b'v', b'c', b'1', 1, 0, 0, 33, 0, 0, 0, 1, 0x41,
+            ]),
+        );
+        assert_eq!(
+            (f.track, f.dts, f.pts, f.keyframe),
+            (3, 34 * 90, 67 * 90, false)
+        );
+        let f = video_frame(
+            &mut ingest,
+            35,
+            &Bytes::from_static(&[0x96, 0x03, b'a', b'v', b'c', b'1', 1, 0, 0, 0, 1, 0x65]),
+        );
+        assert_eq!((f.track, f.pts, f.keyframe), (3, 35 * 90, true));
+        ingest
+            .audio(
+                46,
+                &Bytes::from_static(&[0x95, 0x01, b'm', b'p', b'4', b'a', 1, 0xDC, 0x00]),
+            )
+            .unwrap();
+        let f = ingest.frames().next().unwrap();
+        assert_eq!(
+            (f.track, f.dts, &f.data[..]),
+            (4, 46 * 90, &[0xDC, 0x00][..])
+        );
+    }
+
+    #[test]
+    fn many_tracks_in_one_tag_and_mod_ex_are_read() {
+        let mut ingest = TagIngest::default();
+        for track in [0u8, 1] {
+            let mut b = vec![0x96, 0x00, b'a', b'v', b'c', b'1', track];
+            b.extend_from_slice(&avc_record());
+            ingest.video(0, &Bytes::from(b)).unwrap();
+        }
+        // ManyTracks (one FourCC), each part with its size.
+        let part = [0u8, 0, 10, 0, 0, 0, 1, 0x65];
+        let mut b = vec![0x96, 0x11, b'a', b'v', b'c', b'1'];
+        for track in [1u8, 0] {
+            b.push(track);
+            b.extend_from_slice(&[0, 0, part.len() as u8]);
+            b.extend_from_slice(&part);
+        }
+        ingest.video(100, &Bytes::from(b)).unwrap();
+        let got: Vec<(TrackId, Ticks)> = ingest.frames().map(|f| (f.track, f.pts)).collect();
+        assert_eq!(got, [(3, 110 * 90), (VIDEO_TRACK_ID, 110 * 90)]);
+        // ManyTracksManyCodecs: a part in a codec kiln does not relay is
+        // left out, the others go on.
+        let mut b = vec![0x96, 0x21];
+        for (fourcc, track) in [(b"av01", 1u8), (b"avc1", 0)] {
+            b.extend_from_slice(fourcc);
+            b.push(track);
+            b.extend_from_slice(&[0, 0, part.len() as u8]);
+            b.extend_from_slice(&part);
+        }
+        ingest.video(200, &Bytes::from(b)).unwrap();
+        let got: Vec<TrackId> = ingest.frames().map(|f| f.track).collect();
+        assert_eq!(got, [VIDEO_TRACK_ID]);
+        // ModEx (a timestamp offset in nanoseconds, 3 bytes) before
+        // CodedFrames of track 0.
+        let b = [
+            0x97, 2, 0, 0, 0, 0x01, b'a', b'v', b'c', b'1', 0, 0, 0, 0, 0, 0, 1, 0x65,
+        ];
+        let f = video_frame(&mut ingest, 300, &Bytes::copy_from_slice(&b));
+        assert_eq!((f.track, f.keyframe), (VIDEO_TRACK_ID, true));
+        // A part whose size overruns the tag is an error of the tag.
+        let b = [0x96, 0x11, b'a', b'v', b'c', b'1', 0, 0, 1, 0, 0];
+        assert_eq!(
+            ingest.video(400, &Bytes::copy_from_slice(&b)),
+            Err(FlvError::Truncated)
+        );
+        // An unsupported codec on track 0 is the publisher's error.
+        let b = [0x91, b'a', b'v', b'0', b'1', 0, 0, 0];
+        assert!(matches!(
+            ingest.video(500, &Bytes::copy_from_slice(&b)),
+            Err(FlvError::UnsupportedCodec(_))
+        ));
+    }
+
+    #[test]
+    fn a_publisher_gets_at_most_eight_tracks_of_a_kind() {
+        let mut ingest = TagIngest::default();
+        for track in 0..=20u8 {
+            let mut b = vec![0x96, 0x00, b'a', b'v', b'c', b'1', track];
+            b.extend_from_slice(&avc_record());
+            ingest.video(0, &Bytes::from(b)).unwrap();
+        }
+        assert_eq!(ingest.tracks().len(), MAX_TRACKS_PER_KIND);
+        let b = [
+            0xA6, 0x01, b'a', b'v', b'c', b'1', 20, 0, 0, 0, 0, 0, 0, 1, 0x41,
+        ];
+        ingest.video(40, &Bytes::copy_from_slice(&b)).unwrap();
+        assert_eq!(ingest.frames().count(), 0);
     }
 
     proptest! {
@@ -786,6 +1260,7 @@ pub(crate) mod tests {
             let mut ingest = TagIngest::default();
             let _ = ingest.video(ts, &b);
             let _ = ingest.audio(ts, &b);
+            crate::rtmp::fuzz::fuzz_flv(&b);
         }
     }
 }

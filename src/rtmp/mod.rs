@@ -100,11 +100,25 @@ pub mod fuzz {
         let _ = super::handshake::ClientHandshake::new(&mut out).handle(data, &mut out);
     }
 
+    /// The bytes as one video and one audio tag, then cut at each 0xFF
+    /// into several of each (sequence headers, then frames of the tracks
+    /// they made, multitrack or not).
     pub fn fuzz_flv(data: &[u8]) {
         let b = Bytes::copy_from_slice(data);
         let mut ingest = super::flv::TagIngest::default();
         let _ = ingest.video(0, &b);
         let _ = ingest.audio(0, &b);
+        for (i, tag) in b.split(|&x| x == 0xFF).enumerate() {
+            let tag = b.slice_ref(tag);
+            let _ = if i % 2 == 0 {
+                ingest.video(i as u32, &tag)
+            } else {
+                ingest.audio(i as u32, &tag)
+            };
+            let _ = ingest.frames().count();
+        }
+        // panic-audit: fuzzing only; more tracks than the bound is the bug it finds.
+        assert!(ingest.tracks().len() <= 2 * super::flv::MAX_TRACKS_PER_KIND);
     }
 
     /// Arbitrary bytes after a valid handshake, into a server session.

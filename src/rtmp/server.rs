@@ -627,10 +627,7 @@ impl ServerSession {
         if !self.is_publishing() || body.is_empty() {
             return Ok(());
         }
-        let TagOutcome {
-            tracks_changed,
-            frame,
-        } = if type_id == message_type::VIDEO {
+        let TagOutcome { tracks_changed } = if type_id == message_type::VIDEO {
             self.ingest.video(timestamp, body)?
         } else {
             self.ingest.audio(timestamp, body)?
@@ -639,9 +636,8 @@ impl ServerSession {
             self.events
                 .push_back(ServerEvent::TracksChanged(self.ingest.tracks()));
         }
-        if let Some(f) = frame {
-            self.events.push_back(ServerEvent::Frame(f));
-        }
+        self.events
+            .extend(self.ingest.frames().map(ServerEvent::Frame));
         Ok(())
     }
 

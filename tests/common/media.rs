@@ -296,3 +296,43 @@ pub fn ffprobe_duration(file: &Path) -> f64 {
         .parse()
         .unwrap_or(0.0)
 }
+
+/// FFmpeg 9 (its FLV muxer writes enhanced RTMP v2 multitrack; Debian's
+/// 5.1 does not): `KILN_FFMPEG9`, else the static build of PyPI's
+/// `imageio-ffmpeg` (pinned in tests/run). `None`, with a printed reason,
+/// when neither is here (a failure under `KILN_REQUIRE_INTEROP=1`).
+#[allow(dead_code)]
+pub fn ffmpeg9() -> Option<String> {
+    let path = std::env::var("KILN_FFMPEG9").ok().or_else(|| {
+        let out = Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())",
+            ])
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !p.is_empty()).then_some(p)
+    });
+    let version = path.as_ref().and_then(|p| {
+        let out = Command::new(p).arg("-version").output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let v = text.split_whitespace().nth(2)?.to_string();
+        v.trim_start_matches('n')
+            .split('.')
+            .next()?
+            .parse::<u32>()
+            .ok()
+            .filter(|m| *m >= 9)
+    });
+    if version.is_none() {
+        let why = "FFmpeg 9 is not here (pip install imageio-ffmpeg==0.8.1, or set KILN_FFMPEG9)";
+        if std::env::var("KILN_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("{why} (KILN_REQUIRE_INTEROP=1)");
+        }
+        eprintln!("SKIP: {why}");
+        return None;
+    }
+    path
+}

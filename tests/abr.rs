@@ -1,0 +1,226 @@
+//! Adaptive bit rate from the encoder's own layers (issue 43): FFmpeg 9
+//! publishes enhanced RTMP v2 multitrack (three video renditions and two
+//! audio languages in one RTMP stream); kiln keeps every track, LL-HLS
+//! lists each video track as a variant and both audio tracks as one
+//! group, and the players that take one track (RTMP play) get the first.
+
+mod common;
+#[path = "common/media.rs"]
+mod media;
+use common::*;
+use media::*;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// FFmpeg 9 publishing the test pattern over RTMP as three renditions
+/// (640x360, 320x180, 160x90; x264 at its defaults but for a fixed
+/// keyframe interval, as an ABR encoder is set) and two AAC tracks
+/// (English, French) for `secs` seconds in real time.
+fn publish_multitrack(ffmpeg: &str, url: &str, secs: u32) -> Child {
+    Command::new(ffmpeg)
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=size=640x360:rate={FPS}"),
+        ])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000"])
+        .args([
+            "-filter_complex",
+            "[0:v]split=3[a][b][c];[b]scale=320:180[b2];[c]scale=160:90[c2]",
+        ])
+        .args([
+            "-map", "[a]", "-map", "[b2]", "-map", "[c2]", "-map", "1:a", "-map", "2:a",
+        ])
+        .args(["-t", &secs.to_string()])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            "-g",
+            "25",
+            "-sc_threshold",
+            "0",
+        ])
+        .args(["-c:a", "aac", "-b:a", "64k"])
+        .args([
+            "-metadata:s:a:0",
+            "language=eng",
+            "-metadata:s:a:1",
+            "language=fra",
+        ])
+        .args(["-f", "flv", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ffmpeg 9 starts")
+}
+
+/// ffprobe's `codec_name,width,height` (video) or `codec_name,sample_rate`
+/// (audio) of each stream of `url`, each once (ffprobe lists an HLS
+/// playlist's streams again under its program).
+fn probe(url: &str) -> Vec<String> {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "stream=codec_name,width,height,sample_rate",
+        ])
+        .args(["-of", "csv=p=0", "-rw_timeout", "10000000", url])
+        .output()
+        .expect("ffprobe runs");
+    let mut streams: Vec<String> = Vec::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let l = l.trim_end_matches(',').to_string();
+        if !l.is_empty() && !streams.contains(&l) {
+            streams.push(l);
+        }
+    }
+    streams
+}
+
+#[test]
+fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
+    let Some(ffmpeg9) = ffmpeg9() else { return };
+    if !have_tool("ffprobe") {
+        return;
+    }
+    let s = Server::start_with(
+        "abr-multitrack",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let rtmp = format!("rtmp://127.0.0.1:{}/app/ladder", s.media.rtmp);
+    let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, 40);
+
+    // The API lists every track: three video, two audio (and OME's data
+    // track).
+    let tracks = wait_until(Duration::from_secs(30), || {
+        let st = s.live_stream("ladder")?;
+        let tracks: Vec<serde_json::Value> = st["input"]["tracks"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["type"] != "Data")
+            .cloned()
+            .collect();
+        (tracks.len() == 5).then_some(tracks)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the stream never showed five tracks: {:?}",
+            s.live_stream("ladder")
+        )
+    });
+    let sizes: Vec<(u64, u64)> = tracks
+        .iter()
+        .filter(|t| t["type"] == "Video")
+        .map(|t| {
+            let v = &t["video"];
+            (
+                v["width"].as_u64().unwrap_or(0),
+                v["height"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(sizes, [(640, 360), (320, 180), (160, 90)], "{tracks:?}");
+
+    // LL-HLS: a variant for each video track, largest first, ranked by
+    // their measured rates once each has two segments; both audio tracks
+    // in one group.
+    let base = format!("http://127.0.0.1:{}/app/ladder", s.media.llhls);
+    let master = wait_until(Duration::from_secs(40), || {
+        let (code, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
+        let variants: Vec<&str> = master
+            .lines()
+            .filter(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .collect();
+        let ready = code == 200
+            && variants.len() == 3
+            && variants.iter().all(|v| {
+                let (_, list, _) = curl(&[], &format!("{base}/{v}"));
+                list.lines().filter(|l| l.starts_with("#EXTINF")).count() >= 2
+            });
+        ready.then_some(())?;
+        // Read again: the rates are measured by now.
+        Some(curl(&[], &format!("{base}/llhls.m3u8")).1)
+    })
+    .unwrap_or_else(|| panic!("no three LL-HLS variants\n{}", s.log_text()));
+    let audio: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-MEDIA:TYPE=AUDIO"))
+        .collect();
+    assert_eq!(audio.len(), 2, "{master}");
+    assert!(
+        audio[0].contains("DEFAULT=YES") && audio[1].contains("DEFAULT=NO"),
+        "{master}"
+    );
+    let infs: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-STREAM-INF"))
+        .collect();
+    let resolutions: Vec<&str> = infs
+        .iter()
+        .map(|l| {
+            l.split("RESOLUTION=")
+                .nth(1)
+                .and_then(|r| r.split(',').next())
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(resolutions, ["640x360", "320x180", "160x90"], "{master}");
+    let rates: Vec<u64> = infs
+        .iter()
+        .map(|l| {
+            l["#EXT-X-STREAM-INF:BANDWIDTH=".len()..]
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(rates[0] > rates[1] && rates[1] > rates[2], "{master}");
+    assert!(
+        infs.iter()
+            .all(|l| l.contains("AUDIO=\"audio\"") && l.contains("mp4a.40.2")),
+        "{master}"
+    );
+
+    // Each variant is its own picture, and the second audio track plays.
+    let video_lists: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+        .collect();
+    for (list, size) in video_lists.iter().zip(["640,360", "320,180", "160,90"]) {
+        let got = probe(&format!("{base}/{list}"));
+        assert_eq!(got, [format!("h264,{size}")], "{list}");
+    }
+    let second_audio = audio[1]
+        .split("URI=\"")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('"');
+    assert_eq!(
+        probe(&format!("{base}/{second_audio}")),
+        ["aac,48000"],
+        "{second_audio}"
+    );
+
+    // An RTMP player takes the first video and audio track.
+    assert_eq!(
+        probe(&rtmp),
+        ["h264,640,360", "aac,48000"],
+        "{}",
+        s.log_text()
+    );
+
+    let _ = publisher.kill();
+    let _ = publisher.wait();
+}
