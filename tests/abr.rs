@@ -1,16 +1,20 @@
 //! Adaptive bit rate from the encoder's own layers (issue 43): FFmpeg 9
 //! publishes enhanced RTMP v2 multitrack (three video renditions and two
-//! audio languages in one RTMP stream); kiln keeps every track, LL-HLS
-//! lists each video track as a variant and both audio tracks as one
-//! group, and the players that take one track (RTMP play) get the first.
+//! audio languages in one RTMP stream), and Chromium three simulcast
+//! layers over WHIP; kiln keeps every track, LL-HLS lists each video track
+//! as a variant (and every audio track in one group), and the players
+//! that take one track (RTMP play, WHEP) get the first, the largest.
 
 mod common;
 #[path = "common/media.rs"]
 mod media;
+#[path = "common/webrtc_pages.rs"]
+mod webrtc_pages;
 use common::*;
 use media::*;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use webrtc_pages::*;
 
 /// FFmpeg 9 publishing the test pattern over RTMP as three renditions
 /// (640x360, 320x180, 160x90; x264 at its defaults but for a fixed
@@ -223,4 +227,134 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
 
     let _ = publisher.kill();
     let _ = publisher.wait();
+}
+
+/// The master playlist once it lists `n` video variants, each with two
+/// segments (so their rates are measured), and its video chunklists.
+fn wait_for_variants(s: &Server, base: &str, n: usize, limit: Duration) -> (String, Vec<String>) {
+    wait_until(limit, || {
+        let (code, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
+        let lists: Vec<String> = master
+            .lines()
+            .filter(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .map(str::to_string)
+            .collect();
+        let ready = code == 200
+            && lists.len() == n
+            && lists.iter().all(|v| {
+                let (_, list, _) = curl(&[], &format!("{base}/{v}"));
+                list.lines().filter(|l| l.starts_with("#EXTINF")).count() >= 2
+            });
+        ready.then_some(())?;
+        Some((curl(&[], &format!("{base}/llhls.m3u8")).1, lists))
+    })
+    .unwrap_or_else(|| panic!("no {n} LL-HLS variants\n{}", s.log_text()))
+}
+
+/// The width and `BANDWIDTH` of each variant, in order.
+fn variants(master: &str) -> Vec<(u64, u64)> {
+    master
+        .lines()
+        .filter_map(|l| l.strip_prefix("#EXT-X-STREAM-INF:BANDWIDTH="))
+        .map(|l| {
+            let rate = l
+                .split(',')
+                .next()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            let width = l
+                .split("RESOLUTION=")
+                .nth(1)
+                .and_then(|r| r.split('x').next())
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(0);
+            (width, rate)
+        })
+        .collect()
+}
+
+/// Chromium publishes a 1280x720 camera as three simulcast layers over
+/// WHIP (RIDs h, m, l at full, half and quarter size): each layer is a
+/// video track of the stream, largest first; LL-HLS lists three variants,
+/// each its own picture; RTMP play and a WHEP viewer get the largest.
+#[test]
+fn chromium_simulcast_layers_are_llhls_variants_and_players_get_the_largest() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ffprobe") || !have_tool("curl") {
+        return;
+    }
+    let s = Server::start_with(
+        "abr-simulcast",
+        ServerOptions {
+            media: true,
+            llhls: Some("<ChunkDuration>0.5</ChunkDuration><SegmentDuration>2</SegmentDuration><SegmentCount>10</SegmentCount>".into()),
+            webrtc: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let base = format!("http://127.0.0.1:{}/app/sim", s.media.llhls);
+    let child = publisher_in(
+        None,
+        &[("SIMULCAST", "1")],
+        &chromium,
+        &web,
+        &[
+            "whip",
+            &format!("{base}?direction=whip"),
+            "24",
+            &format!("{base}?direction=whep"),
+        ],
+    );
+    // Three video tracks, largest first (the browser may lower a layer's
+    // size on a busy machine: the order is what is held, not the sizes).
+    let tracks = wait_until(Duration::from_secs(30), || {
+        let st = s.live_stream("sim")?;
+        let widths: Vec<u64> = st["input"]["tracks"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["type"] == "Video")
+            .map(|t| t["video"]["width"].as_u64().unwrap_or(0))
+            .collect();
+        (widths.len() == 3).then_some(widths)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no three video tracks: {:?}\n{}",
+            s.live_stream("sim"),
+            s.log_text()
+        )
+    });
+    assert!(tracks[0] > tracks[1] && tracks[1] > tracks[2], "{tracks:?}");
+
+    let (master, lists) = wait_for_variants(&s, &base, 3, Duration::from_secs(30));
+    let v = variants(&master);
+    assert!(v[0].0 > v[1].0 && v[1].0 > v[2].0, "{master}");
+    assert!(v[0].1 > v[2].1, "{master}");
+    for (list, (width, _)) in lists.iter().zip(&v) {
+        let got = probe(&format!("{base}/{list}"));
+        assert!(
+            got.first()
+                .is_some_and(|g| g.starts_with(&format!("h264,{width},"))),
+            "{list}: {got:?}"
+        );
+    }
+    // RTMP play: the largest layer.
+    let rtmp = probe(&format!("rtmp://127.0.0.1:{}/app/sim", s.media.rtmp));
+    assert!(
+        rtmp.first()
+            .is_some_and(|g| g.starts_with(&format!("h264,{},", v[0].0))),
+        "{rtmp:?}"
+    );
+
+    let got = seen(child);
+    println!("simulcast publisher: {got}");
+    let layers = got["layers"].as_array().expect("the layers' stats");
+    assert_eq!(layers.len(), 3, "{got}");
+    // The WHEP viewer played the largest layer.
+    let viewer = &got["viewer"];
+    assert_eq!(viewer["status"], 201, "{got}");
+    assert!(viewer["videoWidth"].as_u64() >= Some(v[1].0 + 1), "{got}");
+    assert!(viewer["framesDecoded"].as_u64().unwrap_or(0) > 60, "{got}");
 }

@@ -45,7 +45,8 @@ pub(crate) struct Feed {
     /// Payload bytes of every frame ever added.
     total: u64,
     tracks: Vec<Track>,
-    /// The stream's video track (the lowest id), whose keyframes start GOPs.
+    /// The stream's video track (the first listed), whose keyframes start
+    /// GOPs.
     video: Option<TrackId>,
     /// The latest keyframe of `video` (None: no video, or none seen yet).
     last_key: Option<u64>,
@@ -55,9 +56,8 @@ pub(crate) struct Feed {
 fn video_track(tracks: &[Track]) -> Option<TrackId> {
     tracks
         .iter()
-        .filter(|t| t.kind() == MediaKind::Video)
+        .find(|t| t.kind() == MediaKind::Video)
         .map(|t| t.id)
-        .min()
 }
 
 impl Feed {

@@ -60,8 +60,9 @@ pub struct StreamSelector {
 
 /// The tracks a task sends from a stream's tracks (DECISIONS section 7):
 /// variantNames and trackIds both select; data tracks always go; an empty
-/// selection sends every track (srt, mpegts) or the lowest-id video and
-/// audio track (rtmp). Pushes select with their protocol; records as the
+/// selection sends every track (srt, mpegts) or the first video and audio
+/// track of the stream's list (rtmp): the lowest-id ones of every source
+/// but a simulcast publisher, whose largest layer is listed first. Pushes select with their protocol; records as the
 /// `srt` and `mpegts` pushes do. `named` gives each track's output encode
 /// name.
 pub fn select(
@@ -95,16 +96,15 @@ pub fn select(
             .map(|t| t.id)
             .collect()
     } else if protocol == Protocol::Rtmp {
-        let lowest = |kind: MediaKind| {
+        let first = |kind: MediaKind| {
             tracks
                 .iter()
-                .filter(|t| t.kind() == kind && carried(t))
+                .find(|t| t.kind() == kind && carried(t))
                 .map(|t| t.id)
-                .min()
         };
-        lowest(MediaKind::Video)
+        first(MediaKind::Video)
             .into_iter()
-            .chain(lowest(MediaKind::Audio))
+            .chain(first(MediaKind::Audio))
             .collect()
     } else {
         tracks.iter().map(|t| t.id).collect()

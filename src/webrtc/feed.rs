@@ -157,7 +157,15 @@ impl WebRtc {
             }
         }
         let tracks = stream.tracks();
+        // Viewers get the stream's first video and first audio track (a
+        // stream with several, an encoder's renditions or languages, lists
+        // its largest picture and its default audio first).
+        let first = |kind: Kind| tracks.iter().find(|t| t.kind() == kind).map(|t| t.id);
+        let (video, audio) = (first(Kind::Video), first(Kind::Audio));
         for frame in &out.frames {
+            if Some(frame.track) != video && Some(frame.track) != audio {
+                continue;
+            }
             let Some(track) = tracks.iter().find(|t| t.id == frame.track) else {
                 continue;
             };

@@ -68,11 +68,12 @@ pub fn fuzz_ingest(data: &[u8]) {
                 },
                 arrival: at,
                 contiguous: head[8] & 1 == 1,
+                layer: usize::from(head[8] >> 1) % (super::ingest::MAX_LAYERS + 2),
                 data: frame,
             },
             &mut out,
         );
-        let _ = ing.wants_keyframe(at);
+        let _ = ing.keyframes_wanted(at);
         if head[8] & 2 == 2 {
             ing.keyframe_asked();
         }

@@ -9,13 +9,18 @@
 //!   track (a new resolution makes a new track, as the TS demuxer does), and
 //!   nothing is passed on until the first keyframe, nor after a gap
 //!   (`contiguous` false) until the next one: the caller sends a PLI
-//!   ([`IngestTracks::wants_keyframe`]). A browser sends keyframes only
+//!   ([`IngestTracks::keyframes_wanted`]). A browser sends keyframes only
 //!   when asked, so one is also asked for every [`KEYFRAME_EVERY`]: HLS
 //!   segments and recordings are cut at keyframes, and a new RTMP or SRT
 //!   player starts at the last one.
 //! - VP8 (a publisher that offers no H.264) passes as it is; its keyframes
 //!   (RFC 6386 section 9.1) give the track its size. Only WebRTC viewers
 //!   get it: no other output of kiln carries VP8.
+//! - Simulcast (a browser's two or three layers of one camera, each its
+//!   RID): each layer is a video track of its own, with its own clock and
+//!   keyframes; the tracks list the largest picture first (what players
+//!   that take one video track play). Keyframes asked for on a timer go
+//!   to every layer at once, so the layers' segments line up.
 //! - Opus packets pass as they are (48 kHz, two channels as the SDP has).
 //! - Timestamps: each track's RTP clock, 64 bits as str0m extends it,
 //!   placed on one 90 kHz timeline by the arrival of its first frame, so
@@ -66,6 +71,8 @@ pub struct Media<'a> {
     pub arrival: Instant,
     /// No packet is missing since the frame before.
     pub contiguous: bool,
+    /// Its video layer: 0, or a simulcast layer's place (audio: 0).
+    pub layer: usize,
     pub data: &'a [u8],
 }
 
@@ -96,23 +103,39 @@ impl Clock {
     }
 }
 
+/// One video layer of the publisher: a simulcast layer (RID), or its one
+/// video. Each is a video track of the stream with its own RTP clock and
+/// its own keyframes.
 #[derive(Debug, Default)]
-pub struct IngestTracks {
-    expect_video: bool,
-    video: Option<Track>,
-    audio: Option<Track>,
-    /// The tracks last announced.
-    announced: Vec<Track>,
-    /// The timeline's zero: the first frame's arrival (kept or not).
-    origin: Option<Instant>,
-    video_clock: Option<Clock>,
-    audio_clock: Option<Clock>,
-    /// Video is dropped until a keyframe (at the start, after a gap).
+struct Layer {
+    /// Its track, once its parameter sets (VP8: its size) are known.
+    track: Option<Track>,
+    /// Its track id, given when the layer is first seen.
+    id: TrackId,
+    clock: Option<Clock>,
+    /// Its video is dropped until a keyframe (at the start, after a gap).
     need_keyframe: bool,
     last_request: Option<Instant>,
     last_keyframe: Option<Instant>,
     /// A viewer asked for a keyframe (its PLI or FIR, passed on).
     asked: bool,
+}
+
+/// The most video layers a publisher's frames make (browsers send three
+/// simulcast layers at most); frames of further layers are dropped.
+pub const MAX_LAYERS: usize = 4;
+
+#[derive(Debug, Default)]
+pub struct IngestTracks {
+    expect_video: bool,
+    /// By layer index (the caller's: a simulcast RID's place).
+    layers: Vec<Layer>,
+    audio: Option<Track>,
+    /// The tracks last announced.
+    announced: Vec<Track>,
+    /// The timeline's zero: the first frame's arrival (kept or not).
+    origin: Option<Instant>,
+    audio_clock: Option<Clock>,
     first_audio: Option<Instant>,
     /// Frames dropped: before a keyframe, oversized, or undecodable.
     pub dropped: u64,
@@ -134,13 +157,26 @@ impl IngestTracks {
                 }),
                 bitrate: 0,
             }),
-            need_keyframe: true,
             ..IngestTracks::default()
         }
     }
 
+    /// The tracks: video layers largest picture first (the track players
+    /// that take one video track play), then audio.
     pub fn tracks(&self) -> Vec<Track> {
-        self.video.iter().chain(&self.audio).cloned().collect()
+        let mut video: Vec<&Track> = self
+            .layers
+            .iter()
+            .filter_map(|l| l.track.as_ref())
+            .collect();
+        video.sort_by_key(|t| {
+            let p = t.video.unwrap_or_default();
+            (
+                std::cmp::Reverse(u64::from(p.width) * u64::from(p.height)),
+                t.id,
+            )
+        });
+        video.into_iter().chain(&self.audio).cloned().collect()
     }
 
     /// The tracks, if they changed since last said.
@@ -152,26 +188,36 @@ impl IngestTracks {
         }
     }
 
-    /// A keyframe is needed (or the last is [`KEYFRAME_EVERY`] old) and it
-    /// is time to ask (again).
-    pub fn wants_keyframe(&mut self, now: Instant) -> bool {
-        let stale = self
-            .last_keyframe
-            .is_some_and(|t| now.saturating_duration_since(t) >= KEYFRAME_EVERY);
-        if !(self.need_keyframe || stale || self.asked)
-            || self.last_request.is_some_and(|t| now < t + PLI_EVERY)
-        {
-            return false;
+    /// The layers to ask a keyframe of now, as a bit mask (bit i: layer
+    /// i): a layer that waits for one (at the start, after a gap); and,
+    /// when any layer's last keyframe is [`KEYFRAME_EVERY`] old or a
+    /// viewer asked, every layer at once, so that the layers' keyframes,
+    /// and so their segments, line up. A layer is asked at most every
+    /// [`PLI_EVERY`].
+    pub fn keyframes_wanted(&mut self, now: Instant) -> u32 {
+        let all = self.layers.iter().any(|l| {
+            l.asked
+                || l.last_keyframe
+                    .is_some_and(|t| now.saturating_duration_since(t) >= KEYFRAME_EVERY)
+        });
+        let mut mask = 0;
+        for (i, l) in self.layers.iter_mut().enumerate() {
+            if !(all || l.need_keyframe) || l.last_request.is_some_and(|t| now < t + PLI_EVERY) {
+                continue;
+            }
+            l.last_request = Some(now);
+            l.asked = false;
+            mask |= 1 << i;
         }
-        self.last_request = Some(now);
-        self.asked = false;
-        true
+        mask
     }
 
-    /// A viewer of the stream asked for a keyframe: ask the publisher
-    /// (no more often than [`PLI_EVERY`]).
+    /// A viewer of the stream asked for a keyframe: ask the publisher, on
+    /// every layer (no more often than [`PLI_EVERY`]).
     pub fn keyframe_asked(&mut self) {
-        self.asked = true;
+        for l in &mut self.layers {
+            l.asked = true;
+        }
     }
 
     fn timeline(&mut self, arrival: Instant) -> Ticks {
@@ -188,35 +234,78 @@ impl IngestTracks {
         }
         self.origin.get_or_insert(m.arrival);
         match m.codec {
-            MediaCodec::H264 => self.on_video(m, out),
-            MediaCodec::Vp8 => self.on_vp8(m, out),
+            MediaCodec::H264 | MediaCodec::Vp8 => {
+                if self.layer(m.layer).is_none() {
+                    self.dropped += 1;
+                    return;
+                }
+                match m.codec {
+                    MediaCodec::H264 => self.on_video(m, out),
+                    _ => self.on_vp8(m, out),
+                }
+            }
             MediaCodec::Opus => self.on_audio(m, out),
         }
     }
 
+    /// Layer `index`, made when first seen (within [`MAX_LAYERS`]): the
+    /// first is [`VIDEO_TRACK`], the others the ids after the audio's.
+    fn layer(&mut self, index: usize) -> Option<&mut Layer> {
+        if index >= MAX_LAYERS {
+            return None;
+        }
+        while self.layers.len() <= index {
+            let n = self.layers.len() as TrackId;
+            self.layers.push(Layer {
+                id: if n == 0 { VIDEO_TRACK } else { AUDIO_TRACK + n },
+                need_keyframe: true,
+                ..Layer::default()
+            });
+        }
+        self.layers.get_mut(index)
+    }
+
+    /// A new track for a layer (new parameter sets or size), announced.
+    fn set_layer_track(
+        &mut self,
+        index: usize,
+        codec: Codec,
+        config: CodecConfig,
+        video: VideoParams,
+        out: &mut Vec<IngestEvent>,
+    ) {
+        let Some(l) = self.layers.get_mut(index) else {
+            return;
+        };
+        l.track = Some(Track {
+            id: l.id,
+            codec,
+            config,
+            video: Some(video),
+            audio: None,
+            bitrate: 0,
+        });
+        self.announce(out);
+    }
+
     fn on_video(&mut self, m: Media<'_>, out: &mut Vec<IngestEvent>) {
+        let Some(l) = self.layers.get_mut(m.layer) else {
+            return;
+        };
         // A gap, or a switch from VP8: the next keyframe (re)starts it.
-        if !m.contiguous || self.video.as_ref().is_some_and(|t| t.codec != Codec::H264) {
-            self.need_keyframe = true;
+        if !m.contiguous || l.track.as_ref().is_some_and(|t| t.codec != Codec::H264) {
+            l.need_keyframe = true;
         }
         let keyframe = h264::is_keyframe_annexb(m.data);
         if keyframe {
             if let Some(config) = h264::config_from_annexb(m.data) {
-                if self.video.as_ref().map(|t| &t.config) != Some(&config) {
+                if l.track.as_ref().map(|t| &t.config) != Some(&config) {
                     let video = h264::video_params(&config).unwrap_or_default();
-                    self.video = Some(Track {
-                        id: VIDEO_TRACK,
-                        codec: Codec::H264,
-                        config,
-                        video: Some(video),
-                        audio: None,
-                        bitrate: 0,
-                    });
-                    self.announce(out);
+                    self.set_layer_track(m.layer, Codec::H264, config, video, out);
                 }
             }
         }
-        if !self.pass_video(keyframe, m.arrival) {
+        if !self.pass_video(m.layer, keyframe, m.arrival) {
             return;
         }
         let mut data = Vec::with_capacity(m.data.len() + 16);
@@ -227,38 +316,41 @@ impl IngestTracks {
             self.dropped += 1;
             return;
         }
-        self.push_frame(VIDEO_TRACK, &m, keyframe, Bytes::from(data), out);
+        self.push_frame(Some(m.layer), &m, keyframe, Bytes::from(data), out);
     }
 
-    /// Video waits for a keyframe (at the start, after a gap); true when
-    /// this frame may pass.
-    fn pass_video(&mut self, keyframe: bool, arrival: Instant) -> bool {
-        if self.need_keyframe && !(keyframe && self.video.is_some()) {
+    /// A layer's video waits for a keyframe (at the start, after a gap);
+    /// true when this frame may pass.
+    fn pass_video(&mut self, layer: usize, keyframe: bool, arrival: Instant) -> bool {
+        let Some(l) = self.layers.get_mut(layer) else {
+            return false;
+        };
+        if l.need_keyframe && !(keyframe && l.track.is_some()) {
             self.dropped += 1;
             return false;
         }
-        self.need_keyframe = false;
+        l.need_keyframe = false;
         if keyframe {
-            self.last_keyframe = Some(arrival);
+            l.last_keyframe = Some(arrival);
         }
         true
     }
 
-    /// A frame on the stream's timeline: its track's clock, started where
-    /// the track's first frame arrived.
+    /// A frame on the stream's timeline: its track's clock (a video
+    /// layer's, or the audio's), started where the track's first frame
+    /// arrived.
     fn push_frame(
         &mut self,
-        track: TrackId,
+        layer: Option<usize>,
         m: &Media<'_>,
         keyframe: bool,
         data: Bytes,
         out: &mut Vec<IngestEvent>,
     ) {
         let pts0 = self.timeline(m.arrival);
-        let slot = if track == VIDEO_TRACK {
-            &mut self.video_clock
-        } else {
-            &mut self.audio_clock
+        let (track, slot) = match layer.and_then(|i| self.layers.get_mut(i)) {
+            Some(l) => (l.id, &mut l.clock),
+            None => (AUDIO_TRACK, &mut self.audio_clock),
         };
         let clock = *slot.get_or_insert(Clock {
             rtp0: m.rtp_time,
@@ -276,8 +368,11 @@ impl IngestTracks {
     }
 
     fn on_vp8(&mut self, m: Media<'_>, out: &mut Vec<IngestEvent>) {
-        if !m.contiguous || self.video.as_ref().is_some_and(|t| t.codec != Codec::Vp8) {
-            self.need_keyframe = true;
+        let Some(l) = self.layers.get_mut(m.layer) else {
+            return;
+        };
+        if !m.contiguous || l.track.as_ref().is_some_and(|t| t.codec != Codec::Vp8) {
+            l.need_keyframe = true;
         }
         let size = vp8_keyframe_size(m.data);
         if let Some((width, height)) = size {
@@ -286,22 +381,14 @@ impl IngestTracks {
                 height: u32::from(height),
                 framerate: 0.0,
             };
-            if self.video.as_ref().and_then(|t| t.video) != Some(params) {
-                self.video = Some(Track {
-                    id: VIDEO_TRACK,
-                    codec: Codec::Vp8,
-                    config: CodecConfig::None,
-                    video: Some(params),
-                    audio: None,
-                    bitrate: 0,
-                });
-                self.announce(out);
+            if l.track.as_ref().and_then(|t| t.video) != Some(params) {
+                self.set_layer_track(m.layer, Codec::Vp8, CodecConfig::None, params, out);
             }
         }
         let keyframe = size.is_some();
-        if self.pass_video(keyframe, m.arrival) {
+        if self.pass_video(m.layer, keyframe, m.arrival) {
             self.push_frame(
-                VIDEO_TRACK,
+                Some(m.layer),
                 &m,
                 keyframe,
                 Bytes::copy_from_slice(m.data),
@@ -313,7 +400,7 @@ impl IngestTracks {
     fn on_audio(&mut self, m: Media<'_>, out: &mut Vec<IngestEvent>) {
         let first = *self.first_audio.get_or_insert(m.arrival);
         if self.expect_video
-            && self.video.is_none()
+            && self.layers.iter().all(|l| l.track.is_none())
             && m.arrival.saturating_duration_since(first) < AUDIO_HOLD
         {
             self.dropped += 1;
@@ -325,7 +412,7 @@ impl IngestTracks {
             self.audio = IngestTracks::new(false, true).audio;
         }
         self.announce(out);
-        self.push_frame(AUDIO_TRACK, &m, true, Bytes::copy_from_slice(m.data), out);
+        self.push_frame(None, &m, true, Bytes::copy_from_slice(m.data), out);
     }
 }
 
@@ -373,6 +460,7 @@ mod tests {
             },
             arrival: at,
             contiguous,
+            layer: 0,
             data,
         }
     }
@@ -388,8 +476,8 @@ mod tests {
         ing.on_media(media(MediaCodec::Opus, 960, t0, true, b"op"), &mut out);
         ing.on_media(media(MediaCodec::H264, 1000, t0, true, &delta), &mut out);
         assert!(out.is_empty());
-        assert!(ing.wants_keyframe(t0));
-        assert!(!ing.wants_keyframe(t0 + Duration::from_millis(100)));
+        assert_eq!(ing.keyframes_wanted(t0), 1);
+        assert_eq!(ing.keyframes_wanted(t0 + Duration::from_millis(100)), 0);
         let t1 = t0 + Duration::from_millis(100);
         ing.on_media(media(MediaCodec::H264, 10_000, t1, true, &key), &mut out);
         let IngestEvent::Tracks(tracks) = &out[0] else {
@@ -429,7 +517,7 @@ mod tests {
         };
         assert_eq!((f.pts, f.dts, f.keyframe), (12_000, 12_000, false));
         // Not yet two seconds since the keyframe: nothing to ask.
-        assert!(!ing.wants_keyframe(t1 + Duration::from_millis(1900)));
+        assert_eq!(ing.keyframes_wanted(t1 + Duration::from_millis(1900)), 0);
         out.clear();
         // Audio now: on the timeline by arrival, no new tracks.
         let t2 = t1 + Duration::from_millis(200);
@@ -449,19 +537,87 @@ mod tests {
         out.clear();
         ing.on_media(media(MediaCodec::H264, 16_000, t2, false, &delta), &mut out);
         assert!(out.is_empty());
-        assert!(ing.wants_keyframe(t2 + PLI_EVERY));
+        assert_eq!(ing.keyframes_wanted(t2 + PLI_EVERY), 1);
         // A keyframe again; two seconds on, another is asked for.
         let t3 = t2 + Duration::from_secs(1);
         ing.on_media(media(MediaCodec::H264, 100_000, t3, true, &key), &mut out);
         assert!(matches!(&out[0], IngestEvent::Frame(f) if f.keyframe));
-        assert!(!ing.wants_keyframe(t3 + Duration::from_millis(1900)));
-        assert!(ing.wants_keyframe(t3 + KEYFRAME_EVERY));
+        assert_eq!(ing.keyframes_wanted(t3 + Duration::from_millis(1900)), 0);
+        assert_eq!(ing.keyframes_wanted(t3 + KEYFRAME_EVERY), 1);
         // A viewer's request is passed on, once per PLI_EVERY.
         let t4 = t3 + KEYFRAME_EVERY + PLI_EVERY;
         ing.on_media(media(MediaCodec::H264, 300_000, t4, true, &key), &mut out);
         ing.keyframe_asked();
-        assert!(ing.wants_keyframe(t4 + PLI_EVERY));
-        assert!(!ing.wants_keyframe(t4 + PLI_EVERY * 3));
+        assert_eq!(ing.keyframes_wanted(t4 + PLI_EVERY), 1);
+        assert_eq!(ing.keyframes_wanted(t4 + PLI_EVERY * 3), 0);
+    }
+
+    /// A 320x180 SPS (x264, baseline).
+    const SMALL_SPS: &[u8] = &[
+        0x67, 0x42, 0xc0, 0x0d, 0xd9, 0x01, 0x41, 0x9f, 0x9f, 0x01, 0x10, 0x00, 0x00, 0x03, 0x00,
+        0x10, 0x00, 0x00, 0x03, 0x03, 0xc0, 0xf1, 0x42, 0xa4, 0x80,
+    ];
+
+    #[test]
+    fn simulcast_layers_are_tracks_largest_first_with_keyframes_in_step() {
+        let t0 = Instant::now();
+        let mut ing = IngestTracks::new(true, true);
+        let mut out = Vec::new();
+        let key_small = annexb(&[SMALL_SPS, PPS, &[0x65, 0x88, 1]]);
+        let key_big = annexb(&[SPS, PPS, &[0x65, 0x88, 2]]);
+        let delta = annexb(&[&[0x41, 0x9a, 3]]);
+        let at = |layer, rtp, t, data| Media {
+            layer,
+            ..media(MediaCodec::H264, rtp, t, true, data)
+        };
+        // The small layer arrives first: it is track 1, and listed.
+        ing.on_media(at(0, 5000, t0, &key_small), &mut out);
+        let IngestEvent::Tracks(tracks) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(tracks[0].id, VIDEO_TRACK);
+        // The large layer: its own track, listed first from now on.
+        let t1 = t0 + Duration::from_millis(10);
+        out.clear();
+        ing.on_media(at(1, 900_000, t1, &key_big), &mut out);
+        let IngestEvent::Tracks(tracks) = &out[0] else {
+            panic!("{out:?}")
+        };
+        let listed: Vec<(TrackId, u32)> = tracks
+            .iter()
+            .map(|t| (t.id, t.video.map_or(0, |v| v.width)))
+            .collect();
+        assert_eq!(listed, [(3, 640), (VIDEO_TRACK, 320), (AUDIO_TRACK, 0)]);
+        let IngestEvent::Frame(f) = &out[1] else {
+            panic!()
+        };
+        // Its own clock, placed where its first frame arrived.
+        assert_eq!((f.track, f.pts), (3, 900));
+        out.clear();
+        ing.on_media(at(1, 903_000, t1, &delta), &mut out);
+        assert!(matches!(&out[0], IngestEvent::Frame(f) if f.track == 3 && f.pts == 3900));
+        // A fifth layer is past the bound: dropped.
+        out.clear();
+        ing.on_media(at(MAX_LAYERS, 0, t1, &key_big), &mut out);
+        assert!(out.is_empty());
+        // Both layers got their keyframes: nothing to ask until one is
+        // KEYFRAME_EVERY old; then both are asked at once.
+        assert_eq!(ing.keyframes_wanted(t0 + Duration::from_secs(1)), 0);
+        assert_eq!(ing.keyframes_wanted(t0 + KEYFRAME_EVERY), 0b11);
+        // A gap on one layer: that layer alone waits and is asked.
+        let t2 = t0 + KEYFRAME_EVERY + PLI_EVERY;
+        ing.on_media(at(1, 1_000_000, t2, &key_big), &mut out);
+        ing.on_media(at(0, 6000, t2, &key_small), &mut out);
+        out.clear();
+        ing.on_media(
+            Media {
+                contiguous: false,
+                ..at(0, 9000, t2, &delta)
+            },
+            &mut out,
+        );
+        assert!(out.is_empty());
+        assert_eq!(ing.keyframes_wanted(t2 + PLI_EVERY), 0b01);
     }
 
     #[test]

@@ -17,9 +17,10 @@ pub(super) struct Publish {
     pub(super) tracks: ingest::IngestTracks,
     /// Its video m-line (where keyframe requests go).
     video: Option<Mid>,
-    /// A simulcast publisher's video layer kept: the first to arrive (the
-    /// others are dropped: one stream has one video track).
-    layer: Option<Option<str0m::media::Rid>>,
+    /// Its video layers by RID (a simulcast publisher's, in the order
+    /// they first arrive; `None` for a publisher without simulcast): each
+    /// is a video track of the stream (see [`ingest::IngestTracks`]).
+    layers: Vec<Option<str0m::media::Rid>>,
 }
 
 impl WebRtc {
@@ -68,7 +69,7 @@ impl WebRtc {
         s.publish = Some(Box::new(Publish {
             tracks: ingest::IngestTracks::new(video.is_some(), audio),
             video,
-            layer: None,
+            layers: Vec::new(),
         }));
         self.publishers.insert(stream, idx);
     }
@@ -195,8 +196,16 @@ impl WebRtc {
             RtcCodec::Opus => ingest::MediaCodec::Opus,
             _ => return,
         };
-        if codec != ingest::MediaCodec::Opus && *p.layer.get_or_insert(m.rid) != m.rid {
-            return;
+        let mut layer = 0;
+        if codec != ingest::MediaCodec::Opus {
+            layer = match p.layers.iter().position(|r| *r == m.rid) {
+                Some(i) => i,
+                None if p.layers.len() < ingest::MAX_LAYERS => {
+                    p.layers.push(m.rid);
+                    p.layers.len() - 1
+                }
+                None => return,
+            };
         }
         let mut events = Vec::new();
         p.tracks.on_media(
@@ -206,16 +215,28 @@ impl WebRtc {
                 rate: m.time.denom(),
                 arrival: m.network_time,
                 contiguous: m.contiguous,
+                layer,
                 data: &m.data,
             },
             &mut events,
         );
-        if codec != ingest::MediaCodec::Opus && p.tracks.wants_keyframe(now) {
+        let wanted = match codec {
+            ingest::MediaCodec::Opus => 0,
+            _ => p.tracks.keyframes_wanted(now),
+        };
+        if wanted != 0 {
             match p.video.and_then(|mid| s.rtc.writer(mid)) {
                 Some(mut w) => {
-                    let rid = p.layer.flatten();
-                    let r = w.request_keyframe(rid, str0m::media::KeyframeRequestKind::Pli);
-                    crate::debug!("webrtc session {}: keyframe asked for ({r:?})", s.key);
+                    for (i, rid) in p.layers.iter().enumerate() {
+                        if wanted & (1 << i) != 0 {
+                            let r =
+                                w.request_keyframe(*rid, str0m::media::KeyframeRequestKind::Pli);
+                            crate::debug!(
+                                "webrtc session {}: keyframe asked for (layer {rid:?}: {r:?})",
+                                s.key
+                            );
+                        }
+                    }
                 }
                 None => crate::debug!(
                     "webrtc session {}: no video m-line to ask a keyframe of",

@@ -7,7 +7,9 @@
 //   node webrtc_publish.mjs livekit URL SECONDS [WHEP_URL] OVENLIVEKIT_JS (OvenLiveKit)
 //
 // The fake camera is 640x360 at 30 fps; H.264 is preferred (VIDEO_CODEC=VP8
-// offers VP8 alone, as a publisher without H.264 would). After SECONDS
+// offers VP8 alone, as a publisher without H.264 would). SIMULCAST=1 (WHIP):
+// a 1280x720 camera sent as three simulcast layers (RIDs h, m, l: full,
+// half and quarter size), each layer's stats in `layers`. After SECONDS
 // the video track is stopped (so the count of frames the browser sent is
 // final), the page waits 3 s and hangs up. With WHEP_URL, a second page
 // plays the stream over WHEP during the last half of the publish and
@@ -23,6 +25,7 @@ const videoCodec = process.env.VIDEO_CODEC || "H264";
 // (iceTransportPolicy "relay"), as a publisher without UDP would.
 const relay = process.env.RELAY || "";
 const seconds = Number(secondsArg || 20);
+const simulcast = process.env.SIMULCAST === "1";
 // The page's origin: another than the signalling URL's (localhost against
 // 127.0.0.1), so WHIP's CORS is exercised. getUserMedia needs a secure
 // context: an address other than loopback (a test's network namespace)
@@ -37,14 +40,15 @@ try {
   page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
   await page.goto(origin + "/", { waitUntil: "load" }).catch(() => {});
   if (mode === "livekit") await page.addScriptTag({ path: liveKitJs });
-  const publishing = page.evaluate(async (mode, url, seconds, videoCodec, relay) => {
+  const publishing = page.evaluate(async (mode, url, seconds, videoCodec, relay, simulcast) => {
     const rtcConfig = relay
       ? { iceServers: [{ urls: relay, username: "ome", credential: "airen" }], iceTransportPolicy: "relay" }
       : {};
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     const out = { mode, messages: [] };
     const stream = await navigator.mediaDevices.getUserMedia({
-      video: { width: 640, height: 360, frameRate: 30 }, audio: true,
+      video: simulcast ? { width: 1280, height: 720, frameRate: 30 } : { width: 640, height: 360, frameRate: 30 },
+      audio: true,
     });
     let pc;
     const preferH264 = (t) => {
@@ -58,7 +62,15 @@ try {
     if (mode === "whip") {
       pc = new RTCPeerConnection(rtcConfig);
       for (const track of stream.getTracks()) {
-        const t = pc.addTransceiver(track, { direction: "sendonly", streams: [stream] });
+        const init = { direction: "sendonly", streams: [stream] };
+        if (simulcast && track.kind === "video") {
+          init.sendEncodings = [
+            { rid: "h" },
+            { rid: "m", scaleResolutionDownBy: 2 },
+            { rid: "l", scaleResolutionDownBy: 4 },
+          ];
+        }
+        const t = pc.addTransceiver(track, init);
         if (track.kind === "video") preferH264(t);
       }
       const offer = await pc.createOffer();
@@ -150,8 +162,10 @@ try {
         pliCount: s.pliCount || 0 };
       if (s.kind === "video") {
         Object.assign(o, { framesEncoded: s.framesEncoded, framesSent: s.framesSent, keyFramesEncoded: s.keyFramesEncoded,
-          frameWidth: s.frameWidth, frameHeight: s.frameHeight });
-        out.video = o;
+          frameWidth: s.frameWidth, frameHeight: s.frameHeight, rid: s.rid || null });
+        // Simulcast: every layer's; `video` is the largest.
+        if (s.rid) (out.layers = out.layers || []).push(o);
+        if (!out.video || (o.frameWidth || 0) > (out.video.frameWidth || 0)) out.video = o;
       } else {
         out.audio = o;
       }
@@ -165,7 +179,7 @@ try {
     }
     pc.close();
     return out;
-  }, mode, url, seconds, videoCodec, relay);
+  }, mode, url, seconds, videoCodec, relay, simulcast);
 
   let viewer = null;
   if (whepUrl) {
