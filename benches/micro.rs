@@ -36,6 +36,7 @@ fn h264_track() -> Track {
         config,
         audio: None,
         bitrate: 2_500_000,
+        language: None,
     }
 }
 
@@ -50,6 +51,7 @@ fn aac_track() -> Track {
         config,
         video: None,
         bitrate: 128_000,
+        language: None,
     }
 }
 

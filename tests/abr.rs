@@ -358,3 +358,70 @@ fn chromium_simulcast_layers_are_llhls_variants_and_players_get_the_largest() {
     assert!(viewer["videoWidth"].as_u64() >= Some(v[1].0 + 1), "{got}");
     assert!(viewer["framesDecoded"].as_u64().unwrap_or(0) > 60, "{got}");
 }
+
+/// ffmpeg publishes MPEG-TS over SRT with two AAC tracks whose PMT names
+/// their languages (English, French): LL-HLS lists both in one audio
+/// group with `LANGUAGE`, and each plays.
+#[test]
+fn mpegts_audio_languages_are_one_llhls_audio_group() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let s = Server::start_with(
+        "abr-languages",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let url = format!(
+        "srt://127.0.0.1:{}?streamid=default/app/langs&pkt_size=1316",
+        s.media.srt
+    );
+    let mut publisher = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=size=640x360:rate={FPS}"),
+        ])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000"])
+        .args(["-map", "0:v", "-map", "1:a", "-map", "2:a", "-t", "30"])
+        .args(["-c:v", "libx264", "-preset", "veryfast", "-g", "25"])
+        .args(["-c:a", "aac", "-b:a", "64k"])
+        .args([
+            "-metadata:s:a:0",
+            "language=eng",
+            "-metadata:s:a:1",
+            "language=fra",
+        ])
+        .args(["-f", "mpegts", &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts");
+    let base = format!("http://127.0.0.1:{}/app/langs", s.media.llhls);
+    let (master, _) = wait_for_variants(&s, &base, 1, Duration::from_secs(40));
+    let media: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-MEDIA:TYPE=AUDIO"))
+        .collect();
+    assert_eq!(media.len(), 2, "{master}");
+    assert!(
+        media[0].contains("NAME=\"eng\",LANGUAGE=\"eng\",DEFAULT=YES"),
+        "{master}"
+    );
+    assert!(
+        media[1].contains("NAME=\"fra\",LANGUAGE=\"fra\",DEFAULT=NO"),
+        "{master}"
+    );
+    for m in &media {
+        let uri = m.split("URI=\"").nth(1).unwrap().trim_end_matches('"');
+        assert_eq!(probe(&format!("{base}/{uri}")), ["aac,48000"], "{uri}");
+    }
+    let _ = publisher.kill();
+    let _ = publisher.wait();
+}

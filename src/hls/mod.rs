@@ -891,6 +891,7 @@ pub mod fuzz {
             video: None,
             audio: None,
             bitrate: 0,
+            language: None,
         }
     }
 
@@ -908,6 +909,7 @@ pub mod fuzz {
                 channels: 2,
             }),
             bitrate: 0,
+            language: None,
         }
     }
 }

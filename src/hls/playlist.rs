@@ -105,8 +105,8 @@ fn target_duration(s: &StreamHls, t: &TrackOutput) -> u64 {
 /// `EXT-X-MEDIA` group (audio alone: the audio chunklist as the variant).
 /// A stream with several video tracks (an encoder's renditions: enhanced
 /// RTMP multitrack) lists each as a variant, first track first, each with
-/// its measured rate; several audio tracks are one group, the first the
-/// default.
+/// its measured rate; several audio tracks are one group (an MPEG-TS
+/// source's languages with their names), the first the default.
 pub fn master(s: &StreamHls) -> String {
     let mut o = String::from("#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-INDEPENDENT-SEGMENTS\n");
     let videos: Vec<&TrackOutput> = s
@@ -138,13 +138,23 @@ pub fn master(s: &StreamHls) -> String {
     }
     if !videos.is_empty() {
         for (i, a) in audios.iter().enumerate() {
-            let name = match audios.len() {
-                1 => "audio".to_owned(),
-                _ => format!("audio {}", i + 1),
+            // Its language (a second track of the same language numbered),
+            // else "audio" (one track) or "audio N".
+            let lang = a.track.language;
+            let name = match lang {
+                Some(l) if audios[..i].iter().any(|b| b.track.language == lang) => {
+                    format!("{} {}", l.as_str(), i + 1)
+                }
+                Some(l) => l.as_str().to_owned(),
+                None if audios.len() == 1 => "audio".to_owned(),
+                None => format!("audio {}", i + 1),
             };
+            let language = lang
+                .map(|l| format!(",LANGUAGE=\"{}\"", l.as_str()))
+                .unwrap_or_default();
             let _ = writeln!(
                 o,
-                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"{name}\",DEFAULT={},AUTOSELECT=YES,URI=\"{}\"",
+                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"{name}\"{language},DEFAULT={},AUTOSELECT=YES,URI=\"{}\"",
                 if i == 0 { "YES" } else { "NO" },
                 chunklist_name(a, &s.key)
             );

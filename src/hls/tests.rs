@@ -572,3 +572,55 @@ fn several_video_and_audio_tracks_are_variants_and_one_audio_group() {
     assert_eq!(msns(1), msns(3));
     assert_eq!(msns(2), msns(4));
 }
+
+/// Audio tracks with languages (an MPEG-TS source's PMT): named by them,
+/// with `LANGUAGE`; a second track of one language numbered.
+#[test]
+fn audio_languages_name_the_group_members() {
+    let lang = |c: &[u8]| crate::media::Language::parse(c);
+    let tracks = [
+        h264_track(),
+        Track {
+            language: lang(b"eng"),
+            ..aac_track()
+        },
+        Track {
+            id: 4,
+            language: lang(b"FRA"),
+            ..aac_track()
+        },
+        Track {
+            id: 5,
+            language: lang(b"eng"),
+            ..aac_track()
+        },
+    ];
+    let mut s = StreamHls::new(
+        &tracks,
+        LlhlsConfig::default(),
+        "k".into(),
+        1_700_000_000_000,
+    );
+    for f in frames(4) {
+        s.push(&f);
+    }
+    let master = playlist::master(&s);
+    let media: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-MEDIA"))
+        .collect();
+    assert!(
+        media[0].contains("NAME=\"eng\",LANGUAGE=\"eng\",DEFAULT=YES"),
+        "{master}"
+    );
+    assert!(
+        media[1].contains("NAME=\"fra\",LANGUAGE=\"fra\",DEFAULT=NO"),
+        "{master}"
+    );
+    assert!(
+        media[2].contains("NAME=\"eng 3\",LANGUAGE=\"eng\""),
+        "{master}"
+    );
+    assert_eq!(lang(b"e\"g"), None);
+    assert_eq!(lang(b"engl"), None);
+}

@@ -121,6 +121,28 @@ pub struct Track {
     pub audio: Option<AudioParams>,
     /// Average bit rate in bits per second, 0 when unknown.
     pub bitrate: u32,
+    /// Its language as the source named it (ISO 639-2, three lowercase
+    /// letters: an MPEG-TS PMT's language descriptor), if it did.
+    pub language: Option<Language>,
+}
+
+/// An ISO 639-2 language code: three ASCII lowercase letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Language([u8; 3]);
+
+impl Language {
+    /// The code, if `code` is three ASCII letters (lowercased); anything
+    /// else is no language (it goes into playlists as it is).
+    pub fn parse(code: &[u8]) -> Option<Language> {
+        let [a, b, c] = <[u8; 3]>::try_from(code).ok()?;
+        let l = [a, b, c].map(|x| x.to_ascii_lowercase());
+        l.iter().all(u8::is_ascii_lowercase).then_some(Language(l))
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Three ASCII letters (see `parse`).
+        std::str::from_utf8(&self.0).unwrap_or("und")
+    }
 }
 
 impl Track {

@@ -249,6 +249,7 @@ fn sample_entry(stsd: &[u8], id: u32) -> Result<Option<(Track, u8)>, Mp4Error> {
         video,
         audio,
         bitrate: 0,
+        language: None,
     };
     match &kind {
         b"avc1" | b"avc3" | b"hvc1" | b"hev1" => {

@@ -367,6 +367,7 @@ mod tests {
             video: None,
             audio: None,
             bitrate: 0,
+            language: None,
         }
     }
 

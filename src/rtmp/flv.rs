@@ -625,6 +625,7 @@ impl TagIngest {
                     video,
                     audio: None,
                     bitrate,
+                    language: None,
                 };
                 match at {
                     Some(i) => self.video[i].track = track,
@@ -733,6 +734,7 @@ impl TagIngest {
                 } else {
                     0
                 },
+                language: None,
             };
             match at {
                 Some(i) => self.audio[i].track = track,
@@ -904,6 +906,7 @@ pub(crate) mod tests {
             config,
             audio: None,
             bitrate: 0,
+            language: None,
         }
     }
 
@@ -918,6 +921,7 @@ pub(crate) mod tests {
             config,
             video: None,
             bitrate: 0,
+            language: None,
         }
     }
 
@@ -940,6 +944,7 @@ pub(crate) mod tests {
             config,
             audio: None,
             bitrate: 0,
+            language: None,
         }
     }
 

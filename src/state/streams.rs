@@ -699,6 +699,7 @@ mod tests {
             video: Some(VideoParams::default()),
             audio: None,
             bitrate: 0,
+            language: None,
         }
     }
 

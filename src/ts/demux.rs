@@ -40,7 +40,9 @@ use super::pes::{parse_pes_header, TimestampUnwrapper};
 use super::psi::{parse_pat, parse_pmt, EsKind, PmtStream, SectionAssembler};
 use super::{PACKET_SIZE, SYNC_BYTE};
 use crate::codec::{aac, h264, h265, mp3, CodecError};
-use crate::media::{AudioParams, Codec, CodecConfig, Frame, Ticks, Track, TICKS_PER_SECOND};
+use crate::media::{
+    AudioParams, Codec, CodecConfig, Frame, Language, Ticks, Track, TICKS_PER_SECOND,
+};
 
 /// Largest video PES kept (bytes).
 pub const MAX_VIDEO_PES: usize = 4 * 1024 * 1024;
@@ -159,6 +161,8 @@ struct EsStream {
     next_audio_pts: Option<Ticks>,
     /// Last video timestamps, reused when a PES comes without PTS.
     last_video_ts: Option<(Ticks, Ticks)>,
+    /// The PMT's ISO 639 language descriptor for it, if any.
+    language: Option<Language>,
 }
 
 impl EsStream {
@@ -178,6 +182,7 @@ impl EsStream {
                     channels,
                 }),
                 bitrate: 0,
+                language: super::psi::language(&s.es_info),
             }),
             _ => None,
         };
@@ -194,6 +199,7 @@ impl EsStream {
             audio_carry: Vec::new(),
             next_audio_pts: None,
             last_video_ts: None,
+            language: super::psi::language(&s.es_info),
         }
     }
 
@@ -648,10 +654,11 @@ impl Demuxer {
     }
 
     /// Sets a stream's track (when new or changed) and re-announces.
-    fn set_track(&mut self, index: usize, track: Track) {
+    fn set_track(&mut self, index: usize, mut track: Track) {
         let Some(stream) = self.streams.get_mut(index) else {
             return;
         };
+        track.language = stream.language;
         if stream.track.as_ref() != Some(&track) {
             stream.track = Some(track);
             self.refresh_tracks(false);
@@ -790,6 +797,7 @@ impl Demuxer {
                         video: Some(video.unwrap_or_default()),
                         audio: None,
                         bitrate: 0,
+                        language: None,
                     };
                     self.set_track(index, track);
                 }
@@ -934,6 +942,7 @@ impl Demuxer {
                         video: None,
                         audio: Some(audio),
                         bitrate: 0,
+                        language: None,
                     }
                 }
                 AudioFormat::Mp3 { channels } => Track {
@@ -946,6 +955,7 @@ impl Demuxer {
                         channels,
                     }),
                     bitrate: 0,
+                    language: None,
                 },
             };
             let frame = Frame {

@@ -64,6 +64,7 @@ pub mod fuzz {
                 channels: 2,
             }),
             bitrate: 0,
+            language: None,
         };
         let tracks = [
             track(

@@ -308,6 +308,21 @@ pub fn parse_pmt(section: &[u8]) -> Result<Pmt, PsiError> {
     })
 }
 
+/// The language of an ES_info descriptor loop: the first code of its
+/// ISO_639_language_descriptor (tag 10: three-letter code and audio type,
+/// repeated), if it is three letters.
+pub fn language(es_info: &[u8]) -> Option<crate::media::Language> {
+    let mut rest = es_info;
+    while let [tag, len, tail @ ..] = rest {
+        let body = tail.get(..usize::from(*len))?;
+        if *tag == 0x0A {
+            return crate::media::Language::parse(body.get(..3)?);
+        }
+        rest = &tail[body.len()..];
+    }
+    None
+}
+
 /// Writes the common long header, lets `body` append the payload, then
 /// patches section_length and appends the CRC. Appends to `out`.
 fn build_section(
@@ -664,5 +679,21 @@ mod tests {
             prop_assert_eq!(&sections[0][..], &stream[..pat_len]);
             prop_assert!(parse_pmt(&sections[1]).is_ok());
         }
+    }
+
+    #[test]
+    fn the_language_descriptor_names_a_track() {
+        // A registration descriptor, then ISO 639 "fre" (audio type 0).
+        let es = [
+            0x05, 0x04, b'O', b'p', b'u', b's', 0x0A, 0x04, b'f', b'r', b'e', 0,
+        ];
+        assert_eq!(
+            language(&es).map(|l| l.as_str().to_owned()),
+            Some("fre".into())
+        );
+        assert_eq!(language(&es[..6]), None);
+        // Overrunning or not letters: none.
+        assert_eq!(language(&[0x0A, 0x08, b'f', b'r']), None);
+        assert_eq!(language(&[0x0A, 0x04, b'"', b'<', b'>', 0]), None);
     }
 }

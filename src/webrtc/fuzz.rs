@@ -173,6 +173,7 @@ fn with_fixture(f: impl FnOnce(&mut Fixture)) {
                         video: Some(VideoParams::default()),
                         audio: None,
                         bitrate: 0,
+                        language: None,
                     },
                     Track {
                         id: 2,
@@ -186,6 +187,7 @@ fn with_fixture(f: impl FnOnce(&mut Fixture)) {
                             channels: 2,
                         }),
                         bitrate: 0,
+                        language: None,
                     },
                 ],
             );

@@ -156,6 +156,7 @@ impl IngestTracks {
                     channels: 2,
                 }),
                 bitrate: 0,
+                language: None,
             }),
             ..IngestTracks::default()
         }
@@ -284,6 +285,7 @@ impl IngestTracks {
             video: Some(video),
             audio: None,
             bitrate: 0,
+            language: None,
         });
         self.announce(out);
     }
