@@ -102,7 +102,7 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
         },
     );
     let rtmp = format!("rtmp://127.0.0.1:{}/app/ladder", s.media.rtmp);
-    let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, 40);
+    let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, 60);
 
     // The API lists every track: three video, two audio (and OME's data
     // track).
@@ -216,6 +216,39 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
         ["aac,48000"],
         "{second_audio}"
     );
+
+    // hls.js lists the three levels (ordered by rate: the smallest is
+    // level 0) and both audio tracks, and switches to the smallest level
+    // and to the second language.
+    if let Some((browser, web)) = browser_with_hlsjs() {
+        let page = format!(
+            "file://{}/llhls.html?src={base}/llhls.m3u8&seconds=14&switchAt=5&switchTo=0&audioAt=5&audioTo=1",
+            web.display()
+        );
+        let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), 14);
+        println!("hls.js on the multitrack stream: {r}");
+        assert_eq!(r["levels"], 3, "{r}");
+        assert_eq!(r["audioTracks"].as_array().map(Vec::len), Some(2), "{r}");
+        assert!(hlsjs_fatal_errors(&r).is_empty(), "{r}");
+        assert!(
+            r["switched"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!(2)),
+            "{r}"
+        );
+        assert!(
+            r["audioSwitched"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!(1)),
+            "{r}"
+        );
+        assert_eq!(r["audioTrack"], 1, "{r}");
+        let played =
+            r["end"]["media"].as_f64().unwrap_or(0.0) - r["start"]["media"].as_f64().unwrap_or(0.0);
+        assert!(played > 6.0, "{r}");
+    }
 
     // An RTMP player takes the first video and audio track.
     assert_eq!(
