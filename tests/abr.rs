@@ -458,3 +458,124 @@ fn mpegts_audio_languages_are_one_llhls_audio_group() {
     let _ = publisher.kill();
     let _ = publisher.wait();
 }
+
+/// WebRTC viewers of FFmpeg 9's three renditions: OME's signalling lists
+/// them in its `playlist` notification and switches on `change_rendition`
+/// (then says `rendition_changed`); OvenPlayer lists three qualities and
+/// switches; a WHEP viewer pins one with kiln's `rendition=` (an unknown
+/// name is refused, naming the ones there are).
+#[test]
+fn webrtc_viewers_choose_among_the_renditions() {
+    let Some(ffmpeg9) = ffmpeg9() else { return };
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    let s = Server::start_with(
+        "abr-webrtc",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let rtmp = format!("rtmp://127.0.0.1:{}/app/ladder", s.media.rtmp);
+    let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, 90);
+    wait_until(Duration::from_secs(30), || {
+        let st = s.live_stream("ladder")?;
+        let n = st["input"]["tracks"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["type"] == "Video")
+            .count();
+        (n == 3).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no three video tracks\n{}", s.log_text()));
+    let port = s.media.llhls;
+
+    // OME's signalling: three renditions by height; a switch to the
+    // smallest at its next keyframe, said by `rendition_changed`.
+    let page = node_page(
+        "webrtc_check.mjs",
+        None,
+        &[("RENDITION", "90p")],
+        &chromium,
+        &web,
+        &["ome", &format!("ws://127.0.0.1:{port}/app/ladder"), "12"],
+    );
+    let got = seen(page);
+    println!("OME signalling viewer: {got}");
+    assert_eq!(
+        got["renditions"],
+        serde_json::json!([["360p", 640], ["180p", 320], ["90p", 160]]),
+        "{got}"
+    );
+    assert_eq!(got["widthBefore"], 640, "{got}");
+    assert_eq!(got["videoWidth"], 160, "{got}");
+    assert_eq!(
+        got["renditionChanged"],
+        serde_json::json!(["360p", "90p"]),
+        "{got}"
+    );
+
+    // OvenPlayer: its quality menu lists the three, and switches.
+    let player = web.join("node_modules/ovenplayer/dist/ovenplayer.js");
+    let page = node_page(
+        "webrtc_check.mjs",
+        None,
+        &[("QUALITY", "1")],
+        &chromium,
+        &web,
+        &[
+            "ovenplayer",
+            &format!("ws://127.0.0.1:{port}/app/ladder"),
+            "12",
+            &player.display().to_string(),
+        ],
+    );
+    let got = seen(page);
+    println!("OvenPlayer: {got}");
+    assert_eq!(
+        got["qualityLevels"].as_array().map(Vec::len),
+        Some(3),
+        "{got}"
+    );
+    assert_eq!(got["videoWidth"], 320, "{got}");
+
+    // WHEP: kiln's `rendition=` pins one.
+    let page = node_page(
+        "webrtc_check.mjs",
+        None,
+        &[],
+        &chromium,
+        &web,
+        &[
+            "whep",
+            &format!("http://127.0.0.1:{port}/app/ladder?direction=whep&rendition=180p"),
+            "8",
+        ],
+    );
+    let got = seen(page);
+    println!("WHEP viewer pinned to 180p: {got}");
+    assert_eq!(got["status"], 201, "{got}");
+    assert_eq!(got["videoWidth"], 320, "{got}");
+    let (code, body, _) = curl(
+        &[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/sdp",
+            "--data-binary",
+            "@tests/fixtures/chromium-whep-offer.sdp",
+        ],
+        &format!("http://127.0.0.1:{port}/app/ladder?direction=whep&rendition=4k"),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains("No rendition [4k]: the stream has 360p, 180p, 90p"),
+        "{body}"
+    );
+
+    let _ = publisher.kill();
+    let _ = publisher.wait();
+}

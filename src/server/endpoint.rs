@@ -124,6 +124,11 @@ pub(crate) trait Endpoint {
     #[cfg(feature = "webrtc")]
     fn webrtc_ended(&mut self, _key: &str, _cx: &mut Cx<'_>) {}
 
+    /// The WebRTC session `key` this endpoint signalled for switched to
+    /// the rendition its viewer chose.
+    #[cfg(feature = "webrtc")]
+    fn webrtc_switched(&mut self, _key: &str, _cx: &mut Cx<'_>) {}
+
     /// End `stream` if this endpoint publishes it (its app restarted).
     fn end_stream(&mut self, _stream: StreamId, _cx: &mut Cx<'_>) {}
 

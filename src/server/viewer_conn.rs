@@ -870,6 +870,15 @@ impl Endpoint for ViewerConn {
     }
 
     #[cfg(feature = "webrtc")]
+    fn webrtc_switched(&mut self, key: &str, cx: &mut Cx<'_>) {
+        if let Some(s) = self.signal.as_deref_mut() {
+            let frames = s.rendition_switched(key, cx);
+            self.signalled(frames);
+            self.write(cx.now);
+        }
+    }
+
+    #[cfg(feature = "webrtc")]
     fn webrtc_ended(&mut self, key: &str, cx: &mut Cx<'_>) {
         if let Some(s) = self.signal.as_deref_mut() {
             s.session_ended(key);

@@ -332,6 +332,24 @@ pub(crate) fn whep_answer(
         close_admission(admit, cx);
         return error(404, "No such stream", close);
     };
+    // kiln's extension: `rendition=NAME` pins one of the stream's
+    // renditions (WHEP has no rendition message; OME's signalling does).
+    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    let pinned = match crate::admission::policy::query_value(query, "rendition") {
+        None => None,
+        Some(name) => {
+            let all = crate::webrtc::signal::renditions(stream);
+            match all.iter().find(|r| r.name == name) {
+                Some(r) => r.track,
+                None => {
+                    close_admission(admit, cx);
+                    let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+                    let why = format!("No rendition [{name}]: the stream has {}", names.join(", "));
+                    return error(400, &why, close);
+                }
+            }
+        }
+    };
     match api.webrtc.accept_offer(stream, &offer, opts, cx.now) {
         Ok((key, answer)) => {
             crate::info!(
@@ -340,6 +358,10 @@ pub(crate) fn whep_answer(
                 &target.1,
                 &target.2
             );
+            if let Some(track) = pinned {
+                api.webrtc
+                    .choose_rendition(&key, track, &api.registry.streams);
+            }
             let etag = format!("\"{key}\"");
             let made = (key.as_str(), etag.as_str(), answer.as_str());
             created(req, target, "whep", made, &api.webrtc, close)
@@ -434,6 +456,10 @@ pub(crate) struct WsSignal {
     /// `direction=send`: a publisher (OvenLiveKit), not a viewer.
     send: bool,
     session: Option<String>,
+    /// The renditions the `playlist` notification listed (name, video
+    /// track), and whether the viewer asked for automatic switching.
+    renditions: Vec<(String, Option<crate::media::TrackId>)>,
+    auto: bool,
     check: Option<CheckId>,
     last_rx: Instant,
     last_ping: Instant,
@@ -460,6 +486,8 @@ impl WsSignal {
             tcp: wants_tcp(req),
             send: is_send(req),
             session: None,
+            renditions: Vec::new(),
+            auto: false,
             check: None,
             last_rx: now,
             last_ping: now,
@@ -580,14 +608,18 @@ impl WsSignal {
                 else {
                     return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
                 };
-                let info = rendition(stream);
+                let renditions = signal::renditions(stream);
                 match api.webrtc.accept_answer(&key, &sdp, cx.now) {
                     Ok(()) => {
                         out.push(ws::text(&signal::playlist_notification(
                             &self.target.2,
-                            &info,
+                            &renditions,
+                            self.auto,
                         )));
-                        out.push(ws::text(&signal::rendition_changed(false)));
+                        self.renditions =
+                            renditions.into_iter().map(|r| (r.name, r.track)).collect();
+                        let first = self.renditions.first().map_or("source", |r| r.0.as_str());
+                        out.push(ws::text(&signal::rendition_changed(first, self.auto)));
                     }
                     Err(e) => self.refuse(Refusal::new(400, &e.to_string()), cx, out),
                 }
@@ -598,9 +630,31 @@ impl WsSignal {
                 }
             }
             Command::Stop { .. } => self.end(cx),
-            Command::ChangeRendition { auto, .. } => {
-                if self.session.is_some() {
-                    out.push(ws::text(&signal::rendition_changed(auto.unwrap_or(false))));
+            Command::ChangeRendition {
+                rendition, auto, ..
+            } => {
+                let Some(key) = self.session.clone() else {
+                    return;
+                };
+                // A named rendition: switched to at its next keyframe,
+                // then said (`rendition_switched`). `auto` alone: said at
+                // once (kiln keeps the rendition; it does not switch by
+                // itself yet).
+                let chosen = rendition.and_then(|name| {
+                    self.renditions
+                        .iter()
+                        .find(|r| r.0 == name)
+                        .and_then(|r| r.1)
+                });
+                if let Some(track) = chosen {
+                    self.auto = false;
+                    let api = &mut *cx.api;
+                    api.webrtc
+                        .choose_rendition(&key, track, &api.registry.streams);
+                } else if let Some(auto) = auto {
+                    self.auto = auto;
+                    let name = self.current_rendition(cx);
+                    out.push(ws::text(&signal::rendition_changed(&name, auto)));
                 }
             }
             Command::Pong => {}
@@ -777,6 +831,29 @@ impl WsSignal {
         }
     }
 
+    /// The name of the rendition its session plays.
+    fn current_rendition(&mut self, cx: &mut Cx<'_>) -> String {
+        let track = self
+            .session
+            .as_deref()
+            .and_then(|k| cx.api.webrtc.rendition_of(k))
+            .and_then(|(t, _)| t);
+        self.renditions
+            .iter()
+            .find(|r| track.is_some() && r.1 == track)
+            .or(self.renditions.first())
+            .map_or_else(|| "source".to_string(), |r| r.0.clone())
+    }
+
+    /// Its session switched rendition: `rendition_changed` says which.
+    pub(crate) fn rendition_switched(&mut self, key: &str, cx: &mut Cx<'_>) -> Vec<Vec<u8>> {
+        if self.session.as_deref() != Some(key) {
+            return Vec::new();
+        }
+        let name = self.current_rendition(cx);
+        vec![ws::text(&signal::rendition_changed(&name, self.auto))]
+    }
+
     /// Its session ended (stream gone, viewer silent): the socket closes.
     pub(crate) fn session_ended(&mut self, key: &str) {
         if self.session.as_deref() == Some(key) {
@@ -795,24 +872,6 @@ impl WsSignal {
         }
         self.closing = true;
     }
-}
-
-/// The stream's tracks as OME's `playlist` notification shows them.
-fn rendition(stream: &LiveStream) -> signal::RenditionInfo {
-    let mut info = signal::RenditionInfo::default();
-    for t in stream.tracks() {
-        match (t.codec, t.video, t.audio) {
-            (crate::media::Codec::H264, Some(v), _) => {
-                info.video = Some(("H264".into(), v.width, v.height, t.bitrate, v.framerate));
-            }
-            (crate::media::Codec::Aac | crate::media::Codec::Opus, _, a) => {
-                let ch = a.map_or(2, |a| u32::from(a.channels).clamp(1, 2));
-                info.audio = Some(("OPUS".into(), 48_000, ch, t.bitrate));
-            }
-            _ => {}
-        }
-    }
-    info
 }
 
 fn random_u32() -> u32 {

@@ -5,7 +5,7 @@
 //! gets the stream's GOP first.
 
 use super::{audio, bframes, packetize, EndReason, Session, WebRtc, CHUNK, MAX_QUEUED_FRAMES};
-use crate::media::{Codec, CodecConfig, Frame, MediaKind as Kind, Ticks};
+use crate::media::{Codec, CodecConfig, Frame, MediaKind as Kind, Ticks, Track, TrackId};
 use crate::state::streams::{IngestOutput, LiveStream, StreamId, Streams};
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,6 +30,10 @@ pub(super) struct Feed {
     gop_gate: Option<bframes::BFrameGate>,
     /// H.264 B-frames left out of the live frames ([`bframes`]).
     gate: Option<bframes::BFrameGate>,
+    /// The same for the stream's other video tracks (renditions) that a
+    /// session is on: made at the keyframe a session switches at, dropped
+    /// when no session is on the track.
+    layer_gates: Vec<(TrackId, bframes::BFrameGate)>,
 }
 
 /// One video frame's RTP payloads (the marker goes on the last).
@@ -163,21 +167,27 @@ impl WebRtc {
         let first = |kind: Kind| tracks.iter().find(|t| t.kind() == kind).map(|t| t.id);
         let (video, audio) = (first(Kind::Video), first(Kind::Audio));
         for frame in &out.frames {
-            if Some(frame.track) != video && Some(frame.track) != audio {
-                continue;
-            }
             let Some(track) = tracks.iter().find(|t| t.id == frame.track) else {
                 continue;
             };
+            if track.kind() == Kind::Video && Some(track.id) != video {
+                // Another rendition: to the sessions that chose it.
+                self.give_rendition(id, track, frame, video);
+                continue;
+            }
+            if Some(frame.track) != video && Some(frame.track) != audio {
+                continue;
+            }
             if track.codec == Codec::H264 && !self.admit_h264(id, stream, track, frame) {
                 continue;
             }
             match track.codec {
                 Codec::H264 | Codec::Vp8 => {
+                    self.switch_at(id, track.id, frame, video);
                     let Some(payloads) = video_payloads(frame, track) else {
                         continue;
                     };
-                    self.give_all(id, Kind::Video, frame.pts.max(0) as u32, &payloads);
+                    self.give_video(id, track.id, video, frame.pts.max(0) as u32, &payloads);
                 }
                 Codec::Opus => {
                     let data: Payloads = Arc::new([Arc::from(&frame.data[..])]);
@@ -295,9 +305,123 @@ impl WebRtc {
         }
     }
 
+    /// Sessions of the stream waiting to switch to `track` switch at its
+    /// keyframe `frame` (from here on they get its frames, not their old
+    /// rendition's); true when one did.
+    fn switch_at(
+        &mut self,
+        id: StreamId,
+        track: TrackId,
+        frame: &Frame,
+        first: Option<TrackId>,
+    ) -> bool {
+        if !frame.keyframe {
+            return false;
+        }
+        let Some(feed) = self.feeds.get(&id) else {
+            return false;
+        };
+        let mut any = false;
+        for &idx in &feed.sessions {
+            if let Some(s) = self
+                .sessions
+                .get_mut(idx)
+                .filter(|s| s.want_layer == Some(track))
+            {
+                s.layer = (Some(track) != first).then_some(track);
+                s.want_layer = None;
+                s.layer_switched = true;
+                if let Some(owner) = s.owner {
+                    self.switched.push((owner, s.key.clone()));
+                }
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Is any session of the stream on `track` (the stream's first video
+    /// track when a session chose none)?
+    fn anyone_on(&self, id: StreamId, track: TrackId, first: Option<TrackId>) -> bool {
+        self.feeds.get(&id).is_some_and(|f| {
+            f.sessions.iter().any(|&i| {
+                self.sessions
+                    .get(i)
+                    .is_some_and(|s| s.layer.or(first) == Some(track))
+            })
+        })
+    }
+
+    /// A frame of a video track other than the stream's first (a
+    /// rendition) to the sessions that chose it: made into payloads only
+    /// when one did; its B-frames left out as the first track's are.
+    fn give_rendition(
+        &mut self,
+        id: StreamId,
+        track: &Track,
+        frame: &Frame,
+        first: Option<TrackId>,
+    ) {
+        let switched = self.switch_at(id, track.id, frame, first);
+        let on = self.anyone_on(id, track.id, first);
+        let Some(feed) = self.feeds.get_mut(&id) else {
+            return;
+        };
+        if !on {
+            feed.layer_gates.retain(|(t, _)| *t != track.id);
+            return;
+        }
+        if track.codec == Codec::H264 {
+            let at = feed.layer_gates.iter().position(|(t, _)| *t == track.id);
+            let gate = match at {
+                Some(i) => &mut feed.layer_gates[i].1,
+                None if switched => {
+                    feed.layer_gates
+                        .push((track.id, bframes::BFrameGate::new(&track.config)));
+                    let last = feed.layer_gates.len() - 1;
+                    &mut feed.layer_gates[last].1
+                }
+                None => return,
+            };
+            if !gate.admit(frame) {
+                return;
+            }
+        }
+        if let Some(payloads) = video_payloads(frame, track) {
+            self.give_video(id, track.id, first, frame.pts.max(0) as u32, &payloads);
+        }
+    }
+
+    /// A video frame's payloads to the started sessions on `track`.
+    fn give_video(
+        &mut self,
+        id: StreamId,
+        track: TrackId,
+        first: Option<TrackId>,
+        time: u32,
+        payloads: &Payloads,
+    ) {
+        self.give_where(id, Kind::Video, time, payloads, |s| {
+            s.layer.or(first) == Some(track)
+        });
+    }
+
     /// One frame's payloads to every started session of the stream (its
     /// poll writes them).
     pub(super) fn give_all(&mut self, id: StreamId, kind: Kind, time: u32, payloads: &Payloads) {
+        self.give_where(id, kind, time, payloads, |_| true);
+    }
+
+    /// One frame's payloads to the started sessions of the stream that
+    /// `takes` picks.
+    fn give_where(
+        &mut self,
+        id: StreamId,
+        kind: Kind,
+        time: u32,
+        payloads: &Payloads,
+        takes: impl Fn(&Session) -> bool,
+    ) {
         let Some(feed) = self.feeds.get(&id) else {
             return;
         };
@@ -310,7 +434,7 @@ impl WebRtc {
             } else {
                 s.audio
             };
-            if s.connected && s.started && target.is_some() {
+            if s.connected && s.started && target.is_some() && takes(s) {
                 if s.outgoing.len() >= MAX_QUEUED_FRAMES {
                     // A viewer that cannot keep up loses its oldest frames.
                     if let Some(o) = s.outgoing.pop_front() {

@@ -43,7 +43,7 @@ pub use feed::AudioWork;
 use feed::{write_chunk, Feed, Outgoing};
 use publish::Publish;
 
-use crate::media::Codec;
+use crate::media::{Codec, TrackId};
 use crate::state::streams::{IngestOutput, LiveStream, StreamId, StreamMap, Streams};
 use slab::Slab;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -238,6 +238,12 @@ struct Session {
     deadline: Option<Instant>,
     /// Keyframe requests (PLI/FIR) received.
     keyframe_requests: u64,
+    /// The video track (rendition) it plays when not the stream's first,
+    /// and the one it switches to at that track's next keyframe; set once
+    /// a switch happened, until the signalling says so.
+    layer: Option<TrackId>,
+    want_layer: Option<TrackId>,
+    layer_switched: bool,
     /// The next RTP sequence numbers of its video and audio (extended;
     /// random 15-bit starts).
     video_seq: u64,
@@ -270,6 +276,9 @@ pub struct WebRtc {
     by_ufrag: HashMap<String, usize>,
     by_addr: HashMap<(SocketAddr, SocketAddr), usize>,
     feeds: StreamMap<Feed>,
+    /// Sessions that switched rendition, for their signalling: (owner,
+    /// key); see [`WebRtc::take_switched`].
+    switched: Vec<(usize, String)>,
     /// Streams whose B-frames were warned about: (B-frames, P-frames
     /// predicting from them). One WARN per stream, not per viewer.
     warned_bframes: StreamMap<(bool, bool)>,
@@ -338,6 +347,7 @@ impl WebRtc {
             by_ufrag: HashMap::new(),
             by_addr: HashMap::new(),
             feeds: StreamMap::default(),
+            switched: Vec::new(),
             warned_bframes: StreamMap::default(),
             ports: Vec::new(),
             port_tokens: Vec::new(),
@@ -626,6 +636,9 @@ impl WebRtc {
             addrs: Vec::new(),
             deadline: None,
             keyframe_requests: 0,
+            layer: None,
+            want_layer: None,
+            layer_switched: false,
             video_seq: random_seq(),
             audio_seq: random_seq(),
             publish: None,
@@ -729,6 +742,53 @@ impl WebRtc {
         s.mids.extend(audio.map(|m| (m, MediaKind::Audio)));
         let key = self.sessions[idx].key.clone();
         Ok((key, offer.to_sdp_string()))
+    }
+
+    /// A viewer chooses the video track (rendition) `track` of its
+    /// stream: it switches at that track's next keyframe (a WebRTC
+    /// publisher is asked for one). `false` when there is no such session.
+    pub fn choose_rendition(&mut self, key: &str, track: TrackId, streams: &Streams) -> bool {
+        let Some(&idx) = self.by_key.get(key) else {
+            return false;
+        };
+        let Some(s) = self.sessions.get_mut(idx) else {
+            return false;
+        };
+        let first = streams.get(s.stream).and_then(|st| {
+            st.tracks()
+                .iter()
+                .find(|t| t.kind() == crate::media::MediaKind::Video)
+                .map(|t| t.id)
+        });
+        let on = s.layer.or(first);
+        s.want_layer = (on != Some(track)).then_some(track);
+        if s.want_layer.is_none() {
+            return true;
+        }
+        let stream = s.stream;
+        if let Some(p) = self
+            .publishers
+            .get(&stream)
+            .and_then(|&p| self.sessions.get_mut(p))
+            .and_then(|p| p.publish.as_deref_mut())
+        {
+            p.tracks.keyframe_asked();
+        }
+        true
+    }
+
+    /// Sessions that switched rendition since the last call, by the
+    /// signalling connection that owns them: (owner, session key).
+    pub fn take_switched(&mut self) -> Vec<(usize, String)> {
+        std::mem::take(&mut self.switched)
+    }
+
+    /// The video track a viewer plays (`None`: the stream's first), and
+    /// whether it switched since the last call (OME's signalling says
+    /// `rendition_changed`).
+    pub fn rendition_of(&mut self, key: &str) -> Option<(Option<TrackId>, bool)> {
+        let s = self.sessions.get_mut(*self.by_key.get(key)?)?;
+        Some((s.layer, std::mem::take(&mut s.layer_switched)))
     }
 
     /// The viewer's answer to [`create_offer`](Self::create_offer).

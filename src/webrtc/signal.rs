@@ -172,42 +172,107 @@ pub fn link_headers(relay: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// What a rendition's tracks are, for the `playlist` notification.
+/// One rendition of a stream for WebRTC viewers: a video track (an
+/// encoder's layer; the stream's only one is `source`) with the stream's
+/// first audio track, as the `playlist` notification shows it.
 #[derive(Debug, Clone, Default)]
 pub struct RenditionInfo {
+    pub name: String,
+    /// Its video track (`None`: audio only).
+    pub track: Option<crate::media::TrackId>,
     pub video: Option<(String, u32, u32, u32, f64)>,
     pub audio: Option<(String, u32, u32, u32)>,
 }
 
-/// The `playlist` notification after a good answer: one rendition
-/// (kiln relays the stream as it is).
-pub fn playlist_notification(stream: &str, r: &RenditionInfo) -> String {
-    let mut rendition = json!({"name": "source"});
-    if let Some((codec, width, height, bitrate, framerate)) = &r.video {
-        rendition["video_track"] = json!({
-            "id": 0, "name": "video", "type": "Video",
-            "video": {"codec": codec, "width": width, "height": height, "bitrate": bitrate, "framerate": framerate},
+/// A stream's renditions for WebRTC viewers: one per H.264 video track
+/// (the first is what a viewer plays until it chooses), named `source`
+/// when there is one, else by its height (`720p`; `720p_2` for a second
+/// of one height); with the stream's first audio track as Opus.
+pub fn renditions(stream: &crate::state::streams::LiveStream) -> Vec<RenditionInfo> {
+    use crate::media::Codec;
+    let tracks = stream.tracks();
+    let audio = tracks.iter().find_map(|t| match (t.codec, t.audio) {
+        (Codec::Aac | Codec::Opus, a) => {
+            let ch = a.map_or(2, |a| u32::from(a.channels).clamp(1, 2));
+            Some(("OPUS".to_string(), 48_000, ch, t.bitrate))
+        }
+        _ => None,
+    });
+    let videos: Vec<_> = tracks
+        .iter()
+        .filter_map(|t| match (t.codec, t.video) {
+            (Codec::H264, Some(v)) => Some((t.id, v, t.bitrate)),
+            _ => None,
+        })
+        .collect();
+    if videos.is_empty() {
+        return vec![RenditionInfo {
+            name: "source".into(),
+            audio,
+            ..RenditionInfo::default()
+        }];
+    }
+    let mut out: Vec<RenditionInfo> = Vec::new();
+    for (id, v, bitrate) in &videos {
+        let name = if videos.len() == 1 {
+            "source".to_string()
+        } else {
+            let base = format!("{}p", v.height);
+            let same = out
+                .iter()
+                .filter(|r| r.name == base || r.name.starts_with(&format!("{base}_")))
+                .count();
+            if same == 0 {
+                base
+            } else {
+                format!("{base}_{}", same + 1)
+            }
+        };
+        out.push(RenditionInfo {
+            name,
+            track: Some(*id),
+            video: Some(("H264".into(), v.width, v.height, *bitrate, v.framerate)),
+            audio: audio.clone(),
         });
     }
-    if let Some((codec, samplerate, channel, bitrate)) = &r.audio {
-        rendition["audio_track"] = json!({
-            "id": 1, "name": "audio", "type": "Audio",
-            "audio": {"codec": codec, "samplerate": samplerate, "channel": channel, "bitrate": bitrate},
-        });
-    }
+    out
+}
+
+/// The `playlist` notification after a good answer: the stream's
+/// renditions (kiln relays each as it is).
+pub fn playlist_notification(stream: &str, renditions: &[RenditionInfo], auto: bool) -> String {
+    let list: Vec<Value> = renditions
+        .iter()
+        .map(|r| {
+            let mut rendition = json!({"name": r.name});
+            if let Some((codec, width, height, bitrate, framerate)) = &r.video {
+                rendition["video_track"] = json!({
+                    "id": 0, "name": "video", "type": "Video",
+                    "video": {"codec": codec, "width": width, "height": height, "bitrate": bitrate, "framerate": framerate},
+                });
+            }
+            if let Some((codec, samplerate, channel, bitrate)) = &r.audio {
+                rendition["audio_track"] = json!({
+                    "id": 1, "name": "audio", "type": "Audio",
+                    "audio": {"codec": codec, "samplerate": samplerate, "channel": channel, "bitrate": bitrate},
+                });
+            }
+            rendition
+        })
+        .collect();
     json!({
         "command": "notification",
         "type": "playlist",
-        "message": {"name": stream, "file_name": "", "auto": false, "renditions": [rendition]},
+        "message": {"name": stream, "file_name": "", "auto": auto, "renditions": list},
     })
     .to_string()
 }
 
-pub fn rendition_changed(auto: bool) -> String {
+pub fn rendition_changed(name: &str, auto: bool) -> String {
     json!({
         "command": "notification",
         "type": "rendition_changed",
-        "message": {"rendition_name": "source", "auto": auto},
+        "message": {"rendition_name": name, "auto": auto},
     })
     .to_string()
 }

@@ -11,6 +11,11 @@
 // and audio (samples received, codec), plus the WHEP answer's status and
 // the signalling messages seen. Every wait is bounded; a failure prints
 // {"error": ...} and exits 1.
+//
+// RENDITION=NAME (ome): half way, `change_rendition` to that rendition;
+// the renditions of the `playlist` notification and each
+// `rendition_changed` are reported. QUALITY=I (ovenplayer): half way,
+// setCurrentQuality(I); the quality levels are reported.
 import { launchBrowser } from "./browser.mjs";
 
 const [mode, url, secondsArg, playerJs] = process.argv.slice(2);
@@ -18,6 +23,8 @@ const [mode, url, secondsArg, playerJs] = process.argv.slice(2);
 // (iceTransportPolicy "relay"), as a viewer without UDP would.
 const relay = process.env.RELAY || "";
 const seconds = Number(secondsArg || 20);
+const rendition = process.env.RENDITION || "";
+const quality = process.env.QUALITY === undefined ? -1 : Number(process.env.QUALITY);
 const browser = await launchBrowser();
 try {
   const page = await browser.newPage();
@@ -32,7 +39,7 @@ try {
     await page.setContent('<div style="width:640px;height:360px"><div id="player"></div></div>');
     await page.addScriptTag({ path: playerJs });
   }
-  const result = await page.evaluate(async (mode, url, seconds, relay) => {
+  const result = await page.evaluate(async (mode, url, seconds, relay, rendition, quality) => {
     const rtcConfig = relay
       ? { iceServers: [{ urls: relay, username: "ome", credential: "airen" }], iceTransportPolicy: "relay" }
       : {};
@@ -78,6 +85,12 @@ try {
         ws.onmessage = async (ev) => {
           const m = JSON.parse(ev.data);
           out.messages.push(m.command || ("error " + m.code + " " + m.error));
+          if (m.command === "notification" && m.type === "playlist") {
+            out.renditions = m.message.renditions.map((r) => [r.name, r.video_track ? r.video_track.video.width : 0]);
+          }
+          if (m.command === "notification" && m.type === "rendition_changed") {
+            (out.renditionChanged = out.renditionChanged || []).push(m.message.rendition_name);
+          }
           if (m.error) return reject(new Error("server error " + m.code + ": " + m.error));
           if (m.command === "offer") {
             id = m.id;
@@ -108,7 +121,16 @@ try {
       out.events = [];
       player.on("stateChanged", (s) => out.events.push("state:" + s.newstate));
       player.on("error", (e) => out.events.push("error:" + (e && e.message)));
-      await sleep(seconds * 1000);
+      if (quality >= 0) {
+        await sleep((seconds / 2) * 1000);
+        out.qualityLevels = player.getQualityLevels().map((q) => [q.label, q.width, q.height]);
+        player.setCurrentQuality(quality);
+        await sleep((seconds / 2) * 1000);
+        const cur = player.getCurrentQuality();
+        out.currentQuality = typeof cur === "object" && cur ? cur.index : cur;
+      } else {
+        await sleep(seconds * 1000);
+      }
       // OvenPlayer makes its own <video>: the one that played.
       const videos = [...document.querySelectorAll("video")];
       const v = videos.sort((a, b) => b.currentTime - a.currentTime)[0];
@@ -123,8 +145,14 @@ try {
     }
     const start = Date.now();
     out.connectedAfterMs = null;
+    let asked = false;
     while (Date.now() - start < seconds * 1000) {
       if (out.connectedAfterMs === null && pc.connectionState === "connected") out.connectedAfterMs = Date.now() - start;
+      if (rendition && out.ws && !asked && Date.now() - start >= seconds * 500) {
+        asked = true;
+        out.widthBefore = video.videoWidth;
+        out.ws.send(JSON.stringify({ command: "change_rendition", id: 0, rendition_name: rendition, auto: false }));
+      }
       await sleep(250);
     }
     out.connectionState = pc.connectionState;
@@ -171,7 +199,7 @@ try {
     }
     pc.close();
     return out;
-  }, mode, url, seconds, relay);
+  }, mode, url, seconds, relay, rendition, quality);
   result.pageErrors = errors;
   console.log(JSON.stringify(result));
 } catch (e) {

@@ -46,6 +46,11 @@ impl Feature for WebRtc {
             return;
         }
         api.webrtc.on_ingest(o, &mut api.registry.streams, now);
+        for (owner, key) in core.api.webrtc.take_switched() {
+            core.call(Token(owner), now, move |ep, cx| {
+                ep.webrtc_switched(&key, cx)
+            });
+        }
     }
 
     fn timeout(&mut self, core: &mut Core, now: Instant) {
