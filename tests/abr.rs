@@ -63,6 +63,15 @@ fn publish_multitrack(ffmpeg: &str, url: &str, secs: u32) -> Child {
         .expect("ffmpeg 9 starts")
 }
 
+/// The tests of this file run one at a time: each runs real-time
+/// encoders (three renditions) and most a browser, which two cores do not
+/// hold twice over.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// ffprobe's `codec_name,width,height` (video) or `codec_name,sample_rate`
 /// (audio) of each stream of `url`, each once (ffprobe lists an HLS
 /// playlist's streams again under its program).
@@ -89,6 +98,7 @@ fn probe(url: &str) -> Vec<String> {
 
 #[test]
 fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
+    let _serial = one_at_a_time();
     let Some(ffmpeg9) = ffmpeg9() else { return };
     if !have_tool("ffprobe") {
         return;
@@ -312,6 +322,7 @@ fn variants(master: &str) -> Vec<(u64, u64)> {
 /// each its own picture; RTMP play and a WHEP viewer get the largest.
 #[test]
 fn chromium_simulcast_layers_are_llhls_variants_and_players_get_the_largest() {
+    let _serial = one_at_a_time();
     let Some((chromium, web)) = chromium_and_node() else {
         return;
     };
@@ -397,6 +408,7 @@ fn chromium_simulcast_layers_are_llhls_variants_and_players_get_the_largest() {
 /// group with `LANGUAGE`, and each plays.
 #[test]
 fn mpegts_audio_languages_are_one_llhls_audio_group() {
+    let _serial = one_at_a_time();
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
         return;
     }
@@ -466,6 +478,7 @@ fn mpegts_audio_languages_are_one_llhls_audio_group() {
 /// name is refused, naming the ones there are).
 #[test]
 fn webrtc_viewers_choose_among_the_renditions() {
+    let _serial = one_at_a_time();
     let Some(ffmpeg9) = ffmpeg9() else { return };
     let Some((chromium, web)) = chromium_and_node() else {
         return;
@@ -578,4 +591,185 @@ fn webrtc_viewers_choose_among_the_renditions() {
 
     let _ = publisher.kill();
     let _ = publisher.wait();
+}
+
+/// Two network namespaces joined by a veth pair: kiln and the source in
+/// one (10.217.0.1), the viewer in the other (10.217.0.2); what kiln
+/// sends the viewer can be held to a rate (`tc` tbf on kiln's side).
+struct Path2 {
+    kiln_ns: String,
+    viewer_ns: String,
+    dev: String,
+}
+
+impl Path2 {
+    fn create() -> Result<Path2, String> {
+        let id = std::process::id() % 100_000;
+        let (k, v) = (format!("kiln-abrk{id}"), format!("kiln-abrv{id}"));
+        let (a, b) = (format!("ka{id}"), format!("kb{id}"));
+        let steps = [
+            format!("netns add {k}"),
+            format!("netns add {v}"),
+            format!("link add {a} netns {k} type veth peer name {b} netns {v}"),
+            format!("-n {k} addr add 10.217.0.1/24 dev {a}"),
+            format!("-n {v} addr add 10.217.0.2/24 dev {b}"),
+            format!("-n {k} link set {a} up"),
+            format!("-n {v} link set {b} up"),
+            format!("-n {k} link set lo up"),
+            format!("-n {v} link set lo up"),
+        ];
+        let made = Path2 {
+            kiln_ns: k,
+            viewer_ns: v,
+            dev: a,
+        };
+        for step in steps {
+            run("ip", &step.split(' ').map(String::from).collect::<Vec<_>>())?;
+        }
+        Ok(made)
+    }
+
+    /// What kiln sends the viewer is held to `rate` (tc's syntax), or
+    /// let go (`None`).
+    fn limit(&self, rate: Option<&str>) {
+        let mut args: Vec<String> = ["netns", "exec", &self.kiln_ns, "tc", "qdisc"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        match rate {
+            Some(r) => args.extend(
+                format!(
+                    "replace dev {} root tbf rate {r} burst 16kb latency 200ms",
+                    self.dev
+                )
+                .split(' ')
+                .map(String::from),
+            ),
+            None => args.extend(
+                format!("del dev {} root", self.dev)
+                    .split(' ')
+                    .map(String::from),
+            ),
+        }
+        run("ip", &args).expect("tc");
+    }
+}
+
+impl Drop for Path2 {
+    fn drop(&mut self) {
+        for ns in [&self.kiln_ns, &self.viewer_ns] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// The measure: a WHEP viewer (automatic choice, WHEP's
+/// default) of FFmpeg 9's three renditions behind a narrow path settles
+/// on one that fits; once the limit is lifted it goes back to the
+/// largest; no freeze is longer than a few keyframe intervals (1 s).
+/// The path is 300 kb/s: x264's B-frames do not go over WebRTC, so the
+/// largest rendition sends some 500 kb/s (600 would carry it).
+#[test]
+fn a_whep_viewer_behind_a_narrow_path_settles_on_a_rendition_that_fits_and_returns_up() {
+    let _serial = one_at_a_time();
+    let Some(ffmpeg9) = ffmpeg9() else { return };
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ip") || !have_tool("tc") {
+        return;
+    }
+    let Some(net) = netns_or_skip(Path2::create()) else {
+        return;
+    };
+    // Everything that speaks to kiln runs in its namespace.
+    let (kiln_ns, viewer_ns) = (net.kiln_ns.clone(), net.viewer_ns.clone());
+    let limit = |rate: Option<&str>| net.limit(rate);
+    let (got, log) = std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                enter_netns(&kiln_ns);
+                let s = Server::start_with(
+                    "abr-narrow",
+                    ServerOptions {
+                        media: true,
+                        bind_ip: "0.0.0.0",
+                        llhls: Some(String::new()),
+                        webrtc: Some(String::new()),
+                        webrtc_host: "10.217.0.1",
+                        ..Default::default()
+                    },
+                );
+                let rtmp = format!("rtmp://127.0.0.1:{}/app/ladder", s.media.rtmp);
+                let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, 120);
+                wait_until(Duration::from_secs(30), || {
+                    let st = s.live_stream("ladder")?;
+                    let n = st["input"]["tracks"]
+                        .as_array()?
+                        .iter()
+                        .filter(|t| t["type"] == "Video")
+                        .count();
+                    (n == 3).then_some(())
+                })
+                .unwrap_or_else(|| panic!("no three video tracks\n{}", s.log_text()));
+                limit(Some("300kbit"));
+                let url = format!(
+                    "http://10.217.0.1:{}/app/ladder?direction=whep",
+                    s.media.llhls
+                );
+                let page = node_page(
+                    "webrtc_check.mjs",
+                    Some(&viewer_ns),
+                    &[("SAMPLE", "1")],
+                    &chromium,
+                    &web,
+                    &["whep", &url, "80"],
+                );
+                std::thread::sleep(Duration::from_secs(30));
+                limit(None);
+                let got = seen(page);
+                let _ = publisher.kill();
+                let _ = publisher.wait();
+                (got, s.log_text())
+            })
+            .join()
+            .unwrap()
+    });
+    println!("WHEP viewer, 300 kb/s then free: {got}");
+    for l in log.lines().filter(|l| l.contains("lost: rendition")) {
+        println!("{l}");
+    }
+    let samples: Vec<(u64, u64, u64)> = got["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|x| {
+            (
+                x[0].as_u64().unwrap(),
+                x[1].as_u64().unwrap(),
+                x[2].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Behind the limit (its first 28 s): on a smaller rendition most of
+    // the time after the first 8 s (a try up, now and then, comes back).
+    let narrow: Vec<u64> = samples
+        .iter()
+        .filter(|x| (8..28).contains(&x.0))
+        .map(|x| x.1)
+        .collect();
+    let small = narrow.iter().filter(|&&w| w > 0 && w < 640).count();
+    assert!(
+        narrow.len() >= 15 && small * 10 >= narrow.len() * 7,
+        "{got}"
+    );
+    // Free again: back on the largest by the end.
+    assert_eq!(samples.last().map(|x| x.1), Some(640), "{got}");
+    // No freeze longer than 3 s (frames decoded keep growing).
+    let mut still = 0;
+    for w in samples.windows(2).skip(3) {
+        still = if w[1].2 == w[0].2 { still + 1 } else { 0 };
+        assert!(still < 3, "frames stopped at {}s: {got}", w[1].0);
+    }
+    assert!(log.contains("lost: rendition 0"), "{log}");
 }

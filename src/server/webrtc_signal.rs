@@ -487,7 +487,7 @@ impl WsSignal {
             send: is_send(req),
             session: None,
             renditions: Vec::new(),
-            auto: false,
+            auto: true,
             check: None,
             last_rx: now,
             last_ping: now,
@@ -637,9 +637,8 @@ impl WsSignal {
                     return;
                 };
                 // A named rendition: switched to at its next keyframe,
-                // then said (`rendition_switched`). `auto` alone: said at
-                // once (kiln keeps the rendition; it does not switch by
-                // itself yet).
+                // then said (`rendition_switched`), and automatic choice
+                // off. `auto` alone turns it on or off, said at once.
                 let chosen = rendition.and_then(|name| {
                     self.renditions
                         .iter()
@@ -653,6 +652,7 @@ impl WsSignal {
                         .choose_rendition(&key, track, &api.registry.streams);
                 } else if let Some(auto) = auto {
                     self.auto = auto;
+                    cx.api.webrtc.set_auto_rendition(&key, auto, cx.now);
                     let name = self.current_rendition(cx);
                     out.push(ws::text(&signal::rendition_changed(&name, auto)));
                 }

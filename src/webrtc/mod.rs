@@ -26,6 +26,7 @@
 //! (ICE consent), ends. One client address holds at most
 //! `max_per_address` sessions (a share of `<MaxSessions>`).
 
+pub mod abr;
 pub mod audio;
 pub mod bframes;
 mod feed;
@@ -87,6 +88,10 @@ const OUTBOX_PAUSE: usize = 2048;
 /// its audio); past it its oldest frames go (a viewer that cannot keep up
 /// loses frames and asks for a keyframe; the others do not notice).
 const MAX_QUEUED_FRAMES: usize = 400;
+/// The audio a viewer gets beside a rendition's video, in what the
+/// automatic choice counts (Opus, as the transcoder makes it or a
+/// browser sends it).
+const AUDIO_RATE: u64 = 64_000;
 
 /// How a session ended, for the log and the signalling socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,6 +249,9 @@ struct Session {
     layer: Option<TrackId>,
     want_layer: Option<TrackId>,
     layer_switched: bool,
+    /// Automatic choice among the stream's renditions (OME's
+    /// `WebRtcAutoAbr`): on for a viewer until it chooses one.
+    abr: Option<abr::AutoAbr>,
     /// The next RTP sequence numbers of its video and audio (extended;
     /// random 15-bit starts).
     video_seq: u64,
@@ -530,7 +538,9 @@ impl WebRtc {
             // trips. Per viewer at 600 kb/s: str0m's default of 1000 held
             // 636 KiB, 128 held 411 KiB, 32 held 241 KiB (BENCHMARKS.md).
             .set_send_buffer_video(VIDEO_HISTORY)
-            .set_stats_interval(None);
+            // Receiver reports' loss, once a second: the automatic choice
+            // of rendition ([`abr`]).
+            .set_stats_interval(Some(Duration::from_secs(1)));
         self.build_rtc(config, now)
     }
 
@@ -639,6 +649,7 @@ impl WebRtc {
             layer: None,
             want_layer: None,
             layer_switched: false,
+            abr: Some(abr::AutoAbr::new(now)),
             video_seq: random_seq(),
             audio_seq: random_seq(),
             publish: None,
@@ -761,11 +772,29 @@ impl WebRtc {
                 .map(|t| t.id)
         });
         let on = s.layer.or(first);
+        s.abr = None;
         s.want_layer = (on != Some(track)).then_some(track);
-        if s.want_layer.is_none() {
-            return true;
+        if s.want_layer.is_some() {
+            let stream = s.stream;
+            self.ask_keyframe(stream);
         }
-        let stream = s.stream;
+        true
+    }
+
+    /// Turns a viewer's automatic choice of rendition on (from the one it
+    /// is on) or off (it stays on it). `false` when there is no such
+    /// session.
+    pub fn set_auto_rendition(&mut self, key: &str, on: bool, now: Instant) -> bool {
+        let Some(s) = self.by_key.get(key).and_then(|&i| self.sessions.get_mut(i)) else {
+            return false;
+        };
+        s.abr = on.then(|| abr::AutoAbr::new(now));
+        true
+    }
+
+    /// A stream published over WebRTC: its publisher is asked for a
+    /// keyframe (on every layer).
+    fn ask_keyframe(&mut self, stream: StreamId) {
         if let Some(p) = self
             .publishers
             .get(&stream)
@@ -774,7 +803,54 @@ impl WebRtc {
         {
             p.tracks.keyframe_asked();
         }
-        true
+    }
+
+    /// A viewer's receiver reported `loss` (the share of its video
+    /// packets lost): with automatic choice on and several renditions, it
+    /// may move to another at that one's next keyframe.
+    fn auto_rendition(&mut self, idx: usize, streams: &Streams, loss: f32, now: Instant) {
+        let Some(s) = self.sessions.get_mut(idx) else {
+            return;
+        };
+        if s.publish.is_some() || s.want_layer.is_some() || !s.started {
+            return;
+        }
+        let (Some(abr), Some(st)) = (s.abr.as_mut(), streams.get(s.stream)) else {
+            return;
+        };
+        let videos: Vec<(TrackId, u64)> = st
+            .tracks()
+            .iter()
+            .filter(|t| t.kind() == crate::media::MediaKind::Video)
+            .map(|t| {
+                let measured = st
+                    .track_stats(t.id)
+                    .map_or(0, |x| x.latest_bitrate.max(x.average_bitrate()));
+                // What the viewer gets: the video and its audio (Opus).
+                (t.id, measured.max(u64::from(t.bitrate)) + AUDIO_RATE)
+            })
+            .collect();
+        if videos.len() < 2 {
+            return;
+        }
+        let on = s.layer.unwrap_or(videos[0].0);
+        let Some(current) = videos.iter().position(|v| v.0 == on) else {
+            return;
+        };
+        let rates: Vec<u64> = videos.iter().map(|v| v.1).collect();
+        let Some(to) = abr.on_report(&rates, current, loss, now) else {
+            return;
+        };
+        crate::debug!(
+            "webrtc session {}: {:.1}% lost: rendition {current} ({} b/s) -> {to} ({} b/s)",
+            s.key,
+            loss * 100.0,
+            rates[current],
+            rates[to]
+        );
+        s.want_layer = Some(videos[to].0);
+        let stream = s.stream;
+        self.ask_keyframe(stream);
     }
 
     /// Sessions that switched rendition since the last call, by the
@@ -1070,7 +1146,13 @@ impl WebRtc {
                 }
             };
             if let Output::Event(e) = &out {
-                if !matches!(e, Event::MediaData(_)) {
+                if !matches!(
+                    e,
+                    Event::MediaData(_)
+                        | Event::MediaEgressStats(_)
+                        | Event::MediaIngressStats(_)
+                        | Event::PeerStats(_)
+                ) {
                     crate::debug!("webrtc session {}: {e:?}", s.key);
                 }
             }
@@ -1177,6 +1259,14 @@ impl WebRtc {
                     };
                     self.end(idx, reason);
                     return;
+                }
+                // A viewer's receiver report on its video, once a second.
+                Output::Event(Event::MediaEgressStats(st))
+                    if s.video.is_some_and(|(mid, _)| mid == st.mid) =>
+                {
+                    if let (Some(loss), Some(streams)) = (st.loss, streams.as_deref()) {
+                        self.auto_rendition(idx, streams, loss, now);
+                    }
                 }
                 Output::Event(Event::KeyframeRequest(_)) => {
                     s.keyframe_requests += 1;

@@ -15,7 +15,9 @@
 // RENDITION=NAME (ome): half way, `change_rendition` to that rendition;
 // the renditions of the `playlist` notification and each
 // `rendition_changed` are reported. QUALITY=I (ovenplayer): half way,
-// setCurrentQuality(I); the quality levels are reported.
+// setCurrentQuality(I); the quality levels are reported. SAMPLE=1 (whep,
+// ome): once a second, [seconds, video width, frames decoded] in
+// `samples`.
 import { launchBrowser } from "./browser.mjs";
 
 const [mode, url, secondsArg, playerJs] = process.argv.slice(2);
@@ -25,6 +27,7 @@ const relay = process.env.RELAY || "";
 const seconds = Number(secondsArg || 20);
 const rendition = process.env.RENDITION || "";
 const quality = process.env.QUALITY === undefined ? -1 : Number(process.env.QUALITY);
+const sample = process.env.SAMPLE === "1";
 const browser = await launchBrowser();
 try {
   const page = await browser.newPage();
@@ -39,7 +42,7 @@ try {
     await page.setContent('<div style="width:640px;height:360px"><div id="player"></div></div>');
     await page.addScriptTag({ path: playerJs });
   }
-  const result = await page.evaluate(async (mode, url, seconds, relay, rendition, quality) => {
+  const result = await page.evaluate(async (mode, url, seconds, relay, rendition, quality, sample) => {
     const rtcConfig = relay
       ? { iceServers: [{ urls: relay, username: "ome", credential: "airen" }], iceTransportPolicy: "relay" }
       : {};
@@ -146,7 +149,13 @@ try {
     const start = Date.now();
     out.connectedAfterMs = null;
     let asked = false;
+    if (sample) out.samples = [];
     while (Date.now() - start < seconds * 1000) {
+      const t = Math.floor((Date.now() - start) / 1000);
+      if (sample && out.samples.length <= t) {
+        const q = video.getVideoPlaybackQuality ? video.getVideoPlaybackQuality().totalVideoFrames : 0;
+        out.samples.push([t, video.videoWidth, q]);
+      }
       if (out.connectedAfterMs === null && pc.connectionState === "connected") out.connectedAfterMs = Date.now() - start;
       if (rendition && out.ws && !asked && Date.now() - start >= seconds * 500) {
         asked = true;
@@ -199,7 +208,7 @@ try {
     }
     pc.close();
     return out;
-  }, mode, url, seconds, relay, rendition, quality);
+  }, mode, url, seconds, relay, rendition, quality, sample);
   result.pageErrors = errors;
   console.log(JSON.stringify(result));
 } catch (e) {
