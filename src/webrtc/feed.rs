@@ -154,13 +154,32 @@ impl WebRtc {
         let Some(stream) = streams.get(id) else {
             return;
         };
+        let tracks = stream.tracks();
         if out.tracks_changed {
             if let Some(f) = self.feeds.get_mut(&id) {
                 f.audio_generation = f.audio_generation.wrapping_add(1);
                 f.gate = None;
+                f.layer_gates.clear();
+                // A rendition that is gone: its viewers go back to the
+                // first (at its next keyframe: they have no GOP of it).
+                for &idx in &f.sessions {
+                    let Some(s) = self.sessions.get_mut(idx) else {
+                        continue;
+                    };
+                    let gone = |t: Option<TrackId>| {
+                        t.is_some_and(|t| {
+                            !tracks.iter().any(|x| x.id == t && x.kind() == Kind::Video)
+                        })
+                    };
+                    if gone(s.layer) || gone(s.want_layer) {
+                        s.want_layer = tracks
+                            .iter()
+                            .find(|t| t.kind() == Kind::Video)
+                            .map(|t| t.id);
+                    }
+                }
             }
         }
-        let tracks = stream.tracks();
         // Viewers get the stream's first video and first audio track (a
         // stream with several, an encoder's renditions or languages, lists
         // its largest picture and its default audio first).
@@ -307,21 +326,14 @@ impl WebRtc {
 
     /// Sessions of the stream waiting to switch to `track` switch at its
     /// keyframe `frame` (from here on they get its frames, not their old
-    /// rendition's); true when one did.
-    fn switch_at(
-        &mut self,
-        id: StreamId,
-        track: TrackId,
-        frame: &Frame,
-        first: Option<TrackId>,
-    ) -> bool {
+    /// rendition's).
+    fn switch_at(&mut self, id: StreamId, track: TrackId, frame: &Frame, first: Option<TrackId>) {
         if !frame.keyframe {
-            return false;
+            return;
         }
         let Some(feed) = self.feeds.get(&id) else {
-            return false;
+            return;
         };
-        let mut any = false;
         for &idx in &feed.sessions {
             if let Some(s) = self
                 .sessions
@@ -334,10 +346,8 @@ impl WebRtc {
                 if let Some(owner) = s.owner {
                     self.switched.push((owner, s.key.clone()));
                 }
-                any = true;
             }
         }
-        any
     }
 
     /// Is any session of the stream on `track` (the stream's first video
@@ -362,7 +372,7 @@ impl WebRtc {
         frame: &Frame,
         first: Option<TrackId>,
     ) {
-        let switched = self.switch_at(id, track.id, frame, first);
+        self.switch_at(id, track.id, frame, first);
         let on = self.anyone_on(id, track.id, first);
         let Some(feed) = self.feeds.get_mut(&id) else {
             return;
@@ -375,7 +385,9 @@ impl WebRtc {
             let at = feed.layer_gates.iter().position(|(t, _)| *t == track.id);
             let gate = match at {
                 Some(i) => &mut feed.layer_gates[i].1,
-                None if switched => {
+                // Made at a keyframe: one a session switches at, or the
+                // first after the tracks changed.
+                None if frame.keyframe => {
                     feed.layer_gates
                         .push((track.id, bframes::BFrameGate::new(&track.config)));
                     let last = feed.layer_gates.len() - 1;
