@@ -9,8 +9,9 @@
 #
 #   benches/compare.sh                 # everything (about 9 minutes)
 #   BENCH_SECONDS=3 benches/compare.sh # shorter windows while developing
-#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels ome
+#   BENCH_ONLY="api rtmp" benches/compare.sh   # a subset: api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels abr ome
 #   BENCH_ONLY=ome: kiln against OvenMediaEngine (benches/compare_ome.sh; OME from ../shared/tools/ome or KILN_OME_DIR)
+#   BENCH_ONLY=abr: one stream of three renditions against three streams (benches/compare_abr.sh; FFmpeg 9 from imageio-ffmpeg)
 #   BENCH_RTMP_N="1 20 100 300" BENCH_UDP_N="100 500 1000" (defaults)
 #   BENCH_LAT_N="1 100" BENCH_WEBRTC_N="1 100 500" BENCH_WEBRTC_LAT_N="1 500" BENCH_UDP_FFMPEG_N="1 10" BENCH_SRT_ENC_N="10" (defaults)
 #   BENCH_NO_WRITE=1   print the tables, leave BENCHMARKS.md alone
@@ -23,7 +24,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 WARM=${BENCH_WARMUP:-5}
 REPEAT=${BENCH_REPEAT:-2}
-ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels ome"}
+ONLY=${BENCH_ONLY:-"api tls writes rtmp latency udp srt srtenc llhls record admission play pull startup cluster console webrtc channels abr ome"}
 WEBRTC_NS=${BENCH_WEBRTC_N:-"1 100 500"}
 WEBRTC_LAT_NS=${BENCH_WEBRTC_LAT_N:-"1 500"}
 CLUSTER_NS=${BENCH_CLUSTER_N:-"0 300 1000"}
@@ -1886,6 +1887,12 @@ p99 with 20 <= 1.5x p99 with none (median **${api_ratio}**).
 | run | p99 ms, no channel | p99 ms, 20 channels | ratio |
 |---|---|---|---|
 $api_rows"
+fi
+
+# --- renditions from the encoder: one ladder against three streams -----------------
+if want abr; then
+    # shellcheck source=benches/compare_abr.sh
+    source "$ROOT/benches/compare_abr.sh"
 fi
 
 # --- against OME: the server kiln imitates, on its own config ----------------------

@@ -12,7 +12,7 @@
 //! as against kiln.
 //!
 //! ```text
-//! llhls_viewers --url http://127.0.0.1:3333/app/src --viewers 1000 --seconds 20 [--snapshot DIR] [--spread 10]
+//! llhls_viewers --url http://127.0.0.1:3333/app/src --viewers 1000 --seconds 20 [--snapshot DIR] [--spread 10] [--variant N]
 //! llhls_viewers --static http://127.0.0.1:8080/snap --viewers 1000 --seconds 20 --part 0.5 --dir DIR
 //! ```
 //!
@@ -50,6 +50,9 @@ struct Args {
     /// a server counts connections per client address, and real viewers
     /// come from many.
     spread: u8,
+    /// Which of the master playlist's video variants the viewers play
+    /// (`--variant N`, from 0: an encoder's renditions).
+    variant: usize,
 }
 
 fn args() -> Args {
@@ -60,7 +63,7 @@ fn args() -> Args {
             .and_then(|i| all.get(i + 1))
             .cloned()
     };
-    let usage = "usage: llhls_viewers (--url http://h:p/app/stream | --static http://h:p/dir --dir D --part S) [--viewers N] [--seconds S] [--snapshot DIR] [--spread N]";
+    let usage = "usage: llhls_viewers (--url http://h:p/app/stream | --static http://h:p/dir --dir D --part S) [--viewers N] [--seconds S] [--snapshot DIR] [--spread N] [--variant N]";
     let (url, blocking) = match (get("--url"), get("--static")) {
         (Some(u), None) => (u, true),
         (None, Some(u)) => (u, false),
@@ -78,6 +81,7 @@ fn args() -> Args {
         dir: get("--dir"),
         snapshot: get("--snapshot"),
         spread: get("--spread").map_or(1, |v| v.parse::<u8>().expect(usage).max(1)),
+        variant: get("--variant").map_or(0, |v| v.parse().expect(usage)),
     }
 }
 
@@ -159,7 +163,8 @@ fn video_chunklist(a: &Args) -> String {
             // its absolute path.
             if let Some(l) = master
                 .lines()
-                .find(|l| !l.starts_with('#') && l.contains("chunklist_") && l.contains("_video_"))
+                .filter(|l| !l.starts_with('#') && l.contains("chunklist_") && l.contains("_video_"))
+                .nth(a.variant)
             {
                 let path = match l.starts_with('/') {
                     true => l.to_string(),
