@@ -163,7 +163,9 @@ fn video_chunklist(a: &Args) -> String {
             // its absolute path.
             if let Some(l) = master
                 .lines()
-                .filter(|l| !l.starts_with('#') && l.contains("chunklist_") && l.contains("_video_"))
+                .filter(|l| {
+                    !l.starts_with('#') && l.contains("chunklist_") && l.contains("_video_")
+                })
                 .nth(a.variant)
             {
                 let path = match l.starts_with('/') {

@@ -16,13 +16,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use webrtc_pages::*;
 
-/// FFmpeg 9 publishing the test pattern over RTMP as three renditions
-/// (640x360, 320x180, 160x90; x264 at its defaults but for a fixed
-/// keyframe interval, as an ABR encoder is set) and two AAC tracks
-/// (English, French) for `secs` seconds in real time.
-fn publish_multitrack(ffmpeg: &str, url: &str, secs: u32) -> Child {
-    Command::new(ffmpeg)
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
+/// `ffmpeg` reading the 640x360 test pattern and two tones (440 and 880
+/// Hz) in real time: the inputs of this file's sources.
+fn pattern_and_two_tones(ffmpeg: &str) -> Command {
+    let mut c = Command::new(ffmpeg);
+    c.args(["-hide_banner", "-loglevel", "error", "-re"])
         .args([
             "-f",
             "lavfi",
@@ -30,7 +28,16 @@ fn publish_multitrack(ffmpeg: &str, url: &str, secs: u32) -> Child {
             &format!("testsrc2=size=640x360:rate={FPS}"),
         ])
         .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args(["-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000"]);
+    c
+}
+
+/// FFmpeg 9 publishing the test pattern over RTMP as three renditions
+/// (640x360, 320x180, 160x90; x264 at its defaults but for a fixed
+/// keyframe interval, as an ABR encoder is set) and two AAC tracks
+/// (English, French) for `secs` seconds in real time.
+fn publish_multitrack(ffmpeg: &str, url: &str, secs: u32) -> Child {
+    pattern_and_two_tones(ffmpeg)
         .args([
             "-filter_complex",
             "[0:v]split=3[a][b][c];[b]scale=320:180[b2];[c]scale=160:90[c2]",
@@ -272,6 +279,28 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
     let _ = publisher.wait();
 }
 
+/// The widths of stream `name`'s video tracks, in its order, once it
+/// shows `n` of them (30 s at most).
+fn wait_video_tracks(s: &Server, name: &str, n: usize) -> Vec<u64> {
+    wait_until(Duration::from_secs(30), || {
+        let st = s.live_stream(name)?;
+        let widths: Vec<u64> = st["input"]["tracks"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["type"] == "Video")
+            .map(|t| t["video"]["width"].as_u64().unwrap_or(0))
+            .collect();
+        (widths.len() == n).then_some(widths)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no {n} video tracks: {:?}\n{}",
+            s.live_stream(name),
+            s.log_text()
+        )
+    })
+}
+
 /// The master playlist once it lists `n` video variants, each with two
 /// segments (so their rates are measured), and its video chunklists.
 fn wait_for_variants(s: &Server, base: &str, n: usize, limit: Duration) -> (String, Vec<String>) {
@@ -353,23 +382,7 @@ fn chromium_simulcast_layers_are_llhls_variants_and_players_get_the_largest() {
     );
     // Three video tracks, largest first (the browser may lower a layer's
     // size on a busy machine: the order is what is held, not the sizes).
-    let tracks = wait_until(Duration::from_secs(30), || {
-        let st = s.live_stream("sim")?;
-        let widths: Vec<u64> = st["input"]["tracks"]
-            .as_array()?
-            .iter()
-            .filter(|t| t["type"] == "Video")
-            .map(|t| t["video"]["width"].as_u64().unwrap_or(0))
-            .collect();
-        (widths.len() == 3).then_some(widths)
-    })
-    .unwrap_or_else(|| {
-        panic!(
-            "no three video tracks: {:?}\n{}",
-            s.live_stream("sim"),
-            s.log_text()
-        )
-    });
+    let tracks = wait_video_tracks(&s, "sim", 3);
     assert!(tracks[0] > tracks[1] && tracks[1] > tracks[2], "{tracks:?}");
 
     let (master, lists) = wait_for_variants(&s, &base, 3, Duration::from_secs(30));
@@ -424,16 +437,7 @@ fn mpegts_audio_languages_are_one_llhls_audio_group() {
         "srt://127.0.0.1:{}?streamid=default/app/langs&pkt_size=1316",
         s.media.srt
     );
-    let mut publisher = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args([
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2=size=640x360:rate={FPS}"),
-        ])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
-        .args(["-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000"])
+    let mut publisher = pattern_and_two_tones("ffmpeg")
         .args(["-map", "0:v", "-map", "1:a", "-map", "2:a", "-t", "30"])
         .args(["-c:v", "libx264", "-preset", "veryfast", "-g", "25"])
         .args(["-c:a", "aac", "-b:a", "64k"])
@@ -494,16 +498,7 @@ fn webrtc_viewers_choose_among_the_renditions() {
     );
     let rtmp = format!("rtmp://127.0.0.1:{}/app/ladder", s.media.rtmp);
     let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, 90);
-    wait_until(Duration::from_secs(30), || {
-        let st = s.live_stream("ladder")?;
-        let n = st["input"]["tracks"]
-            .as_array()?
-            .iter()
-            .filter(|t| t["type"] == "Video")
-            .count();
-        (n == 3).then_some(())
-    })
-    .unwrap_or_else(|| panic!("no three video tracks\n{}", s.log_text()));
+    wait_video_tracks(&s, "ladder", 3);
     let port = s.media.llhls;
 
     // OME's signalling: three renditions by height; a switch to the
@@ -702,16 +697,7 @@ fn a_whep_viewer_behind_a_narrow_path_settles_on_a_rendition_that_fits_and_retur
                 );
                 let rtmp = format!("rtmp://127.0.0.1:{}/app/ladder", s.media.rtmp);
                 let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, 120);
-                wait_until(Duration::from_secs(30), || {
-                    let st = s.live_stream("ladder")?;
-                    let n = st["input"]["tracks"]
-                        .as_array()?
-                        .iter()
-                        .filter(|t| t["type"] == "Video")
-                        .count();
-                    (n == 3).then_some(())
-                })
-                .unwrap_or_else(|| panic!("no three video tracks\n{}", s.log_text()));
+                wait_video_tracks(&s, "ladder", 3);
                 limit(Some("300kbit"));
                 let url = format!(
                     "http://10.217.0.1:{}/app/ladder?direction=whep",
