@@ -186,8 +186,9 @@ pub struct RenditionInfo {
 
 /// A stream's renditions for WebRTC viewers: one per H.264 video track
 /// (the first is what a viewer plays until it chooses), named `source`
-/// when there is one, else by its height (`720p`; `720p_2` for a second
-/// of one height); with the stream's first audio track as Opus.
+/// when there is one, else by its height (`720p`; `720p_1` for a second
+/// of one height, as OME names a template's duplicates); with the
+/// stream's first audio track as Opus.
 pub fn renditions(stream: &crate::state::streams::LiveStream) -> Vec<RenditionInfo> {
     use crate::media::Codec;
     let tracks = stream.tracks();
@@ -222,10 +223,12 @@ pub fn renditions(stream: &crate::state::streams::LiveStream) -> Vec<RenditionIn
                 .iter()
                 .filter(|r| r.name == base || r.name.starts_with(&format!("{base}_")))
                 .count();
+            // A name taken: `_1`, `_2`... after it, as OME makes its
+            // rendition names unique.
             if same == 0 {
                 base
             } else {
-                format!("{base}_{}", same + 1)
+                format!("{base}_{same}")
             }
         };
         out.push(RenditionInfo {
