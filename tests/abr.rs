@@ -487,12 +487,20 @@ fn webrtc_viewers_choose_among_the_renditions() {
     let Some((chromium, web)) = chromium_and_node() else {
         return;
     };
+    // OME's playlist of simulcast renditions, as its documents write it.
+    let playlist = "<Playlist><Name>abr</Name><FileName>abr</FileName>\
+        <Options><WebRtcAutoAbr>true</WebRtcAutoAbr></Options>\
+        <RenditionTemplate><Name>tpl_${Height}p</Name>\
+          <VideoTemplate><EncodingType>bypassed</EncodingType></VideoTemplate>\
+          <AudioTemplate><VariantName>bypass_audio</VariantName></AudioTemplate>\
+        </RenditionTemplate></Playlist>";
     let s = Server::start_with(
         "abr-webrtc",
         ServerOptions {
             media: true,
             llhls: Some(String::new()),
             webrtc: Some(String::new()),
+            profile_extra: playlist.into(),
             ..Default::default()
         },
     );
@@ -583,6 +591,45 @@ fn webrtc_viewers_choose_among_the_renditions() {
         body.contains("No rendition [4k]: the stream has 360p, 180p, 90p"),
         "{body}"
     );
+
+    // The config's playlist: each video layer with each audio track (two
+    // languages), named by the template, a name taken numbered (OME's
+    // rule). LL-HLS serves it as abr.m3u8; OME's signalling at
+    // /app/ladder/abr lists its renditions.
+    let (code, abr, _) = curl(&[], &format!("http://127.0.0.1:{port}/app/ladder/abr.m3u8"));
+    assert_eq!(code, 200, "{abr}");
+    assert_eq!(abr.matches("#EXT-X-STREAM-INF").count(), 6, "{abr}");
+    assert_eq!(abr.matches("RESOLUTION=640x360").count(), 2, "{abr}");
+    assert!(
+        abr.contains("TYPE=AUDIO") && abr.contains("chunklist_"),
+        "{abr}"
+    );
+    let page = node_page(
+        "webrtc_check.mjs",
+        None,
+        &[],
+        &chromium,
+        &web,
+        &["ome", &format!("ws://127.0.0.1:{port}/app/ladder/abr"), "4"],
+    );
+    let got = seen(page);
+    let names: Vec<&str> = got["renditions"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|x| x[0].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        names,
+        [
+            "tpl_360p",
+            "tpl_360p_1",
+            "tpl_180p",
+            "tpl_180p_1",
+            "tpl_90p",
+            "tpl_90p_1"
+        ],
+        "{got}"
+    );
+    assert!(got["videoWidth"].as_u64().unwrap_or(0) > 0, "{got}");
 
     let _ = publisher.kill();
     let _ = publisher.wait();

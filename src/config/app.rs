@@ -7,6 +7,7 @@ use super::{
     UNSUPPORTED_ENCODES, UNSUPPORTED_LLHLS, UNSUPPORTED_OUTPUT_PROFILE,
     UNSUPPORTED_OUTPUT_PROFILES,
 };
+use crate::state::playlists::{PlaylistSpec, RenditionTemplate, TrackTemplate};
 use dom::Element;
 
 impl Walker<'_> {
@@ -184,35 +185,47 @@ impl Walker<'_> {
         path: &str,
     ) -> Option<OutputProfileConfig> {
         let (mut name, mut osn, mut encodes) = (None, None, Vec::new());
+        let mut playlists = Vec::new();
         // OME names unnamed encodes video_0, audio_0, ... (counting the
         // unnamed ones of each kind).
         let mut unnamed = [0usize; 3];
-        self.children(el, path, UNSUPPORTED_OUTPUT_PROFILE, &[], |w, c, p| {
-            match c.name.as_str() {
-                "Name" => name = w.nonempty_text(c, p),
-                "OutputStreamName" => osn = w.nonempty_text(c, p),
-                "Encodes" => w.children(
-                    c,
-                    p,
-                    UNSUPPORTED_ENCODES,
-                    &["Video", "Audio", "Data"],
-                    |w, c, p| {
-                        let (kind, slot, prefix) = match c.name.as_str() {
-                            "Video" => (EncodeKind::Video, 0, "video"),
-                            "Audio" => (EncodeKind::Audio, 1, "audio"),
-                            "Data" => (EncodeKind::Data, 2, "data"),
-                            _ => return false,
-                        };
-                        if let Some(e) = w.encode(c, p, kind, &mut unnamed[slot], prefix) {
-                            encodes.push(e);
+        self.children(
+            el,
+            path,
+            UNSUPPORTED_OUTPUT_PROFILE,
+            &["Playlist"],
+            |w, c, p| {
+                match c.name.as_str() {
+                    "Name" => name = w.nonempty_text(c, p),
+                    "OutputStreamName" => osn = w.nonempty_text(c, p),
+                    "Encodes" => w.children(
+                        c,
+                        p,
+                        UNSUPPORTED_ENCODES,
+                        &["Video", "Audio", "Data"],
+                        |w, c, p| {
+                            let (kind, slot, prefix) = match c.name.as_str() {
+                                "Video" => (EncodeKind::Video, 0, "video"),
+                                "Audio" => (EncodeKind::Audio, 1, "audio"),
+                                "Data" => (EncodeKind::Data, 2, "data"),
+                                _ => return false,
+                            };
+                            if let Some(e) = w.encode(c, p, kind, &mut unnamed[slot], prefix) {
+                                encodes.push(e);
+                            }
+                            true
+                        },
+                    ),
+                    "Playlist" => {
+                        if let Some(pl) = w.playlist(c, p) {
+                            playlists.push(pl);
                         }
-                        true
-                    },
-                ),
-                _ => return false,
-            }
-            true
-        });
+                    }
+                    _ => return false,
+                }
+                true
+            },
+        );
         let Some(name) = name else {
             self.error(el, path, "<Name> is required");
             return None;
@@ -221,7 +234,118 @@ impl Walker<'_> {
             name,
             output_stream_name: osn.unwrap_or_else(|| "${OriginStreamName}".into()),
             encodes,
+            playlists,
         })
+    }
+
+    /// OME's `<Playlist>`: `Name`, `FileName`, its `<Rendition>`s (by the
+    /// variant names of their video and audio) and `<RenditionTemplate>`s
+    /// (the renditions kiln makes of a stream's own tracks). `<Options>`
+    /// is warned about.
+    fn playlist(&mut self, el: &Element, path: &str) -> Option<PlaylistSpec> {
+        let mut spec = PlaylistSpec::default();
+        self.children(
+            el,
+            path,
+            &["Options"],
+            &["RenditionTemplate", "Rendition"],
+            |w, c, p| {
+                match c.name.as_str() {
+                    "Name" => spec.name = w.nonempty_text(c, p).unwrap_or_default(),
+                    "FileName" => spec.file_name = w.nonempty_text(c, p).unwrap_or_default(),
+                    "Rendition" => {
+                        let (mut name, mut video, mut audio) = (String::new(), None, None);
+                        w.children(c, p, &[], &[], |w, c, p| {
+                            match c.name.as_str() {
+                                "Name" => name = w.nonempty_text(c, p).unwrap_or_default(),
+                                "Video" => video = w.nonempty_text(c, p),
+                                "Audio" => audio = w.nonempty_text(c, p),
+                                _ => return false,
+                            }
+                            true
+                        });
+                        if name.is_empty() {
+                            w.error(c, p, "<Name> is required");
+                        } else {
+                            spec.renditions.push((name, video, audio));
+                        }
+                    }
+                    "RenditionTemplate" => {
+                        let mut t = RenditionTemplate::default();
+                        w.children(c, p, &[], &[], |w, c, p| {
+                            match c.name.as_str() {
+                                "Name" => t.name = w.nonempty_text(c, p).unwrap_or_default(),
+                                "VideoTemplate" => t.video = Some(w.track_template(c, p)),
+                                "AudioTemplate" => t.audio = Some(w.track_template(c, p)),
+                                _ => return false,
+                            }
+                            true
+                        });
+                        if t.name.is_empty() {
+                            w.error(c, p, "<Name> is required");
+                        } else {
+                            spec.templates.push(t);
+                        }
+                    }
+                    _ => return false,
+                }
+                true
+            },
+        );
+        let safe = |n: &str| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        if !safe(&spec.file_name) || spec.name.is_empty() {
+            self.error(
+                el,
+                path,
+                "<Name> and <FileName> are required (a file name of letters, digits, _ and -)",
+            );
+            return None;
+        }
+        if spec.templates.is_empty() && spec.renditions.is_empty() {
+            self.warn(
+                el,
+                path,
+                "has no <Rendition> or <RenditionTemplate>; ignored",
+            );
+            return None;
+        }
+        Some(spec)
+    }
+
+    /// `<VideoTemplate>` / `<AudioTemplate>`.
+    fn track_template(&mut self, el: &Element, path: &str) -> TrackTemplate {
+        let mut t = TrackTemplate::default();
+        self.children(el, path, &[], &[], |w, c, p| {
+            match c.name.as_str() {
+                "EncodingType" => {
+                    let v = w
+                        .nonempty_text(c, p)
+                        .unwrap_or_default()
+                        .to_ascii_lowercase();
+                    t.encoded_only = v == "encoded";
+                }
+                "VariantName" => t.variant_name = w.nonempty_text(c, p),
+                "MinWidth" => t.min_width = w.number(c, p),
+                "MaxWidth" => t.max_width = w.number(c, p),
+                "MinHeight" => t.min_height = w.number(c, p),
+                "MaxHeight" => t.max_height = w.number(c, p),
+                "MinFramerate" => t.min_framerate = w.number(c, p),
+                "MaxFramerate" => t.max_framerate = w.number(c, p),
+                "MinBitrate" => t.min_bitrate = w.number(c, p),
+                "MaxBitrate" => t.max_bitrate = w.number(c, p),
+                "MinSamplerate" => t.min_samplerate = w.number(c, p),
+                "MaxSamplerate" => t.max_samplerate = w.number(c, p),
+                "MinChannel" => t.min_channel = w.number(c, p),
+                "MaxChannel" => t.max_channel = w.number(c, p),
+                _ => return false,
+            }
+            true
+        });
+        t
     }
 
     /// One encode. A bypass applies; a conditional bypass on the codec

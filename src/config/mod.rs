@@ -218,11 +218,12 @@ pub struct AppConfig {
     pub disk_budget: Option<crate::state::app::DiskBudget>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OutputProfileConfig {
     pub name: String,
     pub output_stream_name: String,
     pub encodes: Vec<EncodeConfig>,
+    pub playlists: Vec<crate::state::playlists::PlaylistSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -402,7 +403,7 @@ const UNSUPPORTED_WORKERS: &[&str] = &["WorkerCount"];
 const UNSUPPORTED_VHOST: &[&str] = &[];
 const UNSUPPORTED_APP: &[&str] = &["Decode", "Modules", "Transcoder"];
 const UNSUPPORTED_OUTPUT_PROFILES: &[&str] = &["HWAccels", "HardwareAcceleration", "Decodes"];
-const UNSUPPORTED_OUTPUT_PROFILE: &[&str] = &["Playlist", "Playlists"];
+const UNSUPPORTED_OUTPUT_PROFILE: &[&str] = &["Playlists"];
 const UNSUPPORTED_ENCODES: &[&str] = &["Image"];
 const UNSUPPORTED_APP_PROVIDERS: &[&str] = &["OVT", "RTSPPull", "RTSP", "WHIP"];
 const UNSUPPORTED_APP_PUBLISHERS: &[&str] = &[
@@ -734,6 +735,7 @@ impl AppConfig {
                             audios: enc(EncodeKind::Audio, p),
                             datas: enc(EncodeKind::Data, p),
                         },
+                        playlists: p.playlists.clone(),
                     })
                     .collect(),
             },

@@ -266,6 +266,10 @@ impl Server {
             if let Some(id) = o.stream {
                 let bytes: usize = o.frames.iter().map(|f| f.data.len()).sum();
                 core.api.registry.streams.note_input(id, bytes as u64, now);
+                if o.tracks_changed {
+                    // OME's `<Playlist>` templates name the new tracks.
+                    core.api.registry.refresh_template_playlists(id);
+                }
             }
             for f in &mut self.features {
                 f.on_ingest(o, core, now);

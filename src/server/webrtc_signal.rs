@@ -460,6 +460,8 @@ pub(crate) struct WsSignal {
     /// track), and whether the viewer asked for automatic switching.
     renditions: Vec<(String, Option<crate::media::TrackId>)>,
     auto: bool,
+    /// The playlist its URL names (`/{app}/{stream}/{FileName}`), if any.
+    file: Option<String>,
     check: Option<CheckId>,
     last_rx: Instant,
     last_ping: Instant,
@@ -488,6 +490,13 @@ impl WsSignal {
             session: None,
             renditions: Vec::new(),
             auto: true,
+            file: req
+                .path()
+                .trim_start_matches('/')
+                .split('/')
+                .nth(2)
+                .filter(|f| !f.is_empty())
+                .map(str::to_string),
             check: None,
             last_rx: now,
             last_ping: now,
@@ -608,7 +617,16 @@ impl WsSignal {
                 else {
                     return self.refuse(Refusal::new(404, "Cannot create offer"), cx, out);
                 };
-                let renditions = signal::renditions(stream);
+                // `/{app}/{stream}/{FileName}`: one of its named
+                // playlists (OME's `<Playlist>`); else every video track.
+                let named = self
+                    .file
+                    .as_deref()
+                    .and_then(|f| stream.playlists.iter().find(|p| p.file_name == f));
+                let renditions = match named {
+                    Some(p) => signal::playlist_renditions(stream, p),
+                    None => signal::renditions(stream),
+                };
                 match api.webrtc.accept_answer(&key, &sdp, cx.now) {
                     Ok(()) => {
                         out.push(ws::text(&signal::playlist_notification(

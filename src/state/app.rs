@@ -144,6 +144,10 @@ pub struct OutputProfile {
     pub output_stream_name: String,
     #[serde(default)]
     pub encodes: Encodes,
+    /// OME's `<Playlist>`s with rendition templates (config files only:
+    /// the API's app bodies leave playlists out, as before).
+    #[serde(skip)]
+    pub playlists: Vec<super::playlists::PlaylistSpec>,
 }
 
 fn origin_stream_name() -> String {

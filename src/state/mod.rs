@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod name;
+pub mod playlists;
 pub mod store;
 pub mod streams;
 pub mod task;
@@ -185,6 +186,34 @@ impl Registry {
             .filter(|s| s.vhost == vhost && s.app == app)
             .filter_map(|s| Some((s.id, spec.output_named(&s.name, output_name)?)))
             .min_by_key(|(id, _)| *id)
+    }
+
+    /// A stream's playlists from its output profile's `<Playlist>`
+    /// templates (OME's; see [`playlists`]), made again when its tracks
+    /// change. Channels make their own.
+    pub fn refresh_template_playlists(&mut self, id: streams::StreamId) {
+        let Some(s) = self.streams.get(id) else {
+            return;
+        };
+        if matches!(
+            s.source,
+            streams::SourceType::Scheduled | streams::SourceType::Multiplex
+        ) {
+            return;
+        }
+        let Some(Some(profile)) = self
+            .app(&s.vhost, &s.app)
+            .and_then(|spec| spec.output_named(&s.name, &s.name))
+        else {
+            return;
+        };
+        if profile.playlists.is_empty() {
+            return;
+        }
+        let made = playlists::template_playlists(profile, s.tracks());
+        if made != s.playlists {
+            self.streams.set_playlists(id, made);
+        }
     }
 
     /// Every output name of every live stream: vhost -> app -> output name

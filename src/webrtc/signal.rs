@@ -241,6 +241,43 @@ pub fn renditions(stream: &crate::state::streams::LiveStream) -> Vec<RenditionIn
     out
 }
 
+/// The renditions of one of the stream's named playlists (OME's
+/// `<Playlist>`, `/{app}/{stream}/{FileName}`): each with its video track
+/// (H.264: what WebRTC viewers get) and its audio, or the stream's first.
+pub fn playlist_renditions(
+    stream: &crate::state::streams::LiveStream,
+    playlist: &crate::state::streams::Playlist,
+) -> Vec<RenditionInfo> {
+    use crate::media::Codec;
+    let tracks = stream.tracks();
+    let first_audio = tracks
+        .iter()
+        .find(|t| t.kind() == crate::media::MediaKind::Audio)
+        .map(|t| t.id);
+    playlist
+        .renditions
+        .iter()
+        .filter_map(|r| {
+            let v = tracks
+                .iter()
+                .find(|t| Some(t.id) == r.video && t.codec == Codec::H264)?;
+            let p = v.video?;
+            let a = tracks
+                .iter()
+                .find(|t| Some(t.id) == r.audio.or(first_audio));
+            Some(RenditionInfo {
+                name: r.name.clone(),
+                track: Some(v.id),
+                video: Some(("H264".into(), p.width, p.height, v.bitrate, p.framerate)),
+                audio: a.map(|a| {
+                    let ch = a.audio.map_or(2, |x| u32::from(x.channels).clamp(1, 2));
+                    ("OPUS".to_string(), 48_000, ch, a.bitrate)
+                }),
+            })
+        })
+        .collect()
+}
+
 /// The `playlist` notification after a good answer: the stream's
 /// renditions (kiln relays each as it is).
 pub fn playlist_notification(stream: &str, renditions: &[RenditionInfo], auto: bool) -> String {

@@ -101,6 +101,8 @@ pub struct ServerOptions {
     /// More of the application, after its `<Publishers>` (e.g.
     /// `<DiskBudget>`).
     pub app_extra: String,
+    /// More of the app's output profile, after its encodes (`<Playlist>`).
+    pub profile_extra: String,
     /// A shell command line kiln is started through: `exec "$@"` at its
     /// end runs kiln (e.g. in a mount namespace of the test's own).
     pub wrap: Option<String>,
@@ -142,6 +144,7 @@ impl Default for ServerOptions {
             hls: None,
             file: None,
             app_extra: String::new(),
+            profile_extra: String::new(),
             wrap: None,
             vhost_access: String::new(),
             webrtc: None,
@@ -338,7 +341,7 @@ pub fn write_config_with_media(
         <OutputProfiles><OutputProfile><Name>bypass</Name><Encodes>
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
-        </Encodes></OutputProfile></OutputProfiles>
+        </Encodes>{profile_extra}</OutputProfile></OutputProfiles>
         <Providers>{rtmp_provider}<SRT/>{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>{app_extra}
       </Application></Applications>
     </VirtualHost>
@@ -366,6 +369,7 @@ pub fn write_config_with_media(
         vhost_access = opts.vhost_access,
         providers_extra = opts.providers_extra,
         app_extra = opts.app_extra,
+        profile_extra = opts.profile_extra,
         rtmp_provider = opts.rtmp_provider.as_deref().unwrap_or("<RTMP/>"),
     );
     let path = dir.join("server.xml");
