@@ -490,17 +490,35 @@ fn one_address_takes_a_share_of_the_viewer_port() {
         }
     }
     // kiln accepts and closes those past the share: their reads end.
-    std::thread::sleep(Duration::from_millis(500));
-    let mut closed = 0;
-    for c in &mut held {
+    // Counted until 28 have ended, or for 10 s (a busy machine may take
+    // seconds to accept them all): what is asserted is how many, not when.
+    let mut ended = vec![false; held.len()];
+    for c in &held {
         c.set_nonblocking(true).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while ended.iter().filter(|e| **e).count() < 28 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        for (c, e) in held.iter_mut().zip(&mut ended) {
+            let mut b = [0u8; 1];
+            match c.read(&mut b) {
+                Ok(0) => *e = true,
+                Err(err) if err.kind() != std::io::ErrorKind::WouldBlock => *e = true,
+                _ => {}
+            }
+        }
+    }
+    // A moment more: none past the share beyond those is closed.
+    std::thread::sleep(Duration::from_millis(300));
+    for (c, e) in held.iter_mut().zip(&mut ended) {
         let mut b = [0u8; 1];
         match c.read(&mut b) {
-            Ok(0) => closed += 1,
-            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => closed += 1,
+            Ok(0) => *e = true,
+            Err(err) if err.kind() != std::io::ErrorKind::WouldBlock => *e = true,
             _ => {}
         }
     }
+    let closed = ended.iter().filter(|e| **e).count();
     let mut other = connect_from(IpAddr::from([127, 0, 0, 2]), s.media.llhls).unwrap();
     other
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -512,7 +530,7 @@ fn one_address_takes_a_share_of_the_viewer_port() {
     .unwrap();
     let mut answer = String::new();
     let _ = other.read_to_string(&mut answer);
-    eprintln!("RELIABILITY: 540 idle viewer-port connections from one address: {closed} closed at once (share 512); another address answered: {}", answer.lines().next().unwrap_or(""));
+    eprintln!("RELIABILITY: 540 idle viewer-port connections from one address: {closed} closed (share 512); another address answered: {}", answer.lines().next().unwrap_or(""));
     assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
     assert!(
         (28..=40).contains(&closed),
