@@ -9,9 +9,11 @@
 //! free path, and to stay flat, not fall, behind a 600 kb/s one; loss
 //! told both apart at once (0 against a quarter of the packets).
 //!
-//! - **Down**: reports of [`DOWN_LOSS`] or more for [`DOWN_AFTER`]: to the
-//!   largest rendition that fits, with [`HEADROOM`], in what got through
-//!   (the current rate less the loss), else the smallest.
+//! - **Down**: reports of [`DOWN_LOSS`] or more for [`DOWN_AFTER`], or one
+//!   of [`SEVERE_LOSS`] (the picture is already frozen: waiting would
+//!   only make the freeze longer): to the largest rendition that fits,
+//!   with [`HEADROOM`], in what got through (the current rate less the
+//!   loss), else the smallest.
 //! - **Up**: a lower rendition cannot show that a higher one would fit.
 //!   After [`PROBE_AFTER`] without loss, one step up is tried; within its
 //!   [`TRIAL`] the first lossy report takes it back down and doubles the
@@ -24,6 +26,14 @@ use std::time::{Duration, Instant};
 pub const DOWN_LOSS: f32 = 0.05;
 /// ...when they go on for this long.
 pub const DOWN_AFTER: Duration = Duration::from_millis(1500);
+/// One report with this share lost, or more, is a full path at once: a
+/// viewer opening the largest rendition behind a narrow path froze for
+/// 4 s while [`DOWN_AFTER`] ran.
+pub const SEVERE_LOSS: f32 = 0.25;
+/// After a change, a report this soon may still count the packets of the
+/// rendition left (the switch waits for a keyframe, the path drains its
+/// queue): severe loss then is not read as the new one's.
+pub const SETTLE: Duration = Duration::from_secs(2);
 /// A rendition fits when its rate times this is under what got through.
 pub const HEADROOM: f64 = 1.15;
 /// How long a step up is on trial.
@@ -43,6 +53,8 @@ pub struct AutoAbr {
     /// When the current step up began, while it is on trial.
     trial: Option<Instant>,
     probe_wait: Duration,
+    /// Until when severe loss may be the rendition left's.
+    settle_until: Instant,
 }
 
 impl AutoAbr {
@@ -52,6 +64,7 @@ impl AutoAbr {
             changed: now,
             trial: None,
             probe_wait: PROBE_AFTER,
+            settle_until: now,
         }
     }
 
@@ -74,7 +87,8 @@ impl AutoAbr {
         }
         if lossy && current + 1 < rates.len() {
             let since = *self.lossy_since.get_or_insert(now);
-            if !on_trial && now.duration_since(since) < DOWN_AFTER {
+            let severe = loss >= SEVERE_LOSS && now >= self.settle_until;
+            if !on_trial && !severe && now.duration_since(since) < DOWN_AFTER {
                 return None;
             }
             let through = rate as f64 * f64::from(1.0 - loss.clamp(0.0, 1.0));
@@ -87,6 +101,7 @@ impl AutoAbr {
             self.trial = None;
             self.lossy_since = None;
             self.changed = now;
+            self.settle_until = now + SETTLE;
             return Some(to);
         }
         if !lossy {
@@ -95,6 +110,7 @@ impl AutoAbr {
         if current > 0 && !lossy && !on_trial && now.duration_since(self.changed) >= self.probe_wait
         {
             self.changed = now;
+            self.settle_until = now + SETTLE;
             self.trial = Some(now);
             return Some(current - 1);
         }
@@ -114,11 +130,15 @@ mod tests {
         let mut abr = AutoAbr::new(t0);
         let at = |s: f64| t0 + Duration::from_secs_f64(s);
         assert_eq!(abr.on_report(&RATES, 0, 0.0, at(1.0)), None);
-        // A 600 kb/s path under 2 Mb/s: 70% lost, for 1.5 s: down to
-        // what fits in the 600 kb/s that got through (600 needs 690).
-        assert_eq!(abr.on_report(&RATES, 0, 0.7, at(2.0)), None);
-        assert_eq!(abr.on_report(&RATES, 0, 0.7, at(3.0)), None);
-        assert_eq!(abr.on_report(&RATES, 0, 0.7, at(3.5)), Some(2));
+        // A 600 kb/s path under 2 Mb/s: 70% lost, severe: down at once
+        // to what fits in the 600 kb/s that got through (600 needs 690).
+        assert_eq!(abr.on_report(&RATES, 0, 0.7, at(2.0)), Some(2));
+        // 10% lost, for 1.5 s: down; severe loss just after a change
+        // counts as that.
+        assert_eq!(abr.on_report(&RATES, 0, 0.5, at(2.5)), None);
+        assert_eq!(abr.on_report(&RATES, 0, 0.1, at(3.0)), None);
+        assert_eq!(abr.on_report(&RATES, 0, 0.1, at(4.0)), Some(1));
+        abr = AutoAbr::new(at(3.5));
         // No loss on the smallest: a step up after PROBE_AFTER.
         assert_eq!(abr.on_report(&RATES, 2, 0.0, at(8.0)), None);
         assert_eq!(abr.on_report(&RATES, 2, 0.0, at(11.5)), Some(1));
