@@ -36,7 +36,7 @@ fn h264_track() -> Track {
         config,
         audio: None,
         bitrate: 2_500_000,
-        language: None,
+        label: Default::default(),
     }
 }
 
@@ -51,7 +51,7 @@ fn aac_track() -> Track {
         config,
         video: None,
         bitrate: 128_000,
-        language: None,
+        label: Default::default(),
     }
 }
 

@@ -418,7 +418,9 @@ fn chromium_simulcast_layers_are_llhls_variants_and_players_get_the_largest() {
 
 /// ffmpeg publishes MPEG-TS over SRT with two AAC tracks whose PMT names
 /// their languages (English, French): LL-HLS lists both in one audio
-/// group with `LANGUAGE`, and each plays.
+/// group with `LANGUAGE`, and each plays. The SRT provider's `AudioMap`
+/// (OME's) labels the first: its name, language and characteristics
+/// over the PMT's; the second keeps the PMT's.
 #[test]
 fn mpegts_audio_languages_are_one_llhls_audio_group() {
     let _serial = one_at_a_time();
@@ -430,6 +432,12 @@ fn mpegts_audio_languages_are_one_llhls_audio_group() {
         ServerOptions {
             media: true,
             llhls: Some(String::new()),
+            srt_provider: Some(
+                "<SRT><AudioMap><Item><Name>English (UK)</Name><Language>en-GB</Language>\
+                 <Characteristics>public.accessibility.describes-video</Characteristics>\
+                 </Item></AudioMap></SRT>"
+                    .into(),
+            ),
             ..Default::default()
         },
     );
@@ -460,7 +468,10 @@ fn mpegts_audio_languages_are_one_llhls_audio_group() {
         .collect();
     assert_eq!(media.len(), 2, "{master}");
     assert!(
-        media[0].contains("NAME=\"eng\",LANGUAGE=\"eng\",DEFAULT=YES"),
+        media[0].contains(
+            "NAME=\"English (UK)\",LANGUAGE=\"en-GB\",DEFAULT=YES,AUTOSELECT=YES,\
+             CHARACTERISTICS=\"public.accessibility.describes-video\""
+        ),
         "{master}"
     );
     assert!(

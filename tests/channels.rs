@@ -865,3 +865,114 @@ fn channel_playlists_opened_at_once_are_held_until_they_play() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+/// OME's `AudioMap` in a scheduled channel: a file with two audio tracks
+/// (the second's MP4 language French) plays both, labelled in order:
+/// LL-HLS lists them in one audio group with the map's names, language
+/// and characteristics (the second keeps the file's language, the map
+/// naming none), and each plays. An item with fewer audio tracks than
+/// the map is skipped, saying why; a map whose language is not a
+/// language tag is refused.
+#[test]
+fn a_scheduled_channels_audio_map_labels_its_audio_tracks() {
+    let _serial = serial();
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let dir = temp_dir("channel-audio-map");
+    let media = dir.join("media");
+    std::fs::create_dir_all(&media).unwrap();
+    let st = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000"])
+        .args(["-map", "0:v", "-map", "1:a", "-map", "2:a", "-t", "6"])
+        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "25"])
+        .args(["-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2"])
+        .args(["-metadata:s:a:1", "language=fra"])
+        .arg(media.join("two.mp4"))
+        .status()
+        .expect("ffmpeg runs");
+    assert!(st.success());
+    make_file(&media.join("one.mp4"), "testsrc2=size=640x360:rate=25", 4);
+    let providers = format!(
+        "<Schedule><MediaRootDir>{}</MediaRootDir></Schedule>",
+        media.display()
+    );
+    let s = channel_server("channel-audio-map", &providers);
+    let channel = |name: &str, audio_map: Value, file: &str| {
+        s.request(
+            "POST",
+            "/v1/vhosts/default/apps/app/scheduledChannels",
+            Some(
+                &json!({"stream": {"name": name, "audioMap": audio_map},
+                    "programs": [{"name": "p", "scheduled": "2000-01-01T00:00:00Z",
+                    "repeat": true, "items": [{"url": format!("file://{file}")}]}]})
+                .to_string(),
+            ),
+        )
+    };
+    let r = channel(
+        "bad",
+        json!([{"name": "English", "language": "english"}]),
+        "two.mp4",
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("audioMap item 1"), "{}", r.body);
+    let map = json!([
+        {"name": "English", "language": "en"},
+        {"name": "Deuxième", "characteristics": "public.alternate"}
+    ]);
+    let r = channel("tv", map.clone(), "two.mp4");
+    assert_eq!(r.status, 201, "{}", r.body);
+    let base = format!("http://127.0.0.1:{}/app/tv", s.media.llhls);
+    let master = wait_until(Duration::from_secs(30), || {
+        let (code, text, _) = curl(&[], &format!("{base}/llhls.m3u8"));
+        (code == 200 && text.matches("#EXT-X-MEDIA:TYPE=AUDIO").count() == 2).then_some(text)
+    })
+    .unwrap_or_else(|| panic!("two audio tracks listed: {}", s.log_text()));
+    let media_lines: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-MEDIA:TYPE=AUDIO"))
+        .collect();
+    println!("{master}");
+    assert!(
+        media_lines[0].contains("NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES"),
+        "{master}"
+    );
+    assert!(
+        media_lines[1].contains(
+            "NAME=\"Deuxième\",LANGUAGE=\"fra\",DEFAULT=NO,AUTOSELECT=YES,CHARACTERISTICS=\"public.alternate\""
+        ),
+        "{master}"
+    );
+    for m in &media_lines {
+        let uri = m.split("URI=\"").nth(1).unwrap().trim_end_matches('"');
+        let out = Command::new("timeout")
+            .args(["30", "ffprobe", "-v", "error", "-show_entries"])
+            .args(["stream=codec_name", "-of", "csv=p=0"])
+            .arg(format!("{base}/{uri}"))
+            .output()
+            .expect("ffprobe runs");
+        let codecs = String::from_utf8_lossy(&out.stdout).to_string();
+        let codecs: Vec<&str> = codecs.split_whitespace().collect();
+        assert!(
+            !codecs.is_empty() && codecs.iter().all(|c| *c == "aac"),
+            "{uri}: {codecs:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The API shows the map as given.
+    let got = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/tv");
+    assert_eq!(got["response"]["stream"]["audioMap"], map, "{got}");
+    // A file with one audio track under a map of two: skipped, and why.
+    let r = channel("short", map, "one.mp4");
+    assert_eq!(r.status, 201, "{}", r.body);
+    let said = wait_until(Duration::from_secs(20), || {
+        let log = s.log_text();
+        log.contains("an audio track the channel carries (videoTrack/audioTrack/audioMap)")
+            .then_some(())
+    });
+    assert!(said.is_some(), "{}", s.log_text());
+}

@@ -4,7 +4,8 @@
 //! switch and players see one continuous stream. Video starts at a
 //! keyframe; audio of an item with video waits for it.
 //!
-//! The channel's tracks are fixed ids: [`VIDEO`] and [`AUDIO`].
+//! The channel's tracks are fixed ids: [`VIDEO`] and [`AUDIO`], and with
+//! an `AudioMap` the further audio tracks after it (`AUDIO + 1`, ...).
 
 use crate::media::{Frame, MediaKind, Ticks, TrackId};
 
@@ -28,8 +29,8 @@ pub struct Splicer {
     offset: Option<Ticks>,
     /// The item has video: nothing is placed before its first keyframe.
     item_has_video: bool,
-    video: Option<Last>,
-    audio: Option<Last>,
+    /// Each of the channel's tracks: the last frame placed.
+    last: Vec<(TrackId, MediaKind, Last)>,
 }
 
 impl Splicer {
@@ -42,8 +43,13 @@ impl Splicer {
 
     /// Where the next item starts: after the last frame of every kind.
     pub fn next_start(&self) -> Ticks {
-        let end = |l: Option<Last>, default: Ticks| {
-            l.map(|l| {
+        self.last
+            .iter()
+            .map(|&(_, kind, l)| {
+                let default = match kind {
+                    MediaKind::Video => DEFAULT_VIDEO_TICKS,
+                    _ => DEFAULT_AUDIO_TICKS,
+                };
                 l.dts
                     + if l.step > 0 {
                         l.step.min(90_000)
@@ -51,15 +57,8 @@ impl Splicer {
                         default
                     }
             })
-        };
-        [
-            end(self.video, DEFAULT_VIDEO_TICKS),
-            end(self.audio, DEFAULT_AUDIO_TICKS),
-        ]
-        .into_iter()
-        .flatten()
-        .max()
-        .unwrap_or(0)
+            .max()
+            .unwrap_or(0)
     }
 
     /// A frame of the current item (its `track` is the channel's), placed
@@ -78,18 +77,15 @@ impl Splicer {
             }
         };
         let dts = f.dts + offset;
-        let last = match kind {
-            MediaKind::Video => &mut self.video,
-            _ => &mut self.audio,
-        };
-        if let Some(l) = last {
-            if dts <= l.dts {
-                return None;
+        match self.last.iter_mut().find(|(t, _, _)| *t == f.track) {
+            Some((_, _, l)) => {
+                if dts <= l.dts {
+                    return None;
+                }
+                l.step = dts - l.dts;
+                l.dts = dts;
             }
-            l.step = dts - l.dts;
-            l.dts = dts;
-        } else {
-            *last = Some(Last { dts, step: 0 });
+            None => self.last.push((f.track, kind, Last { dts, step: 0 })),
         }
         Some(Frame {
             pts: f.pts + offset,
@@ -141,5 +137,21 @@ mod tests {
         s.begin(false);
         let a = s.place(MediaKind::Audio, &f(AUDIO, 0, true)).unwrap();
         assert!(a.dts > 6000);
+    }
+
+    /// An AudioMap's several audio tracks: each keeps its own clock (a
+    /// second track's frame at the first's time is not a step back).
+    #[test]
+    fn audio_tracks_have_a_clock_each() {
+        let mut s = Splicer::default();
+        s.begin(false);
+        let a = s.place(MediaKind::Audio, &f(AUDIO, 0, true)).unwrap();
+        let b = s.place(MediaKind::Audio, &f(AUDIO + 1, 0, true)).unwrap();
+        assert_eq!((a.dts, b.dts), (0, 0));
+        assert!(s
+            .place(MediaKind::Audio, &f(AUDIO + 1, 1920, true))
+            .is_some());
+        assert!(s.place(MediaKind::Audio, &f(AUDIO, 1920, true)).is_some());
+        assert!(s.place(MediaKind::Audio, &f(AUDIO, 1920, true)).is_none());
     }
 }

@@ -11,6 +11,46 @@ use crate::state::playlists::{PlaylistSpec, RenditionTemplate, TrackTemplate};
 use dom::Element;
 
 impl Walker<'_> {
+    /// OME's `<AudioMap><Item><Name>/<Language>/<Characteristics>`: each
+    /// item checked (a language is an RFC 5646 tag, texts fit a
+    /// playlist), one that is not named as an error.
+    fn audio_map(&mut self, el: &Element, path: &str) -> Vec<crate::state::app::AudioMapItem> {
+        let mut items = Vec::new();
+        self.children(el, path, &[], &["Item"], |w, c, p| {
+            if c.name != "Item" {
+                return false;
+            }
+            let mut item = crate::state::app::AudioMapItem {
+                name: String::new(),
+                language: None,
+                characteristics: None,
+            };
+            w.children(c, p, &[], &[], |w, c, p| {
+                match c.name.as_str() {
+                    "Name" => item.name = w.text(c, p).unwrap_or_default(),
+                    "Language" => item.language = w.nonempty_text(c, p),
+                    "Characteristics" => item.characteristics = w.nonempty_text(c, p),
+                    _ => return false,
+                }
+                true
+            });
+            match item.label() {
+                Ok(_) if items.len() < crate::channel::schedule::MAX_AUDIO_MAP => items.push(item),
+                Ok(_) => w.error(
+                    c,
+                    p,
+                    format!(
+                        "more than {} items",
+                        crate::channel::schedule::MAX_AUDIO_MAP
+                    ),
+                ),
+                Err(e) => w.error(c, p, e),
+            }
+            true
+        });
+        items
+    }
+
     pub(super) fn application(&mut self, el: &Element, path: &str) -> Option<AppConfig> {
         let mut app = AppConfig {
             name: String::new(),
@@ -19,7 +59,9 @@ impl Walker<'_> {
             srt: false,
             rtmp_block_duplicates: None,
             srt_block_duplicates: None,
+            srt_audio_map: Vec::new(),
             mpegts: None,
+            mpegts_audio_map: Vec::new(),
             push: false,
             llhls: None,
             webrtc: None,
@@ -95,11 +137,24 @@ impl Walker<'_> {
                         }
                         "SRT" => {
                             app.srt = true;
-                            app.srt_block_duplicates = w.block_duplicates(c, p);
+                            w.children(c, p, super::UNSUPPORTED_WORKERS, &[], |w, c, p| {
+                                match c.name.as_str() {
+                                    "BlockDuplicateStreamName" => {
+                                        app.srt_block_duplicates = w.bool_text(c, p)
+                                    }
+                                    "AudioMap" => app.srt_audio_map = w.audio_map(c, p),
+                                    _ => return false,
+                                }
+                                true
+                            });
                         }
                         "MPEGTS" => {
                             let mut map = Vec::new();
                             w.children(c, p, &[], &[], |w, c, p| {
+                                if c.name == "AudioMap" {
+                                    app.mpegts_audio_map = w.audio_map(c, p);
+                                    return true;
+                                }
                                 if c.name != "StreamMap" {
                                     return false;
                                 }

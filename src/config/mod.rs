@@ -196,8 +196,12 @@ pub struct AppConfig {
     /// `<Providers><RTMP>` / `<SRT>` `<BlockDuplicateStreamName>`.
     pub rtmp_block_duplicates: Option<bool>,
     pub srt_block_duplicates: Option<bool>,
+    /// `<Providers><SRT><AudioMap>` (OME's audio track labels).
+    pub srt_audio_map: Vec<crate::state::app::AudioMapItem>,
     /// `<Providers><MPEGTS><StreamMap>`: (stream name pattern, ports).
     pub mpegts: Option<Vec<StreamMapEntry>>,
+    /// `<Providers><MPEGTS><AudioMap>`.
+    pub mpegts_audio_map: Vec<crate::state::app::AudioMapItem>,
     pub push: bool,
     /// `<Publishers><LLHLS>`: viewers may play the application's streams.
     pub llhls: Option<crate::state::app::LlhlsSpec>,
@@ -742,14 +746,17 @@ impl AppConfig {
             providers: Providers {
                 rtmp: c.rtmp.then_some(IngestProvider {
                     block_duplicate_stream_name: c.rtmp_block_duplicates,
+                    audio_map: Vec::new(),
                 }),
-                srt: c.srt.then_some(IngestProvider {
+                srt: c.srt.then(|| IngestProvider {
                     block_duplicate_stream_name: c.srt_block_duplicates,
+                    audio_map: c.srt_audio_map.clone(),
                 }),
                 webrtc: c.webrtc_ingest.clone(),
                 schedule: c.schedule.clone(),
                 multiplex: c.multiplex.clone(),
                 mpegts: c.mpegts.as_ref().map(|map| MpegtsProvider {
+                    audio_map: c.mpegts_audio_map.clone(),
                     stream_map: StreamMap {
                         stream: map
                             .iter()

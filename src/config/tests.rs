@@ -654,3 +654,38 @@ fn omes_dvr_element_is_read_unchanged() {
         assert!(err.contains("DVR"), "{err}");
     }
 }
+
+/// OME's `<AudioMap>` under the SRT and MPEGTS providers: items in
+/// order; a language that is not a tag, or a name with a quote, is an
+/// error at its place.
+#[test]
+fn audio_maps_label_srt_and_mpegts_audio() {
+    let map = "<AudioMap><Item><Name>English</Name><Language>en</Language>\
+        <Characteristics>public.accessibility.describes-video</Characteristics></Item>\
+        <Item><Name>Korean</Name><Language>ko</Language></Item></AudioMap>";
+    let text = GOOD
+        .replace("<SRT/>", &format!("<SRT>{map}</SRT>"))
+        .replace("<MPEGTS><StreamMap>", &format!("<MPEGTS>{map}<StreamMap>"));
+    let loaded = load_str(&text).unwrap();
+    let app = &loaded.config.vhosts[0].applications[0];
+    for m in [&app.srt_audio_map, &app.mpegts_audio_map] {
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].name, "English");
+        assert_eq!(m[0].language.as_deref(), Some("en"));
+        assert_eq!(
+            m[0].characteristics.as_deref(),
+            Some("public.accessibility.describes-video")
+        );
+        assert_eq!(m[1].language.as_deref(), Some("ko"));
+    }
+    assert_eq!(app.mpegts.as_ref().unwrap()[0].ports, vec![4000, 4001]);
+    let bad = text.replacen("<Language>en</Language>", "<Language>English</Language>", 1);
+    let e = load_str(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("AudioMap") && e.contains("[English] is not a language tag"),
+        "{e}"
+    );
+    let bad = text.replacen("<Name>Korean</Name>", "<Name>Ko\"rean</Name>", 1);
+    let e = load_str(&bad).unwrap_err().to_string();
+    assert!(e.contains("quote"), "{e}");
+}

@@ -891,7 +891,7 @@ pub mod fuzz {
             video: None,
             audio: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 
@@ -909,7 +909,7 @@ pub mod fuzz {
                 channels: 2,
             }),
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 }

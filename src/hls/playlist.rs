@@ -137,27 +137,37 @@ pub fn master(s: &StreamHls) -> String {
         }
     }
     if !videos.is_empty() {
+        let mut names: Vec<String> = Vec::new();
         for (i, a) in audios.iter().enumerate() {
-            // Its language (a second track of the same language numbered),
-            // else "audio" (one track) or "audio N".
-            let lang = a.track.language;
-            let name = match lang {
-                Some(l) if audios[..i].iter().any(|b| b.track.language == lang) => {
-                    format!("{} {}", l.as_str(), i + 1)
-                }
-                Some(l) => l.as_str().to_owned(),
-                None if audios.len() == 1 => "audio".to_owned(),
-                None => format!("audio {}", i + 1),
+            // Its label's name (an AudioMap's), else its language, else
+            // "audio" (one track) or "audio N"; a name already taken gets
+            // its track's number (names in a group differ).
+            let label = &a.track.label;
+            let lang = label.language;
+            let mut name = match (&label.name, lang) {
+                (Some(n), _) => n.clone(),
+                (None, Some(l)) => l.as_str().to_owned(),
+                (None, None) if audios.len() == 1 => "audio".to_owned(),
+                (None, None) => format!("audio {}", i + 1),
             };
+            if names.contains(&name) {
+                name = format!("{name} {}", i + 1);
+            }
             let language = lang
                 .map(|l| format!(",LANGUAGE=\"{}\"", l.as_str()))
                 .unwrap_or_default();
+            let characteristics = label
+                .characteristics
+                .as_ref()
+                .map(|c| format!(",CHARACTERISTICS=\"{c}\""))
+                .unwrap_or_default();
             let _ = writeln!(
                 o,
-                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"{name}\"{language},DEFAULT={},AUTOSELECT=YES,URI=\"{}\"",
+                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"{name}\"{language},DEFAULT={},AUTOSELECT=YES{characteristics},URI=\"{}\"",
                 if i == 0 { "YES" } else { "NO" },
                 chunklist_name(a, &s.key)
             );
+            names.push(name);
         }
     }
     let group = (!videos.is_empty() && !audios.is_empty()).then_some("audio");

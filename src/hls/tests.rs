@@ -1,6 +1,6 @@
 use super::playlist::{self, File};
 use super::*;
-use crate::media::Frame;
+use crate::media::{Frame, TrackLabel};
 use crate::rtmp::flv::tests::{aac_track, h264_track};
 
 /// As [`frames`], all `start` seconds later.
@@ -581,17 +581,43 @@ fn audio_languages_name_the_group_members() {
     let tracks = [
         h264_track(),
         Track {
-            language: lang(b"eng"),
+            label: TrackLabel {
+                language: lang(b"eng"),
+                ..Default::default()
+            },
             ..aac_track()
         },
         Track {
             id: 4,
-            language: lang(b"FRA"),
+            label: TrackLabel {
+                language: lang(b"FRA"),
+                ..Default::default()
+            },
             ..aac_track()
         },
         Track {
             id: 5,
-            language: lang(b"eng"),
+            label: TrackLabel {
+                language: lang(b"eng"),
+                ..Default::default()
+            },
+            ..aac_track()
+        },
+        // OME's AudioMap: its name, language and characteristics.
+        Track {
+            id: 6,
+            label: TrackLabel::new(
+                Some("Director"),
+                Some("en-GB"),
+                Some("public.accessibility.describes-video"),
+            )
+            .unwrap(),
+            ..aac_track()
+        },
+        // A name taken: numbered.
+        Track {
+            id: 7,
+            label: TrackLabel::new(Some("Director"), None, None).unwrap(),
             ..aac_track()
         },
     ];
@@ -619,6 +645,16 @@ fn audio_languages_name_the_group_members() {
     );
     assert!(
         media[2].contains("NAME=\"eng 3\",LANGUAGE=\"eng\""),
+        "{master}"
+    );
+    assert!(
+        media[3].contains(
+            "NAME=\"Director\",LANGUAGE=\"en-GB\",DEFAULT=NO,AUTOSELECT=YES,CHARACTERISTICS=\"public.accessibility.describes-video\",URI="
+        ),
+        "{master}"
+    );
+    assert!(
+        media[4].contains("NAME=\"Director 5\",DEFAULT=NO"),
         "{master}"
     );
     assert_eq!(lang(b"e\"g"), None);

@@ -121,27 +121,132 @@ pub struct Track {
     pub audio: Option<AudioParams>,
     /// Average bit rate in bits per second, 0 when unknown.
     pub bitrate: u32,
-    /// Its language as the source named it (ISO 639-2, three lowercase
-    /// letters: an MPEG-TS PMT's language descriptor), if it did.
-    pub language: Option<Language>,
+    /// What players show for it: a name, a language, characteristics
+    /// (OME's `AudioMap`; a language also from an MPEG-TS PMT or an MP4's
+    /// `mdhd`).
+    pub label: TrackLabel,
 }
 
-/// An ISO 639-2 language code: three ASCII lowercase letters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Language([u8; 3]);
+/// A track's label, as an HLS `EXT-X-MEDIA` tag carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TrackLabel {
+    /// What a player's menu shows (HLS `NAME`).
+    pub name: Option<String>,
+    pub language: Option<Language>,
+    /// HLS `CHARACTERISTICS` (Uniform Type Identifiers, comma separated).
+    pub characteristics: Option<String>,
+}
+
+impl TrackLabel {
+    /// The longest name or characteristics kept (text from the config
+    /// file, a schedule or the API).
+    pub const MAX_TEXT: usize = 64;
+
+    /// A label from an `AudioMap` item's texts: each kept if it is fit
+    /// for a playlist's quoted string (no quote, no control character,
+    /// at most [`MAX_TEXT`](Self::MAX_TEXT) bytes), else why not.
+    pub fn new(
+        name: Option<&str>,
+        language: Option<&str>,
+        characteristics: Option<&str>,
+    ) -> Result<TrackLabel, String> {
+        let text = |what: &str, v: Option<&str>| -> Result<Option<String>, String> {
+            match v.map(str::trim).filter(|v| !v.is_empty()) {
+                None => Ok(None),
+                Some(v) if v.len() > Self::MAX_TEXT => {
+                    Err(format!("{what} is longer than {} bytes", Self::MAX_TEXT))
+                }
+                Some(v) if v.chars().any(|c| c == '"' || c.is_control()) => {
+                    Err(format!("{what} holds a quote or a control character"))
+                }
+                Some(v) => Ok(Some(v.to_string())),
+            }
+        };
+        let language = match language.map(str::trim).filter(|v| !v.is_empty()) {
+            None => None,
+            Some(l) => Some(Language::parse(l.as_bytes()).ok_or_else(|| {
+                format!(
+                    "language [{}] is not a language tag (RFC 5646: en, fra, pt-BR)",
+                    l.escape_debug()
+                )
+            })?),
+        };
+        Ok(TrackLabel {
+            name: text("name", name)?,
+            language,
+            characteristics: text("characteristics", characteristics)?,
+        })
+    }
+
+    /// `other`'s fields where it has them, this one's elsewhere.
+    pub fn overlaid(&self, other: &TrackLabel) -> TrackLabel {
+        TrackLabel {
+            name: other.name.clone().or_else(|| self.name.clone()),
+            language: other.language.or(self.language),
+            characteristics: other
+                .characteristics
+                .clone()
+                .or_else(|| self.characteristics.clone()),
+        }
+    }
+}
+
+/// Labels the audio tracks of `tracks` in order with `map` (OME's
+/// `AudioMap`: the first item the first audio track, and so on; a track
+/// past the map keeps its own label, an item past the tracks is unused).
+pub fn label_audio(tracks: &mut [Track], map: &[TrackLabel]) {
+    let audio = tracks.iter_mut().filter(|t| t.kind() == MediaKind::Audio);
+    for (t, l) in audio.zip(map) {
+        t.label = t.label.overlaid(l);
+    }
+}
+
+/// A language tag (RFC 5646 as HLS wants it: `en`, `fra`, `pt-BR`,
+/// `zh-Hant`): a primary subtag of 2 or 3 letters, then subtags of 1 to 8
+/// letters or digits after `-`, 15 bytes at most. ISO 639-2 codes (an
+/// MPEG-TS descriptor's, an MP4's) are such tags.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Language {
+    bytes: [u8; Language::MAX],
+    len: u8,
+}
 
 impl Language {
-    /// The code, if `code` is three ASCII letters (lowercased); anything
-    /// else is no language (it goes into playlists as it is).
+    const MAX: usize = 15;
+
+    /// The tag, if `code` is one; its primary subtag lowercased.
     pub fn parse(code: &[u8]) -> Option<Language> {
-        let [a, b, c] = <[u8; 3]>::try_from(code).ok()?;
-        let l = [a, b, c].map(|x| x.to_ascii_lowercase());
-        l.iter().all(u8::is_ascii_lowercase).then_some(Language(l))
+        if code.is_empty() || code.len() > Self::MAX {
+            return None;
+        }
+        let mut parts = code.split(|&b| b == b'-');
+        let primary = parts.next()?;
+        if !(2..=3).contains(&primary.len()) || !primary.iter().all(u8::is_ascii_alphabetic) {
+            return None;
+        }
+        for p in parts {
+            if !(1..=8).contains(&p.len()) || !p.iter().all(u8::is_ascii_alphanumeric) {
+                return None;
+            }
+        }
+        let mut bytes = [0u8; Self::MAX];
+        bytes[..code.len()].copy_from_slice(code);
+        bytes[..primary.len()].make_ascii_lowercase();
+        Some(Language {
+            bytes,
+            len: code.len() as u8,
+        })
     }
 
     pub fn as_str(&self) -> &str {
-        // Three ASCII letters (see `parse`).
-        std::str::from_utf8(&self.0).unwrap_or("und")
+        // ASCII letters, digits and '-' (see `parse`).
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("und")
+    }
+}
+
+impl std::fmt::Debug for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Language({})", self.as_str())
     }
 }
 
@@ -176,5 +281,72 @@ mod tests {
         assert_eq!(Codec::H265.kind(), MediaKind::Video);
         assert_eq!(Codec::Aac.kind(), MediaKind::Audio);
         assert_eq!(Codec::Opus.api_name(), "OPUS");
+    }
+
+    #[test]
+    fn language_tags() {
+        let tag = |s: &str| Language::parse(s.as_bytes()).map(|l| l.as_str().to_string());
+        assert_eq!(tag("en").as_deref(), Some("en"));
+        assert_eq!(tag("FRA").as_deref(), Some("fra"));
+        assert_eq!(tag("pt-BR").as_deref(), Some("pt-BR"));
+        assert_eq!(tag("zh-Hant-TW").as_deref(), Some("zh-Hant-TW"));
+        for bad in [
+            "",
+            "e",
+            "engl",
+            "en-",
+            "en--US",
+            "e1",
+            "en-US\"",
+            "en-verylongsub",
+            "zh-Hant-TW-x-abc",
+        ] {
+            assert_eq!(tag(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_audio_map_labels_audio_tracks_in_order() {
+        let track = |id, codec| Track {
+            id,
+            codec,
+            config: CodecConfig::None,
+            video: None,
+            audio: None,
+            bitrate: 0,
+            label: TrackLabel::default(),
+        };
+        let mut tracks = vec![
+            track(1, Codec::H264),
+            track(2, Codec::Aac),
+            track(3, Codec::Aac),
+        ];
+        tracks[2].label.language = Language::parse(b"fra");
+        let map = [
+            TrackLabel::new(
+                Some("English"),
+                Some("en"),
+                Some("public.accessibility.describes-video"),
+            )
+            .unwrap(),
+            TrackLabel::new(Some("Second"), None, None).unwrap(),
+            TrackLabel::new(Some("Unused"), None, None).unwrap(),
+        ];
+        label_audio(&mut tracks, &map);
+        assert_eq!(tracks[0].label, TrackLabel::default());
+        assert_eq!(tracks[1].label, map[0]);
+        // The source's language stays where the map names none.
+        assert_eq!(tracks[2].label.name.as_deref(), Some("Second"));
+        assert_eq!(
+            tracks[2]
+                .label
+                .language
+                .map(|l| l.as_str().to_string())
+                .as_deref(),
+            Some("fra")
+        );
+        assert!(TrackLabel::new(Some("a\"b"), None, None).is_err());
+        assert!(TrackLabel::new(None, Some("english"), None).is_err());
+        assert!(TrackLabel::new(Some(&"x".repeat(65)), None, None).is_err());
     }
 }

@@ -219,13 +219,25 @@ fn parse_trak(trak: &[u8], id: u32, total: &mut usize) -> Result<Option<Mp4Track
     if timescale == 0 {
         return Err(Mp4Error::Inconsistent("mdhd"));
     }
+    // The duration, then the language: ISO 639-2, three letters of 5 bits
+    // each (offset 0x60); `und` is none.
+    let language = r
+        .bytes(if version == 1 { 8 } else { 4 })
+        .and_then(|_| r.u16())
+        .ok()
+        .and_then(|packed| {
+            let code = [10u16, 5, 0].map(|shift| (((packed >> shift) & 0x1f) + 0x60) as u8);
+            crate::media::Language::parse(&code)
+        })
+        .filter(|l| l.as_str() != "und");
     let Some(stbl) = child(mdia, b"minf").and_then(|m| child(m, b"stbl")) else {
         return Ok(None);
     };
     let stsd = child(stbl, b"stsd").ok_or(Mp4Error::Truncated("stsd"))?;
-    let Some((track, length_size)) = sample_entry(stsd, id)? else {
+    let Some((mut track, length_size)) = sample_entry(stsd, id)? else {
         return Ok(None);
     };
+    track.label.language = language;
     let samples = sample_table(stbl, total)?;
     Ok(Some(Mp4Track {
         track,
@@ -249,7 +261,7 @@ fn sample_entry(stsd: &[u8], id: u32) -> Result<Option<(Track, u8)>, Mp4Error> {
         video,
         audio,
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     };
     match &kind {
         b"avc1" | b"avc3" | b"hvc1" | b"hev1" => {

@@ -65,7 +65,7 @@ fn h264() -> Track {
         }),
         audio: None,
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     }
 }
 
@@ -115,7 +115,7 @@ fn aac_tracks_read_their_config() {
             channels: 2,
         }),
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     };
     let mut tables = Vec::new();
     tables.extend(full(b"stts", &u32s(&[1, 2, 1024])));

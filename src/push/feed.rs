@@ -367,7 +367,7 @@ mod tests {
             video: None,
             audio: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 

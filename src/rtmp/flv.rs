@@ -625,7 +625,7 @@ impl TagIngest {
                     video,
                     audio: None,
                     bitrate,
-                    language: None,
+                    label: Default::default(),
                 };
                 match at {
                     Some(i) => self.video[i].track = track,
@@ -734,7 +734,7 @@ impl TagIngest {
                 } else {
                     0
                 },
-                language: None,
+                label: Default::default(),
             };
             match at {
                 Some(i) => self.audio[i].track = track,
@@ -906,7 +906,7 @@ pub(crate) mod tests {
             config,
             audio: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 
@@ -921,7 +921,7 @@ pub(crate) mod tests {
             config,
             video: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 
@@ -944,7 +944,7 @@ pub(crate) mod tests {
             config,
             audio: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 

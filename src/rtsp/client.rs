@@ -117,7 +117,7 @@ impl TrackState {
             },
             config: self.config.clone(),
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 

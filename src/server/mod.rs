@@ -267,8 +267,8 @@ impl Server {
                 let bytes: usize = o.frames.iter().map(|f| f.data.len()).sum();
                 core.api.registry.streams.note_input(id, bytes as u64, now);
                 if o.tracks_changed {
-                    // OME's `<Playlist>` templates name the new tracks.
-                    core.api.registry.refresh_template_playlists(id);
+                    // AudioMap labels, `<Playlist>` templates.
+                    core.api.registry.on_tracks_changed(id);
                 }
             }
             for f in &mut self.features {

@@ -247,6 +247,18 @@ pub struct IngestProvider {
     /// new publisher takes the name over at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_duplicate_stream_name: Option<bool>,
+    /// OME's `<AudioMap>` (SRT): the stream's audio tracks' labels, in
+    /// order (what a player's audio menu shows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audio_map: Vec<AudioMapItem>,
+}
+
+pub use crate::channel::schedule::AudioMapItem;
+
+/// An `AudioMap`'s labels, each checked (an item that is not is left
+/// out: the config and the API refuse them before they get here).
+pub fn audio_labels(map: &[AudioMapItem]) -> Vec<crate::media::TrackLabel> {
+    map.iter().filter_map(|m| m.label().ok()).collect()
 }
 
 impl IngestProvider {
@@ -301,6 +313,9 @@ pub struct Empty {}
 pub struct MpegtsProvider {
     #[serde(default)]
     pub stream_map: StreamMap,
+    /// OME's `<AudioMap>`, as for SRT.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audio_map: Vec<AudioMapItem>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -700,6 +715,31 @@ impl AppSpec {
                 })?;
             }
         }
+        let maps = [
+            ("srt", self.providers.srt.as_ref().map(|p| &p.audio_map)),
+            (
+                "mpegts",
+                self.providers.mpegts.as_ref().map(|p| &p.audio_map),
+            ),
+        ];
+        for (provider, map) in maps {
+            let map = map.map_or(&[][..], |m| &m[..]);
+            if map.len() > crate::channel::schedule::MAX_AUDIO_MAP {
+                return Err(SpecError::AudioMap {
+                    field: format!("providers.{provider}.audioMap"),
+                    why: format!(
+                        "more than {} items",
+                        crate::channel::schedule::MAX_AUDIO_MAP
+                    ),
+                });
+            }
+            for (i, item) in map.iter().enumerate() {
+                item.label().map_err(|why| SpecError::AudioMap {
+                    field: format!("providers.{provider}.audioMap[{i}]"),
+                    why,
+                })?;
+            }
+        }
         Ok(())
     }
 
@@ -984,6 +1024,23 @@ mod tests {
         assert!(spec.output_named("cam", "cam2").is_none());
         assert!(spec.has_encode("a"));
         assert!(!spec.has_encode("b"));
+    }
+
+    /// `providers.srt.audioMap` (OME's `<AudioMap>` through the API):
+    /// kept and shown; an item that is not a label is refused, naming it.
+    #[test]
+    fn audio_maps_are_checked() {
+        let json = r#"{"name":"app","type":"live","outputProfiles":{"outputProfile":[]},"providers":{"srt":{"audioMap":[{"name":"English","language":"en"},{"name":"Korean","language":"ko","characteristics":"public.alternate"}]}},"publishers":{}}"#;
+        let spec: AppSpec = serde_json::from_str(json).unwrap();
+        spec.validate().unwrap();
+        assert_eq!(serde_json::to_string(&spec).unwrap(), json);
+        let bad = json.replace(r#""ko""#, r#""korean""#);
+        let spec: AppSpec = serde_json::from_str(&bad).unwrap();
+        let err = spec.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("providers.srt.audioMap[1]: language [korean] is not a language tag"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -191,7 +191,38 @@ impl Registry {
     /// A stream's playlists from its output profile's `<Playlist>`
     /// templates (OME's; see [`playlists`]), made again when its tracks
     /// change. Channels make their own.
-    pub fn refresh_template_playlists(&mut self, id: streams::StreamId) {
+    /// A stream's tracks changed: its provider's `AudioMap` labels them,
+    /// and OME's `<Playlist>` templates name them.
+    pub fn on_tracks_changed(&mut self, id: streams::StreamId) {
+        self.label_audio(id);
+        self.refresh_template_playlists(id);
+    }
+
+    /// Labels an SRT or MPEG-TS stream's audio tracks with its provider's
+    /// `AudioMap` (OME's; over what the source said).
+    fn label_audio(&mut self, id: streams::StreamId) {
+        let Some(s) = self.streams.get(id) else {
+            return;
+        };
+        let Some(spec) = self.app(&s.vhost, &s.app) else {
+            return;
+        };
+        let map = match s.source {
+            streams::SourceType::Srt => spec.providers.srt.as_ref().map(|p| &p.audio_map),
+            streams::SourceType::MpegTs => spec.providers.mpegts.as_ref().map(|p| &p.audio_map),
+            _ => None,
+        };
+        let labels = app::audio_labels(map.map_or(&[][..], |m| &m[..]));
+        if labels.is_empty() {
+            return;
+        }
+        let mut tracks = s.tracks().to_vec();
+        crate::media::label_audio(&mut tracks, &labels);
+        let labels = tracks.into_iter().map(|t| t.label).collect();
+        self.streams.set_labels(id, labels);
+    }
+
+    fn refresh_template_playlists(&mut self, id: streams::StreamId) {
         let Some(s) = self.streams.get(id) else {
             return;
         };
@@ -320,6 +351,8 @@ pub enum SpecError {
     Form { field: String, must: &'static str },
     /// A StreamMap port that does not parse.
     StreamMapPort { stream: String, why: String },
+    /// An `audioMap` item that is not a label (its path, why).
+    AudioMap { field: String, why: String },
     /// The error of an item inside a list (its path, e.g. `applications[2]`).
     At { path: String, inner: Box<SpecError> },
 }
@@ -370,6 +403,7 @@ impl std::fmt::Display for SpecError {
             SpecError::StreamMapPort { stream, why } => {
                 write!(f, "providers.mpegts.streamMap.stream [{stream}]: port {why}")
             }
+            SpecError::AudioMap { field, why } => write!(f, "{field}: {why}"),
             SpecError::At { path, inner } => write!(f, "{path}: {inner}"),
         }
     }

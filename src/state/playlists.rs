@@ -226,7 +226,7 @@ mod tests {
             }),
             audio: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 
@@ -241,7 +241,7 @@ mod tests {
                 channels: 2,
             }),
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 

@@ -564,7 +564,16 @@ impl Streams {
         }
     }
 
-    /// Sets the stream's named playlists.
+    /// Relabels the stream's tracks (the same tracks, other labels: its
+    /// cached GOP stays).
+    pub fn set_labels(&mut self, id: StreamId, labels: Vec<crate::media::TrackLabel>) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            for (t, l) in s.tracks.iter_mut().zip(labels) {
+                t.label = l;
+            }
+        }
+    }
+
     pub fn set_source_url(&mut self, id: StreamId, url: String) {
         if let Some(s) = self.streams.get_mut(&id) {
             s.source_url = Some(url);
@@ -699,7 +708,7 @@ mod tests {
             video: Some(VideoParams::default()),
             audio: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         }
     }
 

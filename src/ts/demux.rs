@@ -182,7 +182,10 @@ impl EsStream {
                     channels,
                 }),
                 bitrate: 0,
-                language: super::psi::language(&s.es_info),
+                label: crate::media::TrackLabel {
+                    language: super::psi::language(&s.es_info),
+                    ..Default::default()
+                },
             }),
             _ => None,
         };
@@ -658,7 +661,7 @@ impl Demuxer {
         let Some(stream) = self.streams.get_mut(index) else {
             return;
         };
-        track.language = stream.language;
+        track.label.language = stream.language;
         if stream.track.as_ref() != Some(&track) {
             stream.track = Some(track);
             self.refresh_tracks(false);
@@ -797,7 +800,7 @@ impl Demuxer {
                         video: Some(video.unwrap_or_default()),
                         audio: None,
                         bitrate: 0,
-                        language: None,
+                        label: Default::default(),
                     };
                     self.set_track(index, track);
                 }
@@ -942,7 +945,7 @@ impl Demuxer {
                         video: None,
                         audio: Some(audio),
                         bitrate: 0,
-                        language: None,
+                        label: Default::default(),
                     }
                 }
                 AudioFormat::Mp3 { channels } => Track {
@@ -955,7 +958,7 @@ impl Demuxer {
                         channels,
                     }),
                     bitrate: 0,
-                    language: None,
+                    label: Default::default(),
                 },
             };
             let frame = Frame {

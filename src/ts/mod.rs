@@ -64,7 +64,7 @@ pub mod fuzz {
                 channels: 2,
             }),
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         };
         let tracks = [
             track(

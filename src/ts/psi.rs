@@ -310,13 +310,14 @@ pub fn parse_pmt(section: &[u8]) -> Result<Pmt, PsiError> {
 
 /// The language of an ES_info descriptor loop: the first code of its
 /// ISO_639_language_descriptor (tag 10: three-letter code and audio type,
-/// repeated), if it is three letters.
+/// repeated), if it is three letters and not `und` (undetermined).
 pub fn language(es_info: &[u8]) -> Option<crate::media::Language> {
     let mut rest = es_info;
     while let [tag, len, tail @ ..] = rest {
         let body = tail.get(..usize::from(*len))?;
         if *tag == 0x0A {
-            return crate::media::Language::parse(body.get(..3)?);
+            let code = body.get(..3)?;
+            return crate::media::Language::parse(code).filter(|l| l.as_str() != "und");
         }
         rest = &tail[body.len()..];
     }

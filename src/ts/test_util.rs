@@ -63,7 +63,7 @@ pub(super) fn video_track(id: TrackId, codec: Codec) -> Track {
         video: Some(video.unwrap_or_default()),
         audio: None,
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     }
 }
 
@@ -79,7 +79,7 @@ pub(super) fn aac_track(id: TrackId) -> Track {
         config,
         video: None,
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     }
 }
 
@@ -94,7 +94,7 @@ pub(super) fn opus_track(id: TrackId) -> Track {
             channels: 2,
         }),
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     }
 }
 
@@ -109,7 +109,7 @@ pub(super) fn mp3_track(id: TrackId) -> Track {
             channels: 2,
         }),
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     }
 }
 

@@ -173,7 +173,7 @@ fn with_fixture(f: impl FnOnce(&mut Fixture)) {
                         video: Some(VideoParams::default()),
                         audio: None,
                         bitrate: 0,
-                        language: None,
+                        label: Default::default(),
                     },
                     Track {
                         id: 2,
@@ -187,7 +187,7 @@ fn with_fixture(f: impl FnOnce(&mut Fixture)) {
                             channels: 2,
                         }),
                         bitrate: 0,
-                        language: None,
+                        label: Default::default(),
                     },
                 ],
             );

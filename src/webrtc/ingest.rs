@@ -156,7 +156,7 @@ impl IngestTracks {
                     channels: 2,
                 }),
                 bitrate: 0,
-                language: None,
+                label: Default::default(),
             }),
             ..IngestTracks::default()
         }
@@ -285,7 +285,7 @@ impl IngestTracks {
             video: Some(video),
             audio: None,
             bitrate: 0,
-            language: None,
+            label: Default::default(),
         });
         self.announce(out);
     }

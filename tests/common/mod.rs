@@ -125,6 +125,8 @@ pub struct ServerOptions {
     /// More of the application's `<Providers>` (e.g. `<Schedule>`).
     /// The application's `<RTMP>` provider element (default `<RTMP/>`).
     pub rtmp_provider: Option<String>,
+    /// The application's `<SRT>` provider element (default `<SRT/>`).
+    pub srt_provider: Option<String>,
     pub providers_extra: String,
 }
 
@@ -154,6 +156,7 @@ impl Default for ServerOptions {
             providers_extra: String::new(),
             server_extra: String::new(),
             rtmp_provider: None,
+            srt_provider: None,
         }
     }
 }
@@ -342,7 +345,7 @@ pub fn write_config_with_media(
           <Video><Name>bypass_video</Name><Bypass>true</Bypass></Video>
           <Audio><Name>bypass_audio</Name><Bypass>true</Bypass></Audio>
         </Encodes>{profile_extra}</OutputProfile></OutputProfiles>
-        <Providers>{rtmp_provider}<SRT/>{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>{app_extra}
+        <Providers>{rtmp_provider}{srt_provider}{stream_map}{webrtc_provider}{providers_extra}</Providers><Publishers><Push/>{llhls_app}</Publishers>{app_extra}
       </Application></Applications>
     </VirtualHost>
     {extra}
@@ -371,6 +374,7 @@ pub fn write_config_with_media(
         app_extra = opts.app_extra,
         profile_extra = opts.profile_extra,
         rtmp_provider = opts.rtmp_provider.as_deref().unwrap_or("<RTMP/>"),
+        srt_provider = opts.srt_provider.as_deref().unwrap_or("<SRT/>"),
     );
     let path = dir.join("server.xml");
     std::fs::write(&path, xml).unwrap();

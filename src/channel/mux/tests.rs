@@ -44,7 +44,7 @@ fn video(id: u32, w: u32) -> Track {
         }),
         audio: None,
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     }
 }
 
@@ -56,7 +56,7 @@ fn audio(id: u32) -> Track {
         video: None,
         audio: None,
         bitrate: 0,
-        language: None,
+        label: Default::default(),
     }
 }
 

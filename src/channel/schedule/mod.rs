@@ -69,7 +69,9 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One item of OME's `AudioMap` (scheduled channels, SRT and MPEG-TS
+/// providers): a label for the audio track of its position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AudioMapItem {
     #[serde(default)]
@@ -148,7 +150,14 @@ pub struct PlanProgram {
 pub struct Plan {
     pub programs: Vec<PlanProgram>,
     pub fallback: Vec<PlanItem>,
+    /// The channel's audio tracks' labels, in order (OME's `AudioMap`):
+    /// the channel carries this many audio tracks (one when empty), and
+    /// an item with fewer fails.
+    pub audio_map: Vec<crate::media::TrackLabel>,
 }
+
+/// The most audio tracks an `AudioMap` gives a channel.
+pub const MAX_AUDIO_MAP: usize = 8;
 
 fn plan_item(i: &Item) -> Result<PlanItem, String> {
     let duration_ms = (i.duration > 0).then_some(i.duration);
@@ -182,6 +191,17 @@ fn plan_item(i: &Item) -> Result<PlanItem, String> {
         duration_ms,
         url: i.url.clone(),
     })
+}
+
+impl AudioMapItem {
+    /// Its label, checked.
+    pub fn label(&self) -> Result<crate::media::TrackLabel, String> {
+        crate::media::TrackLabel::new(
+            Some(&self.name),
+            self.language.as_deref(),
+            self.characteristics.as_deref(),
+        )
+    }
 }
 
 impl Plan {
@@ -249,7 +269,24 @@ impl ScheduleSpec {
         if !self.stream.video_track && !self.stream.audio_track {
             return Err("videoTrack and audioTrack are both false".into());
         }
-        Ok(Plan { programs, fallback })
+        if self.stream.audio_map.len() > MAX_AUDIO_MAP {
+            return Err(format!("audioMap has more than {MAX_AUDIO_MAP} items"));
+        }
+        let audio_map = self
+            .stream
+            .audio_map
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                m.label()
+                    .map_err(|e| format!("audioMap item {}: {e}", i + 1))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Plan {
+            programs,
+            fallback,
+            audio_map,
+        })
     }
 
     /// A `.sch` file's text (the channel's name is the file's stem when

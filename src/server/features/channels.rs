@@ -14,7 +14,7 @@ use crate::channel::{
     ChannelKey, MultiplexChannel, NowPlaying, Origin, ScheduledChannel, StreamUrl,
 };
 use crate::codec::aac;
-use crate::media::{CodecConfig, Frame, MediaKind, Ticks, Track, TrackId};
+use crate::media::{CodecConfig, Frame, MediaKind, Ticks, Track, TrackId, TrackLabel};
 use crate::server::core::Core;
 use crate::server::feature::Feature;
 use crate::server::media_files::{DirEvent, DirWatch, FileReader, ReadMsg, WatchDir};
@@ -79,7 +79,10 @@ struct SchedRun {
     scheduler: Scheduler,
     splicer: Splicer,
     video: bool,
-    audio: bool,
+    /// How many audio tracks it carries: 0, 1, or its `AudioMap`'s.
+    audios: usize,
+    /// Its `AudioMap`, checked.
+    audio_map: Vec<TrackLabel>,
     /// The spec's `<Stream>` (a new schedule with the same keeps the
     /// channel's stream).
     section: crate::channel::schedule::StreamSection,
@@ -115,26 +118,39 @@ fn key_str(k: &ChannelKey) -> String {
     format!("{}/{}/{}", k.0, k.1, k.2)
 }
 
-/// The tracks of a source for a channel with these kinds: its first video
-/// and first audio track as the channel's [`VIDEO`] and [`AUDIO`].
+/// The tracks of a source for a channel: its first video track as the
+/// channel's [`VIDEO`] (if it carries video), and its first `audios`
+/// audio tracks as [`AUDIO`], `AUDIO + 1`, ..., labelled by `labels` in
+/// order (OME's `AudioMap`).
 fn map_tracks(
     tracks: &[Track],
     video: bool,
-    audio: bool,
+    audios: usize,
+    labels: &[TrackLabel],
 ) -> (Vec<(TrackId, TrackId, MediaKind)>, Vec<Track>) {
     let mut map = Vec::new();
     let mut out = Vec::new();
-    for (kind, want, id) in [
-        (MediaKind::Video, video, VIDEO),
-        (MediaKind::Audio, audio, AUDIO),
-    ] {
-        if !want {
-            continue;
+    if video {
+        if let Some(t) = tracks.iter().find(|t| t.kind() == MediaKind::Video) {
+            map.push((t.id, VIDEO, MediaKind::Video));
+            out.push(Track {
+                id: VIDEO,
+                ..t.clone()
+            });
         }
-        if let Some(t) = tracks.iter().find(|t| t.kind() == kind) {
-            map.push((t.id, id, kind));
-            out.push(Track { id, ..t.clone() });
-        }
+    }
+    let audio = tracks.iter().filter(|t| t.kind() == MediaKind::Audio);
+    for (i, t) in audio.take(audios).enumerate() {
+        let id = AUDIO + i as TrackId;
+        map.push((t.id, id, MediaKind::Audio));
+        let label = labels
+            .get(i)
+            .map_or(t.label.clone(), |l| t.label.overlaid(l));
+        out.push(Track {
+            id,
+            label,
+            ..t.clone()
+        });
     }
     (map, out)
 }
@@ -142,6 +158,7 @@ fn map_tracks(
 impl SchedRun {
     fn new(c: &ScheduledChannel, media_root: PathBuf, owner: u64) -> Result<SchedRun, String> {
         let plan = c.spec.plan()?;
+        let audio_map = plan.audio_map.clone();
         Ok(SchedRun {
             key: c.spec.key(),
             owner,
@@ -149,7 +166,11 @@ impl SchedRun {
             scheduler: Scheduler::new(plan),
             splicer: Splicer::default(),
             video: c.spec.stream.video_track,
-            audio: c.spec.stream.audio_track,
+            audios: match c.spec.stream.audio_track {
+                false => 0,
+                true => audio_map.len().max(1),
+            },
+            audio_map,
             section: c.spec.stream.clone(),
             media_root,
             item: None,
@@ -312,7 +333,7 @@ impl SchedRun {
                     return;
                 };
                 let (source, tracks, gop) = (s.id, s.tracks().to_vec(), s.gop().to_vec());
-                let (map, out) = map_tracks(&tracks, self.video, self.audio);
+                let (map, out) = map_tracks(&tracks, self.video, self.audios, &self.audio_map);
                 if !self.covers(&out) {
                     self.refuse_item(&item.url, now_ms);
                     return;
@@ -327,16 +348,17 @@ impl SchedRun {
         }
     }
 
-    /// The item has every kind the channel carries.
+    /// The item has every track the channel carries (its video, and as
+    /// many audio tracks as its `AudioMap` names).
     fn covers(&self, tracks: &[Track]) -> bool {
-        let has = |k| tracks.iter().any(|t| t.kind() == k);
-        (!self.video || has(MediaKind::Video)) && (!self.audio || has(MediaKind::Audio))
+        let count = |k| tracks.iter().filter(|t| t.kind() == k).count();
+        (!self.video || count(MediaKind::Video) > 0) && count(MediaKind::Audio) >= self.audios
     }
 
     fn refuse_item(&mut self, url: &str, now_ms: i64) {
         if self.warned.insert(url.to_string()) {
             crate::warn!(
-                "scheduled channel [{}]: item [{}] lacks the video or audio track the channel carries (videoTrack/audioTrack); it is skipped",
+                "scheduled channel [{}]: item [{}] lacks the video or an audio track the channel carries (videoTrack/audioTrack/audioMap); it is skipped",
                 key_str(&self.key),
                 url
             );
@@ -366,10 +388,10 @@ impl SchedRun {
         while queue.len() < QUEUE_FRAMES && !ended {
             match reader.try_next() {
                 Some(ReadMsg::Tracks(tracks)) => {
-                    let (m, out) = map_tracks(&tracks, self.video, self.audio);
+                    let (m, out) = map_tracks(&tracks, self.video, self.audios, &self.audio_map);
                     if !self.covers(&out) {
                         failed =
-                            Some("lacks the video or audio track the channel carries".to_string());
+                            Some("lacks the video or an audio track the channel carries (videoTrack/audioTrack/audioMap)".to_string());
                         break;
                     }
                     self.set_tracks(core, out);
@@ -446,7 +468,7 @@ impl SchedRun {
         let (source, mut map) = (*source, map.clone());
         if o.tracks_changed {
             if let Some(s) = core.api.registry.streams.get(source) {
-                let (m, out) = map_tracks(s.tracks(), self.video, self.audio);
+                let (m, out) = map_tracks(s.tracks(), self.video, self.audios, &self.audio_map);
                 if self.covers(&out) {
                     self.set_tracks(core, out);
                     map = m;
@@ -864,9 +886,6 @@ impl Channels {
             } else {
                 // Nothing for the operator to do: INFO, not WARN.
                 crate::info!("scheduled channel [{}]: BypassTranscoder false is treated as true (kiln never transcodes)", key_str(k));
-            }
-            if !c.spec.stream.audio_map.is_empty() {
-                crate::warn!("scheduled channel [{}]: <AudioMap> is not applied; the first audio track plays", key_str(k));
             }
             let owner = self.owner();
             match SchedRun::new(&c, media_root.unwrap_or_default(), owner) {
