@@ -104,7 +104,7 @@ fn probe(url: &str) -> Vec<String> {
 }
 
 #[test]
-fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
+fn ffmpeg_multitrack_renditions_are_llhls_variants_and_players_take_the_first() {
     let _serial = one_at_a_time();
     let Some(ffmpeg9) = ffmpeg9() else { return };
     if !have_tool("ffprobe") {
@@ -267,9 +267,20 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_rtmp_plays_the_first() {
         assert!(played > 6.0, "{r}");
     }
 
-    // An RTMP player takes the first video and audio track.
+    // An RTMP player takes the first video and audio track; an SRT
+    // player the first video track (the largest rendition) and the audio.
     assert_eq!(
         probe(&rtmp),
+        ["h264,640,360", "aac,48000"],
+        "{}",
+        s.log_text()
+    );
+    let srt = format!(
+        "srt://127.0.0.1:{}?streamid=%23!::r=app/ladder,m=request",
+        s.media.srt
+    );
+    assert_eq!(
+        probe(&srt),
         ["h264,640,360", "aac,48000"],
         "{}",
         s.log_text()

@@ -201,6 +201,23 @@ pub fn label_audio(tracks: &mut [Track], map: &[TrackLabel]) {
     }
 }
 
+/// What a player or task that chose nothing takes of a stream with
+/// several renditions: its first video track (the largest layer: a
+/// simulcast publisher's are listed largest first, an encoder's in its
+/// own order) and every audio and data track (languages; containers that
+/// hold several tracks keep them all).
+pub fn first_layer(tracks: &[Track]) -> Vec<Track> {
+    let video = tracks
+        .iter()
+        .find(|t| t.kind() == MediaKind::Video)
+        .map(|t| t.id);
+    tracks
+        .iter()
+        .filter(|t| t.kind() != MediaKind::Video || Some(t.id) == video)
+        .cloned()
+        .collect()
+}
+
 /// A language tag (RFC 5646 as HLS wants it: `en`, `fra`, `pt-BR`,
 /// `zh-Hant`): a primary subtag of 2 or 3 letters, then subtags of 1 to 8
 /// letters or digits after `-`, 15 bytes at most. ISO 639-2 codes (an

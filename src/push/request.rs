@@ -415,10 +415,9 @@ pub fn parse_url(protocol: Protocol, url: &str) -> Result<Destination, String> {
     }
 }
 
-/// The tracks a task sends from a stream's tracks (DECISIONS section 7):
-/// variantNames and trackIds both select; data tracks always go; an empty
-/// selection sends every track (srt, mpegts) or the first video and audio
-/// track of the stream's list (rtmp). `named` gives each track's output encode name.
+/// The tracks a push sends from a stream's tracks: see
+/// [`crate::state::task::select`]. `named` gives each track's output
+/// encode name.
 pub fn select_tracks(
     spec: &PushSpec,
     tracks: &[Track],

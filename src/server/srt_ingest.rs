@@ -629,7 +629,8 @@ impl SrtIngest {
         let mut player = Player {
             stream: id,
             session: 0,
-            muxer: Muxer::new(stream.tracks()).ok(),
+            // A ladder's largest layer (its players take one).
+            muxer: Muxer::new(&crate::media::first_layer(stream.tracks())).ok(),
             ts: Vec::with_capacity(4 * PAYLOAD),
             skipping: false,
             admission: admit.admission,
@@ -924,7 +925,7 @@ impl Endpoint for SrtIngest {
             if o.stream == Some(p.stream) {
                 let tracks = cx.api.registry.streams.get(p.stream).map(|s| s.tracks());
                 if o.tracks_changed {
-                    p.muxer = tracks.and_then(|t| Muxer::new(t).ok());
+                    p.muxer = tracks.and_then(|t| Muxer::new(&crate::media::first_layer(t)).ok());
                 }
                 for f in &o.frames {
                     if backlog > PLAY_BACKLOG && !p.skipping {

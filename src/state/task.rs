@@ -60,11 +60,11 @@ pub struct StreamSelector {
 
 /// The tracks a task sends from a stream's tracks (DECISIONS section 7):
 /// variantNames and trackIds both select; data tracks always go; an empty
-/// selection sends every track (srt, mpegts) or the first video and audio
-/// track of the stream's list (rtmp): the lowest-id ones of every source
-/// but a simulcast publisher, whose largest layer is listed first. Pushes select with their protocol; records as the
-/// `srt` and `mpegts` pushes do. `named` gives each track's output encode
-/// name.
+/// selection sends the first video track of the stream's list (its
+/// largest layer, [`crate::media::first_layer`]) with every audio track
+/// (srt, mpegts), or with the first audio track (rtmp). Pushes select
+/// with their protocol; records as the `srt` and `mpegts` pushes do.
+/// `named` gives each track's output encode name.
 pub fn select(
     variant_names: &[String],
     track_ids: &[TrackId],
@@ -107,7 +107,10 @@ pub fn select(
             .chain(first(MediaKind::Audio))
             .collect()
     } else {
-        tracks.iter().map(|t| t.id).collect()
+        crate::media::first_layer(tracks)
+            .iter()
+            .map(|t| t.id)
+            .collect()
     };
     if protocol == Protocol::Rtmp {
         // RTMP carries one video and one audio track.
@@ -123,4 +126,35 @@ pub fn select(
         });
     }
     ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rtmp::flv::tests::{aac_track, h264_track};
+
+    /// A ladder (three video renditions, two audio languages): with no
+    /// selection, `srt`/`mpegts` and records take the first video track
+    /// and every audio track, `rtmp` the first of each; `trackIds` (API
+    /// positions) choose any.
+    #[test]
+    fn a_ladder_sends_its_first_layer_unless_told() {
+        let tracks: Vec<Track> = [
+            (1, h264_track()),
+            (3, h264_track()),
+            (4, h264_track()),
+            (2, aac_track()),
+            (5, aac_track()),
+        ]
+        .into_iter()
+        .map(|(id, t)| Track { id, ..t })
+        .collect();
+        let none = |_: &Track| None;
+        let sel = |ids: &[TrackId], p| select(&[], ids, p, &tracks, &none);
+        assert_eq!(sel(&[], Protocol::Srt), [1, 2, 5]);
+        assert_eq!(sel(&[], Protocol::Mpegts), [1, 2, 5]);
+        assert_eq!(sel(&[], Protocol::Rtmp), [1, 2]);
+        assert_eq!(sel(&[2, 4], Protocol::Srt), [4, 5]);
+        assert_eq!(sel(&[1, 2], Protocol::Rtmp), [3]);
+    }
 }

@@ -181,7 +181,7 @@ impl Muxer {
         let mut audio_ids = 0u8;
         for (i, t) in tracks.iter().enumerate() {
             let pid = FIRST_TRACK_PID + i as u16;
-            let (stream_type, es_info, stream_id) = match t.codec {
+            let (stream_type, mut es_info, stream_id) = match t.codec {
                 Codec::H264 => (psi::STREAM_TYPE_H264, Vec::new(), STREAM_ID_VIDEO),
                 Codec::H265 => (psi::STREAM_TYPE_H265, Vec::new(), STREAM_ID_VIDEO),
                 Codec::Aac => {
@@ -212,6 +212,13 @@ impl Muxer {
                 }
                 Codec::Vp8 => return Err(MuxError::UnsupportedTrack(t.id)),
             };
+            if t.kind() == MediaKind::Audio {
+                es_info.extend(
+                    psi::language_descriptor(t.label.language)
+                        .into_iter()
+                        .flatten(),
+                );
+            }
             let asc = match (&t.codec, &t.config) {
                 (Codec::Aac, CodecConfig::Aac { asc }) => {
                     let asc = aac::parse_asc(asc).map_err(|_| MuxError::UnsupportedTrack(t.id))?;
@@ -798,6 +805,31 @@ mod tests {
         assert_eq!(pmt.streams[0].kind, EsKind::H264);
         assert_eq!(pmt.streams[1].kind, EsKind::Aac);
         assert_eq!(pmt.streams[1].pid, 0x101);
+    }
+
+    /// An audio track's ISO 639-2 language goes into the PMT (the
+    /// demuxer reads it back); an RFC 5646 tag that is not three letters
+    /// does not.
+    #[test]
+    fn audio_languages_are_written_to_the_pmt() {
+        let mut fra = aac_track(2);
+        fra.label.language = crate::media::Language::parse(b"fra");
+        let mut en = aac_track(3);
+        en.label.language = crate::media::Language::parse(b"en");
+        let tracks = vec![video_track(1, Codec::H264), fra, en];
+        let frames = interleave(vec![
+            video_frames(1, Codec::H264, 5, 0, false, true),
+            aac_frames(2, 5, 0),
+        ]);
+        let out = mux_all(&tracks, &frames);
+        let packets = parse_packets(&out);
+        let pmt = packets.iter().find(|p| p.pid == PMT_PID).unwrap();
+        let pmt = parse_pmt(&pmt.payload[1..]).unwrap();
+        let lang =
+            |i: usize| psi::language(&pmt.streams[i].es_info).map(|l| l.as_str().to_string());
+        assert_eq!(lang(1).as_deref(), Some("fra"));
+        assert_eq!(pmt.streams[1].kind, EsKind::Aac);
+        assert_eq!(lang(2), None);
     }
 
     /// The elementary stream of each PES on `pid`.

@@ -308,6 +308,16 @@ pub fn parse_pmt(section: &[u8]) -> Result<Pmt, PsiError> {
     })
 }
 
+/// An ISO_639_language_descriptor for a track's language, when it is an
+/// ISO 639-2 code (three letters: an RFC 5646 tag such as `en` or `pt-BR`
+/// has no place in it).
+pub fn language_descriptor(language: Option<crate::media::Language>) -> Option<[u8; 6]> {
+    let code = language?;
+    let code = code.as_str().as_bytes();
+    let [a, b, c] = <[u8; 3]>::try_from(code).ok()?;
+    Some([0x0A, 4, a, b, c, 0])
+}
+
 /// The language of an ES_info descriptor loop: the first code of its
 /// ISO_639_language_descriptor (tag 10: three-letter code and audio type,
 /// repeated), if it is three letters and not `und` (undetermined).
