@@ -966,6 +966,23 @@ fn a_scheduled_channels_audio_map_labels_its_audio_tracks() {
     // The API shows the map as given.
     let got = get_json(&s, "/v1/vhosts/default/apps/app/scheduledChannels/tv");
     assert_eq!(got["response"]["stream"]["audioMap"], map, "{got}");
+    // The stream's tracks show their labels (kiln's extra fields).
+    let st = s.live_stream("tv").expect("the channel's stream");
+    let labels: Vec<(Value, Value)> = st["input"]["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["type"] == "Audio")
+        .map(|t| (t["audio"]["label"].clone(), t["audio"]["language"].clone()))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            (json!("English"), json!("en")),
+            (json!("Deuxième"), json!("fra"))
+        ],
+        "{st}"
+    );
     // A file with one audio track under a map of two: skipped, and why.
     let r = channel("short", map, "one.mp4");
     assert_eq!(r.status, 201, "{}", r.body);

@@ -556,6 +556,14 @@ struct AudioView {
     bitrate_avg: u64,
     bitrate_conf: u64,
     bitrate_latest: u64,
+    /// kiln's: the track's label (an `AudioMap`'s, a source's language),
+    /// what players' audio menus show.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    language: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    characteristics: Option<String>,
 }
 
 fn kind_name(kind: MediaKind) -> &'static str {
@@ -626,6 +634,9 @@ fn track_view(
             bitrate_avg: avg,
             bitrate_conf: conf,
             bitrate_latest: st.latest_bitrate,
+            label: t.label.name.clone(),
+            language: t.label.language.map(|l| l.as_str().to_string()),
+            characteristics: t.label.characteristics.clone(),
         }),
     }
 }

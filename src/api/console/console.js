@@ -350,7 +350,11 @@ function trackText(t) {
   const rate = (m) => (m && m.bitrate ? " " + bps(m.bitrate) : "");
   const bframes = (v) => (v.hasBframes ? " · B-frames: WebRTC viewers get a lower frame rate" : "");
   if (t.video) return `${t.name}: ${t.video.codec} ${t.video.width}x${t.video.height}${rate(t.video)}${bframes(t.video)}`;
-  if (t.audio) return `${t.name}: ${t.audio.codec} ${t.audio.samplerate} Hz${rate(t.audio)}`;
+  const label = (a) => {
+    const parts = [a.label, a.language].filter(Boolean);
+    return parts.length ? ` (${parts.join(", ")})` : "";
+  };
+  if (t.audio) return `${t.name}: ${t.audio.codec} ${t.audio.samplerate} Hz${rate(t.audio)}${label(t.audio)}`;
   return `${t.name}: ${t.type}`;
 }
 
