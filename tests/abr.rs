@@ -427,6 +427,77 @@ fn chromium_simulcast_layers_are_llhls_variants_and_players_get_the_largest() {
     assert!(viewer["framesDecoded"].as_u64().unwrap_or(0) > 60, "{got}");
 }
 
+/// FFmpeg 9 publishes enhanced RTMP with Opus audio (two tracks: plain
+/// and multitrack): each is an Opus track of the stream (the API says
+/// `OPUS`), LL-HLS lists both in its audio group and each plays as Opus.
+#[test]
+fn enhanced_rtmp_opus_audio_tracks_are_relayed() {
+    let _serial = one_at_a_time();
+    let Some(ffmpeg9) = ffmpeg9() else { return };
+    if !have_tool("ffprobe") {
+        return;
+    }
+    let s = Server::start_with(
+        "abr-opus",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let rtmp = format!("rtmp://127.0.0.1:{}/app/opus", s.media.rtmp);
+    let mut publisher = pattern_and_two_tones(&ffmpeg9)
+        .args(["-map", "0:v", "-map", "1:a", "-map", "2:a", "-t", "40"])
+        .args(["-c:v", "libx264", "-preset", "veryfast", "-g", "25"])
+        .args(["-c:a", "libopus", "-b:a", "64k"])
+        .args(["-f", "flv", &rtmp])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ffmpeg 9 starts");
+    let codecs = wait_until(Duration::from_secs(30), || {
+        let st = s.live_stream("opus")?;
+        let audio: Vec<String> = st["input"]["tracks"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["type"] == "Audio")
+            .map(|t| {
+                format!(
+                    "{},{}",
+                    t["audio"]["codec"].as_str().unwrap_or(""),
+                    t["audio"]["channel"]
+                )
+            })
+            .collect();
+        (audio.len() == 2).then_some(audio)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "two audio tracks: {:?}\n{}",
+            s.live_stream("opus"),
+            s.log_text()
+        )
+    });
+    assert_eq!(codecs, ["OPUS,1", "OPUS,1"]);
+    let base = format!("http://127.0.0.1:{}/app/opus", s.media.llhls);
+    let (master, _) = wait_for_variants(&s, &base, 1, Duration::from_secs(40));
+    let media: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-MEDIA:TYPE=AUDIO"))
+        .collect();
+    assert_eq!(media.len(), 2, "{master}");
+    assert!(
+        master.contains("CODECS=\"avc1.") && master.contains(",opus\""),
+        "{master}"
+    );
+    for m in &media {
+        let uri = m.split("URI=\"").nth(1).unwrap().trim_end_matches('"');
+        assert_eq!(probe(&format!("{base}/{uri}")), ["opus,48000"], "{uri}");
+    }
+    let _ = publisher.kill();
+    let _ = publisher.wait();
+}
+
 /// ffmpeg publishes MPEG-TS over SRT with two AAC tracks whose PMT names
 /// their languages (English, French): LL-HLS lists both in one audio
 /// group with `LANGUAGE`, and each plays. The SRT provider's `AudioMap`

@@ -5,7 +5,8 @@
 //! RTMP (ExHeader) with FourCC `avc1` / `hvc1`: SequenceStart, CodedFrames
 //! (with composition time), CodedFramesX, SequenceEnd. Audio: AAC (sequence
 //! header = AudioSpecificConfig, raw frames) and MP3, legacy or enhanced
-//! (`mp4a`). Enhanced RTMP v2 multitrack tags (FFmpeg's FLV muxer with
+//! (`mp4a`, `.mp3`), and enhanced Opus (`Opus`: SequenceStart = its
+//! `OpusHead`, raw packets; mono or stereo). Enhanced RTMP v2 multitrack tags (FFmpeg's FLV muxer with
 //! several video or audio streams, OBS's multitrack video) carry several
 //! tracks, each its own track of the stream; ModEx prefixes are skipped.
 //! [`TagIngest`] turns a publisher's tags into [`Track`]s and [`Frame`]s
@@ -13,7 +14,7 @@
 //! 90); the `write_*` functions go the other way for the push client.
 //!
 //! Not here: FLV file headers and tag headers (RTMP has none), audio
-//! FourCCs other than `mp4a` (ignored), other legacy codecs (rejected with
+//! FourCCs `fLaC`, `ac-3`, `ec-3` (ignored), other legacy codecs (rejected with
 //! [`FlvError::UnsupportedCodec`]).
 
 use std::fmt;
@@ -100,9 +101,12 @@ pub enum VideoTag {
 /// A parsed audio tag body (one track's part of it).
 #[derive(Clone, Debug, PartialEq)]
 pub enum AudioTag {
-    /// AAC AudioSpecificConfig.
+    /// A codec's configuration: AAC's AudioSpecificConfig, or Opus's ID
+    /// header (its parameters; Opus has no configuration kiln keeps).
     SequenceHeader {
+        codec: Codec,
         config: CodecConfig,
+        params: Option<AudioParams>,
     },
     Frame {
         codec: Codec,
@@ -371,7 +375,24 @@ pub fn parse_audio_tag(
                     data: part,
                     params: None,
                 }),
-                // Other FourCCs (Opus, FLAC, AC-3...) and the multichannel
+                (b"Opus", EX_SEQUENCE_START) => opus_head(&part),
+                (b"Opus", EX_CODED_FRAMES) => Ok(AudioTag::Frame {
+                    codec: Codec::Opus,
+                    data: part,
+                    params: None,
+                }),
+                // MP3 says its rate and channels in every frame.
+                (b".mp3", EX_CODED_FRAMES) => Ok(AudioTag::Frame {
+                    codec: Codec::Mp3,
+                    params: crate::codec::mp3::parse_header(&part)
+                        .ok()
+                        .map(|m| AudioParams {
+                            sample_rate: m.sample_rate,
+                            channels: m.channels,
+                        }),
+                    data: part,
+                }),
+                // Other FourCCs (FLAC, AC-3, E-AC-3) and the multichannel
                 // configuration: not relayed.
                 _ => Ok(AudioTag::Ignored),
             };
@@ -383,8 +404,32 @@ pub fn parse_audio_tag(
 
 fn aac_config(asc: Bytes) -> Result<AudioTag, FlvError> {
     aac::parse_asc(&asc)?;
+    let config = CodecConfig::Aac { asc };
     Ok(AudioTag::SequenceHeader {
-        config: CodecConfig::Aac { asc },
+        codec: Codec::Aac,
+        params: aac::audio_params(&config),
+        config,
+    })
+}
+
+/// Opus's SequenceStart: its ID header (RFC 7845 section 5.1: `OpusHead`,
+/// version, channel count, ...). Opus runs at 48 kHz whatever the input
+/// rate it names; kiln relays 1 or 2 channels.
+fn opus_head(head: &[u8]) -> Result<AudioTag, FlvError> {
+    let ([magic @ .., version, channels], _) =
+        head.split_first_chunk::<10>().ok_or(FlvError::Truncated)?;
+    if magic != b"OpusHead" || version >> 4 != 0 || !(1..=2).contains(channels) {
+        return Err(FlvError::UnsupportedCodec(
+            "Opus other than a mono or stereo OpusHead".into(),
+        ));
+    }
+    Ok(AudioTag::SequenceHeader {
+        codec: Codec::Opus,
+        config: CodecConfig::None,
+        params: Some(AudioParams {
+            sample_rate: 48_000,
+            channels: *channels,
+        }),
     })
 }
 
@@ -688,15 +733,18 @@ impl TagIngest {
     fn audio_part(&mut self, flv: u8, t: Ticks, tag: AudioTag, out: &mut TagOutcome) {
         let at = self.audio.iter().position(|a| a.flv == flv);
         let (codec, config, params, data) = match tag {
-            AudioTag::SequenceHeader { config } => {
+            AudioTag::SequenceHeader {
+                codec,
+                config,
+                params,
+            } => {
                 if at.is_some_and(|i| {
                     let t = &self.audio[i].track;
-                    t.codec == Codec::Aac && t.config == config
+                    t.codec == codec && t.config == config && t.audio == params
                 }) {
                     return;
                 }
-                let params = aac::audio_params(&config);
-                (Codec::Aac, config, params, None)
+                (codec, config, params, None)
             }
             AudioTag::Frame {
                 codec,
@@ -713,8 +761,7 @@ impl TagIngest {
             },
             AudioTag::Ignored => return,
         };
-        let known =
-            at.is_some_and(|i| self.audio[i].track.codec == codec) && config == CodecConfig::None;
+        let known = at.is_some_and(|i| self.audio[i].track.codec == codec) && data.is_some();
         if !known {
             if at.is_none() && self.audio.len() >= MAX_TRACKS_PER_KIND {
                 return;
@@ -1188,6 +1235,74 @@ pub(crate) mod tests {
             (f.track, f.dts, &f.data[..]),
             (4, 46 * 90, &[0xDC, 0x00][..])
         );
+    }
+
+    /// Enhanced Opus as FFmpeg 9's FLV muxer writes it (bytes from its
+    /// output): track 0 plain, track 1 as OneTrack multitrack; each an
+    /// Opus track at 48 kHz with its packets; a MultichannelConfig is
+    /// nothing to relay; an OpusHead of 6 channels is refused (track 0:
+    /// the publisher's error). And `.mp3` frames make an MP3 track.
+    #[test]
+    fn enhanced_opus_and_mp3_are_tracks() {
+        let head = b"OpusHead\x01\x02\x38\x01\x80\xbb\x00\x00\x00\x00\x00";
+        let mut ingest = TagIngest::default();
+        let mut b = vec![0x90, b'O', b'p', b'u', b's'];
+        b.extend_from_slice(head);
+        assert!(ingest.audio(0, &Bytes::from(b)).unwrap().tracks_changed);
+        let mut b = vec![0x95, 0x00, b'O', b'p', b'u', b's', 1];
+        b.extend_from_slice(head);
+        assert!(ingest.audio(0, &Bytes::from(b)).unwrap().tracks_changed);
+        // The same header again changes nothing.
+        let mut b = vec![0x90, b'O', b'p', b'u', b's'];
+        b.extend_from_slice(head);
+        assert!(!ingest.audio(0, &Bytes::from(b)).unwrap().tracks_changed);
+        let mc = [0x94, b'O', b'p', b'u', b's', 1, 1, 0, 0, 0, 4];
+        assert_eq!(
+            ingest.audio(0, &Bytes::copy_from_slice(&mc)).unwrap(),
+            TagOutcome::default()
+        );
+        let tracks = ingest.tracks();
+        let got: Vec<(TrackId, Codec, Option<AudioParams>)> =
+            tracks.iter().map(|t| (t.id, t.codec, t.audio)).collect();
+        let stereo = Some(AudioParams {
+            sample_rate: 48_000,
+            channels: 2,
+        });
+        assert_eq!(
+            got,
+            [
+                (AUDIO_TRACK_ID, Codec::Opus, stereo),
+                (3, Codec::Opus, stereo)
+            ]
+        );
+        ingest
+            .audio(
+                20,
+                &Bytes::from_static(&[0x95, 0x01, b'O', b'p', b'u', b's', 1, 0xFC, 0xFF]),
+            )
+            .unwrap();
+        let f = ingest.frames().next().unwrap();
+        assert_eq!(
+            (f.track, f.dts, &f.data[..]),
+            (3, 20 * 90, &[0xFC, 0xFF][..])
+        );
+        let mut six = vec![0x90, b'O', b'p', b'u', b's'];
+        six.extend_from_slice(b"OpusHead\x01\x06\x38\x01\x80\xbb\x00\x00\x00\x00\x01");
+        assert!(matches!(
+            ingest.audio(40, &Bytes::from(six)),
+            Err(FlvError::UnsupportedCodec(_))
+        ));
+        // `.mp3` CodedFrames (an MPEG-1 layer III header: 44.1 kHz stereo).
+        let mut ingest = TagIngest::default();
+        let mut b = vec![0x91, b'.', b'm', b'p', b'3', 0xFF, 0xFB, 0x90, 0x00];
+        b.extend_from_slice(&[0; 413]);
+        assert!(ingest.audio(0, &Bytes::from(b)).unwrap().tracks_changed);
+        let t = &ingest.tracks()[0];
+        assert_eq!(
+            (t.codec, t.audio.map(|a| (a.sample_rate, a.channels))),
+            (Codec::Mp3, Some((44_100, 2)))
+        );
+        assert_eq!(ingest.frames().count(), 1);
     }
 
     #[test]
