@@ -115,6 +115,7 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_players_take_the_first() 
         ServerOptions {
             media: true,
             llhls: Some(String::new()),
+            hls: Some(String::new()),
             ..Default::default()
         },
     );
@@ -265,6 +266,25 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_players_take_the_first() 
         let played =
             r["end"]["media"].as_f64().unwrap_or(0.0) - r["start"]["media"].as_f64().unwrap_or(0.0);
         assert!(played > 6.0, "{r}");
+    }
+
+    // HLS (MPEG-TS segments): a variant per rendition, each its video
+    // with both audio tracks.
+    let ts_master = wait_until(Duration::from_secs(20), || {
+        let (code, text, _) = curl(&[], &format!("{base}/playlist.m3u8"));
+        let measured = text.matches("#EXT-X-STREAM-INF").count() == 3;
+        (code == 200 && measured).then_some(text)
+    })
+    .unwrap_or_else(|| panic!("three HLS variants: {}", s.log_text()));
+    println!("{ts_master}");
+    for (i, size) in ["640,360", "320,180", "160,90"].iter().enumerate() {
+        assert!(
+            ts_master.contains(&format!("\nmedialist_{i}_hls.m3u8")),
+            "{ts_master}"
+        );
+        let mut got = probe(&format!("{base}/medialist_{i}_hls.m3u8"));
+        got.retain(|c| c != "timed_id3"); // the :sendEvent PID
+        assert_eq!(got, [format!("h264,{size}"), "aac,48000".into()], "{i}");
     }
 
     // An RTMP player takes the first video and audio track; an SRT

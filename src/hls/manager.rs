@@ -22,7 +22,7 @@ pub struct Output {
     /// LL-HLS (`<Publishers><LLHLS>`).
     pub hls: Option<StreamHls>,
     /// HLS with MPEG-TS segments (`<Publishers><HLS>`).
-    pub ts: Option<super::ts::TsHls>,
+    pub ts: Option<super::ts::TsLadder>,
     pub vhost: String,
     pub app: String,
     pub name: String,
@@ -35,13 +35,13 @@ impl Output {
     fn dvrs(&self) -> impl Iterator<Item = &super::dvr::Dvr> {
         let ll = self.hls.as_ref().and_then(|h| h.dvr.as_ref());
         ll.into_iter()
-            .chain(self.ts.as_ref().and_then(|t| t.dvr.as_ref()))
+            .chain(self.ts.as_ref().and_then(|t| t.first()?.dvr.as_ref()))
     }
 
     fn dvrs_mut(&mut self) -> impl Iterator<Item = &mut super::dvr::Dvr> {
         let ll = self.hls.as_mut().and_then(|h| h.dvr.as_mut());
         ll.into_iter()
-            .chain(self.ts.as_mut().and_then(|t| t.dvr.as_mut()))
+            .chain(self.ts.as_mut().and_then(|t| t.first_mut()?.dvr.as_mut()))
     }
 }
 
@@ -121,7 +121,8 @@ impl HlsManager {
                         .outputs
                         .get_mut(&id)
                         .and_then(|o| std::mem::replace(&mut o.ts, new));
-                    if let Some(d) = old.and_then(|t| t.dvr) {
+                    let old_dvr = old.and_then(|mut t| t.first_mut()?.dvr.take());
+                    if let Some(d) = old_dvr {
                         self.remove_dvr(d);
                     }
                 }

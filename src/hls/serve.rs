@@ -565,13 +565,20 @@ fn answer_file(
             return reply(Reply::error(404, "HLS is not enabled for this application"));
         };
         let rewind = Reload::of(&req.target).rewind();
+        let variant = |i: usize| ts.variants.get(i);
         return match f {
             TsFile::Master => reply(Reply::playlist(ts.master(), Cache::NoStore)),
-            TsFile::MediaPlaylist => reply(Reply::playlist(
-                ts.media_playlist(rewind, utc_offset),
-                Cache::NoStore,
-            )),
-            TsFile::Segment(n) => match (ts.segment(n), ts.dvr.as_ref()) {
+            TsFile::MediaPlaylist(i) => match variant(i) {
+                Some(v) => reply(Reply::playlist(
+                    v.media_playlist(rewind, utc_offset),
+                    Cache::NoStore,
+                )),
+                None => reply(Reply::error(404, "No such playlist")),
+            },
+            TsFile::Segment(i, n) => match (
+                variant(i).and_then(|v| v.segment(n)),
+                variant(i).and_then(|v| v.dvr.as_ref()),
+            ) {
                 (Some(seg), _) => reply(Reply::media(
                     "video/mp2t",
                     Cache::Absent,

@@ -192,10 +192,14 @@ impl HlsManager {
         spec: &crate::state::app::HlsSpec,
         tracks: &[crate::media::Track],
         now: Now,
-    ) -> Option<crate::hls::ts::TsHls> {
+    ) -> Option<crate::hls::ts::TsLadder> {
         let (segment, keep) = spec.settings();
-        let mut ts = crate::hls::ts::TsHls::new(tracks, segment, keep, now.unix_ms)?;
-        if let Some(d) = spec.dvr.as_ref().filter(|d| d.enable) {
+        let dvr = spec.dvr.as_ref().filter(|d| d.enable);
+        // A DVR keeps one variant (the first rendition).
+        let mut ladder =
+            crate::hls::ts::TsLadder::new(tracks, segment, keep, now.unix_ms, dvr.is_none())?;
+        let ts = ladder.first_mut()?;
+        if let Some(d) = dvr {
             let root = std::path::PathBuf::from(d.path());
             self.sweep_dvr(root.clone());
             self.dvr_serial = self.dvr_serial % crate::hls::dvr::MAX_SERIAL + 1;
@@ -208,7 +212,7 @@ impl HlsManager {
             ));
             ts.event_type = d.event_playlist_type == Some(true);
         }
-        Some(ts)
+        Some(ladder)
     }
 
     /// A DVR that is no longer used: what it still asks, then its folder.
