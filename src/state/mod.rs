@@ -188,9 +188,6 @@ impl Registry {
             .min_by_key(|(id, _)| *id)
     }
 
-    /// A stream's playlists from its output profile's `<Playlist>`
-    /// templates (OME's; see [`playlists`]), made again when its tracks
-    /// change. Channels make their own.
     /// A stream's tracks changed: its provider's `AudioMap` labels them,
     /// and OME's `<Playlist>` templates name them.
     pub fn on_tracks_changed(&mut self, id: streams::StreamId) {
@@ -222,6 +219,9 @@ impl Registry {
         self.streams.set_labels(id, labels);
     }
 
+    /// A stream's playlists from its output profile's `<Playlist>`
+    /// templates (OME's; see [`playlists`]), made again when its tracks
+    /// change. Channels make their own.
     fn refresh_template_playlists(&mut self, id: streams::StreamId) {
         let Some(s) = self.streams.get(id) else {
             return;

@@ -147,6 +147,8 @@ try {
         // kiln's address as this browser reached it (behind a NAT: the public one).
         const remote = pair && pairs.get(pair.remoteCandidateId);
         out.remoteCandidate = remote ? `${remote.address}:${remote.port}` : null;
+        // The browser's own estimate of what it may send (its BWE).
+        out.availableOutgoingBitrate = pair ? pair.availableOutgoingBitrate || null : null;
       }
     });
     // The video stops: what the browser sent is final.
@@ -162,7 +164,11 @@ try {
         pliCount: s.pliCount || 0 };
       if (s.kind === "video") {
         Object.assign(o, { framesEncoded: s.framesEncoded, framesSent: s.framesSent, keyFramesEncoded: s.keyFramesEncoded,
-          frameWidth: s.frameWidth, frameHeight: s.frameHeight, rid: s.rid || null });
+          frameWidth: s.frameWidth, frameHeight: s.frameHeight, rid: s.rid || null,
+          firCount: s.firCount || 0, targetBitrate: s.targetBitrate || null,
+          qualityLimitationReason: s.qualityLimitationReason || null,
+          qualityLimitationDurations: s.qualityLimitationDurations || null,
+          encoderImplementation: s.encoderImplementation || null });
         // Simulcast: every layer's; `video` is the largest.
         if (s.rid) (out.layers = out.layers || []).push(o);
         if (!out.video || (o.frameWidth || 0) > (out.video.frameWidth || 0)) out.video = o;
