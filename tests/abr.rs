@@ -925,3 +925,113 @@ fn a_whep_viewer_behind_a_narrow_path_settles_on_a_rendition_that_fits_and_retur
     }
     assert!(log.contains("lost: rendition 0"), "{log}");
 }
+
+/// The measure for LL-HLS: hls.js (automatic level choice, its
+/// default) plays FFmpeg 9's three renditions through a path that is
+/// free, then held to 700 kb/s (the largest rendition does not fit, the
+/// next does), then free again. It moves down behind the limit and back
+/// up after, and playback goes on throughout. What moves hls.js is its
+/// own estimate; kiln's part is a playlist whose variants are ranked by
+/// their measured rates and segments numbered alike, so a switch is
+/// seamless.
+#[test]
+fn hlsjs_moves_down_behind_a_narrow_path_and_back_up() {
+    let _serial = one_at_a_time();
+    let Some(ffmpeg9) = ffmpeg9() else { return };
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    if !have_tool("ip") || !have_tool("tc") {
+        return;
+    }
+    let Some(net) = netns_or_skip(Path2::create()) else {
+        return;
+    };
+    if let Err(e) = net.limit(Some("700kbit")).and_then(|_| net.limit(None)) {
+        eprintln!("SKIP: no tbf qdisc here: {e}");
+        return;
+    }
+    let (kiln_ns, viewer_ns) = (net.kiln_ns.clone(), net.viewer_ns.clone());
+    let limit = |rate: Option<&str>| net.limit(rate).expect("tc");
+    const FREE: u64 = 20;
+    const NARROW: u64 = 35;
+    const AFTER: u64 = 35;
+    let total = FREE + NARROW + AFTER;
+    let got = std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                enter_netns(&kiln_ns);
+                let s = Server::start_with(
+                    "abr-hlsjs-narrow",
+                    ServerOptions {
+                        media: true,
+                        bind_ip: "0.0.0.0",
+                        llhls: Some(String::new()),
+                        ..Default::default()
+                    },
+                );
+                let rtmp = format!("rtmp://127.0.0.1:{}/app/ladder", s.media.rtmp);
+                let mut publisher = publish_multitrack(&ffmpeg9, &rtmp, total as u32 + 40);
+                wait_video_tracks(&s, "ladder", 3);
+                let base = format!("http://127.0.0.1:{}/app/ladder", s.media.llhls);
+                wait_for_variants(&s, &base, 3, Duration::from_secs(40));
+                let src = format!("http://10.217.0.1:{}/app/ladder/llhls.m3u8", s.media.llhls);
+                let page = format!(
+                    "file://{}/llhls.html?src={src}&seconds={total}",
+                    web.display()
+                );
+                let secs = total.to_string();
+                let viewer = node_page(
+                    "hlsjs_page.mjs",
+                    Some(&viewer_ns),
+                    &[],
+                    &chromium,
+                    &web,
+                    &[&page, &secs],
+                );
+                std::thread::sleep(Duration::from_secs(FREE + 2));
+                limit(Some("700kbit"));
+                std::thread::sleep(Duration::from_secs(NARROW));
+                limit(None);
+                let got = seen(viewer);
+                let _ = publisher.kill();
+                let _ = publisher.wait();
+                got
+            })
+            .join()
+            .unwrap()
+    });
+    println!("hls.js, free, 700 kb/s, free: {got}");
+    assert_eq!(got["levels"], 3, "{got}");
+    assert!(hlsjs_fatal_errors(&got).is_empty(), "{got}");
+    let samples: Vec<(u64, u64)> = got["levelSamples"]
+        .as_array()
+        .expect("level samples")
+        .iter()
+        .map(|x| (x[0].as_u64().unwrap(), x[1].as_u64().unwrap()))
+        .collect();
+    let top = 360; // the largest rendition's height
+                   // Behind the limit (after 10 s to notice): below the top most of the
+                   // time.
+    let narrow: Vec<u64> = samples
+        .iter()
+        .filter(|x| (FREE + 12..FREE + NARROW).contains(&x.0))
+        .map(|x| x.1)
+        .collect();
+    let below = narrow.iter().filter(|&&h| h > 0 && h < top).count();
+    assert!(
+        narrow.len() >= 15 && below * 10 >= narrow.len() * 7,
+        "{narrow:?} {got}"
+    );
+    // Free again: back on the top before the end.
+    assert!(
+        samples
+            .iter()
+            .any(|x| x.0 >= FREE + NARROW + 5 && x.1 == top),
+        "{samples:?} {got}"
+    );
+    // Playback went on: the media time moved through nearly all of it.
+    let played =
+        got["end"]["media"].as_f64().unwrap_or(0.0) - got["start"]["media"].as_f64().unwrap_or(0.0);
+    assert!(played > (total - 15) as f64, "{got}");
+}

@@ -35,14 +35,11 @@ impl Walker<'_> {
                 true
             });
             match item.label() {
-                Ok(_) if items.len() < crate::channel::schedule::MAX_AUDIO_MAP => items.push(item),
+                Ok(_) if items.len() < crate::state::app::MAX_AUDIO_MAP => items.push(item),
                 Ok(_) => w.error(
                     c,
                     p,
-                    format!(
-                        "more than {} items",
-                        crate::channel::schedule::MAX_AUDIO_MAP
-                    ),
+                    format!("more than {} items", crate::state::app::MAX_AUDIO_MAP),
                 ),
                 Err(e) => w.error(c, p, e),
             }

@@ -253,7 +253,32 @@ pub struct IngestProvider {
     pub audio_map: Vec<AudioMapItem>,
 }
 
-pub use crate::channel::schedule::AudioMapItem;
+/// One item of OME's `AudioMap` (scheduled channels, SRT and MPEG-TS
+/// providers): a label for the audio track of its position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AudioMapItem {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub characteristics: Option<String>,
+}
+
+impl AudioMapItem {
+    /// Its label, checked.
+    pub fn label(&self) -> Result<crate::media::TrackLabel, String> {
+        crate::media::TrackLabel::new(
+            Some(&self.name),
+            self.language.as_deref(),
+            self.characteristics.as_deref(),
+        )
+    }
+}
+
+/// The most items an `AudioMap` has (audio tracks it labels).
+pub const MAX_AUDIO_MAP: usize = 8;
 
 /// An `AudioMap`'s labels, each checked (an item that is not is left
 /// out: the config and the API refuse them before they get here).
@@ -724,13 +749,10 @@ impl AppSpec {
         ];
         for (provider, map) in maps {
             let map = map.map_or(&[][..], |m| &m[..]);
-            if map.len() > crate::channel::schedule::MAX_AUDIO_MAP {
+            if map.len() > MAX_AUDIO_MAP {
                 return Err(SpecError::AudioMap {
                     field: format!("providers.{provider}.audioMap"),
-                    why: format!(
-                        "more than {} items",
-                        crate::channel::schedule::MAX_AUDIO_MAP
-                    ),
+                    why: format!("more than {} items", MAX_AUDIO_MAP),
                 });
             }
             for (i, item) in map.iter().enumerate() {

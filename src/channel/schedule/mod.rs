@@ -69,18 +69,7 @@ fn yes() -> bool {
     true
 }
 
-/// One item of OME's `AudioMap` (scheduled channels, SRT and MPEG-TS
-/// providers): a label for the audio track of its position.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AudioMapItem {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub language: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub characteristics: Option<String>,
-}
+pub use crate::state::app::AudioMapItem;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -156,8 +145,7 @@ pub struct Plan {
     pub audio_map: Vec<crate::media::TrackLabel>,
 }
 
-/// The most audio tracks an `AudioMap` gives a channel.
-pub const MAX_AUDIO_MAP: usize = 8;
+pub use crate::state::app::MAX_AUDIO_MAP;
 
 fn plan_item(i: &Item) -> Result<PlanItem, String> {
     let duration_ms = (i.duration > 0).then_some(i.duration);
@@ -191,17 +179,6 @@ fn plan_item(i: &Item) -> Result<PlanItem, String> {
         duration_ms,
         url: i.url.clone(),
     })
-}
-
-impl AudioMapItem {
-    /// Its label, checked.
-    pub fn label(&self) -> Result<crate::media::TrackLabel, String> {
-        crate::media::TrackLabel::new(
-            Some(&self.name),
-            self.language.as_deref(),
-            self.characteristics.as_deref(),
-        )
-    }
 }
 
 impl Plan {
