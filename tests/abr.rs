@@ -917,9 +917,12 @@ fn a_whep_viewer_behind_a_narrow_path_settles_on_a_rendition_that_fits_and_retur
     );
     // Free again: back on the largest by the end.
     assert_eq!(samples.last().map(|x| x.1), Some(640), "{got}");
-    // No freeze longer than 3 s (frames decoded keep growing).
+    // No freeze longer than 3 s once it plays (frames decoded keep
+    // growing; a browser slow to start on a busy machine is not one).
+    let playing = samples.iter().position(|x| x.2 > 0).unwrap_or(0);
+    assert!(playing <= 10, "no frame in 10 s: {got}");
     let mut still = 0;
-    for w in samples.windows(2).skip(3) {
+    for w in samples[playing..].windows(2) {
         still = if w[1].2 == w[0].2 { still + 1 } else { 0 };
         assert!(still < 3, "frames stopped at {}s: {got}", w[1].0);
     }
@@ -961,7 +964,7 @@ fn hlsjs_moves_down_behind_a_narrow_path_and_back_up() {
     let limit = |rate: Option<&str>| net.limit(rate).expect("tc");
     const FREE: u64 = 20;
     const NARROW: u64 = 35;
-    const AFTER: u64 = 40;
+    const AFTER: u64 = 50;
     let total = FREE + NARROW + AFTER;
     let got = std::thread::scope(|scope| {
         scope
