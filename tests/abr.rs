@@ -671,11 +671,11 @@ fn webrtc_viewers_choose_among_the_renditions() {
     );
     assert_eq!(got["videoWidth"], 320, "{got}");
 
-    // WHEP: kiln's `rendition=` pins one.
+    // WHEP: kiln's `rendition=` pins one, from its first picture.
     let page = node_page(
         "webrtc_check.mjs",
         None,
-        &[],
+        &[("SAMPLE", "1")],
         &chromium,
         &web,
         &[
@@ -688,6 +688,17 @@ fn webrtc_viewers_choose_among_the_renditions() {
     println!("WHEP viewer pinned to 180p: {got}");
     assert_eq!(got["status"], 201, "{got}");
     assert_eq!(got["videoWidth"], 320, "{got}");
+    let widths: Vec<u64> = got["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .filter_map(|x| x[1].as_u64())
+        .filter(|&w| w > 0)
+        .collect();
+    assert!(
+        !widths.is_empty() && widths.iter().all(|&w| w == 320),
+        "{widths:?} {got}"
+    );
     let (code, body, _) = curl(
         &[
             "-X",

@@ -70,6 +70,26 @@ pub enum AudioWork {
     Forget(StreamId),
 }
 
+/// A rendition's frames in the stream's cached GOP, from its first
+/// keyframe, as payloads (its B-frames left out as the first track's
+/// are); `None` when the cache holds no keyframe of it.
+fn rendition_gop(track: &Track, gop: &[Frame]) -> Option<Vec<Packets>> {
+    let mut frames = gop.iter().filter(|f| f.track == track.id);
+    let key = frames.position(|f| f.keyframe)?;
+    let mut gate = (track.codec == Codec::H264).then(|| bframes::BFrameGate::new(&track.config));
+    let out = gop
+        .iter()
+        .filter(|f| f.track == track.id)
+        .skip(key)
+        .filter(|f| gate.as_mut().is_none_or(|g| g.admit(f)))
+        .map(|f| Packets {
+            pts: f.pts,
+            payloads: video_payloads(f, track).unwrap_or_else(|| Arc::new([])),
+        })
+        .collect();
+    Some(out)
+}
+
 impl WebRtc {
     /// A session just connected: the stream's GOP from its keyframe, with
     /// timestamps squeezed to end at the latest frame's, so the browser
@@ -92,6 +112,30 @@ impl WebRtc {
         let Some(track) = stream.tracks().iter().find(|t| t.kind() == Kind::Video) else {
             return;
         };
+        if let Some(layer) = s.layer {
+            // A viewer that chose a rendition before it played (WHEP's
+            // `rendition=`): that rendition's GOP from its keyframe, made
+            // for it alone; without one, it starts on the first and
+            // switches at the rendition's next keyframe.
+            let on = stream.tracks().iter().find(|t| t.id == layer);
+            let gop = on.and_then(|t| rendition_gop(t, stream.gop()));
+            match gop {
+                Some(gop) => {
+                    let n = gop.len();
+                    let last = gop.last().map_or(0, |p| p.pts);
+                    for (i, p) in gop.into_iter().enumerate() {
+                        s.outgoing.push_back(Outgoing {
+                            kind: Kind::Video,
+                            time: (last - (n - 1 - i) as Ticks).max(0) as u32,
+                            payloads: p.payloads,
+                            written: 0,
+                        });
+                    }
+                    return;
+                }
+                None => s.want_layer = s.layer.take(),
+            }
+        }
         let gop: Vec<&Frame> = stream
             .gop()
             .iter()

@@ -773,6 +773,13 @@ impl WebRtc {
         });
         let on = s.layer.or(first);
         s.abr = None;
+        if !s.started {
+            // Not playing yet: it starts on the rendition (its GOP, when
+            // the stream's cache has one from its keyframe).
+            s.layer = (first != Some(track)).then_some(track);
+            s.want_layer = None;
+            return true;
+        }
         s.want_layer = (on != Some(track)).then_some(track);
         if s.want_layer.is_some() {
             let stream = s.stream;
