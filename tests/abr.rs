@@ -821,6 +821,25 @@ impl Path2 {
     }
 }
 
+/// What a narrow-path test needs: FFmpeg 9, Chromium and node, and a
+/// [`Path2`] that `tc` can hold to a rate; `None` (the test skips, having
+/// said why) where one is missing.
+fn narrow_path_or_skip() -> Option<(Path2, String, String, std::path::PathBuf)> {
+    let ffmpeg9 = ffmpeg9()?;
+    let (chromium, web) = chromium_and_node()?;
+    if !have_tool("ip") || !have_tool("tc") {
+        return None;
+    }
+    let net = netns_or_skip(Path2::create())?;
+    // A kernel without the tbf qdisc (a module) cannot hold the path to a
+    // rate: nothing here can install it, so the test says so and skips.
+    if let Err(e) = net.limit(Some("300kbit")).and_then(|_| net.limit(None)) {
+        eprintln!("SKIP: no tbf qdisc here: {e}");
+        return None;
+    }
+    Some((net, ffmpeg9, chromium, web))
+}
+
 impl Drop for Path2 {
     fn drop(&mut self) {
         for ns in [&self.kiln_ns, &self.viewer_ns] {
@@ -838,22 +857,9 @@ impl Drop for Path2 {
 #[test]
 fn a_whep_viewer_behind_a_narrow_path_settles_on_a_rendition_that_fits_and_returns_up() {
     let _serial = one_at_a_time();
-    let Some(ffmpeg9) = ffmpeg9() else { return };
-    let Some((chromium, web)) = chromium_and_node() else {
+    let Some((net, ffmpeg9, chromium, web)) = narrow_path_or_skip() else {
         return;
     };
-    if !have_tool("ip") || !have_tool("tc") {
-        return;
-    }
-    let Some(net) = netns_or_skip(Path2::create()) else {
-        return;
-    };
-    // A kernel without the tbf qdisc (a module) cannot hold the path to a
-    // rate: nothing here can install it, so the test says so and skips.
-    if let Err(e) = net.limit(Some("300kbit")).and_then(|_| net.limit(None)) {
-        eprintln!("SKIP: no tbf qdisc here: {e}");
-        return;
-    }
     // Everything that speaks to kiln runs in its namespace.
     let (kiln_ns, viewer_ns) = (net.kiln_ns.clone(), net.viewer_ns.clone());
     let limit = |rate: Option<&str>| net.limit(rate).expect("tc");
@@ -957,20 +963,9 @@ fn a_whep_viewer_behind_a_narrow_path_settles_on_a_rendition_that_fits_and_retur
 #[test]
 fn hlsjs_moves_down_behind_a_narrow_path_and_back_up() {
     let _serial = one_at_a_time();
-    let Some(ffmpeg9) = ffmpeg9() else { return };
-    let Some((chromium, web)) = chromium_and_node() else {
+    let Some((net, ffmpeg9, chromium, web)) = narrow_path_or_skip() else {
         return;
     };
-    if !have_tool("ip") || !have_tool("tc") {
-        return;
-    }
-    let Some(net) = netns_or_skip(Path2::create()) else {
-        return;
-    };
-    if let Err(e) = net.limit(Some("700kbit")).and_then(|_| net.limit(None)) {
-        eprintln!("SKIP: no tbf qdisc here: {e}");
-        return;
-    }
     let (kiln_ns, viewer_ns) = (net.kiln_ns.clone(), net.viewer_ns.clone());
     let limit = |rate: Option<&str>| net.limit(rate).expect("tc");
     const FREE: u64 = 20;

@@ -90,6 +90,24 @@ fn rendition_gop(track: &Track, gop: &[Frame]) -> Option<Vec<Packets>> {
     Some(out)
 }
 
+/// A GOP's packets to a session's queue, their times squeezed to end at
+/// the last frame's (one tick apart), so the browser decodes up to now
+/// and shows it at once.
+fn queue_gop(outgoing: &mut std::collections::VecDeque<Outgoing>, gop: &[Packets]) {
+    let Some(last) = gop.last().map(|p| p.pts) else {
+        return;
+    };
+    let n = gop.len();
+    for (i, p) in gop.iter().enumerate() {
+        outgoing.push_back(Outgoing {
+            kind: Kind::Video,
+            time: (last - (n - 1 - i) as Ticks).max(0) as u32,
+            payloads: p.payloads.clone(),
+            written: 0,
+        });
+    }
+}
+
 impl WebRtc {
     /// A session just connected: the stream's GOP from its keyframe, with
     /// timestamps squeezed to end at the latest frame's, so the browser
@@ -120,19 +138,7 @@ impl WebRtc {
             let on = stream.tracks().iter().find(|t| t.id == layer);
             let gop = on.and_then(|t| rendition_gop(t, stream.gop()));
             match gop {
-                Some(gop) => {
-                    let n = gop.len();
-                    let last = gop.last().map_or(0, |p| p.pts);
-                    for (i, p) in gop.into_iter().enumerate() {
-                        s.outgoing.push_back(Outgoing {
-                            kind: Kind::Video,
-                            time: (last - (n - 1 - i) as Ticks).max(0) as u32,
-                            payloads: p.payloads,
-                            written: 0,
-                        });
-                    }
-                    return;
-                }
+                Some(gop) => return queue_gop(&mut s.outgoing, &gop),
                 None => s.want_layer = s.layer.take(),
             }
         }
@@ -164,18 +170,7 @@ impl WebRtc {
             });
         }
         feed.gop_seen = gop.len();
-        let Some(last) = feed.gop.last().map(|p| p.pts) else {
-            return;
-        };
-        let n = feed.gop.len();
-        for (i, p) in feed.gop.iter().enumerate() {
-            s.outgoing.push_back(Outgoing {
-                kind: Kind::Video,
-                time: (last - (n - 1 - i) as Ticks).max(0) as u32,
-                payloads: p.payloads.clone(),
-                written: 0,
-            });
-        }
+        queue_gop(&mut s.outgoing, &feed.gop);
     }
 
     /// A stream's output: its frames to every connected session, its end
