@@ -37,6 +37,7 @@ pub mod packetize;
 mod publish;
 pub mod sdp;
 pub mod signal;
+mod srtp;
 pub mod stun;
 pub mod turn;
 
@@ -548,7 +549,7 @@ impl WebRtc {
         if let Some(cert) = &self.cert {
             config = config.set_dtls_cert(cert.clone());
         }
-        let mut rtc = config.build(now);
+        let mut rtc = config.set_crypto_provider(srtp::provider()).build(now);
         for addr in self.ports.iter().filter(|a| !a.ip().is_unspecified()) {
             if let Ok(c) = Candidate::host(*addr, "udp") {
                 let _ = rtc.add_local_candidate(c);
