@@ -28,6 +28,9 @@ OME_REPEAT=${BENCH_OME_REPEAT:-3}
 OME_LLHLS_NS=${BENCH_OME_LLHLS_N:-"100 300 1000"}
 OME_WEBRTC_NS=${BENCH_OME_WEBRTC_N:-"50 200 500"}
 OME_LAT_NS=${BENCH_OME_LAT_N:-"1 200"}
+# Which sections run (BENCH_OME_PARTS, default all): idle ingest llhls webrtc latency.
+OME_PARTS=" ${BENCH_OME_PARTS:-idle ingest llhls webrtc latency} "
+part() { [[ $OME_PARTS == *" $1 "* ]]; }
 OME_AUTH="Basic $(printf %s ome-access-token | base64)"
 OME_VERSION=$( ("$OME_BIN" -v 2>/dev/null || true) | grep -o "v[0-9][0-9.a-z-]*" | head -1)
 
@@ -114,6 +117,21 @@ memfd_kb() { # bytes of the memfd files a process holds open, in KiB (kiln's med
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { calc "'%.2f' % ($1/max($2,1e-9))"; }
+# side seconds: how much the server's RSS grows in that many seconds with
+# one stream in and no viewers (KiB), from the same point after start as a
+# viewer run's first sample. Its segments and parts fill their window
+# whether anyone watches or not; a per-viewer figure takes this off.
+o_growth() {
+    o_start "$1"
+    o_publish 1
+    sleep "$3"
+    local a b
+    a=$(rss_kb "$O_PID")
+    sleep "$2"
+    b=$(rss_kb "$O_PID")
+    o_unpublish; o_stop
+    echo $((b > a ? b - a : 0))
+}
 
 O_ROWS=""
 o_row() { # figure kiln ome ratio
@@ -122,6 +140,7 @@ o_row() { # figure kiln ome ratio
 }
 
 # --- idle ---------------------------------------------------------------
+if part idle; then
 declare -A O_MS O_RSS
 for side in kiln ome; do O_MS[$side]=""; O_RSS[$side]=""; done
 for rep in $(seq "$OME_REPEAT"); do
@@ -140,8 +159,10 @@ log "ome idle: start ms kiln ${O_MS[kiln]} / OME ${O_MS[ome]}; RSS KiB kiln ${O_
 o_row "start-up to the API's first answer, ms" "$k_ms" "$m_ms" "$(ratio "$k_ms" "$m_ms")"
 o_row "idle RSS, MiB" "$(fmt "$(calc "$k_rss/1024")" 1)" "$(fmt "$(calc "$m_rss/1024")" 1)" "$(ratio "$k_rss" "$m_rss")"
 RATIOS+=("idle RSS: kiln $(ratio "$k_rss" "$m_rss")x OME")
+fi
 
 # --- ingest -------------------------------------------------------------
+part ingest &&
 for n in 1 10; do
     declare -A C M
     C[kiln]=""; C[ome]=""; M[kiln]=""; M[ome]=""
@@ -167,6 +188,7 @@ done
 # --- LL-HLS viewers ---------------------------------------------------------
 VSECS=$((SECS * 2))
 O_LL_DETAIL=""
+part llhls &&
 for n in $OME_LLHLS_NS; do
     declare -A C M P
     C[kiln]=""; C[ome]=""; M[kiln]=""; M[ome]=""
@@ -183,10 +205,11 @@ for n in $OME_LLHLS_NS; do
             sleep $((VSECS / 2)); m1=$(rss_kb "$O_PID")
             wait "$v" || log "LL-HLS viewers against $side failed: $(tail -2 "$WORK/ome-ll.err")"
             c1=$(cpu_ticks "$O_PID")
-            C[$side]+=" $(calc "($c1-$c0)/$TCK")"; M[$side]+=" $(calc "max($m1-$m0,0)/$n")"
             P[$side]=$(cat "$WORK/ome-ll.txt")
-            log "ome LL-HLS n=$n $side run $rep: $(calc "($c1-$c0)/$TCK") CPU s; ${P[$side]}"
             o_unpublish; o_stop
+            g0=$(o_growth "$side" $((VSECS / 2)) 8)
+            C[$side]+=" $(calc "($c1-$c0)/$TCK")"; M[$side]+=" $(calc "max($m1-$m0-$g0,0)/$n")"
+            log "ome LL-HLS n=$n $side run $rep: $(calc "($c1-$c0)/$TCK") CPU s, RSS +$((m1 - m0)) KiB (+$g0 without viewers); ${P[$side]}"
         done
     done
     kc=$(median ${C[kiln]}); mc=$(median ${C[ome]}); km=$(median ${M[kiln]}); mm=$(median ${M[ome]})
@@ -201,7 +224,7 @@ done
 # --- WebRTC viewers, OME's signalling for both ------------------------------
 field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i+1)}' <<<"$2"; }
 O_RTC_DETAIL=""
-declare -A O_RTC_RSS0
+part webrtc &&
 for n in $OME_WEBRTC_NS; do
     declare -A C M L D
     C[kiln]=""; C[ome]=""; M[kiln]=""; M[ome]=""
@@ -210,7 +233,7 @@ for n in $OME_WEBRTC_NS; do
             o_start "$side"
             o_publish 1
             sleep 3
-            m0=$(rss_kb "$O_PID")
+            m0=$(rss_kb "$O_PID"); t0=$SECONDS
             "$O_GEN" --ome "ws://127.0.0.1:$O_HTTP/app/s0" --viewers "$n" --seconds "$SECS" --warm "$WARM" --spread 10 \
                 >"$WORK/ome-rtc.txt" 2>>"$WORK/ome-rtc.err" &
             g=$!; PIDS+=("$g")
@@ -222,16 +245,17 @@ for n in $OME_WEBRTC_NS; do
             done
             sleep "$WARM"
             c0=$(cpu_ticks "$O_PID"); sleep "$SECS"; c1=$(cpu_ticks "$O_PID")
-            m1=$(rss_kb "$O_PID")
+            m1=$(rss_kb "$O_PID"); t1=$SECONDS
             drops=n/a
             [[ $side == kiln ]] && drops=$(curl -s -m 2 -H "Authorization: $OME_AUTH" "http://127.0.0.1:$O_API/v1/webrtc" |
                 python3 -c 'import json,sys; print(json.load(sys.stdin)["response"].get("droppedDatagrams","?"))' 2>/dev/null || echo "?")
             wait "$g" || true
             line=$(cat "$WORK/ome-rtc.txt")
-            C[$side]+=" $(calc "($c1-$c0)/$TCK")"; M[$side]+=" $(calc "max($m1-$m0,0)/$n")"
-            L[$side]="$line"; D[$side]=$drops
-            log "ome WebRTC n=$n $side run $rep: $(calc "($c1-$c0)/$TCK") CPU s, RSS +$((m1 - m0)) KiB, dropped $drops; $line"
             o_unpublish; o_stop
+            g0=$(o_growth "$side" $((t1 - t0)) 3)
+            C[$side]+=" $(calc "($c1-$c0)/$TCK")"; M[$side]+=" $(calc "max($m1-$m0-$g0,0)/$n")"
+            L[$side]="$line"; D[$side]=$drops
+            log "ome WebRTC n=$n $side run $rep: $(calc "($c1-$c0)/$TCK") CPU s, RSS +$((m1 - m0)) KiB (+$g0 in $((t1 - t0)) s without viewers), dropped $drops; $line"
         done
     done
     kc=$(median ${C[kiln]}); mc=$(median ${C[ome]}); km=$(median ${M[kiln]}); mm=$(median ${M[ome]})
@@ -247,6 +271,7 @@ done
 
 # --- WebRTC added latency -------------------------------------------------------
 O_LAT_ROWS=""
+part latency &&
 for n in $OME_LAT_NS; do
     for side in kiln ome; do
         best=""
@@ -291,7 +316,9 @@ the start; kiln only while a WebRTC viewer plays it. Viewers: \`cargo bench
 \`cargo bench --bench webrtc_viewers -- --ome\` (str0m peers over OME's
 WebSocket signalling, the one OvenPlayer speaks, against both; from ten
 loopback addresses, as kiln counts sessions per client address); memory per
-viewer is RSS with the viewers less RSS before them, per viewer.
+viewer is how much more RSS grew with the viewers than it grows over the
+same seconds with none (a second run each time: both servers' segments and
+parts fill their windows whether anyone watches or not), per viewer.
 
 | figure | kiln | OME | kiln / OME |
 |---|---|---|---|
