@@ -16,7 +16,10 @@
 #   - LL-HLS viewers (BENCH_OME_LLHLS_N, 100 300 1000): llhls_viewers;
 #   - WebRTC viewers (BENCH_OME_WEBRTC_N, 50 200 500) through OME's
 #     signalling for both: webrtc_viewers --ome;
-#   - WebRTC added latency (BENCH_OME_LAT_N, 1 200): latency --ome.
+#   - WebRTC added latency (BENCH_OME_LAT_N, 1 200): latency --ome;
+#   - glass to glass in Chromium (tests/web/glass_to_glass.mjs ... ome):
+#     a canvas clock published over WHIP, played over OME's signalling and
+#     LL-HLS (hls.js) in the same page.
 #
 # OME_DIR (default ../shared/tools/ome beside the repository, or
 # KILN_OME_DIR) must hold the OvenMediaEngine binary with its libraries
@@ -28,8 +31,8 @@ OME_REPEAT=${BENCH_OME_REPEAT:-3}
 OME_LLHLS_NS=${BENCH_OME_LLHLS_N:-"100 300 1000"}
 OME_WEBRTC_NS=${BENCH_OME_WEBRTC_N:-"50 200 500"}
 OME_LAT_NS=${BENCH_OME_LAT_N:-"1 200"}
-# Which sections run (BENCH_OME_PARTS, default all): idle ingest llhls webrtc latency.
-OME_PARTS=" ${BENCH_OME_PARTS:-idle ingest llhls webrtc latency} "
+# Which sections run (BENCH_OME_PARTS, default all): idle ingest llhls webrtc latency glass.
+OME_PARTS=" ${BENCH_OME_PARTS:-idle ingest llhls webrtc latency glass} "
 part() { [[ $OME_PARTS == *" $1 "* ]]; }
 OME_AUTH="Basic $(printf %s ome-access-token | base64)"
 OME_VERSION=$( ("$OME_BIN" -v 2>/dev/null || true) | grep -o "v[0-9][0-9.a-z-]*" | head -1)
@@ -301,6 +304,36 @@ for n in $OME_LAT_NS; do
     done
 done
 
+# --- glass to glass, Chromium ----------------------------------------------------
+O_GLASS_ROWS=""
+if part glass; then
+    if command -v chromium >/dev/null && command -v node >/dev/null && [[ -e $ROOT/tests/web/node_modules/puppeteer-core ]]; then
+        declare -A GW GH
+        for side in kiln ome; do GW[$side]=""; GH[$side]=""; done
+        for rep in $(seq "$OME_REPEAT"); do
+            for side in kiln ome; do
+                o_start "$side"
+                g=$(CHROMIUM=$(command -v chromium) timeout 150 node "$ROOT/tests/web/glass_to_glass.mjs" \
+                    "http://127.0.0.1:$O_HTTP/app/glass$rep" $((SECS + 15)) 10 \
+                    "$ROOT/tests/web/node_modules/hls.js/dist/hls.min.js" ome 2>>"$WORK/ome-glass.err" | tail -1)
+                o_stop
+                log "ome glass to glass $side run $rep: $g"
+                read -r wn w50 w90 w99 hn h50 h90 h99 <<<"$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); w,h=d["webrtc"],d["llhls"]; print(w["n"],w["p50"],w["p90"],w["p99"],h["n"],h["p50"],h["p90"],h["p99"])' "$g" 2>/dev/null || echo "0 - - - 0 - - -")"
+                ((wn > 0)) && GW[$side]+=" $w50"
+                ((hn > 0)) && GH[$side]+=" $h50"
+                O_GLASS_ROWS+="| $rep | $side | $w50 / $w90 / $w99 ($wn) | $h50 / $h90 / $h99 ($hn) |
+"
+            done
+        done
+        kw=$(median ${GW[kiln]:-0}); mw=$(median ${GW[ome]:-0}); kh=$(median ${GH[kiln]:-0}); mh=$(median ${GH[ome]:-0})
+        o_row "glass to glass over WebRTC (OME signalling), p50 ms" "$kw" "$mw" "$(ratio "$kw" "$mw")"
+        o_row "glass to glass over LL-HLS (hls.js), p50 ms" "$kh" "$mh" "$(ratio "$kh" "$mh")"
+        RATIOS+=("glass to glass p50: WebRTC kiln ${kw} ms / OME ${mw} ms; LL-HLS kiln ${kh} ms / OME ${mh} ms")
+    else
+        log "ome glass to glass: skipped (needs chromium, node and npm ci --prefix tests/web)"
+    fi
+fi
+
 add "### Against OME (OvenMediaEngine $OME_VERSION, the server kiln imitates)
 
 Both servers run the same file, OME's own \`conf/Server.xml\` from
@@ -347,4 +380,16 @@ with the lower p99 of ${OME_REPEAT}:
 
 | N | server | p50 ms | p90 ms | p99 ms | max ms | frames matched / sent |
 |---|---|---|---|---|---|---|
-$O_LAT_ROWS"
+$O_LAT_ROWS
+Glass to glass (\`tests/web/glass_to_glass.mjs ... ome\`): headless Chromium
+paints its clock on a canvas, publishes it over WHIP (H.264, 30 fps) and
+plays it back in the same page over OME's WebSocket signalling (UDP host
+candidates) and over LL-HLS (hls.js 1.5.20, \`lowLatencyMode\`) at once; the
+delay of each frame shown is the clock then less the clock painted, so it
+holds encoding, the server, decoding and the player's buffer. Both servers
+on OME's config (LL-HLS parts of 0.5 s, segments of 6 s). $((SECS + 15)) s a
+run, the first 10 s not counted; p50 / p90 / p99 ms (frames read):
+
+| run | server | WebRTC | LL-HLS |
+|---|---|---|---|
+$O_GLASS_ROWS"

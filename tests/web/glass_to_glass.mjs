@@ -6,14 +6,21 @@
 // blocks are read back and the delay is the clock now minus the clock
 // painted. Both players watch the same publish at once.
 //
-//   node glass_to_glass.mjs BASE_URL SECONDS WARM HLS_JS
+//   node glass_to_glass.mjs BASE_URL SECONDS WARM HLS_JS [whep|ome]
 //   (BASE_URL: http://host:port/app/stream, kiln's signalling/LL-HLS port)
+//
+// The WebRTC player speaks WHEP (the default) or OME's WebSocket
+// signalling (`ome`: request_offer, offer, answer, as OvenPlayer does),
+// which kiln and OvenMediaEngine both serve, so one page measures either.
+// It takes the server's UDP host candidates (no TURN relay, even where
+// the config forces TCP relay for players that ask for it).
 //
 // Prints one JSON line: per player the delays' p50/p90/p99 (ms) and the
 // count read, after WARM seconds. Every wait is bounded.
 import puppeteer from "puppeteer-core";
 
-const [base, secondsArg, warmArg, hlsJs] = process.argv.slice(2);
+const [base, secondsArg, warmArg, hlsJs, signallingArg] = process.argv.slice(2);
+const signalling = signallingArg || "whep";
 const seconds = Number(secondsArg || 30);
 const warm = Number(warmArg || 8);
 const origin = new URL(base).origin.replace("127.0.0.1", "localhost");
@@ -29,7 +36,7 @@ try {
   const page = await browser.newPage();
   await page.goto(origin + "/", { waitUntil: "load" }).catch(() => {});
   await page.addScriptTag({ path: hlsJs });
-  const result = await page.evaluate(async (base, seconds, warm) => {
+  const result = await page.evaluate(async (base, seconds, warm, signalling) => {
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     const W = 640, H = 360, BITS = 30, BW = Math.floor(W / BITS), BH = 40;
     // 24 bits of clock (ms) and a 6-bit check, so a misread is dropped.
@@ -97,18 +104,44 @@ try {
     await pub.setRemoteDescription({ type: "answer", sdp: await r.text() });
     await sleep(1500);
     const started = performance.now();
-    // Play over WHEP.
+    // Play over WebRTC: WHEP, or OME's signalling.
     const v1 = document.createElement("video");
     v1.muted = true; v1.autoplay = true; v1.playsInline = true;
     document.body.appendChild(v1);
     const sub = new RTCPeerConnection();
-    sub.addTransceiver("video", { direction: "recvonly" });
-    sub.ontrack = (ev) => { v1.srcObject = new MediaStream([ev.track]); v1.play().catch(() => {}); };
-    const o2 = await sub.createOffer();
-    await sub.setLocalDescription(o2);
-    const r2 = await fetch(base + "?direction=whep", { method: "POST", headers: { "Content-Type": "application/sdp" }, body: o2.sdp });
-    if (r2.status !== 201) return { error: "WHEP " + r2.status + ": " + (await r2.text()) };
-    await sub.setRemoteDescription({ type: "answer", sdp: await r2.text() });
+    sub.ontrack = (ev) => {
+      if (ev.track.kind === "video") { v1.srcObject = new MediaStream([ev.track]); v1.play().catch(() => {}); }
+    };
+    let ws = null;
+    if (signalling === "ome") {
+      ws = new WebSocket(base.replace(/^http/, "ws"));
+      const err = await new Promise((resolve) => {
+        const timer = setTimeout(() => resolve("no offer in 10 s"), 10000);
+        ws.onopen = () => ws.send(JSON.stringify({ command: "request_offer" }));
+        ws.onerror = () => { clearTimeout(timer); resolve("WebSocket error"); };
+        ws.onmessage = async (m) => {
+          const msg = JSON.parse(m.data);
+          if (msg.error) { clearTimeout(timer); resolve("signalling: " + msg.code + " " + msg.error); return; }
+          if (msg.command !== "offer") return;
+          try {
+            await sub.setRemoteDescription(msg.sdp);
+            for (const c of msg.candidates || []) await sub.addIceCandidate({ candidate: c.candidate, sdpMLineIndex: c.sdpMLineIndex ?? 0, sdpMid: c.sdpMid }).catch(() => {});
+            const answer = await sub.createAnswer();
+            await sub.setLocalDescription(answer);
+            ws.send(JSON.stringify({ command: "answer", id: msg.id, peer_id: msg.peer_id ?? 0, sdp: { type: "answer", sdp: answer.sdp } }));
+            clearTimeout(timer); resolve(null);
+          } catch (e) { clearTimeout(timer); resolve("answer: " + e); }
+        };
+      });
+      if (err) return { error: "OME signalling: " + err };
+    } else {
+      sub.addTransceiver("video", { direction: "recvonly" });
+      const o2 = await sub.createOffer();
+      await sub.setLocalDescription(o2);
+      const r2 = await fetch(base + "?direction=whep", { method: "POST", headers: { "Content-Type": "application/sdp" }, body: o2.sdp });
+      if (r2.status !== 201) return { error: "WHEP " + r2.status + ": " + (await r2.text()) };
+      await sub.setRemoteDescription({ type: "answer", sdp: await r2.text() });
+    }
     watch(v1, out.webrtc, started);
     // Play over LL-HLS.
     const v2 = document.createElement("video");
@@ -128,8 +161,9 @@ try {
     };
     const res = { webrtc: stats(out.webrtc), llhls: stats(out.llhls), hlsLatency: hls.latency, hlsTargetLatency: hls.targetLatency };
     hls.destroy(); sub.close(); pub.close();
+    if (ws) ws.close();
     return res;
-  }, base, seconds, warm);
+  }, base, seconds, warm, signalling);
   console.log(JSON.stringify(result));
   if (result.error) process.exitCode = 1;
 } catch (e) {
