@@ -656,8 +656,20 @@ impl StreamHls {
         let is_first_video = first_video.is_some_and(|v| v.track.id == frame.track);
         let t = &self.tracks[i];
         let open: Option<u64> = if is_video {
-            let due = t.segments.is_empty()
-                || start_of(frame.track).is_none_or(|s| dts - s >= seg_target);
+            // The first segment ends at the first keyframe a part target
+            // in, not a segment target: the playlists are held until a
+            // segment is complete, and a player let in then starts at the
+            // newest independent part before the hold-back, so behind a
+            // 6 s first segment it starts 6 s behind live (hls.js over a
+            // WHIP source with OME's config: 6.2 s, where OME gave 1.7 s).
+            let target = match t.segments.len() {
+                1 if !t.segments[0].complete => {
+                    ((part_target * TICKS_PER_SECOND as f64) as i64).min(seg_target)
+                }
+                _ => seg_target,
+            };
+            let due =
+                t.segments.is_empty() || start_of(frame.track).is_none_or(|s| dts - s >= target);
             (frame.keyframe && due).then(|| {
                 let own = t.segments.back().map_or(0, |s| s.msn + 1);
                 // Other video tracks (renditions) start their numbering
@@ -724,7 +736,14 @@ impl StreamHls {
                 0 => 0.0,
                 n => pending / n as f64,
             };
-            if !t.pending.is_empty() && pending + est > part_target * 1.001 {
+            // A keyframe also closes a part that has 85% of its target
+            // (the least a part that is not a segment's last may hold,
+            // RFC 8216bis 4.4.4.9), so the next part begins with it:
+            // INDEPENDENT, where a player may start. A publisher whose
+            // keyframes are asked for (WebRTC) sends them off the parts'
+            // grid.
+            let keyframe_cut = is_video && frame.keyframe && pending >= part_target * 0.85;
+            if !t.pending.is_empty() && (keyframe_cut || pending + est > part_target * 1.001) {
                 progress.new_part |= t.close_part(Some(dts));
             }
         }

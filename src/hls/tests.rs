@@ -119,15 +119,17 @@ fn segments_start_on_keyframes_and_parts_keep_their_target() {
     let s = stream(20, LlhlsConfig::default());
     let video = s.track(1).unwrap();
     let audio = s.track(2).unwrap();
-    // 6 s segments from 1 s GOPs: 0-6, 6-12, 12-18, and 18- in progress.
+    // 6 s segments from 1 s GOPs: the first ends at the first keyframe a
+    // part target in (0-1), then 1-7, 7-13, 13-19, and 19- in progress.
     let complete: Vec<f64> = video
         .segments
         .iter()
         .filter(|x| x.complete)
         .map(|x| x.duration())
         .collect();
-    assert_eq!(complete.len(), 3, "{complete:?}");
-    for d in complete {
+    assert_eq!(complete.len(), 4, "{complete:?}");
+    assert!((complete[0] - 1.0).abs() < 1e-6, "{complete:?}");
+    for d in &complete[1..] {
         assert!((d - 6.0).abs() < 1e-6, "{d}");
     }
     for seg in &video.segments {
@@ -170,7 +172,7 @@ fn playlists_name_every_file_the_urls_serve() {
         "{text}"
     );
     assert!(
-        text.contains("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part_1_2_"),
+        text.contains("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part_1_3_"),
         "{text}"
     );
     assert!(text.contains("#EXT-X-RENDITION-REPORT:URI=\"chunklist_2_audio_abcd1234_llhls.m3u8\""));
@@ -659,4 +661,57 @@ fn audio_languages_name_the_group_members() {
     );
     assert_eq!(lang(b"e\"g"), None);
     assert_eq!(lang(b"engl"), None);
+}
+
+/// A publisher whose keyframes fall off the parts' grid (a browser over
+/// WHIP, its keyframes asked for): a keyframe closes a part that holds 85%
+/// of its target, so the keyframe begins an INDEPENDENT part where a
+/// player may start; no part but a segment's last ends shorter than that.
+#[test]
+fn a_keyframe_late_in_a_part_begins_an_independent_part() {
+    let mut s = StreamHls::new(
+        &[h264_track()],
+        LlhlsConfig::default(),
+        "abcd1234".into(),
+        0,
+    );
+    // 30 fps, a keyframe every 43 frames (1.433 s): 0.433 s into a part
+    // (0.425 s is 85% of 0.5 s).
+    let mut keyframes = 0;
+    for v in 0..30 * 20 {
+        let key = v % 43 == 0;
+        keyframes += usize::from(key);
+        let mut data = vec![0, 0, 0, 20, if key { 0x65 } else { 0x41 }];
+        data.extend_from_slice(&[v as u8; 19]);
+        let dts = i64::from(v) * 3000;
+        s.push(&Frame {
+            track: 1,
+            pts: dts,
+            dts,
+            keyframe: key,
+            data: data.into(),
+        });
+    }
+    let video = s.track(1).unwrap();
+    let mut independent = 0;
+    for seg in &video.segments {
+        assert!(seg.parts[0].independent);
+        for (i, p) in seg.parts.iter().enumerate() {
+            assert!(p.duration <= 0.5 + 1e-9, "{}", p.duration);
+            independent += usize::from(p.independent);
+            let next_independent = seg.parts.get(i + 1).is_some_and(|q| q.independent);
+            if i + 1 < seg.parts.len() && !next_independent {
+                assert!(
+                    p.duration >= 0.425 - 1e-9,
+                    "part {i} of {}: {}",
+                    seg.msn,
+                    p.duration
+                );
+            }
+        }
+    }
+    // Every keyframe begins a part, in a segment's middle or at its start.
+    assert_eq!(independent, keyframes);
+    // The first segment ends at the first keyframe a part target in.
+    assert!((video.segments[0].duration() - 43.0 / 30.0).abs() < 1e-6);
 }
