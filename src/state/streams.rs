@@ -16,6 +16,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// dropped until the next keyframe.
 const GOP_MAX_BYTES: usize = 32 * 1024 * 1024;
 const GOP_MAX_FRAMES: usize = 4000;
+/// A video track's GOP older than this behind another's keyframe (90 kHz
+/// ticks: 10 s) is a rendition that stopped, not one to start on.
+const STALE_GOP: i64 = 10 * crate::media::TICKS_PER_SECOND;
 
 pub type StreamId = u64;
 
@@ -612,8 +615,40 @@ impl Streams {
         let kind = s.track(frame.track).map(|t| t.kind());
         let is_video = kind == Some(MediaKind::Video);
         if is_video && frame.keyframe {
-            s.gop.clear();
-            s.gop_bytes = 0;
+            // Each video track (a rendition of a ladder) keeps its frames
+            // from its own latest keyframe: the renditions' keyframes of
+            // one moment come one after another, and clearing the cache on
+            // each left only the last one's, so a new output of the first
+            // rendition (or a viewer pinned to another) started without a
+            // keyframe. What no video track's GOP covers any more goes.
+            let video = |s: &LiveStream, t: TrackId| {
+                s.track(t).is_some_and(|t| t.kind() == MediaKind::Video)
+            };
+            // A rendition that stopped (a paused simulcast layer) is not
+            // kept past STALE_GOP behind this keyframe.
+            let track = frame.track;
+            let stale = frame.dts - STALE_GOP;
+            let mut first_of: Vec<(TrackId, i64)> = Vec::new();
+            for f in &s.gop {
+                if !first_of.iter().any(|(t, _)| *t == f.track) {
+                    first_of.push((f.track, f.dts));
+                }
+            }
+            let old = |t: TrackId| first_of.iter().any(|&(x, d)| x == t && d < stale);
+            let kept: Vec<Frame> = std::mem::take(&mut s.gop)
+                .into_iter()
+                .filter(|f| f.track != track && !(video(s, f.track) && old(f.track)))
+                .collect();
+            let start = kept
+                .iter()
+                .filter(|f| video(s, f.track))
+                .map(|f| f.dts)
+                .fold(frame.dts, i64::min);
+            s.gop = kept
+                .into_iter()
+                .filter(|f| f.dts >= start || video(s, f.track))
+                .collect();
+            s.gop_bytes = s.gop.iter().map(|f| f.data.len()).sum();
         } else if s.gop.is_empty() && s.has_video() {
             // Nothing before the first keyframe is useful to a new output.
             return;
@@ -748,5 +783,59 @@ mod tests {
         s.on_frame(id, &frame(true, 3));
         assert_eq!(s.get(id).unwrap().gop().len(), 1);
         assert_eq!(s.get(id).unwrap().frames_in, 4);
+    }
+
+    /// A ladder's renditions each keep their GOP from their own keyframe,
+    /// whatever order one moment's keyframes come in; audio from the
+    /// earliest of them.
+    #[test]
+    fn every_rendition_keeps_its_own_keyframe() {
+        let mut s = Streams::default();
+        let id = s.start("v", "a", "ladder", SourceType::Rtmp, 1, 0).unwrap();
+        let audio = Track {
+            id: 9,
+            codec: Codec::Aac,
+            video: None,
+            audio: Some(crate::media::AudioParams::default()),
+            ..video_track()
+        };
+        s.set_tracks(
+            id,
+            vec![
+                video_track(),
+                Track {
+                    id: 2,
+                    ..video_track()
+                },
+                Track {
+                    id: 3,
+                    ..video_track()
+                },
+                audio,
+            ],
+        );
+        let at = |track, key, pts| Frame {
+            track,
+            ..frame(key, pts)
+        };
+        for base in [0, 100] {
+            // One moment's keyframes, the last rendition's first.
+            for (t, key) in [(3, true), (9, true), (1, true), (2, true)] {
+                s.on_frame(id, &at(t, key, base));
+            }
+            for pts in base + 1..base + 5 {
+                for t in [1, 2, 3, 9] {
+                    s.on_frame(id, &at(t, t == 9, pts));
+                }
+            }
+        }
+        let gop = s.get(id).unwrap().gop();
+        for t in [1, 2, 3] {
+            let first = gop.iter().find(|f| f.track == t).unwrap();
+            assert!(first.keyframe && first.pts == 100, "track {t}: {first:?}");
+            assert_eq!(gop.iter().filter(|f| f.track == t).count(), 5);
+        }
+        assert!(gop.iter().all(|f| f.pts >= 100), "{gop:?}");
+        assert_eq!(gop.iter().filter(|f| f.track == 9).count(), 5);
     }
 }
