@@ -1208,6 +1208,65 @@ fn viewers_who_open_the_stream_in_its_first_second_play() {
     assert!(r["decodedFrames"].as_u64().unwrap_or(0) > 0, "{r}");
 }
 
+/// Issue 45: OME's config has 6 s segments. A player opening a stream at
+/// its start is let in when the first segment is complete and starts at
+/// the newest INDEPENDENT part before the hold-back: behind a 6 s first
+/// segment that was its start, and hls.js stayed 6.2 s behind live (a
+/// browser over WHIP; OME 1.7 s). The first segment now ends at the first
+/// keyframe a part in, and a keyframe late in a part (here every 1.44 s,
+/// off the 0.5 s grid) begins a part of its own.
+#[test]
+fn hlsjs_opening_a_stream_with_long_segments_plays_near_live() {
+    let _one = one_browser();
+    let Some((browser, web)) = browser_with_hlsjs() else {
+        return;
+    };
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = llhls_server(
+        "llhls-long-segments",
+        "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>6</SegmentDuration>",
+    );
+    // A keyframe every 36 frames at 25 fps: 1.44 s.
+    let mut src = ffmpeg_source(
+        40,
+        &["-g", "36", "-keyint_min", "36"],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let url = format!("{}/llhls.m3u8", base(&s, "cam"));
+    let opened = Instant::now();
+    let page = format!("file://{}/llhls.html?src={url}&seconds=14", web.display());
+    let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), 14);
+    let (_, video) = wait_for_first_segment(&s, "cam");
+    let (_, chunklist, _) = curl(&[], &format!("{}/{video}", base(&s, "cam")));
+    let _ = src.kill();
+    let _ = src.wait();
+    println!("hls.js opened {:?} after the tracks: {r}", opened.elapsed());
+    assert!(hlsjs_fatal_errors(&r).is_empty(), "{r}");
+    assert!(r["decodedFrames"].as_u64().unwrap_or(0) > 0, "{r}");
+    // Keyframes mid-segment began parts of their own: INDEPENDENT parts
+    // that are not their segment's first (part_{track}_{msn}_{n}_...).
+    let mid = chunklist
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-PART:") && l.contains("INDEPENDENT=YES"))
+        .filter_map(|l| l.split("URI=\"part_").nth(1))
+        .filter(|u| u.split('_').nth(2).is_some_and(|n| n != "0"))
+        .count();
+    assert!(mid >= 2, "{chunklist}");
+    let latency: Vec<f64> = r["latency"]
+        .as_array()
+        .expect("latency samples")
+        .iter()
+        .filter_map(|v| v.as_f64())
+        .collect();
+    let last = *latency.last().expect("hls.js reports a latency");
+    println!("hls.js live latency at the end: {last:.3} s");
+    assert!(last < 3.5, "latency {last} s behind 6 s segments: {r}");
+}
+
 /// Issue 42: a server stopped by SIGTERM (or Ctrl-C) while a dump and a
 /// recording run finishes both: the dump's chunklists end with
 /// `EXT-X-ENDLIST` (ffprobe reads it as VOD with a duration; before, N/A),
