@@ -173,49 +173,33 @@ impl RingGcm {
     }
 }
 
-impl AeadAes128GcmCipher for RingGcm {
-    fn encrypt(
-        &mut self,
-        iv: &[u8; 12],
-        aad: &[u8],
-        input: &[u8],
-        output: &mut [u8],
-    ) -> Result<(), CryptoError> {
-        self.seal(iv, aad, input, output)
-    }
+/// str0m has one trait per key size, with the same two methods.
+macro_rules! gcm_cipher {
+    ($($trait:ident),+) => {$(
+        impl $trait for RingGcm {
+            fn encrypt(
+                &mut self,
+                iv: &[u8; 12],
+                aad: &[u8],
+                input: &[u8],
+                output: &mut [u8],
+            ) -> Result<(), CryptoError> {
+                self.seal(iv, aad, input, output)
+            }
 
-    fn decrypt(
-        &mut self,
-        iv: &[u8; 12],
-        aads: &[&[u8]],
-        input: &[u8],
-        output: &mut [u8],
-    ) -> Result<usize, CryptoError> {
-        self.open(iv, aads, input, output)
-    }
+            fn decrypt(
+                &mut self,
+                iv: &[u8; 12],
+                aads: &[&[u8]],
+                input: &[u8],
+                output: &mut [u8],
+            ) -> Result<usize, CryptoError> {
+                self.open(iv, aads, input, output)
+            }
+        }
+    )+};
 }
-
-impl AeadAes256GcmCipher for RingGcm {
-    fn encrypt(
-        &mut self,
-        iv: &[u8; 12],
-        aad: &[u8],
-        input: &[u8],
-        output: &mut [u8],
-    ) -> Result<(), CryptoError> {
-        self.seal(iv, aad, input, output)
-    }
-
-    fn decrypt(
-        &mut self,
-        iv: &[u8; 12],
-        aads: &[&[u8]],
-        input: &[u8],
-        output: &mut [u8],
-    ) -> Result<usize, CryptoError> {
-        self.open(iv, aads, input, output)
-    }
-}
+gcm_cipher!(AeadAes128GcmCipher, AeadAes256GcmCipher);
 
 #[cfg(test)]
 mod tests {
