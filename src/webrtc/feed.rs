@@ -108,6 +108,25 @@ fn queue_gop(outgoing: &mut std::collections::VecDeque<Outgoing>, gop: &[Packets
     }
 }
 
+/// A viewer moved down to `track` (its picture stalls on a path too
+/// narrow): it switches now, on that rendition's GOP from the stream's
+/// cache (squeezed, as a pinned viewer starts), and what of the old one is
+/// still queued here and not begun is dropped; so the picture comes back
+/// at once instead of at the rendition's next keyframe. `false` when the
+/// cache has no keyframe of it (the caller then waits for one).
+pub(super) fn switch_down_now(
+    outgoing: &mut std::collections::VecDeque<Outgoing>,
+    track: &Track,
+    gop: &[Frame],
+) -> bool {
+    let Some(packets) = rendition_gop(track, gop) else {
+        return false;
+    };
+    outgoing.retain(|o| o.kind != Kind::Video || o.written > 0);
+    queue_gop(outgoing, &packets);
+    true
+}
+
 impl WebRtc {
     /// A session just connected: the stream's GOP from its keyframe, with
     /// timestamps squeezed to end at the latest frame's, so the browser

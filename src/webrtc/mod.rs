@@ -815,7 +815,8 @@ impl WebRtc {
 
     /// A viewer's receiver reported `loss` (the share of its video
     /// packets lost): with automatic choice on and several renditions, it
-    /// may move to another at that one's next keyframe.
+    /// may move to another: down at once (from the cached GOP), up at
+    /// that one's next keyframe.
     fn auto_rendition(&mut self, idx: usize, streams: &Streams, loss: f32, now: Instant) {
         let Some(s) = self.sessions.get_mut(idx) else {
             return;
@@ -856,7 +857,20 @@ impl WebRtc {
             rates[current],
             rates[to]
         );
-        s.want_layer = Some(videos[to].0);
+        let target = videos[to].0;
+        if to > current {
+            if let Some(track) = st.track(target) {
+                if feed::switch_down_now(&mut s.outgoing, track, st.gop()) {
+                    s.layer = (target != videos[0].0).then_some(target);
+                    s.layer_switched = true;
+                    if let Some(owner) = s.owner {
+                        self.switched.push((owner, s.key.clone()));
+                    }
+                    return;
+                }
+            }
+        }
+        s.want_layer = Some(target);
         let stream = s.stream;
         self.ask_keyframe(stream);
     }
