@@ -398,12 +398,7 @@ impl WebRtc {
                 .get_mut(idx)
                 .filter(|s| s.want_layer == Some(track))
             {
-                s.layer = (Some(track) != first).then_some(track);
-                s.want_layer = None;
-                s.layer_switched = true;
-                if let Some(owner) = s.owner {
-                    self.switched.push((owner, s.key.clone()));
-                }
+                s.switch_layer(track, first, &mut self.switched);
             }
         }
     }

@@ -266,6 +266,25 @@ struct Session {
     bytes: u64,
 }
 
+impl Session {
+    /// It plays `track` from now (`first`, the stream's first video
+    /// track, is what no `layer` means); its signalling connection is told
+    /// (`switched`, by owner).
+    fn switch_layer(
+        &mut self,
+        track: TrackId,
+        first: Option<TrackId>,
+        switched: &mut Vec<(usize, String)>,
+    ) {
+        self.layer = (Some(track) != first).then_some(track);
+        self.want_layer = None;
+        self.layer_switched = true;
+        if let Some(owner) = self.owner {
+            switched.push((owner, self.key.clone()));
+        }
+    }
+}
+
 /// One session as the sessions API lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionView {
@@ -861,11 +880,7 @@ impl WebRtc {
         if to > current {
             if let Some(track) = st.track(target) {
                 if feed::switch_down_now(&mut s.outgoing, track, st.gop()) {
-                    s.layer = (target != videos[0].0).then_some(target);
-                    s.layer_switched = true;
-                    if let Some(owner) = s.owner {
-                        self.switched.push((owner, s.key.clone()));
-                    }
+                    s.switch_layer(target, Some(videos[0].0), &mut self.switched);
                     return;
                 }
             }
