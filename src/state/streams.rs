@@ -621,33 +621,35 @@ impl Streams {
             // each left only the last one's, so a new output of the first
             // rendition (or a viewer pinned to another) started without a
             // keyframe. What no video track's GOP covers any more goes.
-            let video = |s: &LiveStream, t: TrackId| {
-                s.track(t).is_some_and(|t| t.kind() == MediaKind::Video)
-            };
-            // A rendition that stopped (a paused simulcast layer) is not
-            // kept past STALE_GOP behind this keyframe.
-            let track = frame.track;
+            let videos: Vec<TrackId> = s
+                .tracks
+                .iter()
+                .filter(|t| t.kind() == MediaKind::Video)
+                .map(|t| t.id)
+                .collect();
+            let video = |t: TrackId| videos.contains(&t);
+            // This track's old GOP goes, and a rendition that stopped (a
+            // paused simulcast layer): its first frame here, its keyframe,
+            // is STALE_GOP behind this one.
             let stale = frame.dts - STALE_GOP;
-            let mut first_of: Vec<(TrackId, i64)> = Vec::new();
+            let mut seen: Vec<TrackId> = Vec::new();
+            let mut dropped = vec![frame.track];
             for f in &s.gop {
-                if !first_of.iter().any(|(t, _)| *t == f.track) {
-                    first_of.push((f.track, f.dts));
+                if video(f.track) && !seen.contains(&f.track) {
+                    seen.push(f.track);
+                    if f.dts < stale {
+                        dropped.push(f.track);
+                    }
                 }
             }
-            let old = |t: TrackId| first_of.iter().any(|&(x, d)| x == t && d < stale);
-            let kept: Vec<Frame> = std::mem::take(&mut s.gop)
-                .into_iter()
-                .filter(|f| f.track != track && !(video(s, f.track) && old(f.track)))
-                .collect();
-            let start = kept
+            s.gop.retain(|f| !dropped.contains(&f.track));
+            let start = s
+                .gop
                 .iter()
-                .filter(|f| video(s, f.track))
+                .filter(|f| video(f.track))
                 .map(|f| f.dts)
                 .fold(frame.dts, i64::min);
-            s.gop = kept
-                .into_iter()
-                .filter(|f| f.dts >= start || video(s, f.track))
-                .collect();
+            s.gop.retain(|f| video(f.track) || f.dts >= start);
             s.gop_bytes = s.gop.iter().map(|f| f.data.len()).sum();
         } else if s.gop.is_empty() && s.has_video() {
             // Nothing before the first keyframe is useful to a new output.
