@@ -871,7 +871,10 @@ impl Session {
             }
         }
 
-        for fb in RtcpFb::from_rtcp(self.feedback_rx.drain(..)) {
+        // kiln: taken whole, so the queue (1 KB an `Rtcp`) is not kept
+        // between a peer's reports.
+        let feedback_rx = std::mem::take(&mut self.feedback_rx);
+        for fb in RtcpFb::from_rtcp(feedback_rx.into_iter()) {
             if let RtcpFb::AppSpecificFeedback(asf) = fb {
                 self.pending_app_feedback = Some(AppSpecificFeedback {
                     sender_ssrc: asf.sender_ssrc,
@@ -1129,6 +1132,13 @@ impl Session {
         };
 
         let len = Rtcp::write_packet(&mut self.feedback_tx, &mut data, output);
+
+        // kiln: an `Rtcp` is 1 KB, and the queue kept the room of its
+        // longest report (a sender report, its SDES and more: 4 KB a
+        // session) between reports a second apart.
+        if self.feedback_tx.is_empty() {
+            self.feedback_tx = VecDeque::new();
+        }
 
         if len == 0 {
             return None;

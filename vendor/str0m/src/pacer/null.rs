@@ -35,7 +35,10 @@ impl Pacer for NullPacer {
         // We don't care
     }
     fn poll_timeout(&self) -> (Option<Instant>, Reason) {
-        let time = if self.needs_timeout_before_next_poll {
+        // kiln: a packet counted in the snapshot that its stream did not
+        // give (dropped on the way) asks for a fresh snapshot, as before.
+        let counted = self.queue_states.iter().any(|q| q.snapshot.packet_count > 0);
+        let time = if self.needs_timeout_before_next_poll || counted {
             self.last_sends.values().min().copied()
         } else {
             None
@@ -64,13 +67,26 @@ impl Pacer for NullPacer {
         // Pick a queue using round robin, prioritize the least recently sent on queue.
         let to_send_on = non_empty_queues.min_by_key(|q| self.last_sends.get(&q.midrid));
 
-        let result = to_send_on.map(|q| (q.midrid, None));
+        let midrid = to_send_on.map(|q| q.midrid)?;
 
-        if result.is_some() {
+        // kiln: the packet about to be sent leaves the snapshot, and the
+        // next poll sends the next one counted in it. Upstream asks for a
+        // timeout (a whole `handle_timeout` of the session: ICE, RTCP,
+        // NACK and a new snapshot of every queue) between any two packets,
+        // which was most of a viewer's cost per packet. A new snapshot is
+        // wanted only once the counted packets are out.
+        let mut left = 0;
+        for q in &mut self.queue_states {
+            if q.midrid == midrid {
+                q.snapshot.packet_count = q.snapshot.packet_count.saturating_sub(1);
+            }
+            left += q.snapshot.packet_count;
+        }
+        if left == 0 {
             self.needs_timeout_before_next_poll = true;
         }
 
-        result
+        Some((midrid, None))
     }
 
     fn register_send(&mut self, now: Instant, _packet_size: DataSize, from: MidRid) {

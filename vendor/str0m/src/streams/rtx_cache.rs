@@ -1,11 +1,122 @@
+use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
 use crate::io::DATAGRAM_MAX_PACKET_SIZE;
-use crate::rtp_::SeqNo;
+use crate::packet::Vp8Patch;
+use crate::rtp_::{ExtensionValues, MediaTime, Mid, Pt, Rid, RtpHeader, SeqNo, Ssrc};
 
 use super::RtpPacket;
 use super::rtx_cache_buf::EvictingBuffer;
+
+/// kiln: a sent packet as the cache keeps it. An `RtpPacket` is 408
+/// bytes, most of them its header's extension values and CSRC list, which
+/// a sent packet seldom carries: a WebRTC viewer's 64 cached video
+/// packets held 27 KiB, about 10 KiB as `Lean`.
+#[derive(Debug)]
+enum Kept {
+    /// No CSRCs, no extension values but the MID and RID (sent until the
+    /// peer reports on the SSRC), no sender info: the fixed header fields
+    /// and the payload.
+    Lean(Lean),
+    /// Anything else, whole.
+    Full(Box<RtpPacket>),
+}
+
+#[derive(Debug, Clone)]
+struct Lean {
+    seq_no: SeqNo,
+    time: MediaTime,
+    payload: Arc<[u8]>,
+    vp8_patch: Option<Vp8Patch>,
+    timestamp: Instant,
+    header_len: usize,
+    rtp_time: u32,
+    ssrc: Ssrc,
+    sequence_number: u16,
+    payload_type: Pt,
+    version: u8,
+    marker: bool,
+    has_padding: bool,
+    has_extension: bool,
+    mid: Option<Mid>,
+    rid: Option<Rid>,
+}
+
+impl Kept {
+    fn new(packet: RtpPacket) -> Kept {
+        let h = &packet.header;
+        if h.csrc_count != 0
+            || packet.last_sender_info.is_some()
+            || !packet.nackable
+            || h.ext_vals
+                != (ExtensionValues {
+                    mid: h.ext_vals.mid,
+                    rid: h.ext_vals.rid,
+                    ..Default::default()
+                })
+        {
+            return Kept::Full(Box::new(packet));
+        }
+        Kept::Lean(Lean {
+            header_len: h.header_len,
+            rtp_time: h.timestamp,
+            ssrc: h.ssrc,
+            sequence_number: h.sequence_number,
+            payload_type: h.payload_type,
+            version: h.version,
+            marker: h.marker,
+            has_padding: h.has_padding,
+            has_extension: h.has_extension,
+            mid: h.ext_vals.mid,
+            rid: h.ext_vals.rid,
+            seq_no: packet.seq_no,
+            time: packet.time,
+            vp8_patch: packet.vp8_patch,
+            timestamp: packet.timestamp,
+            payload: packet.payload,
+        })
+    }
+
+    fn payload(&self) -> &[u8] {
+        match self {
+            Kept::Lean(l) => &l.payload,
+            Kept::Full(p) => &p.payload,
+        }
+    }
+}
+
+impl Lean {
+    fn expand(&self) -> RtpPacket {
+        RtpPacket {
+            seq_no: self.seq_no,
+            time: self.time,
+            header: RtpHeader {
+                version: self.version,
+                has_padding: self.has_padding,
+                has_extension: self.has_extension,
+                csrc_count: 0,
+                marker: self.marker,
+                payload_type: self.payload_type,
+                sequence_number: self.sequence_number,
+                timestamp: self.rtp_time,
+                ssrc: self.ssrc,
+                csrc: [0; 15],
+                ext_vals: ExtensionValues {
+                    mid: self.mid,
+                    rid: self.rid,
+                    ..Default::default()
+                },
+                header_len: self.header_len,
+            },
+            payload: self.payload.clone(),
+            vp8_patch: self.vp8_patch,
+            timestamp: self.timestamp,
+            last_sender_info: None,
+            nackable: true,
+        }
+    }
+}
 
 const RTX_CACHE_SIZE_QUANTIZER: usize = 25;
 const RTX_CACHE_QUANTIZE_SLOTS: usize = DATAGRAM_MAX_PACKET_SIZE / RTX_CACHE_SIZE_QUANTIZER;
@@ -13,7 +124,10 @@ const RTX_CACHE_QUANTIZE_SLOTS: usize = DATAGRAM_MAX_PACKET_SIZE / RTX_CACHE_SIZ
 #[derive(Debug)]
 pub(crate) struct RtxCache {
     // Data, new additions here probably need to be cleared in [`clear`].
-    packet_by_seq_no: EvictingBuffer<RtpPacket>,
+    packet_by_seq_no: EvictingBuffer<Kept>,
+
+    /// kiln: a `Lean` packet asked for, made whole (made at the first ask).
+    scratch: Option<Box<RtpPacket>>,
 
     // Technically we want [Option<SeqNo>; X] to indicate the absence of
     // a SeqNo. However We can half the storage space by using the sentinel
@@ -26,6 +140,7 @@ impl RtxCache {
         Self {
             packet_by_seq_no: EvictingBuffer::new(10, max_packet_age, max_packet_count),
             seq_no_by_quantized_size: [SeqNo::MAX; RTX_CACHE_QUANTIZE_SLOTS],
+            scratch: None,
         }
     }
 
@@ -33,7 +148,7 @@ impl RtxCache {
         assert!(packet.nackable);
         let seq_no = packet.seq_no;
         let quantized_size = packet.payload.len() / RTX_CACHE_SIZE_QUANTIZER;
-        self.packet_by_seq_no.push(*seq_no, now, packet);
+        self.packet_by_seq_no.push(*seq_no, now, Kept::new(packet));
         self.seq_no_by_quantized_size[quantized_size] = seq_no;
         self.remove_old_packets(now);
     }
@@ -42,8 +157,19 @@ impl RtxCache {
         Some(self.packet_by_seq_no.last_position()?.into())
     }
 
+    /// kiln: a `Lean` packet is given as a whole copy; a change made to it
+    /// is not kept (str0m's callers change the header of a packet they
+    /// resend only to clone it).
     pub fn get_cached_packet_by_seq_no(&mut self, seq_no: SeqNo) -> Option<&mut RtpPacket> {
-        self.packet_by_seq_no.get_mut(*seq_no)
+        match self.packet_by_seq_no.get_mut(*seq_no)? {
+            Kept::Full(p) => Some(&mut **p),
+            Kept::Lean(l) => {
+                let whole = l.expand();
+                let slot = self.scratch.get_or_insert_with(|| Box::new(RtpPacket::blank()));
+                **slot = whole;
+                Some(&mut **slot)
+            }
+        }
     }
 
     pub fn get_cached_packet_smaller_than(&mut self, max_size: usize) -> Option<&mut RtpPacket> {
@@ -64,7 +190,7 @@ impl RtxCache {
 
     pub(crate) fn last_packet(&self) -> Option<&[u8]> {
         let packet = self.packet_by_seq_no.last()?;
-        Some(packet.payload.as_ref())
+        Some(packet.payload())
     }
 
     pub(crate) fn clear(&mut self) {

@@ -26,6 +26,8 @@ pub struct EvictingBuffer<T> {
     next_evict: Option<u64>,
     // Last timeout when we evicted elements.
     last_timeout: Instant,
+    /// kiln: the size `buf` is given at the first push.
+    initial_size: usize,
 }
 
 /// Entry in the buffer to keep track of position and time separately.
@@ -52,13 +54,19 @@ fn prepare_buf<T>(len: usize) -> Vec<Option<T>> {
 impl<T> EvictingBuffer<T> {
     /// Creates a new buffer with an initial size.
     pub fn new(initial_size: usize, max_age: Duration, max_size: usize) -> Self {
+        // kiln: the slots are made at the first push. Upstream made them
+        // here: every send stream of every session held its first ten
+        // (4.3 KiB of packet slots) whether or not a packet was ever
+        // cached in them, an audio stream whose packets are not nackable
+        // or the probe stream of a session without bandwidth estimation.
         Self {
-            buf: prepare_buf(initial_size),
+            buf: Vec::new(),
             max_age,
             max_size,
             last_position: None,
             next_evict: None,
             last_timeout: already_happened(),
+            initial_size,
         }
     }
 
@@ -75,6 +83,9 @@ impl<T> EvictingBuffer<T> {
     ///
     /// Position is an increasing sequence number. The sequence can be out of order.
     pub fn push(&mut self, position: u64, timestamp: Instant, value: T) {
+        if self.buf.is_empty() && self.initial_size > 0 {
+            self.buf = prepare_buf(self.initial_size);
+        }
         if self.is_inert() {
             return;
         }

@@ -14,6 +14,9 @@ pub(crate) struct ValueHistory<T> {
 
 const DEFAULT_VALUE_HISTORY_DURATION: Duration = Duration::from_secs(1);
 
+/// kiln: the span of one entry of the history.
+const BUCKET: Duration = Duration::from_millis(10);
+
 impl<T: Default> Default for ValueHistory<T> {
     fn default() -> Self {
         Self {
@@ -32,6 +35,18 @@ where
     /// Note: time should always monotonically increase in subsequent calls to add()
     pub fn push(&mut self, t: Instant, v: T) {
         self.value += v;
+        // kiln: values within BUCKET of the newest entry are added to it.
+        // Upstream kept one entry per value: a send stream's byte history
+        // held an entry per packet sent in the last second (24 bytes each,
+        // in a VecDeque that doubles: 12-24 KiB per WebRTC viewer for the
+        // retransmission-ratio cap). A sum over a second is off by at most
+        // BUCKET at its old end.
+        if let Some(back) = self.history.back_mut() {
+            if t >= back.0 && t.duration_since(back.0) < BUCKET {
+                back.1 += v;
+                return;
+            }
+        }
         self.history.push_back((t, v));
     }
 
