@@ -76,6 +76,9 @@ impl std::fmt::Display for WsError {
     }
 }
 
+/// Bytes of capacity a [`Reader`] keeps once it has taken all it read.
+const KEPT_CAPACITY: usize = 512;
+
 pub struct Reader {
     buf: Vec<u8>,
     /// Bytes of `buf` already taken as frames (dropped at the next
@@ -116,6 +119,7 @@ impl Reader {
     pub fn next_message(&mut self) -> Result<Option<Message>, WsError> {
         loop {
             let Some((fin, opcode, payload, used)) = self.frame()? else {
+                self.release_if_drained();
                 return Ok(None);
             };
             self.pos += used;
@@ -162,6 +166,17 @@ impl Reader {
                 }
                 _ => return Err(WsError::Reserved),
             }
+        }
+    }
+
+    /// Everything read was taken: a buffer grown for a large message (an
+    /// SDP answer of a few KiB) goes back to the allocator instead of
+    /// staying with a connection that may idle for hours (OME's
+    /// signalling keeps its WebSocket open for the whole session).
+    fn release_if_drained(&mut self) {
+        if self.pos == self.buf.len() && self.buf.capacity() > KEPT_CAPACITY {
+            self.buf = Vec::new();
+            self.pos = 0;
         }
     }
 
@@ -293,6 +308,19 @@ mod tests {
         assert!(is_upgrade(&req));
         let head = accept_head(&req).unwrap();
         assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+    }
+
+    #[test]
+    fn a_large_message_taken_leaves_no_large_buffer() {
+        let sdp = vec![b'v'; 4000];
+        let mut r = Reader::new(16 * 1024);
+        r.feed(&client(0x1, true, &sdp));
+        assert!(matches!(r.next_message(), Ok(Some(Message::Text(t))) if t.len() == 4000));
+        assert!(r.next_message().unwrap().is_none());
+        assert!(r.buf.capacity() <= KEPT_CAPACITY);
+        // And it reads on.
+        r.feed(&client(0x1, true, b"{}"));
+        assert!(matches!(r.next_message(), Ok(Some(Message::Text(t))) if t == "{}"));
     }
 
     #[test]
