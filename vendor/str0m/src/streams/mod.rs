@@ -134,7 +134,9 @@ pub(crate) struct Streams {
     last_rx_lookup_cleanup: Instant,
 
     /// All outgoing encoded streams.
-    streams_tx: HashMap<Ssrc, StreamTx>,
+    /// kiln: boxed. A `StreamTx` is 1.8 KB, and the map holds room for
+    /// four of them for the two streams (audio, video) of a viewer.
+    streams_tx: HashMap<Ssrc, Box<StreamTx>>,
 
     /// Non-media padding source. Its sequence counter survives media changes.
     probe_tx: StreamTx,
@@ -341,9 +343,15 @@ impl Streams {
         rtx: Option<Ssrc>,
         midrid: MidRid,
     ) -> &mut StreamTx {
-        self.streams_tx
-            .entry(ssrc)
-            .or_insert_with(|| StreamTx::new(ssrc, rtx, midrid, self.enable_stats, self.mtu_warn))
+        self.streams_tx.entry(ssrc).or_insert_with(|| {
+            Box::new(StreamTx::new(
+                ssrc,
+                rtx,
+                midrid,
+                self.enable_stats,
+                self.mtu_warn,
+            ))
+        })
     }
 
     pub fn remove_stream_tx(&mut self, ssrc: Ssrc) -> bool {
@@ -368,7 +376,7 @@ impl Streams {
     }
 
     pub fn stream_tx(&mut self, ssrc: &Ssrc) -> Option<&mut StreamTx> {
-        self.streams_tx.get_mut(ssrc)
+        self.streams_tx.get_mut(ssrc).map(|s| &mut **s)
     }
 
     /// Lookup the "main" SSRC and mid for a given SSRC(main or RTX).
@@ -541,7 +549,7 @@ impl Streams {
     }
 
     pub(crate) fn streams_tx(&mut self) -> impl Iterator<Item = &mut StreamTx> {
-        self.streams_tx.values_mut()
+        self.streams_tx.values_mut().map(|s| &mut **s)
     }
 
     pub(crate) fn ssrcs_tx(&self, mid: Mid) -> Vec<(Ssrc, Option<Ssrc>)> {
@@ -662,7 +670,10 @@ impl Streams {
             self.probe_media?;
             return Some(&mut self.probe_tx);
         }
-        self.streams_tx.values_mut().find(|s| s.is_midrid(midrid))
+        self.streams_tx
+            .values_mut()
+            .map(|s| &mut **s)
+            .find(|s| s.is_midrid(midrid))
     }
 
     pub(crate) fn stream_rx_by_midrid(
@@ -687,7 +698,10 @@ impl Streams {
 
     /// An iterator over all the tx streams for a given mid.
     pub(crate) fn streams_tx_by_mid(&mut self, mid: Mid) -> impl Iterator<Item = &mut StreamTx> {
-        self.streams_tx.values_mut().filter(move |s| s.mid() == mid)
+        self.streams_tx
+            .values_mut()
+            .map(|s| &mut **s)
+            .filter(move |s| s.mid() == mid)
     }
 
     /// An iterator over all the rx streams for a given mid.
