@@ -219,7 +219,13 @@ impl RequestReader {
         if result.is_err() {
             self.failed = true;
         }
-        if self.pos > 0 && (self.pos == self.buf.len() || self.pos > 64 * 1024) {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            // All taken: the buffer goes back to the allocator, not kept
+            // with a connection that now waits (an LL-HLS viewer parked
+            // on a blocking reload, a thousand of them at once).
+            self.buf = Vec::new();
+            self.pos = 0;
+        } else if self.pos > 64 * 1024 {
             self.buf.drain(..self.pos);
             self.pos = 0;
         }
@@ -505,6 +511,8 @@ mod tests {
         assert_eq!(req.header_str("authorization"), Some("Basic eA=="));
         assert!(req.keep_alive());
         assert!(r.is_idle());
+        // A taken request leaves no buffer behind (a parked connection).
+        assert_eq!(r.buf.capacity(), 0);
     }
 
     #[test]
