@@ -8,7 +8,8 @@
 //! The socket is edge-triggered: a turn reads at most `READ_BUDGET`
 //! datagrams so others are served too, and one that stopped at the budget
 //! re-queues itself (its deadline is now), never waits for an edge that a
-//! full receive queue would never raise again.
+//! full receive queue would never raise again. Likewise a write that
+//! stopped at its rounds with sessions still paused for room.
 
 use super::endpoint::{Cx, Endpoint};
 use crate::webrtc::Datagram;
@@ -57,6 +58,11 @@ pub(crate) struct IceSocket {
     /// The last read stopped at its budget with datagrams left: read
     /// again at this time (the next turn).
     read_again: Option<std::time::Instant>,
+    /// The last write stopped at its rounds with sessions still paused for
+    /// room and nothing held back by the kernel: write again at this time
+    /// (the next turn). A keyframe to hundreds of viewers takes several
+    /// calls, and an outbox this socket emptied raises no new event.
+    write_again: Option<std::time::Instant>,
 }
 
 impl IceSocket {
@@ -69,6 +75,7 @@ impl IceSocket {
             got: Vec::with_capacity(SLOTS),
             backlog: VecDeque::new(),
             read_again: None,
+            write_again: None,
         }
     }
 
@@ -136,6 +143,8 @@ impl IceSocket {
             api.webrtc.resume(&mut api.registry.streams, cx.now);
         }
         self.send(cx);
+        self.write_again =
+            (self.backlog.is_empty() && cx.api.webrtc.has_paused()).then_some(cx.now);
     }
 
     fn send(&mut self, cx: &mut Cx<'_>) {
@@ -193,14 +202,20 @@ impl Endpoint for IceSocket {
     }
 
     fn timeout(&mut self, cx: &mut Cx<'_>) {
-        if self.read_again.is_some() {
+        let read = self.read_again.is_some();
+        if read {
             self.read(cx);
+        }
+        if read || self.write_again.is_some() {
             self.write(cx);
         }
     }
 
     fn deadline(&self) -> Option<std::time::Instant> {
-        self.read_again
+        match (self.read_again, self.write_again) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn is_closed(&self) -> bool {

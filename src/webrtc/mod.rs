@@ -88,7 +88,7 @@ const MAX_OUTBOX: usize = 8192;
 /// frames, shared payloads, bounded by [`MAX_QUEUED_FRAMES`]. Each
 /// datagram waiting is an allocation of its own (a sealed packet, 1.2
 /// KB), and the heap keeps the outbox's high-water mark: at 2,048 it was
-/// 19 KiB per viewer at 200 viewers, at 128 (two `sendmmsg` batches) 2
+/// 19 KiB per viewer at 200 viewers, at 128 (two `sendmmsg` batches) 1.3
 /// KiB, for the same CPU (BENCHMARKS.md).
 const OUTBOX_PAUSE: usize = 128;
 /// Frames one session may hold unwritten (about 4 s of 30 fps video and
@@ -1429,4 +1429,3 @@ pub fn random_string(len: usize) -> String {
         .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
         .collect()
 }
-
