@@ -132,6 +132,9 @@ impl IceSocket {
     }
 
     fn write(&mut self, cx: &mut Cx<'_>) {
+        // Set again below only if this call stops at its rounds (an early
+        // return must not leave a past deadline armed: the loop would spin).
+        self.write_again = None;
         // Sessions paused for room write their next frames as this socket
         // sends (bounded: a few rounds per call, then the loop's turn).
         for _ in 0..RESUME_ROUNDS {
