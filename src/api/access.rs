@@ -107,16 +107,8 @@ mod tests {
     use super::*;
 
     fn req(headers: &[(&str, &str)]) -> Request {
-        Request {
-            method: "GET".into(),
-            target: "/v1/vhosts".into(),
-            minor_version: 1,
-            headers: headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
-                .collect(),
-            body: Vec::new(),
-        }
+        let headers: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
+        Request::new("GET", "/v1/vhosts", 1, &headers)
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub(super) fn serve(req: &Request, webrtc: (Option<u16>, Option<u16>)) -> Option
     if path != "/console" && !path.starts_with("/console/") {
         return None;
     }
-    if req.method != "GET" && req.method != "HEAD" {
+    if req.method() != "GET" && req.method() != "HEAD" {
         return Some(
             super::envelope::ApiError::method_not_allowed()
                 .to_response()

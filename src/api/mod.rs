@@ -641,7 +641,7 @@ impl Api {
         if let Err(e) = access::check_host(req, info.sni, &self.host_names) {
             return e.to_response();
         }
-        if req.method == "OPTIONS" {
+        if req.method() == "OPTIONS" {
             return Response::new(204, Vec::new())
                 .with_header("Access-Control-Max-Age", "600")
                 .with_header("Allow", access::ALLOW_METHODS);
@@ -668,10 +668,10 @@ impl Api {
             Some(r) => r,
             None => return ApiError::controller_not_found().to_response(),
         };
-        let method = if req.method == "HEAD" {
+        let method = if req.method() == "HEAD" {
             "GET"
         } else {
-            req.method.as_str()
+            req.method()
         };
         let allowed = route.methods();
         if !allowed.contains(&method) {

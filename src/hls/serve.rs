@@ -310,7 +310,7 @@ pub fn answer(
         .and_then(|p| p.llhls.as_ref()?.cache_control)
         .map(|c| c.resolved())
         .unwrap_or_default();
-    match req.method.as_str() {
+    match req.method() {
         "GET" | "HEAD" => {}
         "OPTIONS" => {
             let preflight = Reply {
@@ -356,7 +356,7 @@ pub fn answer(
             }
         }
     } else {
-        let value = query(&req.target, "session");
+        let value = query(req.target(), "session");
         match gate.sessions.use_viewer(value, gate.wall) {
             Ok(t) => (value.map(str::to_string), Some(t)),
             Err(e) => return with_origin(Reply::error(401, &e), origin),
@@ -564,7 +564,7 @@ fn answer_file(
         let Some(ts) = &out.ts else {
             return reply(Reply::error(404, "HLS is not enabled for this application"));
         };
-        let rewind = Reload::of(&req.target).rewind();
+        let rewind = Reload::of(req.target()).rewind();
         let variant = |i: usize| ts.variants.get(i);
         return match f {
             TsFile::Master => reply(Reply::playlist(ts.master(), Cache::NoStore)),
@@ -670,7 +670,7 @@ fn answer_file(
             }
             let text = playlist::master(s);
             // OME's `_HLS_rewind=NO` on the master goes on to its chunklists.
-            let rewind_no = !Reload::of(&req.target).rewind();
+            let rewind_no = !Reload::of(req.target()).rewind();
             if rewind_no && s.dvr.is_some() {
                 let text = add_query(text.as_bytes(), "_HLS_rewind=NO");
                 return reply(Reply::media(
@@ -685,7 +685,7 @@ fn answer_file(
             let Some(t) = track_of(track) else {
                 return reply(Reply::error(404, "No such track"));
             };
-            let reload = Reload::of(&req.target);
+            let reload = Reload::of(req.target());
             let skip = matches!(reload.skip, Some("YES" | "v2"));
             let rewind = reload.rewind();
             let msn = reload.msn.map(str::parse::<u64>);

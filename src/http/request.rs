@@ -13,25 +13,101 @@ const MAX_HEADERS: usize = 96;
 /// Longest chunk-size line or trailer section we accept.
 const MAX_CHUNK_LINE: usize = 4096;
 
-/// A complete request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A complete request. Its head is kept as one buffer (method, target, then
+/// each header's name and value, back to back) and one table of where each
+/// ends: two allocations whatever the number of headers, so a connection
+/// that parks a request (an LL-HLS blocking reload, a thousand at once)
+/// holds its head's bytes and little more.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Request {
-    pub method: String,
-    /// The request target as sent (path and query).
-    pub target: String,
+    head: Box<[u8]>,
+    method_end: u32,
+    target_end: u32,
+    /// Each header's name end and value end in `head` (a name starts where
+    /// the previous value ends).
+    fields: Box<[(u32, u32)]>,
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     pub minor_version: u8,
-    pub headers: Vec<(String, Vec<u8>)>,
     pub body: Vec<u8>,
 }
 
+/// An offset into a head (bounded by the reader's limit, far below 4 GiB).
+fn offset(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 impl Request {
+    /// A request with this head and an empty body.
+    pub fn new(method: &str, target: &str, minor_version: u8, headers: &[(&str, &[u8])]) -> Self {
+        Self::build(method, target, minor_version, headers.iter().copied())
+    }
+
+    fn build<'a>(
+        method: &str,
+        target: &str,
+        minor_version: u8,
+        headers: impl Iterator<Item = (&'a str, &'a [u8])> + Clone,
+    ) -> Self {
+        let len = method.len()
+            + target.len()
+            + headers
+                .clone()
+                .map(|(n, v)| n.len() + v.len())
+                .sum::<usize>();
+        let mut head = Vec::with_capacity(len);
+        head.extend_from_slice(method.as_bytes());
+        let method_end = offset(head.len());
+        head.extend_from_slice(target.as_bytes());
+        let target_end = offset(head.len());
+        let mut fields = Vec::with_capacity(headers.clone().count());
+        for (name, value) in headers {
+            head.extend_from_slice(name.as_bytes());
+            let name_end = offset(head.len());
+            head.extend_from_slice(value);
+            fields.push((name_end, offset(head.len())));
+        }
+        Request {
+            head: head.into_boxed_slice(),
+            method_end,
+            target_end,
+            fields: fields.into_boxed_slice(),
+            minor_version,
+            body: Vec::new(),
+        }
+    }
+
+    fn bytes(&self, from: u32, to: u32) -> &[u8] {
+        self.head.get(from as usize..to as usize).unwrap_or(&[])
+    }
+
+    fn text(&self, from: u32, to: u32) -> &str {
+        std::str::from_utf8(self.bytes(from, to)).unwrap_or("")
+    }
+
+    pub fn method(&self) -> &str {
+        self.text(0, self.method_end)
+    }
+
+    /// The request target as sent (path and query).
+    pub fn target(&self) -> &str {
+        self.text(self.method_end, self.target_end)
+    }
+
+    /// Every header, in the order sent: name and value.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        let starts = std::iter::once(self.target_end).chain(self.fields.iter().map(|f| f.1));
+        starts
+            .zip(self.fields.iter())
+            .map(|(start, &(name_end, value_end))| {
+                (self.text(start, name_end), self.bytes(name_end, value_end))
+            })
+    }
+
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
+        self.headers()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
+            .map(|(_, v)| v)
     }
 
     pub fn header_str(&self, name: &str) -> Option<&str> {
@@ -52,10 +128,38 @@ impl Request {
 
     /// The path without the query string.
     pub fn path(&self) -> &str {
-        match self.target.find('?') {
-            Some(i) => &self.target[..i],
-            None => &self.target,
+        let target = self.target();
+        match target.find('?') {
+            Some(i) => &target[..i],
+            None => target,
         }
+    }
+}
+
+/// Header values other than credentials shown as text; an `Authorization`
+/// or `Cookie` value is never printed.
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, std::borrow::Cow<'_, str>)> = self
+            .headers()
+            .map(|(n, v)| {
+                let secret =
+                    n.eq_ignore_ascii_case("authorization") || n.eq_ignore_ascii_case("cookie");
+                let v = if secret {
+                    "(hidden)".into()
+                } else {
+                    String::from_utf8_lossy(v)
+                };
+                (n, v)
+            })
+            .collect();
+        f.debug_struct("Request")
+            .field("method", &self.method())
+            .field("target", &self.target())
+            .field("minor_version", &self.minor_version)
+            .field("headers", &headers)
+            .field("body_len", &self.body.len())
+            .finish()
     }
 }
 
@@ -142,7 +246,9 @@ pub struct RequestReader {
     buf: Vec<u8>,
     /// Start of unconsumed bytes in `buf`.
     pos: usize,
-    pending: Option<Pending>,
+    /// Boxed: a connection between requests (most of them, most of the
+    /// time) keeps only the pointer.
+    pending: Option<Box<Pending>>,
     continue_answered: bool,
     failed: bool,
 }
@@ -237,7 +343,7 @@ impl RequestReader {
             match self.parse_head()? {
                 Some(p) => {
                     self.continue_answered = false;
-                    self.pending = Some(p);
+                    self.pending = Some(Box::new(p));
                 }
                 None => return Ok(None),
             }
@@ -285,22 +391,13 @@ impl RequestReader {
         if head_len > self.limits.max_head_bytes {
             return Err(RequestError::HeadTooLarge);
         }
-        let method = req.method.unwrap_or("").to_string();
-        let target = req.path.unwrap_or("").to_string();
-        let minor_version = req.version.unwrap_or(1);
-        let headers: Vec<(String, Vec<u8>)> = req
-            .headers
-            .iter()
-            .map(|h| (h.name.to_string(), h.value.to_vec()))
-            .collect();
+        let request = Request::build(
+            req.method.unwrap_or(""),
+            req.path.unwrap_or(""),
+            req.version.unwrap_or(1),
+            req.headers.iter().map(|h| (h.name, h.value)),
+        );
         self.pos += head_len;
-        let request = Request {
-            method,
-            target,
-            minor_version,
-            headers,
-            body: Vec::new(),
-        };
         check_singletons(&request)?;
         let body = body_framing(&request, self.limits.max_body_bytes)?;
         let expects_continue = request.minor_version == 1
@@ -410,8 +507,7 @@ fn find_crlf(data: &[u8]) -> Option<usize> {
 fn check_singletons(request: &Request) -> Result<(), RequestError> {
     let count = |name: &str| {
         request
-            .headers
-            .iter()
+            .headers()
             .filter(|(n, _)| n.eq_ignore_ascii_case(name))
             .count()
     };
@@ -433,7 +529,7 @@ fn check_singletons(request: &Request) -> Result<(), RequestError> {
 fn body_framing(request: &Request, max_body: usize) -> Result<BodyState, RequestError> {
     let mut chunked = false;
     let mut length: Option<u64> = None;
-    for (name, value) in &request.headers {
+    for (name, value) in request.headers() {
         if name.eq_ignore_ascii_case("transfer-encoding") {
             let v = std::str::from_utf8(value)
                 .map_err(|_| RequestError::Malformed("invalid Transfer-Encoding"))?;
@@ -506,7 +602,7 @@ mod tests {
         let mut r = reader();
         r.feed(b"GET /v1/vhosts?x=1 HTTP/1.1\r\nHost: h\r\nAuthorization: Basic eA==\r\n\r\n");
         let req = r.next_request().unwrap().unwrap();
-        assert_eq!(req.method, "GET");
+        assert_eq!(req.method(), "GET");
         assert_eq!(req.path(), "/v1/vhosts");
         assert_eq!(req.header_str("authorization"), Some("Basic eA=="));
         assert!(req.keep_alive());
@@ -516,11 +612,61 @@ mod tests {
     }
 
     #[test]
+    fn headers_keep_their_order_and_bytes() {
+        let mut r = reader();
+        r.feed(b"POST /a?b HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nX-Bin: \xff\x80\r\nAuthorization: Bearer s3cret\r\nContent-Length: 2\r\n\r\nhi");
+        let req = r.next_request().unwrap().unwrap();
+        assert_eq!(
+            (req.method(), req.target(), req.path()),
+            ("POST", "/a?b", "/a")
+        );
+        let names: Vec<_> = req.headers().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [
+                "Host",
+                "X-Empty",
+                "X-Bin",
+                "Authorization",
+                "Content-Length"
+            ]
+        );
+        assert_eq!(req.header("x-empty"), Some(&b""[..]));
+        assert_eq!(req.header("x-bin"), Some(&b"\xff\x80"[..]));
+        assert_eq!(req.header_str("x-bin"), None);
+        assert_eq!(req.body, b"hi");
+        assert_eq!(
+            req,
+            Request {
+                body: b"hi".to_vec(),
+                ..Request::new(
+                    "POST",
+                    "/a?b",
+                    1,
+                    &[
+                        ("Host", b"h"),
+                        ("X-Empty", b""),
+                        ("X-Bin", b"\xff\x80"),
+                        ("Authorization", b"Bearer s3cret"),
+                        ("Content-Length", b"2"),
+                    ]
+                )
+            }
+        );
+        // Logged requests never show a credential.
+        let shown = format!("{req:?}");
+        assert!(
+            shown.contains("/a?b") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn pipelined_in_order() {
         let mut r = reader();
         r.feed(b"GET /a HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyzGET /c HTTP/1.1\r\nHost: h\r\n\r\n");
         let reqs = all(&mut r).unwrap();
-        let paths: Vec<_> = reqs.iter().map(|r| r.target.as_str()).collect();
+        let paths: Vec<_> = reqs.iter().map(|r| r.target()).collect();
         assert_eq!(paths, ["/a", "/b", "/c"]);
         assert_eq!(reqs[1].body, b"xyz");
     }

@@ -14,7 +14,7 @@ const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// Does this request ask for a WebSocket (GET with `Upgrade: websocket`
 /// and a key)?
 pub fn is_upgrade(req: &Request) -> bool {
-    req.method == "GET"
+    req.method() == "GET"
         && req
             .header_str("upgrade")
             .is_some_and(|u| u.eq_ignore_ascii_case("websocket"))

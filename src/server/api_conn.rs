@@ -276,7 +276,7 @@ impl ApiConn {
                         if api.pulls.table.add_waiter(&key, self.token) {
                             self.parked = Some(Parked {
                                 key,
-                                head: req.method == "HEAD",
+                                head: req.method() == "HEAD",
                                 close,
                                 headers: resp.headers,
                                 since: now,
@@ -290,11 +290,11 @@ impl ApiConn {
                     crate::debug!(
                         "api {} {} {} -> {}",
                         self.peer,
-                        req.method,
+                        req.method(),
                         req.path(),
                         resp.status
                     );
-                    write_response(&resp, req.method == "HEAD", close, &mut self.out);
+                    write_response(&resp, req.method() == "HEAD", close, &mut self.out);
                     self.head_started = None;
                     if close {
                         self.phase = Phase::Closing;

@@ -51,12 +51,19 @@ struct Parked {
     req: Request,
     since: Instant,
     until: Instant,
-    /// Waiting for the admission webhook (not for a part): the check and
-    /// the stream asked for.
-    admission: Option<(CheckId, (String, String, String))>,
-    /// Waiting for the stream to be pulled from its origin, with the
-    /// admission it already has (session, stream).
-    pull: Option<(PullKey, Option<Admitted>)>,
+    waiting: Waiting,
+}
+
+/// What a parked request waits for. The rare cases are boxed: a thousand
+/// LL-HLS viewers parked on blocking reloads hold one word for it each.
+enum Waiting {
+    /// The stream's next part (or a DVR segment being read).
+    Media,
+    /// The admission webhook: the check and the stream asked for.
+    Admission(Box<(CheckId, (String, String, String))>),
+    /// The stream to be pulled from its origin, with the admission it
+    /// already has (session, stream).
+    Pull(Box<(PullKey, Option<Admitted>)>),
 }
 
 /// A viewer's admission: its session token and the stream it names.
@@ -211,26 +218,24 @@ impl ViewerConn {
             return;
         }
         if let Some(p) = self.parked.take() {
-            if p.pull.is_some() {
-                if cx.now >= p.until {
-                    self.queue(
-                        &p.req,
-                        &Reply::error(503, "The stream did not come from its origin in time"),
-                    );
-                } else {
+            // Only `pull_answered` and `admitted` move the others on (or
+            // their time-out).
+            let late = match p.waiting {
+                Waiting::Media => None,
+                Waiting::Pull(_) => Some("The stream did not come from its origin in time"),
+                Waiting::Admission(_) => Some("No admission decision came"),
+            };
+            match late {
+                None => {
+                    if !self.respond(p.req, Some(p.since), None, cx) {
+                        return;
+                    }
+                }
+                Some(why) if cx.now >= p.until => self.queue(&p.req, &Reply::error(503, why)),
+                Some(_) => {
                     self.parked = Some(p);
                     return;
                 }
-            } else if p.admission.is_some() {
-                // Only `admitted` moves it on (or its time-out).
-                if cx.now >= p.until {
-                    self.queue(&p.req, &Reply::error(503, "No admission decision came"));
-                } else {
-                    self.parked = Some(p);
-                    return;
-                }
-            } else if !self.respond(p.req, Some(p.since), None, cx) {
-                return;
             }
         }
         while !self.closed && self.out_bytes < OUTPUT_HIGH_WATER {
@@ -308,7 +313,7 @@ impl ViewerConn {
                         return true;
                     }
                     if let Some(a) = cx.api.registry.streams.audience_mut(m.stream) {
-                        let bytes = if req.method == "HEAD" {
+                        let bytes = if req.method() == "HEAD" {
                             0
                         } else {
                             r.len() as u64
@@ -326,8 +331,7 @@ impl ViewerConn {
                     req,
                     since: since.unwrap_or(cx.now),
                     until,
-                    admission: None,
-                    pull: None,
+                    waiting: Waiting::Media,
                 });
                 false
             }
@@ -348,8 +352,7 @@ impl ViewerConn {
                     req,
                     since: since.unwrap_or(cx.now),
                     until,
-                    admission: None,
-                    pull: None,
+                    waiting: Waiting::Media,
                 });
                 false
             }
@@ -411,8 +414,7 @@ impl ViewerConn {
             req,
             since: now,
             until: now + PULL_WAIT,
-            admission: None,
-            pull: Some((key, session)),
+            waiting: Waiting::Pull(Box::new((key, session))),
         });
         false
     }
@@ -433,7 +435,7 @@ impl ViewerConn {
             format!(":{p}")
         };
         let scheme = if tls { "https" } else { "http" };
-        format!("{scheme}://{host}{port}{}", req.target)
+        format!("{scheme}://{host}{port}{}", req.target())
     }
 
     /// An entry playlist under access control: asks the manager.
@@ -481,8 +483,7 @@ impl ViewerConn {
                     req,
                     since: cx.now,
                     until: cx.now + ADMISSION_WAIT,
-                    admission: Some((check, target)),
-                    pull: None,
+                    waiting: Waiting::Admission(Box::new((check, target))),
                 });
                 false
             }
@@ -618,7 +619,7 @@ impl ViewerConn {
     /// A response made whole elsewhere (WebRTC signalling).
     #[cfg(feature = "webrtc")]
     fn queue_raw(&mut self, req: &Request, bytes: Vec<u8>, close: bool) {
-        crate::debug!("viewer {} {} {}", self.peer, req.method, req.target);
+        crate::debug!("viewer {} {} {}", self.peer, req.method(), req.target());
         self.push_body(Bytes::from(bytes).into());
         if close {
             self.closing = true;
@@ -629,14 +630,14 @@ impl ViewerConn {
         crate::debug!(
             "viewer {} {} {} -> {} ({} bytes)",
             self.peer,
-            req.method,
-            req.target,
+            req.method(),
+            req.target(),
             r.status,
             r.len()
         );
         let close = !req.keep_alive() || self.closing;
         self.push_head(r, r.len(), close);
-        if req.method != "HEAD" {
+        if req.method() != "HEAD" {
             for b in &r.body {
                 self.push_body(b.clone());
             }
@@ -702,6 +703,11 @@ impl ViewerConn {
             }
             self.last_activity = now;
             self.consume(written);
+        }
+        if self.out.is_empty() && self.out.capacity() > 0 {
+            // All written: the queue goes back to the allocator, not kept
+            // with a connection that now waits for its next part.
+            self.out = VecDeque::new();
         }
         if self.closing && self.out.is_empty() && self.parked.is_none() {
             self.transport.close_write();
@@ -896,8 +902,8 @@ impl Endpoint for ViewerConn {
             self.end_signal(cx);
             return;
         }
-        let waiting =
-            matches!(&self.parked, Some(Parked { admission: Some((c, _)), .. }) if *c == check);
+        let waiting = matches!(&self.parked,
+            Some(Parked { waiting: Waiting::Admission(a), .. }) if a.0 == check);
         if !waiting || self.closed {
             if let Verdict::Allowed(Admit {
                 admission: Some(a), ..
@@ -909,12 +915,13 @@ impl Endpoint for ViewerConn {
         }
         let Some(Parked {
             req,
-            admission: Some((_, target)),
+            waiting: Waiting::Admission(a),
             ..
         }) = self.parked.take()
         else {
             return;
         };
+        let (_, target) = *a;
         let answered = match verdict {
             Verdict::Allowed(admit) => self.open_session(req, target, admit, cx),
             Verdict::Refused(why) => {
@@ -938,19 +945,20 @@ impl Endpoint for ViewerConn {
     }
 
     fn pull_answered(&mut self, answer: PullAnswer, cx: &mut Cx<'_>) {
-        let waiting =
-            matches!(&self.parked, Some(Parked { pull: Some((k, _)), .. }) if *k == answer.key);
+        let waiting = matches!(&self.parked,
+            Some(Parked { waiting: Waiting::Pull(p), .. }) if p.0 == answer.key);
         if !waiting || self.closed {
             return;
         }
         let Some(Parked {
             req,
-            pull: Some((_, session)),
+            waiting: Waiting::Pull(p),
             ..
         }) = self.parked.take()
         else {
             return;
         };
+        let (_, session) = *p;
         let answered = match answer.result {
             Ok(()) => {
                 let admitted = session.as_ref().map(|(s, t)| (s.as_str(), t));

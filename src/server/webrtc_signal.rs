@@ -40,7 +40,7 @@ pub(crate) enum Route {
 
 /// Routes WHEP requests (`direction=whep`) and WebSocket upgrades.
 pub(crate) fn route(req: &Request) -> Option<Route> {
-    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    let query = req.target().split_once('?').map_or("", |(_, q)| q);
     if ws::is_upgrade(req) {
         return Some(Route::WebSocket);
     }
@@ -56,7 +56,7 @@ pub(crate) fn route(req: &Request) -> Option<Route> {
             .unwrap_or("")
             .to_string()
     };
-    match req.method.as_str() {
+    match req.method() {
         "POST" if direction == "whip" => Some(Route::WhipOffer),
         "POST" => Some(Route::WhepOffer),
         "OPTIONS" => Some(Route::WhepOptions),
@@ -78,14 +78,14 @@ fn relay_links(req: &Request, webrtc: &crate::webrtc::WebRtc) -> Vec<String> {
 
 /// The request asks for the TCP relay (`transport=tcp`, OME's query).
 fn wants_tcp(req: &Request) -> bool {
-    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    let query = req.target().split_once('?').map_or("", |(_, q)| q);
     crate::admission::policy::query_value(query, "transport")
         .is_some_and(|t| t.eq_ignore_ascii_case("tcp"))
 }
 
 /// A WebSocket for publishing (`direction=send`, OME's ingest).
 fn is_send(req: &Request) -> bool {
-    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    let query = req.target().split_once('?').map_or("", |(_, q)| q);
     crate::admission::policy::query_value(query, "direction").as_deref() == Some("send")
 }
 
@@ -334,7 +334,7 @@ pub(crate) fn whep_answer(
     };
     // kiln's extension: `rendition=NAME` pins one of the stream's
     // renditions (WHEP has no rendition message; OME's signalling does).
-    let query = req.target.split_once('?').map_or("", |(_, q)| q);
+    let query = req.target().split_once('?').map_or("", |(_, q)| q);
     let pinned = match crate::admission::policy::query_value(query, "rendition") {
         None => None,
         Some(name) => {
