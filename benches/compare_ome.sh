@@ -229,8 +229,8 @@ field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i+1)}' <
 O_RTC_DETAIL=""
 part webrtc &&
 for n in $OME_WEBRTC_NS; do
-    declare -A C M L D
-    C[kiln]=""; C[ome]=""; M[kiln]=""; M[ome]=""
+    declare -A C M L D Q
+    C[kiln]=""; C[ome]=""; M[kiln]=""; M[ome]=""; Q[kiln]=""; Q[ome]=""
     for rep in $(seq "$OME_REPEAT"); do
         for side in kiln ome; do
             o_start "$side"
@@ -257,6 +257,11 @@ for n in $OME_WEBRTC_NS; do
             o_unpublish; o_stop
             g0=$(o_growth "$side" $((t1 - t0)) 3)
             C[$side]+=" $(calc "($c1-$c0)/$TCK")"; M[$side]+=" $(calc "max($m1-$m0-$g0,0)/$n")"
+            # CPU per GB the viewers got (they count over the same
+            # seconds): a server that cannot keep up is not credited for
+            # what it failed to send.
+            got=$(field bytes "$line")
+            Q[$side]+=" $(calc "($c1-$c0)/$TCK/max(${got:-0}/1e9,1e-9)")"
             L[$side]="$line"; D[$side]=$drops
             log "ome WebRTC n=$n $side run $rep: $(calc "($c1-$c0)/$TCK") CPU s, RSS +$((m1 - m0)) KiB (+$g0 in $((t1 - t0)) s without viewers), dropped $drops; $line"
         done
@@ -264,7 +269,9 @@ for n in $OME_WEBRTC_NS; do
     kc=$(median ${C[kiln]}); mc=$(median ${C[ome]}); km=$(median ${M[kiln]}); mm=$(median ${M[ome]})
     o_row "WebRTC, $n viewers: CPU s over ${SECS} s (target ≤ 0.2x at 200 and 500)" "$(fmt "$kc")" "$(fmt "$mc")" "$(ratio "$kc" "$mc")"
     o_row "WebRTC, $n viewers: RSS KiB per viewer (target ≤ 0.25x)" "$(fmt "$km" 0)" "$(fmt "$mm" 0)" "$(ratio "$km" "$mm")"
-    RATIOS+=("WebRTC $n viewers: kiln CPU $(ratio "$kc" "$mc")x, memory per viewer $(ratio "$km" "$mm")x OME")
+    kq=$(median ${Q[kiln]}); mq=$(median ${Q[ome]})
+    o_row "WebRTC, $n viewers: CPU s per GB the viewers got" "$(fmt "$kq")" "$(fmt "$mq")" "$(ratio "$kq" "$mq")"
+    RATIOS+=("WebRTC $n viewers: kiln CPU $(ratio "$kc" "$mc")x ($(ratio "$kq" "$mq")x per byte delivered), memory per viewer $(ratio "$km" "$mm")x OME")
     for side in kiln ome; do
         l=${L[$side]}
         O_RTC_DETAIL+="| $n | $side | $(field viewers "$l") / $n | $(field packets_min "$l") / $(field packets_max "$l") | $(field frames_min "$l") | ${D[$side]} |
