@@ -72,21 +72,28 @@ o_env() {
 }
 O_PID=
 o_start() { # kiln|ome: the server on OME's config, until its API answers
-    local d=$WORK/peer-$1
-    rm -rf "$d"; mkdir -p "$d/conf" "$d/logs" "$d/media" "$d/dvr"
-    local f
-    for f in Server.xml Logger.xml; do sed "s|@RUN@|$d|g" "$OME_DIR/conf/$f" >"$d/conf/$f"; done
-    if [[ $1 == kiln ]]; then
-        (cd "$d" && o_env exec "$KILN" -c "$d/conf/Server.xml" 2>"$d/log") &
-    else
-        (cd "$d" && o_env exec "$OME_BIN" -c "$d/conf" >"$d/log" 2>&1) &
-    fi
-    O_PID=$!; PIDS+=("$O_PID")
-    for _ in $(seq 300); do
-        curl -s -o /dev/null -m 1 -H "Authorization: $OME_AUTH" "http://127.0.0.1:$O_API/v1/vhosts" && return 0
-        sleep 0.05
+    local d=$WORK/peer-$1 f try
+    # Three tries: OME, started the moment the last server let go of the
+    # same ports, now and then ends at once on a bind.
+    for try in 1 2 3; do
+        rm -rf "$d"; mkdir -p "$d/conf" "$d/logs" "$d/media" "$d/dvr"
+        for f in Server.xml Logger.xml; do sed "s|@RUN@|$d|g" "$OME_DIR/conf/$f" >"$d/conf/$f"; done
+        if [[ $1 == kiln ]]; then
+            (cd "$d" && o_env exec "$KILN" -c "$d/conf/Server.xml" 2>"$d/log") &
+        else
+            (cd "$d" && o_env exec "$OME_BIN" -c "$d/conf" >"$d/log" 2>&1) &
+        fi
+        O_PID=$!; PIDS+=("$O_PID")
+        for _ in $(seq 300); do
+            curl -s -o /dev/null -m 1 -H "Authorization: $OME_AUTH" "http://127.0.0.1:$O_API/v1/vhosts" && return 0
+            kill -0 "$O_PID" 2>/dev/null || break
+            sleep 0.05
+        done
+        log "$1 did not answer on $O_API (try $try): $(grep -iE "fail|error|bind|in use" "$d/log" | tail -3)"
+        o_stop
+        sleep 2
     done
-    log "$1 did not answer on $O_API: $(tail -3 "$d/log")"; return 1
+    return 1
 }
 o_stop() { stop "$O_PID"; O_PID=; }
 o_streams() { # how many streams app lists
