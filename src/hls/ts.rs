@@ -178,10 +178,19 @@ impl TsHls {
         }
         let duration = (end_dts - start).max(0) as f64 / TICKS_PER_SECOND as f64;
         self.max_segment = self.max_segment.max(duration);
+        // A segment is kept for the whole window exactly as long as it is:
+        // grown by doubling, its buffer had up to half again as much room
+        // (glibc shrinks in place, or with `mremap` for a large one). The
+        // next one starts with room for about as much, so it rarely grows.
+        let mut data = std::mem::take(&mut self.current);
+        data.shrink_to_fit();
+        if !self.ended {
+            self.current = Vec::with_capacity(data.len() + data.len() / 8);
+        }
         self.segments.push_back(TsSegment {
             msn: self.next_msn,
             duration,
-            data: std::mem::take(&mut self.current).into(),
+            data: data.into(),
             start_ms,
             cues: std::mem::take(&mut self.segment_cues),
         });
@@ -200,8 +209,8 @@ impl TsHls {
             return;
         }
         let end = self.last_dts + self.last_step;
-        self.close(end);
         self.ended = true;
+        self.close(end);
     }
 
     pub fn segment(&self, msn: u64) -> Option<&TsSegment> {
