@@ -125,6 +125,9 @@ memfd_kb() { # bytes of the memfd files a process holds open, in KiB (kiln's med
     done
     echo $((t / 1024))
 }
+private_kb() { # a process's own memory: anonymous and shared-memory pages (not its code and libraries' file pages, which the page cache shares and can drop), in KiB
+    awk '/^(RssAnon|RssShmem):/{t += $2} END {print t + 0}' "/proc/$1/status" 2>/dev/null || echo 0
+}
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { calc "'%.2f' % ($1/max($2,1e-9))"; }
 # side seconds: how much the server's RSS grows in that many seconds with
@@ -151,15 +154,15 @@ o_row() { # figure kiln ome ratio
 
 # --- idle ---------------------------------------------------------------
 if part idle; then
-declare -A O_MS O_RSS
-for side in kiln ome; do O_MS[$side]=""; O_RSS[$side]=""; done
+declare -A O_MS O_RSS O_PRIV
+for side in kiln ome; do O_MS[$side]=""; O_RSS[$side]=""; O_PRIV[$side]=""; done
 for rep in $(seq "$OME_REPEAT"); do
     for side in kiln ome; do
         t0=$(date +%s%N)
         o_start "$side"
         ms=$(( ($(date +%s%N) - t0) / 1000000 ))
         sleep 2
-        O_MS[$side]+=" $ms"; O_RSS[$side]+=" $(rss_kb "$O_PID")"
+        O_MS[$side]+=" $ms"; O_RSS[$side]+=" $(rss_kb "$O_PID")"; O_PRIV[$side]+=" $(private_kb "$O_PID")"
         o_stop
     done
 done
@@ -168,23 +171,30 @@ k_rss=$(median ${O_RSS[kiln]}); m_rss=$(median ${O_RSS[ome]})
 log "ome idle: start ms kiln ${O_MS[kiln]} / OME ${O_MS[ome]}; RSS KiB kiln ${O_RSS[kiln]} / OME ${O_RSS[ome]}"
 o_row "start-up to the API's first answer, ms" "$k_ms" "$m_ms" "$(ratio "$k_ms" "$m_ms")"
 o_row "idle RSS, MiB" "$(fmt "$(calc "$k_rss/1024")" 1)" "$(fmt "$(calc "$m_rss/1024")" 1)" "$(ratio "$k_rss" "$m_rss")"
+k_priv=$(median ${O_PRIV[kiln]}); m_priv=$(median ${O_PRIV[ome]})
+o_row "idle private memory (RSS less file pages), MiB" "$(fmt "$(calc "$k_priv/1024")" 1)" "$(fmt "$(calc "$m_priv/1024")" 1)" "$(ratio "$k_priv" "$m_priv")"
 RATIOS+=("idle RSS: kiln $(ratio "$k_rss" "$m_rss")x OME")
 fi
 
 # --- ingest -------------------------------------------------------------
 part ingest &&
 for n in 1 10; do
-    declare -A C M
-    C[kiln]=""; C[ome]=""; M[kiln]=""; M[ome]=""
+    declare -A C M V
+    C[kiln]=""; C[ome]=""; M[kiln]=""; M[ome]=""; V[kiln]=""; V[ome]=""
     for rep in $(seq "$OME_REPEAT"); do
         for side in kiln ome; do
             o_start "$side"
             o_publish "$n"
             sleep "$WARM"
             c0=$(cpu_ticks "$O_PID"); sleep "$SECS"; c1=$(cpu_ticks "$O_PID")
-            mem=$(rss_kb "$O_PID")
-            [[ $side == kiln ]] && mem=$((mem + $(memfd_kb "$O_PID")))
-            C[$side]+=" $(calc "($c1-$c0)/$TCK")"; M[$side]+=" $mem"
+            mem=$(rss_kb "$O_PID"); own=$(private_kb "$O_PID")
+            if [[ $side == kiln ]]; then
+                # Its memfd files whole, in place of the part of them it
+                # has mapped (shared-memory pages).
+                media=$(memfd_kb "$O_PID"); mem=$((mem + media))
+                own=$((own - $(awk '/^RssShmem:/{print $2}' "/proc/$O_PID/status") + media))
+            fi
+            C[$side]+=" $(calc "($c1-$c0)/$TCK")"; M[$side]+=" $mem"; V[$side]+=" $own"
             o_unpublish; o_stop
         done
     done
@@ -192,6 +202,8 @@ for n in 1 10; do
     log "ome ingest n=$n: CPU s kiln ${C[kiln]} / OME ${C[ome]}; memory KiB kiln ${M[kiln]} / OME ${M[ome]}"
     o_row "$n RTMP stream(s) in, no viewers: CPU s over ${SECS} s" "$(fmt "$kc")" "$(fmt "$mc")" "$(ratio "$kc" "$mc")"
     o_row "$n RTMP stream(s) in: memory MiB (kiln: RSS + memfd media)" "$(fmt "$(calc "$km/1024")" 1)" "$(fmt "$(calc "$mm/1024")" 1)" "$(ratio "$km" "$mm")"
+    kv=$(median ${V[kiln]}); mv=$(median ${V[ome]})
+    o_row "$n RTMP stream(s) in: private memory MiB (kiln: + memfd media)" "$(fmt "$(calc "$kv/1024")" 1)" "$(fmt "$(calc "$mv/1024")" 1)" "$(ratio "$kv" "$mv")"
     RATIOS+=("$n RTMP in: kiln CPU $(ratio "$kc" "$mc")x, memory $(ratio "$km" "$mm")x OME")
 done
 
