@@ -9,13 +9,16 @@
 # the environment it already reads. Same source, same clients, one server at
 # a time, alternated BENCH_OME_REPEAT times (3), medians:
 #
-#   - idle: start (exec to the API's first 200) and RSS;
+#   - idle: start (exec to the API's first 200), RSS and private memory
+#     (anonymous and shared-memory pages: RSS less the program's and
+#     libraries' file pages);
 #   - ingest: 1 and 10 RTMP streams (1280x720 30 fps 2.5 Mb/s, AAC), no
-#     viewers: CPU and memory (kiln's RSS plus its memfd media, the parts
-#     and segments it keeps outside its heap);
+#     viewers: CPU and memory, RSS and private (kiln's plus its memfd
+#     media, the parts and segments it keeps outside its heap);
 #   - LL-HLS viewers (BENCH_OME_LLHLS_N, 100 300 1000): llhls_viewers;
 #   - WebRTC viewers (BENCH_OME_WEBRTC_N, 50 200 500) through OME's
-#     signalling for both: webrtc_viewers --ome;
+#     signalling for both: webrtc_viewers --ome; CPU, memory per viewer,
+#     and CPU per GB the viewers got;
 #   - WebRTC added latency (BENCH_OME_LAT_N, 1 200): latency --ome;
 #   - glass to glass in Chromium (tests/web/glass_to_glass.mjs ... ome):
 #     a canvas clock published over WHIP, played over OME's signalling and
@@ -74,7 +77,8 @@ O_PID=
 o_start() { # kiln|ome: the server on OME's config, until its API answers
     local d=$WORK/peer-$1 f try
     # Three tries: OME, started the moment the last server let go of the
-    # same ports, now and then ends at once on a bind.
+    # same ports, has ended at once (its log: uninitializing its socket
+    # pools); the log's failure lines are printed.
     for try in 1 2 3; do
         rm -rf "$d"; mkdir -p "$d/conf" "$d/logs" "$d/media" "$d/dvr"
         for f in Server.xml Logger.xml; do sed "s|@RUN@|$d|g" "$OME_DIR/conf/$f" >"$d/conf/$f"; done
