@@ -4,6 +4,15 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The earlier of two optional times (either may be unset).
+pub fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 /// The loop's time for one turn, passed to handlers that need it (they
 /// never read a clock): the monotonic instant and the wall clock.
 #[derive(Clone, Copy, Debug)]

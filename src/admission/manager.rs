@@ -261,10 +261,7 @@ impl AccessManager {
             } => {
                 let lifetime = (lifetime_ms > 0)
                     .then(|| (now.unix_ms.max(0) as u64).saturating_add(lifetime_ms));
-                let expire_at = match (check.policy_expire, lifetime) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
+                let expire_at = crate::clock::earliest(check.policy_expire, lifetime);
                 let admission = AdmissionId(id.0);
                 let subject = Subject {
                     new_url: new_url.clone(),

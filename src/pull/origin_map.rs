@@ -409,10 +409,7 @@ impl OriginMap {
                     .map(|r| r.next)
                     .min();
                 let stall = self.sent.front().map(|(_, at)| *at + REPLY_TIMEOUT);
-                match (refresh, stall) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
+                crate::clock::earliest(refresh, stall)
             }
         }
     }

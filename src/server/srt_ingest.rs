@@ -179,10 +179,7 @@ impl SrtIngest {
             .filter_map(|c| c.expire)
             .chain(self.players.values().filter_map(|p| p.expire))
             .min();
-        match (self.listener.poll_timeout(), expire) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::clock::earliest(self.listener.poll_timeout(), expire)
     }
 
     /// The streams this socket feeds (for ending an app's sessions).

@@ -855,11 +855,7 @@ impl Endpoint for ViewerConn {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        let own = self.own_deadline();
-        match (self.read_again, own) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::clock::earliest(self.read_again, self.own_deadline())
     }
 
     fn is_closed(&self) -> bool {

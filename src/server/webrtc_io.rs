@@ -215,10 +215,7 @@ impl Endpoint for IceSocket {
     }
 
     fn deadline(&self) -> Option<std::time::Instant> {
-        match (self.read_again, self.write_again) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::clock::earliest(self.read_again, self.write_again)
     }
 
     fn is_closed(&self) -> bool {

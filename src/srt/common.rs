@@ -165,14 +165,7 @@ pub(crate) fn add_or_same(a: Instant, d: Duration) -> Instant {
     a.checked_add(d).unwrap_or(a)
 }
 
-/// The earliest of two optional deadlines.
-pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
+pub(crate) use crate::clock::earliest;
 
 /// Smoothed round-trip time estimator (RFC 6298 style, as libsrt).
 #[derive(Debug, Clone, Copy)]
