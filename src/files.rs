@@ -58,7 +58,10 @@ pub enum FileOp {
         path: PathBuf,
         parts: Vec<Piece>,
     },
-    /// Read a whole file back (a DVR segment), `max` bytes at most.
+    /// Read a whole file back (a DVR segment), `max` bytes at most: the
+    /// answer maps the file (its pages, in the page cache, are shared by
+    /// every viewer and sent with `sendfile` from it), so no viewer holds
+    /// a copy of its own.
     Read {
         file: FileId,
         path: PathBuf,
@@ -150,7 +153,7 @@ pub enum FileEvent {
     /// What a [`FileOp::Read`] read, or why it could not.
     Read {
         file: FileId,
-        data: Result<bytes::Bytes, String>,
+        data: Result<Piece, String>,
     },
 }
 

@@ -19,7 +19,6 @@ use super::event::Cue;
 use super::Segment;
 use crate::files::{FileId, FileOp, Piece, DVR_FILE};
 use crate::media::TrackId;
-use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -369,7 +368,7 @@ pub enum ReadRefused {
 pub struct DvrReads {
     /// Oldest first, with when each came; `None`: the read failed
     /// (answered 404 while kept).
-    cache: VecDeque<(ReadKey, Option<Bytes>, Instant)>,
+    cache: VecDeque<(ReadKey, Option<Piece>, Instant)>,
     cached_bytes: usize,
     in_flight: HashMap<FileId, (ReadKey, IpAddr)>,
     next: u64,
@@ -383,7 +382,7 @@ const READ_BASE: FileId = DVR_FILE | (((1 << (62 - COUNTER_BITS)) - 1) << COUNTE
 impl DvrReads {
     /// What came back for `key`: Some(Some) the bytes, Some(None) a read
     /// that failed, None not read.
-    pub fn cached(&self, key: &ReadKey) -> Option<Option<&Bytes>> {
+    pub fn cached(&self, key: &ReadKey) -> Option<Option<&Piece>> {
         self.cache
             .iter()
             .rev()
@@ -429,7 +428,7 @@ impl DvrReads {
     pub fn on_read(
         &mut self,
         file: FileId,
-        data: Result<Bytes, String>,
+        data: Result<Piece, String>,
         now: Instant,
     ) -> Option<u64> {
         let (key, _) = self.in_flight.remove(&file)?;
@@ -440,7 +439,7 @@ impl DvrReads {
                 None
             }
         };
-        self.cached_bytes += data.as_ref().map_or(0, Bytes::len);
+        self.cached_bytes += data.as_ref().map_or(0, |p| p.bytes.len());
         self.cache.push_back((key, data, now));
         // The newest stays, whatever its size: its viewers are woken now.
         while (self.cached_bytes > CACHE_BYTES && self.cache.len() > 1) || self.cache.len() > 256 {
@@ -454,7 +453,7 @@ impl DvrReads {
         let n = self
             .cache
             .pop_front()
-            .map_or(0, |(_, b, _)| b.map_or(0, |b| b.len()));
+            .map_or(0, |(_, b, _)| b.map_or(0, |b| b.bytes.len()));
         self.cached_bytes -= n;
         n
     }
@@ -483,7 +482,7 @@ impl DvrReads {
             self.cached_bytes = self
                 .cache
                 .iter()
-                .map(|(_, b, _)| b.as_ref().map_or(0, Bytes::len))
+                .map(|(_, b, _)| b.as_ref().map_or(0, |p| p.bytes.len()))
                 .sum();
         }
     }

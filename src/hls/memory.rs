@@ -38,6 +38,15 @@ impl Shared {
     }
 }
 
+impl From<crate::files::Piece> for Shared {
+    fn from(p: crate::files::Piece) -> Self {
+        Shared {
+            bytes: p.bytes,
+            file: p.from.map(|(file, offset)| FileRange { file, offset }),
+        }
+    }
+}
+
 impl From<Bytes> for Shared {
     fn from(bytes: Bytes) -> Self {
         Shared { bytes, file: None }

@@ -537,14 +537,32 @@ fn answer_file(
                      content_type: &'static str,
                      cache: Cache| {
         let (_, track, msn) = key;
-        if d.track(track).and_then(|x| x.segment(msn)).is_none() {
+        let Some(seg) = d.track(track).and_then(|x| x.segment(msn)) else {
             return reply(Reply::error(404, "No such segment"));
+        };
+        let until = parked.unwrap_or(now) + DVR_READ_WAIT;
+        if !seg.written {
+            // Left memory and still on its way to disk: the viewer waits
+            // for the stream's next part, and reads it then (a file half
+            // written is never read).
+            return if now >= until {
+                reply(Reply::error(
+                    503,
+                    "The segment was not written to disk in time",
+                ))
+            } else {
+                Answer::Wait { stream: id, until }
+            };
         }
         match hls.dvr_read(&key) {
-            Some(Some(data)) => reply(Reply::media(content_type, cache, vec![data.clone().into()])),
+            // The file's pages, shared by every viewer of it.
+            Some(Some(piece)) => reply(Reply::media(
+                content_type,
+                cache,
+                vec![piece.clone().into()],
+            )),
             Some(None) => reply(Reply::error(404, "The segment could not be read from disk")),
             None => {
-                let until = parked.unwrap_or(now) + DVR_READ_WAIT;
                 if now >= until {
                     return reply(Reply::error(
                         503,

@@ -59,7 +59,22 @@ struct Recording {
     free: Option<u64>,
     /// The open file's bytes when the budgets were last kept.
     budget_checked: u64,
+    /// Frames not yet handed to the mux: a pre-roll's history, and the
+    /// live frames that came after it, fed at the pace the writer drains
+    /// ([`RecordManager::pump`]), so one record's burst never fills the
+    /// writer's queue that every record shares.
+    backlog: std::collections::VecDeque<Frame>,
+    backlog_bytes: usize,
 }
+
+/// Frame bytes a backlog hands over at the start, before the writer says
+/// how much room it has.
+pub const BACKLOG_STEP: usize = 4 << 20;
+
+/// Frame bytes a backlog may hold: a full pre-roll history and as much
+/// again that came while it was written. Past it the disk is not keeping
+/// up with this record, and it alone fails.
+pub const MAX_BACKLOG: usize = 2 * super::preroll::MAX_BYTES;
 
 /// A time-lapse's progress: the source time of the last keyframe kept,
 /// and how many the current file holds (its film time).
@@ -274,6 +289,8 @@ impl RecordManager {
                 budget,
                 free: None,
                 budget_checked: 0,
+                backlog: Default::default(),
+                backlog_bytes: 0,
             },
         );
         if let Some(t) = self.tasks.get_mut(key) {
@@ -283,7 +300,8 @@ impl RecordManager {
         }
         crate::info!("record [{key}]: recording");
         // From the stream's last GOP (the file starts at once), or from
-        // further back for a pre-roll.
+        // further back for a pre-roll: its first step now, the rest as
+        // the writer drains.
         let gop: Vec<Frame> = match (pre_roll, self.preroll.get(&stream)) {
             (Some(ms), Some(h)) if !h.is_empty() => h.since(ms),
             _ => reg
@@ -292,9 +310,82 @@ impl RecordManager {
                 .map(|s| s.gop().to_vec())
                 .unwrap_or_default(),
         };
-        for f in &gop {
-            self.write(key, f, now);
+        for f in gop {
+            self.offer(key, f, now);
         }
+        self.feed(key, BACKLOG_STEP, now);
+    }
+
+    /// A frame for a recording: queued behind its backlog, if it has one.
+    /// A backlog past [`MAX_BACKLOG`] fails its record.
+    fn offer(&mut self, key: &TaskKey, frame: Frame, now: Now) {
+        let Some(r) = self.recordings.get_mut(key) else {
+            return;
+        };
+        if r.backlog_bytes + frame.data.len() > MAX_BACKLOG {
+            let held = r.backlog_bytes >> 20;
+            if let Some(r) = self.recordings.remove(key) {
+                if let Some(f) = r.file {
+                    self.out.ops.push(FileOp::Close {
+                        file: f.id,
+                        rename: None,
+                        info: None,
+                    });
+                }
+            }
+            let why =
+                format!("the disk is not keeping up: {held} MiB of media waiting to be written");
+            fail(key, &mut self.tasks, why, now);
+            return;
+        }
+        r.backlog_bytes += frame.data.len();
+        r.backlog.push_back(frame);
+    }
+
+    /// Hands up to `room` frame bytes of a recording's backlog to its
+    /// mux; what is left waits for the next [`pump`](Self::pump).
+    fn feed(&mut self, key: &TaskKey, room: usize, now: Now) -> usize {
+        let mut used = 0;
+        while used < room {
+            let Some(r) = self.recordings.get_mut(key) else {
+                break;
+            };
+            let Some(f) = r.backlog.pop_front() else {
+                break;
+            };
+            r.backlog_bytes -= f.data.len();
+            used += f.data.len().max(1);
+            self.write(key, &f, now);
+        }
+        used
+    }
+
+    /// Whether any recording has frames waiting for the writer's room.
+    pub fn has_backlog(&self) -> bool {
+        self.recordings.values().any(|r| !r.backlog.is_empty())
+    }
+
+    /// Feeds the backlogs, `room` frame bytes in all (what the writer can
+    /// take now), shared alike between the recordings that have one; true
+    /// while some are left.
+    pub fn pump(&mut self, room: usize, now: Now) -> bool {
+        let mut keys: Vec<TaskKey> = self
+            .recordings
+            .iter()
+            .filter(|(_, r)| !r.backlog.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.sort_unstable_by(|a, b| (&a.vhost, &a.app, &a.id).cmp(&(&b.vhost, &b.app, &b.id)));
+        let share = room / keys.len().max(1);
+        for k in &keys {
+            self.feed(k, share, now);
+        }
+        self.has_backlog()
+    }
+
+    /// Frame bytes waiting in the backlogs.
+    pub fn backlog_bytes(&self) -> usize {
+        self.recordings.values().map(|r| r.backlog_bytes).sum()
     }
 
     /// Hands what an ingest produced to the recordings of its stream, and
@@ -322,7 +413,10 @@ impl RecordManager {
             let keys = self.keys_of(id);
             for f in &out.frames {
                 for k in &keys {
-                    self.write(k, f, now);
+                    match self.recordings.get(k) {
+                        Some(r) if !r.backlog.is_empty() => self.offer(k, f.clone(), now),
+                        _ => self.write(k, f, now),
+                    }
                 }
             }
         }
@@ -483,6 +577,8 @@ impl RecordManager {
 
     /// Ends the recording's open file (if any).
     fn finish(&mut self, key: &TaskKey, now: Now, last: bool) {
+        // What waits in the backlog is the file's too.
+        self.feed(key, usize::MAX, now);
         if let (Some(r), Some(task)) = (self.recordings.get_mut(key), self.tasks.get_mut(key)) {
             self.out.close_file(key, r, task, now, last);
         }

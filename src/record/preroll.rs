@@ -1,4 +1,4 @@
-//! Pre-roll (issue 44): the recent media of a live stream, kept in memory
+//! Pre-roll: the recent media of a live stream, kept in memory
 //! for the records that ask to start before their `:startRecord`. Only the
 //! streams of applications with `<FILE><MaxPreRoll>` keep one; frames are
 //! shared buffers (`Bytes`), so a history costs the frames it holds and a
@@ -6,7 +6,10 @@
 //!
 //! It holds at least `keep` of stream time back from the newest frame,
 //! from a sync point: a video keyframe, or any frame of a stream without
-//! video. A byte cap bounds a stream whose bit rate is out of the ordinary.
+//! video. A byte cap bounds a stream whose bit rate is out of the ordinary:
+//! past it the oldest GOPs go, and a GOP that alone is over the cap (one
+//! keyframe, then P-frames without end) is let go whole, the history
+//! holding nothing until the next keyframe.
 
 use crate::media::{Frame, TrackId, TICKS_PER_SECOND};
 use std::collections::VecDeque;
@@ -76,6 +79,18 @@ impl History {
                 self.popped += 1;
             }
         }
+        // One GOP over the cap: nothing of it can be kept whole.
+        if self.bytes > MAX_BYTES {
+            self.clear();
+        }
+    }
+
+    /// Lets every frame go; the next sync point starts the history again.
+    fn clear(&mut self) {
+        self.popped += self.frames.len() as u64;
+        self.frames.clear();
+        self.syncs.clear();
+        self.bytes = 0;
     }
 
     /// The frames from the sync point at or before `ms` before the newest
@@ -179,6 +194,31 @@ mod tests {
         }
         assert!(h.bytes() <= MAX_BYTES, "{}", h.bytes());
         assert_eq!(h.len(), 64);
+    }
+
+    #[test]
+    fn one_keyframe_then_p_frames_without_end_stays_under_the_cap() {
+        let mut h = History::new(120_000, Some(1));
+        let frame = |i: i64, keyframe| Frame {
+            track: 1,
+            pts: i * 3000,
+            dts: i * 3000,
+            keyframe,
+            data: Bytes::from(vec![0u8; 256 << 10]),
+        };
+        h.push(&frame(0, true));
+        for i in 1..1000 {
+            h.push(&frame(i, false));
+            assert!(h.bytes() <= MAX_BYTES, "{} at frame {i}", h.bytes());
+        }
+        // The GOP went whole; P-frames without their keyframe are not held.
+        assert!(h.is_empty());
+        assert!(h.since(120_000).is_empty());
+        // The next keyframe starts it again.
+        h.push(&frame(1000, true));
+        h.push(&frame(1001, false));
+        assert_eq!(h.len(), 2);
+        assert!(h.since(0)[0].keyframe);
     }
 
     #[test]

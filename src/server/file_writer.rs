@@ -103,6 +103,11 @@ impl FileWriter {
         })
     }
 
+    /// Bytes handed over and not yet written.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn events(&self) -> impl Iterator<Item = FileEvent> + '_ {
         self.events.try_iter()
     }
@@ -346,7 +351,11 @@ fn copy_range(from: &File, offset: u64, len: usize, to: &File) -> std::io::Resul
 }
 
 /// A whole file, `max` bytes at most (a longer one is an error).
-fn read_bounded(path: &Path, max: u64) -> std::io::Result<bytes::Bytes> {
+/// A whole file of at most `max` bytes, mapped read-only: read through
+/// once here (off the loop) so its pages are in the page cache when the
+/// loop sends them with `sendfile` from the file. Only a file that cannot
+/// be mapped (an empty one) is read onto the heap.
+fn read_bounded(path: &Path, max: u64) -> std::io::Result<crate::files::Piece> {
     use std::io::Read;
     let f = File::open(path)?;
     let len = f.metadata()?.len();
@@ -355,9 +364,38 @@ fn read_bounded(path: &Path, max: u64) -> std::io::Result<bytes::Bytes> {
             "{len} bytes, more than {max}"
         )));
     }
-    let mut data = Vec::with_capacity(len as usize);
-    f.take(max).read_to_end(&mut data)?;
-    Ok(data.into())
+    let mut warm = [0u8; 64 * 1024];
+    let mut seen = 0u64;
+    let mut r = (&f).take(len);
+    loop {
+        match r.read(&mut warm) {
+            Ok(0) => break,
+            Ok(n) => seen += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if seen != len {
+        return Err(std::io::Error::other(format!(
+            "{seen} bytes where {len} were"
+        )));
+    }
+    let f = Arc::new(f);
+    match usize::try_from(len)
+        .ok()
+        .and_then(|n| crate::sys::FileRegion::map(f.clone(), 0, n).ok())
+    {
+        Some(region) => Ok(crate::files::Piece {
+            bytes: bytes::Bytes::from_owner(region),
+            from: Some((f, 0)),
+        }),
+        None => {
+            use std::os::unix::fs::FileExt;
+            let mut data = vec![0u8; len as usize];
+            f.read_exact_at(&mut data, 0)?;
+            Ok(bytes::Bytes::from(data).into())
+        }
+    }
 }
 
 /// Is `name` a DVR folder's (`kiln_{pid}_{key}`)? Its pid.
@@ -535,13 +573,17 @@ mod tests {
             path: mine.join("1/7.m4s"),
             max: 10,
         });
-        assert_eq!(
-            ev,
-            vec![FileEvent::Read {
+        // Mapped from the file (to be sent from it), not copied.
+        match &ev[..] {
+            [FileEvent::Read {
                 file: 2,
-                data: Ok(bytes::Bytes::from(vec![7; 10]))
-            }]
-        );
+                data: Ok(piece),
+            }] => {
+                assert_eq!(piece.bytes, bytes::Bytes::from(vec![7; 10]));
+                assert!(piece.from.as_ref().is_some_and(|(_, at)| *at == 0));
+            }
+            other => panic!("{other:?}"),
+        }
         let ev = w.run(FileOp::Read {
             file: 3,
             path: mine.join("1/7.m4s"),

@@ -2,6 +2,7 @@ use super::*;
 use crate::hls::fuzz::{aac, h264};
 use crate::hls::{playlist, LlhlsConfig, StreamHls};
 use crate::media::Frame;
+use bytes::Bytes;
 use std::time::Duration;
 
 /// A stream of 1 s segments (a keyframe a second, 30 fps, AAC beside),
@@ -174,12 +175,12 @@ fn reads_are_shared_bounded_per_address_and_cached() {
     assert!(DvrReads::owns(*file));
     let t0 = std::time::Instant::now();
     assert_eq!(
-        r.on_read(*file, Ok(Bytes::from_static(b"seg")), t0),
+        r.on_read(*file, Ok(Bytes::from_static(b"seg").into()), t0),
         Some(1)
     );
     assert_eq!(
         r.cached(&(1, 1, 0)),
-        Some(Some(&Bytes::from_static(b"seg")))
+        Some(Some(&Bytes::from_static(b"seg").into()))
     );
     // A failed read is remembered as such.
     let FileOp::Read { file, .. } = &ops[1] else {
@@ -193,7 +194,11 @@ fn reads_are_shared_bounded_per_address_and_cached() {
             panic!()
         };
         let at = t0 + Duration::from_secs(1);
-        r.on_read(*file, Ok(Bytes::from(vec![0u8; CACHE_BYTES / 4 + i])), at);
+        r.on_read(
+            *file,
+            Ok(Bytes::from(vec![0u8; CACHE_BYTES / 4 + i]).into()),
+            at,
+        );
     }
     assert!(r.cached_bytes() <= CACHE_BYTES);
     assert_eq!(r.cached(&(1, 1, 0)), None);

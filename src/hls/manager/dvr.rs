@@ -40,7 +40,7 @@ impl HlsManager {
 
     /// A DVR segment read back: the bytes (`Some(None)`: it could not be
     /// read), or None when not read.
-    pub fn dvr_read(&self, key: &crate::hls::dvr::ReadKey) -> Option<Option<&bytes::Bytes>> {
+    pub fn dvr_read(&self, key: &crate::hls::dvr::ReadKey) -> Option<Option<&crate::files::Piece>> {
         self.dvr_reads.cached(key)
     }
 

@@ -734,3 +734,108 @@ fn max_total_mb_is_kept_as_each_file_grows_not_only_at_splits() {
     let at = (1..40).find(|i| feed(&mut w, 40_000 + i * 100, false));
     assert!(at.is_some_and(|i| i <= 9), "deleted at frame {at:?}");
 }
+
+#[test]
+fn a_large_pre_roll_is_fed_at_the_writers_pace_and_fails_no_other_record() {
+    let mut w = World::with_pre_roll(120_000);
+    w.publish("s", 0);
+    w.add(r#"{"id":"live","stream":{"name":"s"},"filePath":"live.ts","infoPath":"live.xml"}"#);
+    let id = w.stream.unwrap();
+    // 20 s of 30 fps video, 64 KiB a frame (a keyframe each second):
+    // 37.5 MiB of history.
+    let frame = |i: i64| Frame {
+        track: 1,
+        pts: i * 3000,
+        dts: i * 3000,
+        keyframe: i % 30 == 0,
+        data: Bytes::from(vec![0u8; 64 << 10]),
+    };
+    for i in 0..600 {
+        let out = IngestOutput {
+            stream: Some(id),
+            frames: vec![frame(i)],
+            ..Default::default()
+        };
+        let now = w.now(i * 33);
+        w.rec.on_ingest(&out, &mut w.reg, now);
+    }
+    let _ = w.ops();
+    w.add(r#"{"id":"pre","stream":{"name":"s"},"preRoll":120000,"filePath":"pre.ts","infoPath":"pre.xml"}"#);
+    // The first step only; the rest waits for the writer's room.
+    let _ = w.ops();
+    assert_eq!(
+        w.rec.backlog_bytes(),
+        600 * (64 << 10) - BACKLOG_STEP,
+        "the first step only"
+    );
+    // Live frames go on for both; the pre-roll's after its backlog.
+    let mut turns = 0;
+    for i in 600..630 {
+        let out = IngestOutput {
+            stream: Some(id),
+            frames: vec![frame(i)],
+            ..Default::default()
+        };
+        let now = w.now(i * 33);
+        w.rec.on_ingest(&out, &mut w.reg, now);
+        w.rec.pump(2 << 20, now);
+        let _ = w.ops();
+        turns += 1;
+    }
+    while w.rec.has_backlog() {
+        let now = w.now(21_000);
+        w.rec.pump(2 << 20, now);
+        let _ = w.ops();
+        turns += 1;
+        assert!(turns < 1000);
+    }
+    assert!(turns > 10, "fed in steps: {turns}");
+    assert_eq!(w.task("pre").state, RecordState::Recording);
+    assert_eq!(w.task("live").state, RecordState::Recording);
+    w.end(22_000);
+    let pre = &w.task("pre").finished[0];
+    // From the first keyframe held to the last frame: nothing lost.
+    assert_eq!(pre.record_ms, 629 * 3000 / 90, "{pre:?}");
+}
+
+#[test]
+fn a_backlog_the_disk_never_drains_fails_its_record_alone() {
+    let mut w = World::with_pre_roll(120_000);
+    w.publish("s", 0);
+    w.add(r#"{"id":"live","stream":{"name":"s"},"filePath":"live.ts","infoPath":"live.xml"}"#);
+    let id = w.stream.unwrap();
+    let frame = |i: i64| Frame {
+        track: 1,
+        pts: i * 3000,
+        dts: i * 3000,
+        keyframe: i % 30 == 0,
+        data: Bytes::from(vec![0u8; 256 << 10]),
+    };
+    let mut i = 0;
+    let mut push = |w: &mut World, n: i64| {
+        for _ in 0..n {
+            let out = IngestOutput {
+                stream: Some(id),
+                frames: vec![frame(i)],
+                ..Default::default()
+            };
+            let now = w.now(i * 33);
+            w.rec.on_ingest(&out, &mut w.reg, now);
+            i += 1;
+        }
+        let _ = w.ops();
+    };
+    push(&mut w, 240);
+    w.add(r#"{"id":"pre","stream":{"name":"s"},"preRoll":120000,"filePath":"pre.ts","infoPath":"pre.xml"}"#);
+    // No room ever: the backlog grows to its bound, then its record fails.
+    push(&mut w, 1000);
+    assert!(w.rec.backlog_bytes() <= MAX_BACKLOG);
+    assert_eq!(w.task("pre").state, RecordState::Error);
+    assert!(w
+        .task("pre")
+        .last_error
+        .as_deref()
+        .unwrap()
+        .contains("not keeping up"));
+    assert_eq!(w.task("live").state, RecordState::Recording);
+}

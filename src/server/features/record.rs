@@ -6,8 +6,12 @@ use crate::clock::Now;
 use crate::files::{FileEvent, DUMP_FILE, DVR_FILE};
 use crate::server::core::Core;
 use crate::server::feature::Feature;
+use crate::server::file_writer::MAX_QUEUED;
 use crate::state::streams::IngestOutput;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How soon a backlog is fed again while the writer's queue is full.
+const BACKLOG_RETRY: Duration = Duration::from_millis(10);
 
 pub(crate) struct Record;
 
@@ -66,13 +70,19 @@ impl Feature for Record {
     }
 
     /// Hands the recordings' file operations to the writer thread; one it
-    /// cannot take fails its recording at once.
+    /// cannot take fails its recording at once. A pre-roll's backlog is
+    /// fed while the writer's queue is under half full, and comes back on
+    /// a short timer while some is left.
     fn drive(&mut self, core: &mut Core, now: Instant) -> Option<Instant> {
         loop {
+            if core.api.records.has_backlog() {
+                let room = (MAX_QUEUED / 2).saturating_sub(core.files.queued());
+                core.api.records.pump(room, Now::read(now));
+            }
             let ops = core.api.records.poll_ops().collect();
             let refused = core.submit_files(ops);
             if refused.is_empty() {
-                return None;
+                return core.api.records.has_backlog().then(|| now + BACKLOG_RETRY);
             }
             for e in refused {
                 file_event(core, e, now);
