@@ -453,12 +453,23 @@ impl ChunkDecoder {
         s.in_progress = false;
         s.received = 0;
         self.buffered = self.buffered.saturating_sub(s.payload.len() as u64);
+        // A message that outgrew the room reserved for it sits in a buffer
+        // grown by doubling (a 260 KiB frame in 512 KiB); what is kept
+        // (pre-roll, GOP, queues) holds it exactly, in a copy of its own.
+        let len = s.payload.len();
+        let payload = if s.payload.capacity() > len + len / 8 + 4096 {
+            let exact = Bytes::copy_from_slice(&s.payload);
+            s.payload = BytesMut::new();
+            exact
+        } else {
+            s.payload.split().freeze()
+        };
         let msg = RtmpMessage {
             chunk_stream: s.id,
             timestamp: s.timestamp,
             type_id: s.type_id,
             stream_id: s.stream_id,
-            payload: s.payload.split().freeze(),
+            payload,
         };
         match msg.type_id {
             message_type::SET_CHUNK_SIZE => {
