@@ -677,3 +677,90 @@ fn a_full_disk_fails_only_its_record() {
     let _ = src.kill();
     let _ = src.wait();
 }
+
+/// An application made through the API records and dumps only under a
+/// folder the config file names for recordings or dumps (kiln often runs
+/// as root); and a record's info file never replaces a file kiln did not
+/// write, even inside its root: the record fails with the reason and the
+/// file stays as it was.
+#[test]
+fn api_apps_write_only_under_config_folders_and_never_over_a_foreign_file() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let (s, root) = record_server("record-roots", None);
+    let app = |name: &str, publishers: Value| {
+        json!([{"name": name, "publishers": publishers}]).to_string()
+    };
+    let outside = temp_dir("record-roots-outside");
+    let r = s.request(
+        "POST",
+        "/v1/vhosts",
+        Some(&json!([{"name": "studio", "host": {"names": ["studio.example.com"]}}]).to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (publishers, field) in [
+        (
+            json!({"file": {"rootPath": "/"}}),
+            "publishers.file.rootPath",
+        ),
+        (
+            json!({"file": {"rootPath": outside.display().to_string()}}),
+            "publishers.file.rootPath",
+        ),
+        (
+            json!({"file": {"rootPath": format!("{}/../x", root.display())}}),
+            "publishers.file.rootPath",
+        ),
+        (json!({"file": {}}), "publishers.file.rootPath"),
+        (
+            json!({"llhls": {"dumps": {"rootPath": "/", "dump": [{"targetStreamName": "*", "outputPath": "x"}]}}}),
+            "publishers.llhls.dumps.rootPath",
+        ),
+    ] {
+        let r = s.request(
+            "POST",
+            "/v1/vhosts/studio/apps",
+            Some(&app("x", publishers.clone())),
+        );
+        assert!(
+            r.body.contains("400") && r.body.contains(field) && r.body.contains("<FILE><RootPath>"),
+            "{publishers}: {}",
+            r.body
+        );
+    }
+    let inside = root.join("api").display().to_string();
+    let r = s.request(
+        "POST",
+        "/v1/vhosts/studio/apps",
+        Some(&app("rec", json!({"file": {"rootPath": inside}}))),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A PATCH may not move it out either.
+    let r = s.request(
+        "PATCH",
+        "/v1/vhosts/studio/apps/rec",
+        Some(&json!({"publishers": {"file": {"rootPath": "/etc"}}}).to_string()),
+    );
+    assert!(
+        r.body.contains("400") && r.body.contains("rootPath"),
+        "{}",
+        r.body
+    );
+    // A foreign file where the info file goes: left as it was.
+    let victim = root.join("victim.conf");
+    std::fs::write(&victim, b"key = value\n").unwrap();
+    let r = call(
+        &s,
+        "startRecord",
+        json!({"id": "v", "stream": {"name": "cam"}, "filePath": "v.ts", "infoPath": "victim.conf"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(publish_fast(&s, "cam", 3).success());
+    let failed = wait_until(Duration::from_secs(20), || {
+        record(&s, "v").filter(|r| r["state"] == "error")
+    });
+    assert_eq!(std::fs::read(&victim).unwrap(), b"key = value\n");
+    let failed = failed.unwrap_or_else(|| panic!("{:?}\n{}", record(&s, "v"), s.log_text()));
+    assert!(failed.to_string().contains("did not write"), "{failed}");
+}

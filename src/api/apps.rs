@@ -277,6 +277,65 @@ impl Api {
         Ok(())
     }
 
+    /// The folders an application made through the API writes records
+    /// and dumps under (`publishers.file.rootPath`,
+    /// `publishers.llhls.dumps.rootPath`) must be given, and lie under one
+    /// the config file names for its own applications' recordings or
+    /// dumps (`<FILE><RootPath>`, `<LLHLS><Dumps><RootPath>`): a token
+    /// holder must not make kiln (often root) write into any folder.
+    fn check_write_roots(&self, spec: &AppSpec) -> Result<(), ApiError> {
+        let asked = [
+            (
+                "publishers.file.rootPath",
+                spec.publishers
+                    .file
+                    .as_ref()
+                    .map(|f| f.root_path.as_deref()),
+            ),
+            (
+                "publishers.llhls.dumps.rootPath",
+                spec.publishers
+                    .llhls
+                    .as_ref()
+                    .and_then(|l| l.dumps.as_ref())
+                    .map(|d| d.root_path.as_deref()),
+            ),
+        ];
+        if asked.iter().all(|(_, r)| r.is_none()) {
+            return Ok(());
+        }
+        let roots: Vec<std::path::PathBuf> = self
+            .config_file_apps()
+            .flat_map(|a| {
+                [
+                    a.publishers.file.as_ref().and_then(|f| f.root_path.clone()),
+                    a.publishers
+                        .llhls
+                        .as_ref()
+                        .and_then(|l| l.dumps.as_ref())
+                        .and_then(|d| d.root_path.clone()),
+                ]
+            })
+            .flatten()
+            .filter_map(|d| crate::files::resolve(None, &d).ok())
+            .collect();
+        for (field, root) in asked {
+            let Some(root) = root else {
+                continue;
+            };
+            let inside = root.is_some_and(|r| {
+                crate::files::resolve(None, r).is_ok_and(|d| roots.iter().any(|c| d.starts_with(c)))
+            });
+            if !inside {
+                return Err(ApiError::bad_request(format_args!(
+                    "{field} [{}] must be a folder the config file names for recordings or dumps (<FILE><RootPath>, <LLHLS><Dumps><RootPath>), or under one",
+                    root.unwrap_or("").escape_debug()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn create_apps(
         &mut self,
         vhost: &str,
@@ -299,6 +358,7 @@ impl Api {
                         .map_err(|e| ApiError::invalid_spec("application", Some(i), e))?;
                     self.check_channel_folders(&spec)?;
                     self.check_dvr_folder(&spec)?;
+                    self.check_write_roots(&spec)?;
                     if apps.iter().any(|a| a.name == spec.name) {
                         return Err(ApiError::app_exists(vhost, &spec.name));
                     }
@@ -374,6 +434,7 @@ impl Api {
         let target = target.clone();
         self.check_channel_folders(&target)?;
         self.check_dvr_folder(&target)?;
+        self.check_write_roots(&target)?;
         self.commit_apps(vhost, apps, None)?;
         info!("application [{vhost}/{app}] changed; restarting it");
         self.effects.push(Effect::RestartApp {

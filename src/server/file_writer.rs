@@ -502,6 +502,11 @@ fn replace_file(path: &Path, data: &[u8], fresh: bool) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
+    if !fresh && !replaceable(path)? {
+        return Err(std::io::Error::other(
+            "a file kiln did not write is there; it is left as it is",
+        ));
+    }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
@@ -520,6 +525,28 @@ fn replace_file(path: &Path, data: &[u8], fresh: bool) -> std::io::Result<()> {
     } else {
         fs::rename(&tmp, path)
     }
+}
+
+/// May `path` be replaced? When nothing is there, or what is there is a
+/// file of the kinds kiln replaces (an info XML of its records or dumps,
+/// a playlist): never a file kiln did not write.
+fn replaceable(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(e),
+    };
+    if !f.metadata()?.is_file() {
+        return Ok(false);
+    }
+    let mut head = Vec::with_capacity(128);
+    f.take(128).read_to_end(&mut head)?;
+    let xml = b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n";
+    Ok(head.starts_with(b"#EXTM3U")
+        || head
+            .strip_prefix(&xml[..])
+            .is_some_and(|rest| rest.starts_with(b"<files>") || rest.starts_with(b"<HLSDumpInfo>")))
 }
 
 /// A worker thread's events to the loop, which is woken once for them;
@@ -637,6 +664,30 @@ mod tests {
         );
         assert!(!mine.exists());
         assert!(root.join("other.txt").exists());
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn an_info_file_never_replaces_a_file_kiln_did_not_write() {
+        let root = std::env::temp_dir().join(format!("kiln-replace-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(&root).unwrap();
+        let victim = root.join("victim.conf");
+        fs::write(&victim, b"key = value\n").unwrap();
+        let info = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<files>\n</files>\n";
+        let e = replace_file(&victim, info.as_bytes(), false).unwrap_err();
+        assert!(e.to_string().contains("did not write"), "{e}");
+        assert_eq!(fs::read(&victim).unwrap(), b"key = value\n");
+        // Its own files it replaces: an info XML, a playlist.
+        let mine = root.join("r.xml");
+        replace_file(&mine, info.as_bytes(), false).unwrap();
+        replace_file(&mine, info.as_bytes(), false).unwrap();
+        let list = root.join("a.m3u8");
+        replace_file(&list, b"#EXTM3U\n#EXT-X-VERSION:6\n", false).unwrap();
+        replace_file(&list, b"#EXTM3U\n", false).unwrap();
+        // A folder by that name is not a file to replace.
+        fs::create_dir_all(root.join("d.xml")).unwrap();
+        assert!(replace_file(&root.join("d.xml"), info.as_bytes(), false).is_err());
         let _ = fs::remove_dir_all(&root);
     }
 
