@@ -237,3 +237,109 @@ fn block_duplicate_stream_name_false_lets_any_newcomer_in() {
     assert!(first.try_wait().unwrap().is_none());
     stop(&mut first);
 }
+
+/// A publish with kiln's own RTMP client from the loopback address `from`:
+/// the connection, open and publishing (silent: it sends no media), or
+/// how the publish ended.
+fn publish_from(from: &str, port: u16, name: &str) -> Result<std::net::TcpStream, String> {
+    use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
+    use std::io::{Read, Write};
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .map_err(|e| e.to_string())?;
+    let local: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    sock.bind(&local.into()).map_err(|e| e.to_string())?;
+    let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    sock.connect(&to.into()).map_err(|e| e.to_string())?;
+    let mut sock: std::net::TcpStream = sock.into();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", name);
+    let mut c = ClientSession::new(config);
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let out = c.pending_output().to_vec();
+        sock.write_all(&out).map_err(|e| e.to_string())?;
+        c.consume_output(out.len());
+        match c.state() {
+            ClientState::Publishing => {
+                // Its tracks and one keyframe, then nothing.
+                c.send_tracks(&[kiln::hls::fuzz::h264()])
+                    .map_err(|e| e.to_string())?;
+                c.send_frame(&kiln::media::Frame {
+                    track: 1,
+                    pts: 0,
+                    dts: 0,
+                    keyframe: true,
+                    data: bytes::Bytes::from_static(&[0, 0, 0, 2, 0x65, 0x88]),
+                })
+                .map_err(|e| e.to_string())?;
+                let out = c.pending_output().to_vec();
+                sock.write_all(&out).map_err(|e| e.to_string())?;
+                return Ok(sock);
+            }
+            ClientState::Failed => return Err(format!("{:?}", c.poll_event())),
+            _ => {}
+        }
+        let n = sock.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("closed".into());
+        }
+        c.handle_input(&buf[..n]).map_err(|e| e.to_string())?;
+    }
+}
+
+/// A silent publisher's name is taken back by a newcomer from its own
+/// address, not by one from another address (which waits for the stream
+/// to time out: another box on the network must not hijack a live name
+/// during a Wi-Fi hiccup). After the takeover the stream's `sourceUrl`
+/// and the sessions list name the new connection.
+#[test]
+fn only_the_publishers_own_address_takes_a_silent_name_back() {
+    let s = server("takeover-address", None);
+    let port = s.media.rtmp;
+    let first = publish_from("127.0.0.1", port, "cam").expect("the first publish");
+    wait_until(Duration::from_secs(10), || s.live_stream("cam")).expect("live");
+    let first_port = first.local_addr().unwrap().port();
+    let source = |s: &Server| {
+        s.live_stream("cam").map(|v| {
+            v["input"]["sourceUrl"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+    };
+    assert_eq!(
+        source(&s).as_deref(),
+        Some(format!("TCP://127.0.0.1:{first_port}").as_str())
+    );
+    // Silent past the takeover time (2 s).
+    std::thread::sleep(Duration::from_secs(3));
+    let stranger = publish_from("127.0.0.2", port, "cam");
+    assert!(stranger.is_err(), "another address took the name");
+    let second = publish_from("127.0.0.1", port, "cam").expect("the owner's address takes it back");
+    let second_port = second.local_addr().unwrap().port();
+    let want = format!("TCP://127.0.0.1:{second_port}");
+    assert_eq!(
+        source(&s).as_deref(),
+        Some(want.as_str()),
+        "{}",
+        s.log_text()
+    );
+    let list = s.request(
+        "GET",
+        "/v1/vhosts/default/apps/app/streams/cam/sessions",
+        None,
+    );
+    let publisher = list.json()["response"]
+        .as_array()
+        .and_then(|l| l.iter().find(|x| x["role"] == "publisher").cloned())
+        .unwrap_or_default();
+    assert!(
+        publisher
+            .to_string()
+            .contains(&format!("127.0.0.1:{second_port}")),
+        "{publisher}"
+    );
+    drop(first);
+    drop(second);
+}

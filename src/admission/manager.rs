@@ -52,6 +52,10 @@ pub struct Admit {
     pub new_url: Option<String>,
     /// Set when a webhook admitted it: close it when the session ends.
     pub admission: Option<AdmissionId>,
+    /// A signed policy or a webhook admitted it for the name it asked
+    /// (not merely nothing to check): it may take a silent stream of that
+    /// name over from another address.
+    pub vouched: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +156,7 @@ impl AccessManager {
     ) -> Verdict {
         let now_ms = now.unix_ms.max(0) as u64;
         let mut policy_expire = None;
+        let mut vouched = false;
         if let Some(sp) = vhost
             .signed_policy
             .as_ref()
@@ -163,7 +168,10 @@ impl AccessManager {
                 secret: &sp.secret_key,
             };
             match policy::verify(&subject.url, keys, subject.client.ip(), now_ms) {
-                Ok(granted) => policy_expire = granted.stream_expire,
+                Ok(granted) => {
+                    policy_expire = granted.stream_expire;
+                    vouched = true;
+                }
                 Err(e) => return Verdict::Refused(format!("SignedPolicy: {e}")),
             }
         }
@@ -174,6 +182,7 @@ impl AccessManager {
         else {
             return Verdict::Allowed(Admit {
                 expire_at: policy_expire,
+                vouched,
                 ..Admit::default()
             });
         };
@@ -285,6 +294,7 @@ impl AccessManager {
                     expire_at,
                     new_url,
                     admission: Some(admission),
+                    vouched: true,
                 })
             }
         };

@@ -704,7 +704,7 @@ impl RtmpIngest {
                 cx.api
                     .registry
                     .streams
-                    .set_source_url(id, format!("TCP://{}", self.peer));
+                    .set_publisher_addr(id, "TCP", self.peer);
                 self.stream = Some(id);
                 self.setup_deadline = None;
                 self.last_input = now;
@@ -717,9 +717,12 @@ impl RtmpIngest {
                 );
             }
             Err(PublishError::AlreadyPublishing) => {
-                if let Some(id) =
-                    super::takeover::take_over(cx, (&vhost, &app, &name), self.source, self.owner)
-                {
+                if let Some(id) = super::takeover::take_over(
+                    cx,
+                    (&vhost, &app, &name),
+                    (self.source, self.owner),
+                    (self.peer, admit.vouched),
+                ) {
                     self.cont = crate::state::streams::Continue::after(
                         cx.api.registry.streams.get(id).and_then(|s| s.last_dts),
                     );

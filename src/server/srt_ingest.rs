@@ -478,7 +478,7 @@ impl SrtIngest {
             wall.unix_ms,
         ) {
             Ok(id) => {
-                registry.streams.set_source_url(id, format!("SRT://{peer}"));
+                registry.streams.set_publisher_addr(id, "SRT", peer);
                 if self.listener.accept(conn, now).is_ok() {
                     crate::info!("stream [{vhost}/{app}/{name}] started by Srt from {peer}");
                     self.add_publisher(conn, id, &admit, now, Continue::default());
@@ -500,8 +500,8 @@ impl SrtIngest {
                 let taken = super::takeover::take_over(
                     cx,
                     (&vhost, &app, &name),
-                    SourceType::Srt,
-                    self.owner,
+                    (SourceType::Srt, self.owner),
+                    (peer, admit.vouched),
                 );
                 let Some(id) = taken else {
                     let why = format!("stream [{vhost}/{app}/{name}] is already being published");

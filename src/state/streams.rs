@@ -150,6 +150,17 @@ pub struct LiveStream {
     /// (`TCP://203.0.113.5:50000` for an RTMP publisher, the URL of a
     /// pull); none when unknown.
     pub source_url: Option<String>,
+    /// The RTMP or SRT publisher's address (who may take a silent
+    /// stream's name back).
+    pub publisher_addr: Option<std::net::SocketAddr>,
+}
+
+/// Who asks to take a live stream over: its address, and whether
+/// admission (a signed policy or webhook) admitted it for the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Newcomer {
+    pub ip: std::net::IpAddr,
+    pub vouched: bool,
 }
 
 /// A playlist of renditions: `{file_name}.m3u8` for LL-HLS.
@@ -435,6 +446,7 @@ impl Streams {
                 bytes_in: 0,
                 track_stats: Vec::new(),
                 source_url: None,
+                publisher_addr: None,
                 in_rate: Default::default(),
                 audience: Audience::default(),
                 playlists: Vec::new(),
@@ -446,16 +458,20 @@ impl Streams {
 
     /// May a new RTMP or SRT publisher take live stream `id` over? Only an
     /// RTMP(S) or SRT publisher's stream is taken (not a pull's, a
-    /// channel's or a WebRTC session's), and only when it has sent nothing
-    /// for `silence` (a connection that died without a close) or the
-    /// application does not keep names for live publishers (`blocks`
-    /// false: OME's `BlockDuplicateStreamName`).
+    /// channel's or a WebRTC session's). Any newcomer when the application
+    /// does not keep names for live publishers (`blocks` false: OME's
+    /// `BlockDuplicateStreamName`). Otherwise only once the publisher has
+    /// sent nothing for `silence` (a connection that died without a
+    /// close), and only by a newcomer from the publisher's own address or
+    /// one admission vouched for (a signed policy or webhook admitted it
+    /// for this name): another address waits for the stream to time out.
     pub fn may_take_over(
         &self,
         id: StreamId,
         blocks: bool,
         silence: std::time::Duration,
         (now, now_ms): (std::time::Instant, i64),
+        newcomer: Newcomer,
     ) -> bool {
         let Some(s) = self.streams.get(&id) else {
             return false;
@@ -471,7 +487,8 @@ impl Streams {
             Some(at) => now.saturating_duration_since(at) >= silence,
             None => now_ms.saturating_sub(s.created_ms) >= silence.as_millis() as i64,
         };
-        !blocks || silent
+        let known = newcomer.vouched || s.publisher_addr.map(|a| a.ip()) == Some(newcomer.ip);
+        !blocks || (silent && known)
     }
 
     /// A new publisher takes live stream `id` over (its old one is gone
@@ -577,9 +594,12 @@ impl Streams {
         }
     }
 
-    pub fn set_source_url(&mut self, id: StreamId, url: String) {
+    /// An RTMP or SRT publisher's address: the stream's `sourceUrl`
+    /// (`{scheme}://{addr}`, as OME writes it) and who publishes.
+    pub fn set_publisher_addr(&mut self, id: StreamId, scheme: &str, addr: std::net::SocketAddr) {
         if let Some(s) = self.streams.get_mut(&id) {
-            s.source_url = Some(url);
+            s.source_url = Some(format!("{scheme}://{addr}"));
+            s.publisher_addr = Some(addr);
         }
     }
 
@@ -699,15 +719,34 @@ mod tests {
         let t0 = Instant::now();
         let ms0 = 1_000_000;
         let id = s.start("v", "a", "cam", SourceType::Rtmp, 7, ms0).unwrap();
+        let home: std::net::SocketAddr = "192.0.2.1:50000".parse().unwrap();
+        s.set_publisher_addr(id, "TCP", home);
+        let own = Newcomer {
+            ip: home.ip(),
+            vouched: false,
+        };
+        let other = Newcomer {
+            ip: "198.51.100.7".parse().unwrap(),
+            vouched: false,
+        };
+        let admitted = Newcomer {
+            vouched: true,
+            ..other
+        };
         let two = Duration::from_secs(2);
         // Just started, nothing yet: its own for 2 s.
-        assert!(!s.may_take_over(id, true, two, (t0, ms0 + 500)));
-        assert!(s.may_take_over(id, true, two, (t0, ms0 + 2500)));
+        assert!(!s.may_take_over(id, true, two, (t0, ms0 + 500), own));
+        assert!(s.may_take_over(id, true, two, (t0, ms0 + 2500), own));
         s.note_input(id, 100, t0);
-        assert!(!s.may_take_over(id, true, two, (t0 + Duration::from_secs(1), ms0)));
-        assert!(s.may_take_over(id, true, two, (t0 + Duration::from_secs(3), ms0)));
-        // Not blocking: at once.
-        assert!(s.may_take_over(id, false, two, (t0, ms0)));
+        assert!(!s.may_take_over(id, true, two, (t0 + Duration::from_secs(1), ms0), own));
+        let silent = (t0 + Duration::from_secs(3), ms0);
+        assert!(s.may_take_over(id, true, two, silent, own));
+        // Silent, but another address: it waits for the stream to time
+        // out, unless admission vouched for it.
+        assert!(!s.may_take_over(id, true, two, silent, other));
+        assert!(s.may_take_over(id, true, two, silent, admitted));
+        // Not blocking: anyone, at once.
+        assert!(s.may_take_over(id, false, two, (t0, ms0), other));
         assert_eq!(s.take_over(id, SourceType::Srt, 9), Some(7));
         assert_eq!(
             s.get(id).map(|l| (l.publisher, l.source)),
@@ -717,7 +756,7 @@ mod tests {
         let ch = s
             .start("v", "a", "tv", SourceType::Scheduled, 3, ms0)
             .unwrap();
-        assert!(!s.may_take_over(ch, false, two, (t0, ms0 + 10_000)));
+        assert!(!s.may_take_over(ch, false, two, (t0, ms0 + 10_000), admitted));
         // The newcomer's frames follow the stream's last one.
         let frame = |dts: i64| Frame {
             track: 1,
