@@ -129,6 +129,7 @@ fn policy_is_checked_before_the_webhook() {
         v,
         Verdict::Allowed(Admit {
             expire_at: Some(1_500_000),
+            vouched: true,
             ..Admit::default()
         })
     );
@@ -234,6 +235,7 @@ fn viewer_sessions() {
         expire_at: Some(1_000_000 + 60_000),
         new_url: None,
         admission: None,
+        vouched: false,
     };
     let token = m
         .open_viewer(("default", "app", "s"), &admit, now(t, 0))
