@@ -359,3 +359,99 @@ fn two_pre_roll_records_on_a_fast_stream_both_record() {
         assert!(len > 96 << 20, "{id}: {len} bytes");
     }
 }
+
+/// A publisher that alternates two AAC configurations, a thousand tags,
+/// on an application with an HLS DVR: every change is a new track set
+/// (a new packager), and none of it floods the log (a DVR folder never
+/// made is nothing to delete; what one peer causes again and again is
+/// logged once a minute).
+#[test]
+fn alternating_track_configurations_do_not_flood_the_log() {
+    let _one = serial();
+    let root = temp_dir("hostile-logflood-root");
+    let s = Server::start_with(
+        "hostile-logflood",
+        ServerOptions {
+            media: true,
+            hls: Some(format!(
+                "<SegmentDuration>1</SegmentDuration><DVR><Enable>true</Enable><TempStoragePath>{}</TempStoragePath><MaxDuration>60</MaxDuration></DVR>",
+                root.display()
+            )),
+            ..Default::default()
+        },
+    );
+    use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
+    let port = s.media.rtmp;
+    let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", "flip");
+    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut c = ClientSession::new(config);
+    let mut buf = vec![0u8; 16 * 1024];
+    let flush = |c: &mut ClientSession, sock: &mut TcpStream| {
+        let out = c.pending_output().to_vec();
+        sock.write_all(&out).unwrap();
+        c.consume_output(out.len());
+    };
+    while c.state() != ClientState::Publishing {
+        flush(&mut c, &mut sock);
+        assert_ne!(c.state(), ClientState::Failed);
+        let n = sock.read(&mut buf).unwrap();
+        assert!(n > 0, "closed");
+        c.handle_input(&buf[..n]).unwrap();
+    }
+    let before = s.log_text().lines().count();
+    let mut sent = 0;
+    assert!(s.log_text().contains("started by"), "{}", s.log_text());
+    for i in 0..1000u32 {
+        let mut aac = kiln::hls::fuzz::aac();
+        // 48 kHz stereo, then 44.1 kHz stereo.
+        let asc: &'static [u8] = if i % 2 == 0 {
+            &[0x11, 0x90]
+        } else {
+            &[0x12, 0x10]
+        };
+        aac.config = kiln::media::CodecConfig::Aac {
+            asc: bytes::Bytes::from_static(asc),
+        };
+        if c.send_tracks(&[aac]).is_err() {
+            break;
+        }
+        let t = i64::from(i) * 1920;
+        let frame = kiln::media::Frame {
+            track: 2,
+            pts: t,
+            dts: t,
+            keyframe: true,
+            data: bytes::Bytes::from_static(&[0x21, 0x10, 0x04, 0x60, 0x8c, 0x1c]),
+        };
+        if c.send_frame(&frame).is_err() {
+            break;
+        }
+        flush(&mut c, &mut sock);
+        sent += 1;
+    }
+    // Every change reached the stream: it ends on the last one.
+    let last = wait_until(Duration::from_secs(10), || {
+        s.live_stream("flip")
+            .filter(|v| v.to_string().contains("\"samplerate\":44100"))
+    });
+    assert!(last.is_some(), "{:?}", s.live_stream("flip"));
+    std::thread::sleep(Duration::from_secs(2));
+    let log = s.log_text();
+    let lines: Vec<&str> = log.lines().skip(before).collect();
+    let warns = lines.iter().filter(|l| l.contains(" WARN ")).count();
+    println!(
+        "RELIABILITY: log flood, {sent} alternating AAC configurations: {} lines, {warns} WARN",
+        lines.len()
+    );
+    assert!(warns <= 5, "{warns} warnings:\n{}", lines.join("\n"));
+    assert!(
+        lines.len() <= 50,
+        "{} lines:\n{}",
+        lines.len(),
+        lines[..50.min(lines.len())].join("\n")
+    );
+    let recent = s.request("GET", "/v1/logs", None).body;
+    assert!(!recent.contains("cannot delete"), "{recent}");
+}

@@ -314,10 +314,13 @@ impl Worker {
                     .map_err(|e| format!("cannot read [{}]: {e}", path.display())),
             }],
             FileOp::Space { file, path } => space(file, &path).into_iter().collect(),
+            // A folder that was never made (a stream whose tracks changed
+            // before its first segment) is nothing to report.
             FileOp::RemoveDvr { file, dir } => vec![FileEvent::Deleted {
                 file,
                 error: remove_dvr(&dir)
                     .err()
+                    .filter(|e| e.kind() != std::io::ErrorKind::NotFound)
                     .map(|e| format!("cannot delete [{}]: {e}", dir.display())),
             }],
             FileOp::SweepDvr { file, root } => {

@@ -240,7 +240,14 @@ impl HlsManager {
                     self.wake(stream);
                 }
             }
-            FileEvent::Deleted { error: Some(e), .. } => crate::warn!("DVR: {e}"),
+            // A publisher can make many DVRs go (each change of its
+            // tracks): at most one line a minute for each reason.
+            FileEvent::Deleted { error: Some(e), .. } => crate::log_throttled!(
+                crate::log::Level::Warn,
+                ("dvr-delete", &e),
+                crate::log::NO_ADDRESS,
+                "DVR: {e}"
+            ),
             FileEvent::Deleted { .. } => {}
             FileEvent::Space { free, .. } => {
                 let dvr = self
