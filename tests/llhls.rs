@@ -1763,3 +1763,42 @@ fn hls_ts_keeps_a_dvr_window_as_ome_configures_it() {
         "{counts:?}"
     );
 }
+
+/// A file has one URL, the one the playlists give: `+1`, `0001` or the
+/// other kind for a track's segment are 404 (a CDN caches each URL apart,
+/// so every alias would be one more copy of the stream).
+#[test]
+fn segment_urls_have_one_spelling() {
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let s = llhls_server(
+        "llhls-canonical",
+        "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>",
+    );
+    let mut src = publish(&s, "a", 30);
+    let (_, video) = wait_for_segments(&s, "a", 2);
+    let (_, list, _) = curl(&[], &format!("{}/{video}", base(&s, "a")));
+    let seg = list
+        .lines()
+        .find(|l| l.starts_with("seg_"))
+        .expect("a segment")
+        .to_string();
+    let (code, _, _) = curl(&[], &format!("{}/{seg}", base(&s, "a")));
+    assert_eq!(code, 200, "{seg}");
+    // seg_{track}_{msn}_{kind}_{key}_llhls.m4s
+    let f: Vec<&str> = seg.split('_').collect();
+    let aliases = [
+        format!("seg_+{}_{}", f[1], f[2..].join("_")),
+        format!("seg_{}_000{}_{}", f[1], f[2], f[3..].join("_")),
+        format!("seg_{}_+{}_{}", f[1], f[2], f[3..].join("_")),
+        format!("seg_{}_{}_audio_{}", f[1], f[2], f[4..].join("_")),
+        video.replacen("chunklist_", "chunklist_0", 1),
+    ];
+    for alias in &aliases {
+        let (code, _, _) = curl(&[], &format!("{}/{alias}", base(&s, "a")));
+        assert_eq!(code, 404, "{alias} (of {seg})");
+    }
+    let _ = src.kill();
+    let _ = src.wait();
+}

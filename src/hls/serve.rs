@@ -662,9 +662,28 @@ fn answer_file(
             return reply(Reply::playlist(text, cache.master));
         }
     }
-    let Some(file) = playlist::parse_file(file, &s.key) else {
+    let name = file;
+    let Some(file) = playlist::parse_file(name, &s.key) else {
         return reply(Reply::error(404, "Not found"));
     };
+    // One name per file, the one the playlists give: `+1`, `0001` or the
+    // other kind for a track are not it (a CDN would cache each apart).
+    let canonical = match &file {
+        File::Master => None,
+        File::Chunklist { track } => s.track(*track).map(|t| playlist::chunklist_name(t, &s.key)),
+        File::Init { track, version } => s
+            .track(*track)
+            .map(|t| playlist::init_name_of(t, *version, &s.key)),
+        File::Segment { track, msn } => s
+            .track(*track)
+            .map(|t| playlist::segment_name(t, *msn, &s.key)),
+        File::Part { track, msn, part } => s
+            .track(*track)
+            .map(|t| playlist::part_name(t, *msn, *part, &s.key)),
+    };
+    if canonical.is_some_and(|c| c != name) {
+        return reply(Reply::error(404, "Not found"));
+    }
     let track_of = |t: u32| s.track(t);
     let media_type = |t: &TrackOutput| match t.kind() {
         MediaKind::Video => "video/mp4",

@@ -710,6 +710,12 @@ impl AppSpec {
                     must: "an absolute path",
                 });
             }
+            if f.max_pre_roll.is_some_and(|ms| ms > MAX_PRE_ROLL_MS) {
+                return Err(SpecError::Form {
+                    field: "publishers.file.maxPreRoll".into(),
+                    must: "at most 120000 (ms)",
+                });
+            }
             if f.problem().is_some() {
                 return Err(SpecError::Form {
                     field: "publishers.file.filePath".into(),
@@ -1046,6 +1052,20 @@ mod tests {
         assert!(spec.output_named("cam", "cam2").is_none());
         assert!(spec.has_encode("a"));
         assert!(!spec.has_encode("b"));
+    }
+
+    #[test]
+    fn a_max_pre_roll_over_two_minutes_is_refused_by_its_name() {
+        let json = r#"{"name":"app","publishers":{"file":{"rootPath":"/r","maxPreRoll":120001}}}"#;
+        let spec: AppSpec = serde_json::from_str(json).unwrap();
+        let e = spec.validate().unwrap_err().to_string();
+        assert!(e.contains("maxPreRoll") && e.contains("120000"), "{e}");
+        assert!(!e.contains("filePath"), "{e}");
+        let ok = json.replace("120001", "120000");
+        serde_json::from_str::<AppSpec>(&ok)
+            .unwrap()
+            .validate()
+            .unwrap();
     }
 
     /// `providers.srt.audioMap` (OME's `<AudioMap>` through the API):
