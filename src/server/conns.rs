@@ -7,7 +7,9 @@
 //! - the API has a cap per client address (`MaxConnectionsPerAddress`),
 //!   and so has the viewer port (LL-HLS, HLS, WebRTC signalling and the
 //!   TCP relay together: `<Bind><Publishers><LLHLS><MaxConnectionsPerAddress>`,
-//!   512 of its 8192 by default), so one address cannot take every slot;
+//!   512 of its 8192 by default), and so have the RTMP(S) ports
+//!   ([`MAX_RTMP_PER_ADDRESS`] of 4096), so one address cannot take every
+//!   slot;
 //! - when the process nears its open-files limit, the loop first closes the
 //!   oldest connections that never completed a request, publish or play
 //!   ([`Endpoint::unproven_since`](super::endpoint::Endpoint::unproven_since)),
@@ -21,8 +23,11 @@ use crate::log::Level;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-/// Most RTMP(S) connections at once.
+/// Most RTMP(S) connections at once, and from one address (an encoder
+/// farm behind one NAT has room; one address cannot take every
+/// descriptor: a multitrack publisher holds one per track's memory file).
 const MAX_RTMP_CONNECTIONS: usize = 4096;
+pub(crate) const MAX_RTMP_PER_ADDRESS: usize = 64;
 /// Most viewer connections at once (each pins at most ~16 KiB of request
 /// bytes until it is answered).
 const MAX_VIEWER_CONNECTIONS: usize = 8192;
@@ -43,6 +48,7 @@ pub(crate) struct ConnCaps {
     viewer: usize,
     api_by_address: HashMap<IpAddr, usize>,
     viewer_by_address: HashMap<IpAddr, usize>,
+    rtmp_by_address: HashMap<IpAddr, usize>,
     /// Viewer-port connections from one address (0: no cap).
     max_viewer_per_address: usize,
     /// `Managers/API/Limits/MaxConnections` and `MaxConnectionsPerAddress`.
@@ -63,6 +69,7 @@ impl ConnCaps {
             viewer: 0,
             api_by_address: HashMap::new(),
             viewer_by_address: HashMap::new(),
+            rtmp_by_address: HashMap::new(),
             max_viewer_per_address: 0,
             max_api: limits.max_connections,
             max_api_per_address: limits.max_connections_per_address,
@@ -121,6 +128,20 @@ impl ConnCaps {
             }
             *self.viewer_by_address.entry(ip).or_insert(0) += 1;
         }
+        if service == Service::Rtmp {
+            let per = MAX_RTMP_PER_ADDRESS;
+            let n = self.rtmp_by_address.get(&ip).copied().unwrap_or(0);
+            if n >= per {
+                crate::log_throttled!(
+                    Level::Warn,
+                    "rtmp-address-cap",
+                    ip,
+                    "RTMP connections from {ip}: the cap of {per} per address is reached; new ones are closed"
+                );
+                return Err(Refusal::AddressCap(per));
+            }
+            *self.rtmp_by_address.entry(ip).or_insert(0) += 1;
+        }
         *self.count(service) += 1;
         Ok(())
     }
@@ -132,7 +153,7 @@ impl ConnCaps {
         let by_address = match service {
             Service::Api => &mut self.api_by_address,
             Service::Viewer | Service::WebRtcRelay => &mut self.viewer_by_address,
-            Service::Rtmp => return,
+            Service::Rtmp => &mut self.rtmp_by_address,
         };
         if let Some(n) = by_address.get_mut(&ip) {
             *n -= 1;
@@ -169,6 +190,21 @@ mod tests {
 
     fn ip(n: u8) -> IpAddr {
         IpAddr::from([127, 0, 0, n])
+    }
+
+    #[test]
+    fn rtmp_has_a_share_per_address() {
+        let mut c = ConnCaps::new(&ApiLimits::default(), 65_536);
+        for _ in 0..MAX_RTMP_PER_ADDRESS {
+            assert!(c.admit(Service::Rtmp, ip(2)).is_ok());
+        }
+        assert_eq!(
+            c.admit(Service::Rtmp, ip(2)),
+            Err(Refusal::AddressCap(MAX_RTMP_PER_ADDRESS))
+        );
+        assert!(c.admit(Service::Rtmp, ip(3)).is_ok());
+        c.release(Service::Rtmp, ip(2));
+        assert!(c.admit(Service::Rtmp, ip(2)).is_ok());
     }
 
     #[test]
