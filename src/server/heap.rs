@@ -2,7 +2,7 @@
 //! message buffers) in its arenas for good unless asked to return it, so
 //! 1,500 hostile RTMP connections closed at their set-up timeout left
 //! ~115 MB resident for the life of the process. When enough ingest buffer
-//! bytes were released, the loop asks the allocator to return free pages
+//! bytes were released (or pre-roll media let go), the loop asks the allocator to return free pages
 //! (`malloc_trim`), at most once a second (a trim walks the heap).
 
 use std::time::{Duration, Instant};
@@ -18,9 +18,20 @@ pub(crate) struct HeapTrim {
     last: Option<Instant>,
     /// A timer for the owed trim was asked for.
     armed: bool,
+    /// What the streams' pre-roll histories held at the last look.
+    media_held: usize,
 }
 
 impl HeapTrim {
+    /// Notes what kept media (the pre-roll histories) holds now; what it
+    /// let go since the last look counts as released (a stream that ended
+    /// or a history that dropped a GOP frees tens of MiB at once).
+    pub(crate) fn media_released(&mut self, held: usize) -> usize {
+        let freed = self.media_held.saturating_sub(held);
+        self.media_held = held;
+        freed
+    }
+
     /// Notes freed bytes; trims now if due. Returns when to call again,
     /// once per owed trim (it is owed but the last one was too recent).
     pub(crate) fn on_released(&mut self, bytes: usize, now: Instant) -> Option<Instant> {
@@ -48,6 +59,15 @@ impl HeapTrim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn media_let_go_counts_as_released() {
+        let mut h = HeapTrim::default();
+        assert_eq!(h.media_released(64 << 20), 0);
+        assert_eq!(h.media_released(80 << 20), 0);
+        assert_eq!(h.media_released(0), 80 << 20);
+        assert_eq!(h.media_released(0), 0);
+    }
 
     #[test]
     fn trims_after_enough_bytes_at_most_once_a_second() {

@@ -203,7 +203,9 @@ impl Server {
             self.core.resume_accepting(Instant::now());
             let now = Instant::now();
             self.settle(now);
-            let released = self.core.ingest_budget.take_released();
+            let media = self.core.api.records.preroll_held().2;
+            let released =
+                self.core.ingest_budget.take_released() + self.core.heap.media_released(media);
             if let Some(at) = self.core.heap.on_released(released, now) {
                 self.core.timers.schedule(at, TRIM_TOKEN);
             }
