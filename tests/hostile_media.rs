@@ -11,7 +11,7 @@ mod media;
 use common::*;
 use media::*;
 use serde_json::json;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -20,18 +20,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// kiln's resident memory (KiB).
-fn rss_kib(s: &Server) -> u64 {
-    let pid = s.child.as_ref().expect("running").id();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 /// What a synthetic publisher sends.
@@ -51,32 +39,8 @@ struct Pace {
 fn publisher(port: u16, name: &str, pace: Pace) -> std::thread::JoinHandle<Result<u32, String>> {
     let name = name.to_string();
     std::thread::spawn(move || {
-        use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
-        let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", &name);
-        let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-        sock.set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut c = ClientSession::new(config);
-        let mut buf = vec![0u8; 16 * 1024];
-        let flush = |c: &mut ClientSession, sock: &mut TcpStream| -> Result<(), String> {
-            let out = c.pending_output().to_vec();
-            sock.write_all(&out).map_err(|e| e.to_string())?;
-            c.consume_output(out.len());
-            Ok(())
-        };
-        loop {
-            flush(&mut c, &mut sock)?;
-            match c.state() {
-                ClientState::Publishing => break,
-                ClientState::Failed => return Err(format!("{:?}", c.poll_event())),
-                _ => {}
-            }
-            let n = sock.read(&mut buf).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("closed".into());
-            }
-            c.handle_input(&buf[..n]).map_err(|e| e.to_string())?;
-        }
+        let sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        let (mut c, mut sock) = rtmp_publishing(sock, port, &name)?;
         c.send_tracks(&[kiln::hls::fuzz::h264()])
             .map_err(|e| e.to_string())?;
         let start = Instant::now();
@@ -101,7 +65,7 @@ fn publisher(port: u16, name: &str, pace: Pace) -> std::thread::JoinHandle<Resul
                 data: bytes::Bytes::from(data),
             })
             .map_err(|e| e.to_string())?;
-            flush(&mut c, &mut sock)?;
+            rtmp_flush(&mut c, &mut sock)?;
         }
         Ok(frames)
     })
@@ -380,26 +344,9 @@ fn alternating_track_configurations_do_not_flood_the_log() {
             ..Default::default()
         },
     );
-    use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
     let port = s.media.rtmp;
-    let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", "flip");
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut c = ClientSession::new(config);
-    let mut buf = vec![0u8; 16 * 1024];
-    let flush = |c: &mut ClientSession, sock: &mut TcpStream| {
-        let out = c.pending_output().to_vec();
-        sock.write_all(&out).unwrap();
-        c.consume_output(out.len());
-    };
-    while c.state() != ClientState::Publishing {
-        flush(&mut c, &mut sock);
-        assert_ne!(c.state(), ClientState::Failed);
-        let n = sock.read(&mut buf).unwrap();
-        assert!(n > 0, "closed");
-        c.handle_input(&buf[..n]).unwrap();
-    }
+    let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (mut c, mut sock) = rtmp_publishing(sock, port, "flip").unwrap();
     let before = s.log_text().lines().count();
     let mut sent = 0;
     assert!(s.log_text().contains("started by"), "{}", s.log_text());
@@ -428,7 +375,7 @@ fn alternating_track_configurations_do_not_flood_the_log() {
         if c.send_frame(&frame).is_err() {
             break;
         }
-        flush(&mut c, &mut sock);
+        rtmp_flush(&mut c, &mut sock).unwrap();
         sent += 1;
     }
     // Every change reached the stream: it ends on the last one.

@@ -48,18 +48,6 @@ fn publish(s: &Server, secs: u32) -> Option<std::process::Child> {
     Some(src)
 }
 
-/// kiln's resident memory (KiB).
-fn rss_kib(s: &Server) -> u64 {
-    let pid = s.child.as_ref().expect("running").id();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// A TCP connection to kiln's `port` from the loopback address `from`.
 fn connect_from(from: IpAddr, port: u16) -> std::io::Result<TcpStream> {
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;

@@ -242,50 +242,26 @@ fn block_duplicate_stream_name_false_lets_any_newcomer_in() {
 /// the connection, open and publishing (silent: it sends no media), or
 /// how the publish ended.
 fn publish_from(from: &str, port: u16, name: &str) -> Result<std::net::TcpStream, String> {
-    use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
-    use std::io::{Read, Write};
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
         .map_err(|e| e.to_string())?;
     let local: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
     sock.bind(&local.into()).map_err(|e| e.to_string())?;
     let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     sock.connect(&to.into()).map_err(|e| e.to_string())?;
-    let mut sock: std::net::TcpStream = sock.into();
-    sock.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", name);
-    let mut c = ClientSession::new(config);
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let out = c.pending_output().to_vec();
-        sock.write_all(&out).map_err(|e| e.to_string())?;
-        c.consume_output(out.len());
-        match c.state() {
-            ClientState::Publishing => {
-                // Its tracks and one keyframe, then nothing.
-                c.send_tracks(&[kiln::hls::fuzz::h264()])
-                    .map_err(|e| e.to_string())?;
-                c.send_frame(&kiln::media::Frame {
-                    track: 1,
-                    pts: 0,
-                    dts: 0,
-                    keyframe: true,
-                    data: bytes::Bytes::from_static(&[0, 0, 0, 2, 0x65, 0x88]),
-                })
-                .map_err(|e| e.to_string())?;
-                let out = c.pending_output().to_vec();
-                sock.write_all(&out).map_err(|e| e.to_string())?;
-                return Ok(sock);
-            }
-            ClientState::Failed => return Err(format!("{:?}", c.poll_event())),
-            _ => {}
-        }
-        let n = sock.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("closed".into());
-        }
-        c.handle_input(&buf[..n]).map_err(|e| e.to_string())?;
-    }
+    let (mut c, mut sock) = rtmp_publishing(sock.into(), port, name)?;
+    // Its tracks and one keyframe, then nothing.
+    c.send_tracks(&[kiln::hls::fuzz::h264()])
+        .map_err(|e| e.to_string())?;
+    c.send_frame(&kiln::media::Frame {
+        track: 1,
+        pts: 0,
+        dts: 0,
+        keyframe: true,
+        data: bytes::Bytes::from_static(&[0, 0, 0, 2, 0x65, 0x88]),
+    })
+    .map_err(|e| e.to_string())?;
+    rtmp_flush(&mut c, &mut sock)?;
+    Ok(sock)
 }
 
 /// A silent publisher's name is taken back by a newcomer from its own

@@ -830,20 +830,28 @@ print(signed + "&signature=" + sig)
 /// A bare RTMP publish with kiln's own client (no ffmpeg start-up): the
 /// status it ends on. The connection closes when this returns.
 pub fn rtmp_publish(port: u16, key: &str) -> Result<(), String> {
+    let sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    rtmp_publishing(sock, port, key).map(drop)
+}
+
+/// Drives kiln's own RTMP client on `sock` (connected to kiln's `port`)
+/// through `connect` and `publish` of `app/{key}`: the session, publishing,
+/// and its socket, or how the publish ended.
+pub fn rtmp_publishing(
+    mut sock: TcpStream,
+    port: u16,
+    key: &str,
+) -> Result<(kiln::rtmp::ClientSession, TcpStream), String> {
     use kiln::rtmp::{ClientConfig, ClientSession, ClientState};
-    use std::io::Read;
     let config = ClientConfig::new(&format!("rtmp://127.0.0.1:{port}/app"), "app", key);
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     sock.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     let mut c = ClientSession::new(config);
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        let out = c.pending_output().to_vec();
-        sock.write_all(&out).map_err(|e| e.to_string())?;
-        c.consume_output(out.len());
+        rtmp_flush(&mut c, &mut sock)?;
         match c.state() {
-            ClientState::Publishing => return Ok(()),
+            ClientState::Publishing => return Ok((c, sock)),
             ClientState::Failed => return Err(format!("{:?}", c.poll_event())),
             _ => {}
         }
@@ -853,6 +861,26 @@ pub fn rtmp_publish(port: u16, key: &str) -> Result<(), String> {
         }
         c.handle_input(&buf[..n]).map_err(|e| e.to_string())?;
     }
+}
+
+/// Writes what an RTMP client session has to send.
+pub fn rtmp_flush(c: &mut kiln::rtmp::ClientSession, sock: &mut TcpStream) -> Result<(), String> {
+    let out = c.pending_output().to_vec();
+    sock.write_all(&out).map_err(|e| e.to_string())?;
+    c.consume_output(out.len());
+    Ok(())
+}
+
+/// A server's resident memory (KiB).
+pub fn rss_kib(s: &Server) -> u64 {
+    let pid = s.child.as_ref().expect("running").id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Runs `tool args` (network namespace set-up); its stderr on failure.
