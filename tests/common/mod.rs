@@ -491,8 +491,13 @@ impl Server {
         self.child = Some(child);
         let t0 = Instant::now();
         loop {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return Ok(());
+            // A connect to a port nothing listens on can meet itself (TCP
+            // simultaneous open, when the port is in the ephemeral range and
+            // comes out as the client's own): that is not kiln.
+            if let Ok(c) = TcpStream::connect(("127.0.0.1", self.port)) {
+                if c.local_addr().ok() != c.peer_addr().ok() {
+                    return Ok(());
+                }
             }
             let exited = self
                 .child
@@ -656,7 +661,12 @@ impl Drop for Server {
 
 pub fn wait_for_port(port: u16, limit: Duration) {
     let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    // A connection that meets itself (TCP simultaneous open) is not a listener.
+    let listening = || {
+        TcpStream::connect(("127.0.0.1", port))
+            .is_ok_and(|c| c.local_addr().ok() != c.peer_addr().ok())
+    };
+    while !listening() {
         if t0.elapsed() > limit {
             panic!("port {port} did not open within {limit:?}");
         }
