@@ -570,9 +570,22 @@ impl ServerSession {
                     self.events.push_back(ServerEvent::PlayStopped);
                 }
             }
-            "releaseStream" | "FCPublish" | "_checkbw" | "getStreamLength" => {
+            "releaseStream" | "FCPublish" | "_checkbw" => {
                 self.require_connected()?;
                 self.reply_empty(txn);
+            }
+            "getStreamLength" => {
+                // A live stream has no length: 0 s, as a number (FFmpeg warns
+                // on any other reply).
+                self.require_connected()?;
+                if txn != 0.0 {
+                    self.send_command(
+                        0,
+                        "_result",
+                        txn,
+                        &[Amf0Value::Null, Amf0Value::Number(0.0)],
+                    );
+                }
             }
             "play" | "play2" => {
                 if self.state != State::Connected {
@@ -770,6 +783,23 @@ mod tests {
                 publish_type: "live".into()
             })
         );
+    }
+
+    #[test]
+    fn get_stream_length_is_answered_with_a_number_as_ffmpeg_reads_it() {
+        let mut s = ServerSession::new(ServerConfig::default());
+        let mut p = Publisher::new();
+        let obj = Amf0Value::Object(vec![("app".into(), "live".into())]);
+        p.command(0, "connect", 1.0, &[obj]);
+        s.handle_input(&std::mem::take(&mut p.out)).unwrap();
+        assert!(matches!(s.poll_event(), Some(ServerEvent::Connect { .. })));
+        s.accept_connect();
+        p.command(0, "getStreamLength", 4.0, &[Amf0Value::Null, "cam".into()]);
+        s.handle_input(&std::mem::take(&mut p.out)).unwrap();
+        let replies = server_replies(&s);
+        let reply = replies.iter().find(|c| c.transaction_id == 4.0).unwrap();
+        assert_eq!(reply.name, "_result");
+        assert_eq!(reply.args, vec![Amf0Value::Number(0.0)]);
     }
 
     #[test]
