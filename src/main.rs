@@ -180,6 +180,16 @@ fn start(file: &Path, check: Option<bool>, offset: i32) -> Result<(), String> {
     for w in &loaded.warnings {
         warn!("{w}");
     }
+    if check.is_some() && !loaded.off.is_empty() {
+        let off: Vec<String> = loaded.off.iter().map(|e| e.to_string()).collect();
+        return Err(format!(
+            "configuration leaves parts off:\n{}",
+            off.join("\n")
+        ));
+    }
+    for e in &loaded.off {
+        error!("{e}");
+    }
     let config = loaded.config;
     let certs = load_certificates(&config);
     let mut store = StateStore::new(config.state_file.clone(), &kiln::api::TASK_KINDS);

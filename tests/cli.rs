@@ -147,7 +147,7 @@ fn port_in_use_fails_with_a_message() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot start"), "{err}");
-    // Issue 28, 6.9: the listener and its element are named...
+    // The listener and its element are named...
     assert!(
         err.contains("API server (<Bind><Managers><API><Port>)"),
         "{err}"
@@ -171,4 +171,57 @@ fn sigterm_and_sigint_stop_cleanly() {
     // the port is released
     assert!(std::net::TcpListener::bind(("127.0.0.1", s.port)).is_ok());
     assert!(s.log_text().contains("shutting down"));
+}
+
+#[test]
+fn webrtc_without_a_udp_candidate_fails_the_check_and_is_an_error_at_start() {
+    // OME takes a candidate that names no transport as ICE-TCP; kiln offers
+    // ICE over UDP only, so such a config turns WebRTC off: --check-config
+    // fails naming <IceCandidates>, a start says so in an ERROR line.
+    let dir = temp_dir("ice-no-udp");
+    let opts = ServerOptions {
+        media: true,
+        webrtc: Some(String::new()),
+        ..Default::default()
+    };
+    let media = MediaPorts {
+        rtmp: free_port(),
+        llhls: free_port(),
+        ice: free_udp_port(),
+        ..Default::default()
+    };
+    let port = free_port();
+    let config = write_config_with_media(&dir, port, None, &opts, media);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let udp = format!("127.0.0.1:{}/udp", media.ice);
+    assert!(text.contains(&udp), "{text}");
+    let bare = format!("127.0.0.1:{}-{}", media.ice, media.ice + 4);
+    std::fs::write(&config, text.replace(&udp, &bare)).unwrap();
+
+    let out = kiln(&["--check-config", "-c", config.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("IceCandidates: WebRTC is off: no UDP <IceCandidate> is left"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("write [{bare}/udp] for UDP")),
+        "{err}"
+    );
+
+    let mut child = Command::new(kiln_bin())
+        .args(["-c", config.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_port(port, std::time::Duration::from_secs(10));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("WebRTC is off"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("ERROR"), "{line}");
 }

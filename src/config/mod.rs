@@ -307,6 +307,10 @@ impl std::error::Error for ConfigErrors {}
 pub struct Loaded {
     pub config: Config,
     pub warnings: Vec<ConfigError>,
+    /// What the configuration turns off without meaning to (WebRTC with no
+    /// UDP candidate left): `--check-config` fails on each, a start logs each
+    /// as an ERROR line and runs without that part.
+    pub off: Vec<ConfigError>,
 }
 
 /// Reads and checks a file, with `${env:}` resolved from the process environment.
@@ -343,6 +347,7 @@ pub fn parse(
         env,
         errors: Vec::new(),
         warnings: Vec::new(),
+        off: Vec::new(),
         public_ip_uses: Vec::new(),
     };
     let config = w.server(&root);
@@ -354,6 +359,7 @@ pub fn parse(
         Ok(Loaded {
             config,
             warnings: w.warnings,
+            off: w.off,
         })
     } else {
         Err(ConfigErrors(w.errors))
@@ -440,6 +446,7 @@ struct Walker<'e> {
     env: &'e dyn Fn(&str) -> Option<String>,
     errors: Vec<ConfigError>,
     warnings: Vec<ConfigError>,
+    off: Vec<ConfigError>,
     /// Where `${PublicIP}` is used: errors unless `<StunServer>` is set.
     public_ip_uses: Vec<ConfigError>,
 }
@@ -465,6 +472,17 @@ impl Walker<'_> {
 
     fn warn(&mut self, at: &Element, path: &str, message: impl Into<String>) {
         self.warnings.push(ConfigError {
+            file: self.file.clone(),
+            line: at.line,
+            column: at.column,
+            path: path.to_string(),
+            message: message.into(),
+        });
+    }
+
+    /// A part the configuration leaves off (see `Loaded::off`).
+    fn off(&mut self, at: &Element, path: &str, message: impl Into<String>) {
+        self.off.push(ConfigError {
             file: self.file.clone(),
             line: at.line,
             column: at.column,

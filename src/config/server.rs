@@ -106,7 +106,16 @@ impl Walker<'_> {
         // The API server is on when <Bind><Managers><API> is present.
         if let Some((bind_el, port, tls_port)) = api_bind {
             let bpath = "Server/Bind/Managers/API";
-            if port.is_none() && tls_port.is_none() {
+            // A <Port> whose text was wrong (an unset ${env:}) has its own error.
+            let named = bind_el
+                .children
+                .iter()
+                .filter(|m| m.name == "Managers")
+                .flat_map(|m| &m.children)
+                .filter(|a| a.name == "API")
+                .flat_map(|a| &a.children)
+                .any(|p| p.name == "Port" || p.name == "TLSPort");
+            if port.is_none() && tls_port.is_none() && !named {
                 self.error(bind_el, bpath, "neither <Port> nor <TLSPort> is set");
             }
             let section = managers

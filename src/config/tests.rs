@@ -148,6 +148,11 @@ fn missing_env_without_default_is_an_error() {
         .unwrap() as u64
         + 1;
     assert_eq!(err.0[0].line, token_line, "{err}");
+    // An unset variable in the API's <Port>: that error alone.
+    let text = GOOD.replace("${env:PORT}", "${env:NOPE}");
+    let err = load_str(&text).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert!(err.to_string().contains("NOPE is not set"), "{err}");
     let text = GOOD.replace("${env:TOKEN}", "${env:NOPE:fallback}");
     assert_eq!(
         load_str(&text).unwrap().config.api.unwrap().access_token,
@@ -495,7 +500,7 @@ fn webrtc_publisher_binds_and_app_settings_as_ome_writes_them() {
         .collect();
     assert_eq!(w.relays, vec![("*".to_string(), 3478)]);
     for what in [
-        "IceCandidate: ICE-TCP",
+        "IceCandidate: [*:10020] names no transport, which OME takes as TCP",
         "WorkerCount",
         "JitterBuffer",
         "Rtx",

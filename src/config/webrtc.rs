@@ -73,6 +73,17 @@ impl Walker<'_> {
                                     }
                                     bind.candidates.push(cand)
                                 }
+                                Ok(None) if !t.contains('/') => w.warn(
+                                    c,
+                                    p,
+                                    format!(
+                                        "[{}] names no transport, which OME takes as TCP; kiln has no \
+                                         ICE-TCP (its TcpRelay carries TCP), so it is ignored: write \
+                                         [{}/udp] for UDP",
+                                        t.trim(),
+                                        t.trim()
+                                    ),
+                                ),
                                 Ok(None) => w.warn(
                                     c,
                                     p,
@@ -88,9 +99,15 @@ impl Walker<'_> {
             }
             true
         });
-        if bind.candidates.is_empty() && !el.children.iter().any(|c| c.name == "IceCandidates") {
+        match el.children.iter().find(|c| c.name == "IceCandidates") {
             // OME's default.
-            bind.candidates.push(("*".into(), vec![10000]));
+            None if bind.candidates.is_empty() => bind.candidates.push(("*".into(), vec![10000])),
+            Some(ice) if bind.candidates.is_empty() => self.off(
+                ice,
+                &format!("{path}/IceCandidates"),
+                "WebRTC is off: no UDP <IceCandidate> is left (kiln offers ICE over UDP only)",
+            ),
+            _ => {}
         }
         bind
     }
