@@ -260,6 +260,18 @@ pub fn resolve(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
     Ok(out)
 }
 
+/// As [`resolve`], except that an absolute path is never re-rooted: it must
+/// be inside `root` already, and is then kept as written (OME writes a
+/// dump's `outputPath` as given; kiln keeps it within the root).
+pub fn resolve_exact(root: Option<&str>, path: &str) -> Result<PathBuf, PathError> {
+    match root {
+        Some(r) if Path::new(path).is_absolute() && !inside(r, path) => {
+            Err(PathError::OutsideRoot(path.to_string(), r.to_string()))
+        }
+        _ => resolve(root, path),
+    }
+}
+
 /// Is the absolute `path` (lexically, before `..` are folded) inside the
 /// root `root`?
 fn inside(root: &str, path: &str) -> bool {

@@ -1037,7 +1037,7 @@ fn conclude_hls_live_turns_the_playlists_into_vod() {
     let _ = src.wait();
 }
 
-/// HLS dumps (issue 13): one started through the API on a live stream and
+/// HLS dumps: one started through the API on a live stream and
 /// one from `<LLHLS><Dumps><Dump>`; once the stream ends, each directory
 /// plays back as VOD with every frame, and the info file is OME's.
 #[test]
@@ -1096,13 +1096,26 @@ fn hls_dumps_play_back_as_vod() {
         "{}",
         dup.body
     );
-    let outside = start(serde_json::json!({"id": "d2", "outputPath": "/../etc/x"}));
-    assert_eq!(outside.status, 400);
-    assert!(
-        outside.message().contains("outside the root"),
-        "{}",
-        outside.body
-    );
+    // An absolute outputPath is written exactly there, inside the root
+    // only; one elsewhere is refused naming the root.
+    let elsewhere = temp_dir("llhls-dump-elsewhere").join("cam");
+    for outside_path in [elsewhere.display().to_string(), "/../etc/x".into()] {
+        let outside = start(serde_json::json!({"id": "d2", "outputPath": outside_path}));
+        assert_eq!(outside.status, 400);
+        assert_eq!(
+            outside.message(),
+            format!(
+                "[HTTP] outputPath [{outside_path}] is outside <LLHLS><Dumps><RootPath> [{}] (400)",
+                root.display()
+            ),
+            "{}",
+            outside.body
+        );
+    }
+    assert!(!elsewhere.exists());
+    let exact = root.join("exact/cam");
+    let r = start(serde_json::json!({"id": "d4", "outputPath": exact.display().to_string()}));
+    assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(start(serde_json::json!({"id": "d3"})).status, 400);
     let gone = s.request(
         "POST",
@@ -1147,6 +1160,10 @@ fn hls_dumps_play_back_as_vod() {
         assert_every_frame(&master.display().to_string(), secs, "dump");
     }
     assert!(root.join("api/abr.m3u8").exists());
+    assert!(
+        exact.join("llhls.m3u8").exists(),
+        "written where the script said"
+    );
     // Stopped: the id is free again (into another directory: files are
     // never overwritten).
     let stop = s.request(
@@ -1431,12 +1448,12 @@ fn dvr_settings(root: &std::path::Path, max_duration: u32) -> String {
     )
 }
 
-/// Issue 44, DVR: OME's `<LLHLS><DVR>` keeps `MaxDuration` of segments
+/// DVR: OME's `<LLHLS><DVR>` keeps `MaxDuration` of segments
 /// on disk while memory holds the live window; the chunklist lists the
 /// whole window (OME's `_HLS_rewind`, default YES), old segments are read
 /// back from disk, ffprobe reads the window; the folder goes with the
-/// stream's playlists, and what a killed kiln left is deleted when kiln
-/// starts again.
+/// stream's playlists or with a clean stop, and what a killed kiln left is
+/// deleted when kiln starts again.
 #[test]
 fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
     if !have_tool("ffmpeg") || !have_tool("ffprobe") {
@@ -1538,6 +1555,14 @@ fn a_dvr_keeps_the_window_on_disk_and_nothing_is_left_behind() {
         std::thread::sleep(Duration::from_millis(250));
     }
     assert!(dvr_folders(&root).is_empty(), "{}", s.log_text());
+    assert!(root.join("keep.txt").exists());
+    // A clean stop (SIGTERM) takes a live stream's folder with it.
+    publish_fast(&s, "c", 5);
+    wait_for_segments(&s, "c", 3);
+    assert_eq!(dvr_folders(&root).len(), 1);
+    let (_, status) = s.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(dvr_folders(&root).is_empty(), "{:?}", dvr_folders(&root));
     assert!(root.join("keep.txt").exists());
 }
 
@@ -1646,9 +1671,20 @@ fn a_dvr_keeps_within_the_applications_disk_budget() {
     println!("DVR under MaxTotalMB 2: {bytes} bytes on disk, {listed:.1} s listed");
     assert!(bytes <= 2 << 20, "{bytes} bytes\n{}", s.log_text());
     assert!(listed > 3.0 && listed < 30.0, "{listed} s\n{list}");
-    assert!(s
-        .log_text()
-        .contains("to make room: the application's recordings and DVR take"));
+    // One WARN for the stream, in bytes; each deletion after it at DEBUG.
+    let log = s.log_text();
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("shrinks its window"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    assert!(
+        warned[0].contains("/a: the disk budget shrinks its window")
+            && warned[0].contains("the application's recordings and DVR take ")
+            && warned[0].contains(" bytes, over the 2097152 MaxTotalMB 2 allows"),
+        "{}",
+        warned[0]
+    );
 }
 
 /// An application made through the API may keep a DVR only in a folder

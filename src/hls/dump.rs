@@ -9,7 +9,7 @@
 
 use super::playlist::{chunklist_name, init_name, master, segment_name};
 use super::{target_duration, StreamHls};
-use crate::files::{resolve, PathError};
+use crate::files::PathError;
 use crate::files::{FileEvent, FileId, FileOp, DUMP_FILE};
 pub use crate::state::app::{DumpConfig, DumpsSpec};
 use crate::state::streams::StreamId;
@@ -208,6 +208,12 @@ pub enum DumpError {
     Missing(&'static str),
     BadId,
     BadPlaylist(String),
+    /// `outputPath` or `infoFile` (the field) outside `<Dumps><RootPath>`.
+    OutsideRoot {
+        field: &'static str,
+        path: String,
+        root: String,
+    },
     Path(PathError),
 }
 
@@ -220,6 +226,12 @@ impl std::fmt::Display for DumpError {
                 f,
                 "playlist [{}] must be a file name ending in .m3u8",
                 p.escape_debug()
+            ),
+            DumpError::OutsideRoot { field, path, root } => write!(
+                f,
+                "{field} [{}] is outside <LLHLS><Dumps><RootPath> [{}]",
+                path.escape_debug(),
+                root.escape_debug()
             ),
             DumpError::Path(e) => e.fmt(f),
         }
@@ -249,7 +261,7 @@ pub fn validate_start(
         .output_path
         .filter(|s| !s.is_empty())
         .ok_or(DumpError::Missing("outputPath"))?;
-    let output_path = resolve(root, &output_path).map_err(DumpError::Path)?;
+    let output_path = dump_path(root, "outputPath", &output_path)?;
     let playlists = req.playlist.unwrap_or_else(|| vec!["llhls.m3u8".into()]);
     for p in &playlists {
         if !valid_playlist_name(p) {
@@ -257,7 +269,7 @@ pub fn validate_start(
         }
     }
     let info_file = match req.info_file.filter(|s| !s.is_empty()) {
-        Some(f) => Some(resolve(root, &f).map_err(DumpError::Path)?),
+        Some(f) => Some(dump_path(root, "infoFile", &f)?),
         None => None,
     };
     Ok(DumpSpec {
@@ -271,6 +283,16 @@ pub fn validate_start(
         user_data: req.user_data,
         created_ms: now_ms,
         api: true,
+    })
+}
+
+/// Where a dump's `field` (`outputPath`, `infoFile`) is written: a relative
+/// path under the root; an absolute one exactly there, if it is inside the
+/// root (an OME script looks for it where it said).
+fn dump_path(root: Option<&str>, field: &'static str, path: &str) -> Result<PathBuf, DumpError> {
+    crate::files::resolve_exact(root, path).map_err(|e| match e {
+        PathError::OutsideRoot(path, root) => DumpError::OutsideRoot { field, path, root },
+        e => DumpError::Path(e),
     })
 }
 
@@ -291,6 +313,17 @@ impl DumpsSpec {
         for d in &self.dump {
             if d.target_stream_name.is_empty() || d.output_path.is_empty() {
                 return Some("every dump needs targetStreamName and outputPath".into());
+            }
+            if let Some(root) = &self.root_path {
+                if let Err(DumpError::OutsideRoot { path, root, .. }) =
+                    dump_path(Some(root), "OutputPath", &d.output_path)
+                {
+                    return Some(format!(
+                        "<OutputPath> [{}] is outside <LLHLS><Dumps><RootPath> [{}]",
+                        path.escape_debug(),
+                        root.escape_debug()
+                    ));
+                }
             }
             if let Some(p) = d.playlists.iter().find(|p| !valid_playlist_name(p)) {
                 return Some(format!(
@@ -318,7 +351,8 @@ impl DumpsSpec {
             .filter_map(|(i, d)| {
                 let path =
                     expand_output_path(&d.output_path, vhost, app, stream, now_ms, utc_offset);
-                let output_path = resolve(self.root_path.as_deref(), &path).ok()?;
+                let output_path =
+                    crate::files::resolve_exact(self.root_path.as_deref(), &path).ok()?;
                 Some(DumpSpec {
                     id: format!("auto_{stream}_{i}_{now_ms}"),
                     vhost: vhost.to_string(),
@@ -658,10 +692,46 @@ mod tests {
             err(r#"{"outputStreamName":"s","outputPath":"x"}"#),
             "There is no required parameter [id]"
         );
-        assert!(
-            err(r#"{"outputStreamName":"s","id":"d","outputPath":"/../etc"}"#)
-                .contains("outside the root")
+        // An absolute path is written as given, inside the root only.
+        assert_eq!(
+            err(r#"{"outputStreamName":"s","id":"d","outputPath":"/../etc"}"#),
+            "outputPath [/../etc] is outside <LLHLS><Dumps><RootPath> [/srv/dumps]"
         );
+        assert_eq!(
+            err(r#"{"outputStreamName":"s","id":"d","outputPath":"/tmp/kiln/dumps/cam"}"#),
+            "outputPath [/tmp/kiln/dumps/cam] is outside <LLHLS><Dumps><RootPath> [/srv/dumps]"
+        );
+        assert_eq!(
+            err(r#"{"outputStreamName":"s","id":"d","outputPath":"/srv/dumps/../etc"}"#),
+            "outputPath [/srv/dumps/../etc] is outside <LLHLS><Dumps><RootPath> [/srv/dumps]"
+        );
+        assert_eq!(
+            err(r#"{"outputStreamName":"s","id":"d","outputPath":"x","infoFile":"/srv/x.xml"}"#),
+            "infoFile [/srv/x.xml] is outside <LLHLS><Dumps><RootPath> [/srv/dumps]"
+        );
+        let exact: StartDumpRequest = serde_json::from_str(
+            r#"{"outputStreamName":"s","id":"d","outputPath":"/srv/dumps/cam","infoFile":"/srv/dumps/cam.xml"}"#,
+        )
+        .unwrap();
+        let exact = validate_start(exact, "v", "a", Some("/srv/dumps"), 0).unwrap();
+        assert_eq!(exact.output_path, PathBuf::from("/srv/dumps/cam"));
+        assert_eq!(exact.info_file, Some(PathBuf::from("/srv/dumps/cam.xml")));
+        // Automatic dumps: the same rule, as a config error.
+        let auto = |path: &str| DumpsSpec {
+            root_path: Some("/srv/dumps".into()),
+            dump: vec![crate::state::app::DumpConfig {
+                enable: true,
+                target_stream_name: "*".into(),
+                playlists: Vec::new(),
+                output_path: path.into(),
+            }],
+        };
+        assert_eq!(
+            auto("/tmp/x/${StreamName}").problem().as_deref(),
+            Some("<OutputPath> [/tmp/x/${StreamName}] is outside <LLHLS><Dumps><RootPath> [/srv/dumps]")
+        );
+        assert_eq!(auto("/srv/dumps/${StreamName}").problem(), None);
+        assert_eq!(auto("${StreamName}").problem(), None);
         assert!(err(
             r#"{"outputStreamName":"s","id":"d","outputPath":"x","playlist":["../a.m3u8"]}"#
         )

@@ -89,6 +89,8 @@ pub struct Dvr {
     pub free: Option<u64>,
     /// Bytes handed to the worker since free space was last asked.
     since_space: u64,
+    /// A disk budget has deleted segments of its window (said once).
+    pub shrunk: bool,
 }
 
 /// Bits of a DVR file id left for the counter within one DVR.
@@ -112,6 +114,7 @@ impl Dvr {
             grew: false,
             free: None,
             since_space: u64::MAX,
+            shrunk: false,
         }
     }
 

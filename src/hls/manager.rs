@@ -251,13 +251,19 @@ impl HlsManager {
 
     /// The server stops: every running dump ends as if its stream had
     /// (`EXT-X-ENDLIST`, the info file Completed), so what it wrote plays
-    /// back as VOD.
+    /// back as VOD; every DVR folder goes, as when its stream ends.
     pub fn shutdown(&mut self, now: Now) {
         let mut ids: Vec<StreamId> = self.dumps.iter().map(|d| d.stream).collect();
         ids.sort_unstable();
         ids.dedup();
         for id in ids {
             self.poll_dumps(id, now, true);
+        }
+        for o in self.outputs.values_mut() {
+            for d in o.dvrs_mut() {
+                self.file_ops.extend(d.take_ops());
+                self.file_ops.push(d.remove());
+            }
         }
     }
 

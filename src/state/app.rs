@@ -104,7 +104,7 @@ impl DiskBudget {
             let max = mb.saturating_mul(MB).saturating_sub(usage.room);
             if total > max {
                 out.push((
-                    format!("{whose} {what} take {} MB ({name} {mb})", total / MB),
+                    format!("{whose} {what} take {total} bytes, over the {max} {name} {mb} allows"),
                     total - max,
                 ));
             }
@@ -117,8 +117,7 @@ impl DiskBudget {
             if free < min {
                 out.push((
                     format!(
-                        "{} MB free on the file system (MinFreeMB {})",
-                        free / MB,
+                        "{free} bytes free on the file system, under the {min} MinFreeMB {} asks",
                         min / MB
                     ),
                     min - free,
@@ -692,7 +691,7 @@ impl AppSpec {
         {
             return Err(SpecError::Form {
                 field: "publishers.llhls.dumps".into(),
-                must: "an absolute rootPath; targetStreamName, outputPath and .m3u8 playlist names in each dump",
+                must: "an absolute rootPath; targetStreamName, outputPath (inside rootPath when absolute) and .m3u8 playlist names in each dump",
             });
         }
         for (publisher, dvr) in self.publishers.named_dvrs() {

@@ -96,10 +96,19 @@ impl HlsManager {
                 .outputs
                 .values_mut()
                 .filter(|o| o.vhost == vhost && o.app == app)
-                .flat_map(|o| o.dvrs_mut())
-                .filter_map(|d| Some((d.oldest_ms()?, d)))
-                .min_by_key(|(ms, _)| *ms);
-            let Some((_, d)) = oldest else {
+                .flat_map(|o| {
+                    let name = &o.name;
+                    let dvrs = o
+                        .hls
+                        .as_mut()
+                        .and_then(|h| h.dvr.as_mut())
+                        .into_iter()
+                        .chain(o.ts.as_mut().and_then(|t| t.first_mut()?.dvr.as_mut()));
+                    dvrs.map(move |d| (name, d))
+                })
+                .filter_map(|(name, d)| Some((d.oldest_ms()?, name, d)))
+                .min_by_key(|(ms, _, _)| *ms);
+            let Some((_, name, d)) = oldest else {
                 break;
             };
             let n = d.drop_first();
@@ -107,9 +116,16 @@ impl HlsManager {
                 break;
             }
             freed += n;
+            // A window the budget shrinks is worth one WARN per DVR; the
+            // segments that follow it out are told at DEBUG.
+            if !std::mem::replace(&mut d.shrunk, true) {
+                crate::warn!(
+                    "DVR of {vhost}/{app}/{name}: the disk budget shrinks its window (its oldest segments are deleted): {why}"
+                );
+            }
         }
         if freed > 0 {
-            crate::info!("DVR of {vhost}/{app}: deleted its oldest segments ({freed} bytes) to make room: {why}");
+            crate::debug!("DVR of {vhost}/{app}: deleted its oldest segments ({freed} bytes) to make room: {why}");
         }
         freed
     }

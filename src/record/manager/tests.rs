@@ -634,7 +634,7 @@ fn a_disk_budget_deletes_the_oldest_files_then_says_disk_full() {
     assert_eq!(t.state, RecordState::Error);
     let e = t.last_error.as_deref().unwrap();
     assert!(
-        e.starts_with("disk full: 50 MB free on the file system (MinFreeMB 100)"),
+        e.starts_with("disk full: 53451520 bytes free on the file system, under the 104857600 MinFreeMB 100 asks"),
         "{e}"
     );
     // Its open file was closed (with its info XML).
