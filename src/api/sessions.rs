@@ -19,7 +19,8 @@ use serde::Serialize;
 struct SessionInfo {
     id: String,
     /// `rtmp`, `srt`, `webrtc`, `llhls`, `hls`; for the publisher its
-    /// source type as stream info names it.
+    /// source type as stream info names it, in lower case (`rtmp`,
+    /// `rtsppull`).
     protocol: String,
     /// `publisher` or `viewer`.
     role: &'static str,
@@ -69,11 +70,26 @@ impl Api {
         let wall = |at: std::time::Instant| {
             now.unix_ms - now.instant.saturating_duration_since(at).as_millis() as i64
         };
+        // One dialect for every row: lower-case protocols, `ip:port`
+        // addresses (`[::1]:port`); a pull names the URL it pulls from.
+        #[cfg(feature = "webrtc")]
+        let webrtc_publisher = self
+            .webrtc
+            .sessions_of(live.id)
+            .into_iter()
+            .find(|s| s.publisher)
+            .and_then(|s| s.remote);
+        #[cfg(not(feature = "webrtc"))]
+        let webrtc_publisher: Option<String> = None;
         let mut list = vec![SessionInfo {
             id: "publisher".into(),
-            protocol: live.source.api_name().to_string(),
+            protocol: live.source.api_name().to_ascii_lowercase(),
             role: "publisher",
-            remote_address: live.source_url.clone(),
+            remote_address: live
+                .publisher_addr
+                .map(|a| a.to_string())
+                .or(webrtc_publisher)
+                .or_else(|| live.source_url.clone()),
             since: time(live.created_ms),
             bytes: live.bytes_in,
             connected: None,

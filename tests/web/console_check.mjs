@@ -109,6 +109,11 @@ try {
   await clickLive(page, 'tr.sessions tr.session[data-session^="webrtc-"] button', { delay: 1500 });
   await page.waitForFunction(() => !document.querySelector('tr.sessions tr.session[data-session^="webrtc-"]'), wait);
   seen.sessionsAfterEnd = await page.$$eval("tr.sessions tr.session", (rows) => rows.map((r) => r.dataset.session));
+  // The publisher's End is asked first: one tap arms it, nothing ends.
+  await clickLive(page, 'tr.sessions tr.session[data-session="publisher"] button');
+  await new Promise((r) => setTimeout(r, 1500));
+  seen.publisherEndOnce = await page.$eval('tr.sessions tr.session[data-session="publisher"] button', (b) => b.textContent);
+  seen.version = await page.$eval("#version", (e) => e.textContent);
 
   // A push started from the form reaches `pushing`, and its strip shows it.
   const form = 'section[data-app="app"] form.push';
@@ -145,6 +150,21 @@ try {
   await page.setViewport({ width: 360, height: 740, isMobile: true });
   await new Promise((r) => setTimeout(r, 1500));
   seen.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  // Each table is cards: none wider than its box, every action in view.
+  seen.phoneTables = await page.evaluate(() => [...document.querySelectorAll("table")]
+    .map((t) => ({ table: t.className, over: t.scrollWidth - t.parentElement.clientWidth }))
+    .filter((x) => x.over > 0));
+  seen.phoneButtons = await page.evaluate(() => [...document.querySelectorAll("table button")].map((b) => {
+    const r = b.getBoundingClientRect();
+    return { text: b.textContent, inView: r.width > 0 && r.left >= 0 && r.right <= window.innerWidth };
+  }));
+  // Stop on a push is asked first: one tap arms it, a second stops it.
+  await clickLive(page, 'tr[data-push="from-form"] button');
+  await new Promise((r) => setTimeout(r, 1500));
+  seen.stopOnce = await page.$eval('tr[data-push="from-form"]', (e) => ({
+    button: e.querySelector("button").textContent, pushing: Boolean(e.querySelector("td.state-pushing")) }));
+  await clickLive(page, 'tr[data-push="from-form"] button');
+  await page.waitForFunction(() => !document.querySelector('tr[data-push="from-form"] td.state-pushing'), wait);
   // On a phone the streams come first, above the overview graph.
   seen.phoneOrder = await page.evaluate(() => ({
     stream: Math.round(document.querySelector('tr[data-stream="cam"]').getBoundingClientRect().top + window.scrollY),

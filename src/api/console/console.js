@@ -16,10 +16,12 @@ const STATE_COLORS = {
   waiting: "#d0383a", running: "#2e9e4f",
   stopping: "#8e7cc3", stopped: "#6b7480", error: "#d0383a", missing: "#ffffff",
 };
+// The viewers' protocols (pushes and recordings are outputs, not viewers).
 const PROTOCOL_COLORS = {
   llhls: "#1f77b4", hls: "#17becf", rtmp: "#ff7f0e", srt: "#2ca02c", webrtc: "#9467bd",
-  push: "#8c564b", file: "#7f7f7f",
 };
+/// How long an armed ("ask first") button waits for its second tap.
+const ARMED_MS = 5000;
 
 const state = {
   auth: sessionStorage.getItem("kiln-auth") || "",
@@ -30,6 +32,7 @@ const state = {
   details: new Map(), // "vh/app/stream" -> the stream's last details
   dumps: new Map(), // "vh/app" -> [dumps]
   sessionsOpen: new Set(), // "vh/app/stream" whose sessions are shown
+  armed: null, // {key, until}: an "ask first" button waiting for its second tap
   historyLoaded: false, // the server's five minutes were read
   busy: false,
 };
@@ -391,9 +394,32 @@ function show(box, content) {
   if (again) again.focus();
 }
 
+/// A table; below 700 px each row shows as a card, every cell under its
+/// column's name (`data-label`).
 function table(cls, heads, rows, empty) {
   if (!rows.length) return el("p", { class: "empty" }, empty);
-  return el("table", { class: cls }, el("tr", {}, ...heads.map((h) => el("th", { scope: "col" }, h))), ...rows);
+  for (const row of rows) {
+    [...row.children].forEach((td, i) => { if (heads[i] && td.colSpan === 1) td.dataset.label = heads[i]; });
+  }
+  return el("table", { class: cls + " cards" }, el("tr", {}, ...heads.map((h) => el("th", { scope: "col" }, h))), ...rows);
+}
+
+/// A button whose action is asked first: the first tap arms it (`what`,
+/// then "tap again"), a second within ARMED_MS does it. `key` keeps it
+/// armed across the page's redraws.
+function askFirst(key, label, what, action) {
+  const armed = () => state.armed && state.armed.key === key && Date.now() < state.armed.until;
+  return el("button", { type: "button", class: armed() ? "armed" : null, "data-ask": key, onclick: async (ev) => {
+    if (armed()) {
+      state.armed = null;
+      await action();
+      return;
+    }
+    state.armed = { key, until: Date.now() + ARMED_MS };
+    ev.currentTarget.classList.add("armed");
+    ev.currentTarget.textContent = `${what}? Tap again`;
+    setStatus(`${what}: tap again within ${ARMED_MS / 1000} s to confirm`);
+  } }, armed() ? `${what}? Tap again` : label);
 }
 
 async function renderApp(vh, app, slow) {
@@ -448,9 +474,12 @@ async function sessionsRow(base, name) {
   const rows = list.map((x) => el("tr", { class: "session", "data-session": x.id },
     el("td", {}, x.role), el("td", {}, x.protocol), el("td", {}, x.remoteAddress || ""),
     el("td", {}, (x.since || "").replace("T", " ").slice(0, 19)), el("td", {}, bytesText(x.bytes)),
-    el("td", {}, el("button", { type: "button", onclick: async () => {
-      if (await act("DELETE", `${path}/${enc(x.id)}`)) forgetPreviewSession(x.id);
-    } }, "End"))));
+    el("td", {}, x.role === "publisher"
+      // Ending the publisher ends the broadcast: asked first.
+      ? askFirst(`end:${path}/${x.id}`, "End", "End the broadcast", () => act("DELETE", `${path}/${enc(x.id)}`))
+      : el("button", { type: "button", onclick: async () => {
+        if (await act("DELETE", `${path}/${enc(x.id)}`)) forgetPreviewSession(x.id);
+      } }, "End"))));
   return el("tr", { class: "sessions" }, el("td", { colspan: "5" },
     table("sessions", ["Role", "Protocol", "Address", "Since", "Bytes", ""], rows, "No sessions.")));
 }
@@ -476,7 +505,8 @@ async function renderPushes(a, vh, app) {
       el("td", { class: "url" }, redacted(p.url)),
       el("td", {}, bytes(p.totalsentBytes)),
       errorCell(p),
-      el("td", {}, el("button", { type: "button", onclick: () => act("POST", base + ":stopPush", { id: p.id }) }, "Stop")));
+      el("td", {}, askFirst(`push:${base}/${p.id}`, "Stop", `Stop push ${p.id}`,
+        () => act("POST", base + ":stopPush", { id: p.id }))));
   });
   show(a.pushes, table("pushes",
     ["Push", "State", "State (5 min)", "Stream", "Protocol", "URL", "Sent", "Last error", ""], pushRows, "No push tasks."));
@@ -495,7 +525,8 @@ async function renderRecords(a, vh, app) {
       el("td", { class: "url" }, r.outputFilePath || r.filePath),
       el("td", {}, bytes(r.totalRecordBytes)),
       errorCell(r),
-      el("td", {}, el("button", { type: "button", onclick: () => act("POST", base + ":stopRecord", { id: r.id }) }, "Stop")));
+      el("td", {}, askFirst(`record:${base}/${r.id}`, "Stop", `Stop record ${r.id}`,
+        () => act("POST", base + ":stopRecord", { id: r.id }))));
   });
   show(a.records, table("records",
     ["Record", "State", "State (5 min)", "Stream", "File", "Written", "Last error", ""], recordRows,
@@ -515,7 +546,11 @@ async function renderDumps(a, vh, app, names, slow) {
   const dumpRows = state.dumps.get(`${vh}/${app}`).map((d) => el("tr", { class: "dump", "data-dump": d.id },
     el("td", {}, d.id), el("td", {}, d.stream), el("td", { class: "state-" + d.status }, d.status),
     el("td", { class: "url" }, d.outputPath), el("td", {}, bytes(d.bytes)), errorCell(d),
-    el("td", {}, el("button", { type: "button", onclick: () => act("POST", `${base}/streams/${enc(d.stream)}:stopHlsDump`, { id: d.id }) }, "Stop"))));
+    // Only a running dump can be stopped.
+    el("td", {}, d.status === "Running"
+      ? askFirst(`dump:${base}/${d.id}`, "Stop", `Stop dump ${d.id}`,
+        () => act("POST", `${base}/streams/${enc(d.stream)}:stopHlsDump`, { id: d.id }))
+      : null)));
   show(a.dumps, table("dumps", ["Dump", "Stream", "Status", "Output", "Written", "Last error", ""], dumpRows, "No HLS dumps."));
 }
 
@@ -531,7 +566,8 @@ async function renderPulls(a, vh, app) {
       el("td", { class: "url" }, p.url),
       el("td", {}, p.persistent ? "persistent" : p.onDemand ? "on demand" : ""),
       errorCell(p),
-      el("td", {}, el("button", { type: "button", onclick: () => act("DELETE", `${base}/streams/${enc(p.name)}`) }, "Delete")));
+      el("td", {}, askFirst(`pull:${base}/${p.name}`, "Delete", `Delete pull ${p.name}`,
+        () => act("DELETE", `${base}/streams/${enc(p.name)}`))));
   });
   show(a.pulls, table("pulls", ["Pull", "State", "State (5 min)", "URL", "Kind", "Last error", ""], pullRows, "No pulls."));
 }
@@ -572,7 +608,8 @@ async function poll() {
   state.tick++;
   try {
     const v = (await api("GET", "/v1/version")).response;
-    $("version").textContent = `${v.name} ${v.version}`;
+    // kiln's own version; the OME API release it speaks, named as such.
+    $("version").textContent = `${v.name} ${v.kilnVersion} · OME API ${v.version}`;
     await loadHistory();
     await renderViewers();
     // Sections are kept and updated in place, never rebuilt.
