@@ -1687,6 +1687,66 @@ fn a_dvr_keeps_within_the_applications_disk_budget() {
     );
 }
 
+/// HLS dumps count in the application's disk budget: past `MaxTotalMB`
+/// a running dump ends in `Error` (said in its info file and the list),
+/// and what it wrote stays, playable, with `EXT-X-ENDLIST`.
+#[test]
+fn an_hls_dump_ends_in_error_at_the_disk_budget_and_stays_playable() {
+    if !have_tool("ffmpeg") || !have_tool("ffprobe") {
+        return;
+    }
+    let root = temp_dir("llhls-dump-budget-root");
+    let s = Server::start_with(
+        "llhls-dump-budget",
+        ServerOptions {
+            media: true,
+            llhls: Some(format!(
+                "<ChunkDuration>0.5</ChunkDuration><SegmentDuration>1</SegmentDuration>\
+                 <Dumps><RootPath>{}</RootPath><Dump><Enable>true</Enable>\
+                 <TargetStreamName>*</TargetStreamName>\
+                 <OutputPath>${{StreamName}}</OutputPath></Dump></Dumps>",
+                root.display()
+            )),
+            app_extra: "<DiskBudget><MaxTotalMB>2</MaxTotalMB></DiskBudget>".into(),
+            ..Default::default()
+        },
+    );
+    // About 10 MB of media (40 s at ~2 Mb/s), as fast as ffmpeg encodes.
+    publish_fast(&s, "a", 40);
+    let path = "/v1/vhosts/default/apps/app/streams/a:hlsDumps";
+    let dump = media::wait_until(Duration::from_secs(30), || {
+        let r = s.request("POST", path, Some("{}")).json();
+        let d = r["response"][0].clone();
+        (d["status"] != "Running" && !d.is_null()).then_some(d)
+    });
+    let dump = dump.unwrap_or_else(|| panic!("{}", s.log_text()));
+    println!("dump at the budget: {dump}");
+    assert_eq!(dump["status"], "Error", "{dump}");
+    let bytes = dump["bytes"].as_u64().unwrap();
+    assert!(bytes <= 3 << 20, "{bytes} bytes under MaxTotalMB 2");
+    assert!(
+        s.log_text()
+            .contains("ended: disk budget: the application's recordings, DVR and dumps take "),
+        "{}",
+        s.log_text()
+    );
+    // What it wrote plays back, to its end.
+    let master = root.join("a/llhls.m3u8");
+    let video = std::fs::read_to_string(&master)
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+        .unwrap()
+        .to_string();
+    let list = std::fs::read_to_string(root.join("a").join(&video)).unwrap();
+    assert!(list.ends_with("#EXT-X-ENDLIST\n"), "{list}");
+    let counts = ffprobe_counts(&master.display().to_string());
+    assert!(
+        counts.iter().any(|(c, n)| c == "h264" && *n > 10),
+        "{counts:?}"
+    );
+}
+
 /// An application made through the API may keep a DVR only in a folder
 /// the config file names for one (kiln writes and deletes there); OME's
 /// JSON (`dVR`, string values) is read, and shown back as OME shows it.

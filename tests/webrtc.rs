@@ -529,6 +529,52 @@ fn a_viewer_that_vanishes_without_a_word_is_dropped_by_ice_consent() {
     assert!(s.log_text().contains("ended: TimedOut"));
 }
 
+/// A session ended on kiln's side (the sessions API's DELETE) is closed at
+/// the browser at once: kiln sends DTLS close_notify, so the page's DTLS
+/// transport is `closed` before ICE consent could run out (which left the
+/// page `disconnected` for seconds).
+#[test]
+fn a_session_ended_by_kiln_is_closed_at_the_browser() {
+    let Some((chromium, web)) = chromium_and_node() else {
+        return;
+    };
+    let s = webrtc_server("webrtc-end", "", "");
+    let mut src = publish_cam(&s, 90);
+    let url = format!("http://127.0.0.1:{}/app/cam?direction=whep", s.media.llhls);
+    let child = browser(&chromium, &web, &["whep", &url, "25"]);
+    let path = "/v1/vhosts/default/apps/app/streams/cam/sessions";
+    let id = wait_until(Duration::from_secs(40), || {
+        let list = s.request("GET", path, None).json()["response"].clone();
+        list.as_array()?
+            .iter()
+            .find(|x| x["protocol"] == "webrtc" && x["connected"] == true)
+            .and_then(|x| x["id"].as_str().map(str::to_string))
+    })
+    .expect("the viewer never connected");
+    std::thread::sleep(Duration::from_secs(3));
+    let r = s.request("DELETE", &format!("{path}/{id}"), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen = seen(child);
+    let _ = src.kill();
+    let _ = src.wait();
+    let states: Vec<String> = seen["states"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{seen}"))
+        .iter()
+        .map(|x| x[1].as_str().unwrap_or("").to_string())
+        .collect();
+    println!("the page's states: {}", seen["states"]);
+    let closed = states.iter().position(|x| x == "dtls:closed");
+    let lost = states
+        .iter()
+        .position(|x| x == "pc:disconnected" || x == "pc:failed");
+    assert!(closed.is_some(), "DTLS never closed: {states:?}");
+    assert!(
+        lost.is_none_or(|l| closed.unwrap() < l),
+        "ICE consent ran out before DTLS closed: {states:?}"
+    );
+}
+
 /// Two network namespaces of a test's own joined by a veth pair: kiln on
 /// one side, the browser on the other with nftables dropping UDP in and
 /// out: every datagram, or `loss_pct` percent of them at random. Removed

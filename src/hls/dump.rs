@@ -99,6 +99,10 @@ impl DumpTable {
         self.dumps.get_mut(key)
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = &DumpTask> {
+        self.dumps.values()
+    }
+
     pub fn insert(&mut self, spec: DumpSpec) {
         // Finished dumps are kept to be listed, the oldest dropped first
         // (automatic dumps make one per stream start).

@@ -49,6 +49,9 @@ impl Output {
 pub struct HlsManager {
     /// The HLS dump tasks (run-time only).
     pub dump_tasks: super::dump::DumpTable,
+    /// Bytes the dumps of this run had written when the disk budgets were
+    /// last kept for them.
+    dump_bytes_kept: u64,
     outputs: StreamMap<Output>,
     /// Stream -> viewer connections (loop handles) waiting for a part.
     waiters: StreamMap<Vec<usize>>,
@@ -287,6 +290,40 @@ impl HlsManager {
         }
         self.dump_tasks.remove(key);
         crate::info!("hls dump [{key}] stopped");
+    }
+
+    /// A running dump ends in `Error` for `why` (a disk budget): its
+    /// playlists end (`EXT-X-ENDLIST`, every file it wrote stays playable)
+    /// and its info file says Error.
+    pub(super) fn end_dump_in_error(&mut self, key: &TaskKey, why: String, now: Now) {
+        let Some(i) = self.dumps.iter().position(|d| &d.key == key) else {
+            return;
+        };
+        let mut d = self.dumps.remove(i);
+        let h = self.outputs.get(&d.stream).and_then(|o| o.hls.as_ref());
+        let Some(task) = self.dump_tasks.get_mut(key) else {
+            return;
+        };
+        if let Some(h) = h {
+            d.poll(
+                h,
+                task,
+                true,
+                now.unix_ms,
+                self.utc_offset,
+                &mut self.dump_files,
+                &mut self.file_ops,
+            );
+        }
+        crate::warn!("hls dump [{key}] ended: {why}");
+        task.status = DumpStatus::Error;
+        task.last_error = Some(why);
+        d.write_info(
+            task,
+            self.utc_offset,
+            &mut self.dump_files,
+            &mut self.file_ops,
+        );
     }
 
     /// The writer's answer about a dump file: a failure puts the dump in

@@ -306,6 +306,10 @@ pub struct SessionView {
     pub bytes: u64,
 }
 
+/// Most datagrams a session's close sends (its BYE and close_notify are
+/// two or three).
+const CLOSE_DATAGRAMS: usize = 8;
+
 pub struct WebRtc {
     sessions: Slab<Session>,
     by_key: HashMap<String, usize>,
@@ -1014,10 +1018,44 @@ impl WebRtc {
         self.by_key.get(key).map(|&i| self.sessions[i].stream)
     }
 
+    /// A session's datagram to its TCP relay connection or its UDP port's
+    /// outbox (bounded: one that is full drops it, counted).
+    fn route(&mut self, t: str0m::net::Transmit) {
+        if let Some(&conn) = self.relays.get(&t.destination) {
+            let q = self.relay_out.entry(conn).or_default();
+            if q.len() >= MAX_OUTBOX {
+                self.dropped += 1;
+            } else {
+                q.push((t.source, t.contents.into()));
+            }
+        } else if let Some(i) = self.ports.iter().position(|p| *p == t.source) {
+            let q = &mut self.outbox[i];
+            if q.len() >= MAX_OUTBOX {
+                self.dropped += 1;
+            } else {
+                q.push(Datagram {
+                    to: t.destination,
+                    data: t.contents.into(),
+                });
+            }
+        }
+    }
+
     fn end(&mut self, idx: usize, reason: EndReason) {
         let Some(mut s) = self.sessions.try_remove(idx) else {
             return;
         };
+        // A connected peer is told (RTCP BYE, DTLS close_notify): its page
+        // sees the session closed at once, not ICE consent running out.
+        if s.connected && s.rtc.close().is_ok() {
+            for _ in 0..CLOSE_DATAGRAMS {
+                match s.rtc.poll_output() {
+                    Ok(Output::Transmit(t)) => self.route(t),
+                    Ok(Output::Event(_)) => {}
+                    _ => break,
+                }
+            }
+        }
         s.rtc.disconnect();
         self.by_key.remove(&s.key);
         self.by_ufrag.remove(&s.ufrag);
@@ -1248,24 +1286,7 @@ impl WebRtc {
                 Output::Transmit(t) => {
                     idle = false;
                     s.bytes += t.contents.len() as u64;
-                    if let Some(&conn) = self.relays.get(&t.destination) {
-                        let q = self.relay_out.entry(conn).or_default();
-                        if q.len() >= MAX_OUTBOX {
-                            self.dropped += 1;
-                        } else {
-                            q.push((t.source, t.contents.into()));
-                        }
-                    } else if let Some(i) = self.ports.iter().position(|p| *p == t.source) {
-                        let q = &mut self.outbox[i];
-                        if q.len() >= MAX_OUTBOX {
-                            self.dropped += 1;
-                        } else {
-                            q.push(Datagram {
-                                to: t.destination,
-                                data: t.contents.into(),
-                            });
-                        }
-                    }
+                    self.route(t);
                 }
                 Output::Event(Event::Connected) => {
                     s.connected = true;

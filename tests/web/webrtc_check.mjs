@@ -12,6 +12,8 @@
 // the signalling messages seen. Every wait is bounded; a failure prints
 // {"error": ...} and exits 1.
 //
+// `states` lists the connection's and its DTLS transport's state changes.
+//
 // RENDITION=NAME (ome): half way, `change_rendition` to that rendition;
 // the renditions of the `playlist` notification and each
 // `rendition_changed` are reported. QUALITY=I (ovenplayer): half way,
@@ -147,6 +149,13 @@ try {
       return out;
     }
     const start = Date.now();
+    // The connection's and its DTLS transport's states as they change
+    // ([ms, "pc:connected"], [ms, "dtls:closed"]): how a session ended.
+    out.states = [];
+    const note = (what) => out.states.push([Date.now() - start, what]);
+    pc.addEventListener("connectionstatechange", () => note("pc:" + pc.connectionState));
+    const dtls = pc.getReceivers().map((r) => r.transport).find((t) => t);
+    if (dtls) dtls.addEventListener("statechange", () => note("dtls:" + dtls.state));
     out.connectedAfterMs = null;
     let asked = false;
     if (sample) out.samples = [];

@@ -7,8 +7,12 @@ use super::{HlsManager, Output};
 use crate::clock::Now;
 use crate::files::{FileEvent, FileOp};
 use crate::state::streams::StreamId;
+use crate::state::task::TaskKey;
 use crate::state::Registry;
 use std::collections::HashMap;
+
+/// The dumps' budgets are kept each time they wrote this much more.
+const DUMP_BUDGET_EVERY: u64 = 256 << 10;
 
 impl HlsManager {
     /// The DVR folders the configuration names are cleared of what
@@ -75,7 +79,8 @@ impl HlsManager {
         self.outputs.values().flat_map(|o| o.dvrs()).any(|d| d.grew)
     }
 
-    /// Bytes of DVR segments per application (vhost, app).
+    /// Bytes of DVR segments and of what this run's HLS dumps wrote, per
+    /// application (vhost, app): the disk budgets count both.
     pub fn dvr_usage(&self) -> HashMap<(String, String), u64> {
         let mut usage: HashMap<(String, String), u64> = HashMap::new();
         for o in self.outputs.values() {
@@ -83,7 +88,85 @@ impl HlsManager {
                 *usage.entry((o.vhost.clone(), o.app.clone())).or_default() += d.bytes;
             }
         }
+        for d in self.dump_tasks.iter() {
+            *usage
+                .entry((d.spec.vhost.clone(), d.spec.app.clone()))
+                .or_default() += d.bytes;
+        }
         usage
+    }
+
+    /// Bytes this run's dumps wrote.
+    fn dump_bytes(&self) -> u64 {
+        self.dump_tasks.iter().map(|d| d.bytes).sum()
+    }
+
+    /// Whether the dumps wrote enough since their budgets were last kept.
+    pub fn dump_budget_due(&self) -> bool {
+        self.dump_bytes() >= self.dump_bytes_kept + DUMP_BUDGET_EVERY
+    }
+
+    /// The running HLS dumps answer to their application's and the
+    /// server's disk budgets: past `MaxTotalMB` (recordings, DVRs and
+    /// dumps together) the application's DVRs give up their oldest
+    /// segments first; what that cannot free ends the application's
+    /// running dumps in `Error`, their files kept and playable (a finished
+    /// dump's files are never deleted).
+    pub fn keep_dump_budgets(
+        &mut self,
+        reg: &Registry,
+        records: &HashMap<(String, String), u64>,
+        records_total: u64,
+        now: Now,
+    ) {
+        self.dump_bytes_kept = self.dump_bytes();
+        let mut apps: Vec<(String, String)> = self
+            .dump_tasks
+            .iter()
+            .filter(|d| d.status == crate::hls::dump::DumpStatus::Running)
+            .map(|d| (d.spec.vhost.clone(), d.spec.app.clone()))
+            .collect();
+        apps.sort();
+        apps.dedup();
+        let server = reg.disk_budget.unwrap_or_default();
+        for (vhost, app) in apps {
+            let budget = reg
+                .app(&vhost, &app)
+                .and_then(|a| a.disk_budget)
+                .unwrap_or_default();
+            let usage = self.dvr_usage();
+            let key = (vhost.clone(), app.clone());
+            let use_ = crate::state::app::DiskUse {
+                app: records.get(&key).copied().unwrap_or(0)
+                    + usage.get(&key).copied().unwrap_or(0),
+                all: records_total + usage.values().sum::<u64>(),
+                free: None,
+                app_what: "recordings, DVR and dumps",
+                server_what: "recordings, DVRs and dumps",
+                room: 0,
+            };
+            let crossed = crate::state::app::DiskBudget::crossed(budget, server, &use_);
+            let Some((why, bytes)) = crossed.into_iter().max_by_key(|(_, b)| *b) else {
+                continue;
+            };
+            if self.trim_dvr(&vhost, &app, bytes, &why) >= bytes {
+                continue;
+            }
+            let running: Vec<TaskKey> = self
+                .dump_tasks
+                .iter()
+                .filter(|d| d.status == crate::hls::dump::DumpStatus::Running)
+                .filter(|d| d.spec.vhost == vhost && d.spec.app == app)
+                .map(|d| TaskKey {
+                    vhost: vhost.clone(),
+                    app: app.clone(),
+                    id: d.spec.id.clone(),
+                })
+                .collect();
+            for k in running {
+                self.end_dump_in_error(&k, format!("disk budget: {why}"), now);
+            }
+        }
     }
 
     /// Gives up the oldest DVR segments of an application (its streams'

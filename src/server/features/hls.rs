@@ -77,6 +77,13 @@ impl Feature for Hls {
             let (records, all) = api.records.disk_usage();
             api.hls.keep_dvr_budgets(&api.registry, &records, all);
         }
+        // So do the HLS dumps as they write.
+        if core.api.hls.dump_budget_due() {
+            let api = &mut core.api;
+            let (records, all) = api.records.disk_usage();
+            api.hls
+                .keep_dump_budgets(&api.registry, &records, all, Now::read(now));
+        }
         loop {
             let ops = core.api.hls.poll_file_ops().collect();
             let refused = core.submit_files(ops);
