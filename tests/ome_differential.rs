@@ -31,6 +31,30 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "message",
         "DECISIONS 7 names the id in the 409 text",
     ),
+    // docs/decisions.md, "Where kiln's API answers differ from OME's".
+    (
+        "profile patch bypass",
+        "status",
+        "kiln's PATCH of a profile merges into it, as OME's PATCH of an application does; OME's asks for the whole profile",
+    ),
+    (
+        "profile patch bypass",
+        "envelope",
+        "the merged profile is answered",
+    ),
+    ("profile patch bypass", "message", "the merged profile is answered"),
+    (
+        "percent-encoded vhost",
+        "status",
+        "kiln decodes percent-encoded names (RFC 3986: %64 is d); OME compares the bytes as sent",
+    ),
+    ("percent-encoded vhost", "envelope", "the host is found"),
+    ("percent-encoded vhost", "message", "the host is found"),
+    (
+        "vhosts body not JSON",
+        "message",
+        "a body that is not JSON is answered with what is wrong and where (DECISIONS 2)",
+    ),
 ];
 
 /// One request both servers get.
@@ -285,7 +309,135 @@ fn calls(dump_dir: &Path) -> Vec<Call> {
             &format!("{app}/multiplexChannels"),
             None,
         ),
+        call(
+            "profile patch bypass",
+            "PATCH",
+            "/v1/vhosts/v2/apps/live/outputProfiles/bypass",
+            Some(
+                json!({"encodes": {"videos": [{"bypass": "true"}], "audios": [{"bypass": true}]}}),
+            ),
+        ),
+        call(
+            "profile after patch",
+            "GET",
+            "/v1/vhosts/v2/apps/live/outputProfiles/bypass",
+            None,
+        ),
+        call(
+            "multiplex channels of an app without them",
+            "GET",
+            "/v1/vhosts/v2/apps/live/multiplexChannels",
+            None,
+        ),
+        call(
+            "app without name",
+            "POST",
+            "/v1/vhosts/v2/apps",
+            Some(json!([{"type": "live"}])),
+        ),
+        call(
+            "app body not an array",
+            "POST",
+            "/v1/vhosts/v2/apps",
+            Some(json!({"name": "single", "type": "live"})),
+        ),
+        call(
+            "app twice",
+            "POST",
+            "/v1/vhosts/v2/apps",
+            Some(json!([{"name": "live", "type": "live"}])),
+        ),
+        call(
+            "delete unknown app",
+            "DELETE",
+            "/v1/vhosts/v2/apps/nope",
+            None,
+        ),
         call("delete vhost", "DELETE", "/v1/vhosts/v2", None),
+        call("vhost after delete", "GET", "/v1/vhosts/v2", None),
+        call("vhosts with a trailing slash", "GET", "/v1/vhosts/", None),
+        call(
+            "apps with a trailing slash",
+            "GET",
+            "/v1/vhosts/default/apps/",
+            None,
+        ),
+        call("percent-encoded vhost", "GET", "/v1/vhosts/%64efault", None),
+        call(
+            "vhost without name",
+            "POST",
+            "/v1/vhosts",
+            Some(json!([{"host": {"names": ["x.test"]}}])),
+        ),
+        call("vhosts body not JSON", "POST", "/v1/vhosts", None),
+        call(
+            "unknown app action",
+            "POST",
+            &format!("{app}:nothing"),
+            Some(json!({})),
+        ),
+        call(
+            "unknown stream action",
+            "POST",
+            &format!("{stream}:nothing"),
+            Some(json!({})),
+        ),
+        call(
+            "stopPush unknown",
+            "POST",
+            &format!("{app}:stopPush"),
+            Some(json!({"id": "nope"})),
+        ),
+        call(
+            "startPush without id",
+            "POST",
+            &format!("{app}:startPush"),
+            Some(
+                json!({"stream": {"name": "stream"}, "protocol": "srt", "url": "srt://127.0.0.1:9"}),
+            ),
+        ),
+        call(
+            "startPush without url",
+            "POST",
+            &format!("{app}:startPush"),
+            Some(json!({"id": "p9", "stream": {"name": "stream"}, "protocol": "srt"})),
+        ),
+        call(
+            "startRecord without stream",
+            "POST",
+            &format!("{app}:startRecord"),
+            Some(json!({"id": "r9"})),
+        ),
+        call(
+            "stats of an unknown vhost",
+            "GET",
+            "/v1/stats/current/vhosts/nope",
+            None,
+        ),
+        call(
+            "stats of an unknown app",
+            "GET",
+            "/v1/stats/current/vhosts/default/apps/nope",
+            None,
+        ),
+        call(
+            "stats of an unknown stream",
+            "GET",
+            "/v1/stats/current/vhosts/default/apps/app/streams/nope",
+            None,
+        ),
+        call(
+            "unknown output profile",
+            "GET",
+            &format!("{app}/outputProfiles/nope"),
+            None,
+        ),
+        call(
+            "delete unknown stream",
+            "DELETE",
+            &format!("{app}/streams/nope"),
+            None,
+        ),
         call("unknown path", "GET", "/v1/nothing", None),
     ]
 }

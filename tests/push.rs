@@ -264,7 +264,7 @@ fn stop_then_start_with_the_same_id() {
     assert_eq!(r.status, 404);
     assert_eq!(
         r.message(),
-        "[HTTP] Could not find the push: [default/app/nope] (404)"
+        "[HTTP] Could not find id 'nope': [default/app] (404)"
     );
 }
 
@@ -294,7 +294,7 @@ fn start_push_validation() {
     );
     assert_eq!(
         r.message(),
-        "[HTTP] Missing required field(s): id, stream.name, url, streamKey (400)"
+        "[HTTP] There is no required parameter [ id stream.name url streamKey] (400)"
     );
     let r = post(
         "/v1/vhosts/default/apps/app:startPush",

@@ -535,9 +535,13 @@ fn record_api_errors_id_reuse_and_restart() {
     bad(
         json!({"stream": {"name": "s"}}),
         400,
-        "There is no required parameter [id, stream.name]",
+        "There is no required parameter [ id]",
     );
-    bad(json!({"id": "x"}), 400, "There is no required parameter");
+    bad(
+        json!({"id": "x"}),
+        400,
+        "There is no required parameter [ stream.name]",
+    );
     bad(
         json!({"id": "x", "stream": {"name": "s"}, "interval": 60000, "schedule": "0 */1 *"}),
         400,

@@ -346,6 +346,14 @@ impl Api {
         let Value::Array(items) = value else {
             return Err(ApiError::bad_request("Request body must be an array"));
         };
+        // An item without a name fails the whole request, as OME's config
+        // layer does.
+        if items
+            .iter()
+            .any(|i| i.is_object() && !i["name"].is_string())
+        {
+            return Err(ApiError::Config("application.name is not optional".into()));
+        }
         let mut apps = current;
         let mut results: Vec<Result<String, ApiError>> = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {

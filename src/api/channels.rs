@@ -74,7 +74,14 @@ impl Api {
         vhost: &str,
         app: &str,
     ) -> Result<Response, ApiError> {
-        self.app_or_404(vhost, app)?;
+        let (_, a) = self.app_or_404(vhost, app)?;
+        if kind == ChannelKind::Multiplex && a.providers.multiplex.is_none() {
+            // OME's answer for an application without <Multiplex>.
+            return Err(ApiError::http(
+                404,
+                format_args!("Could not get the multiplex application"),
+            ));
+        }
         Ok(envelope::ok(self.channels.names(
             kind == ChannelKind::Scheduled,
             vhost,

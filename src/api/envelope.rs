@@ -118,6 +118,9 @@ fn batch_with<T>(
 pub enum ApiError {
     /// 400 with what is wrong (bodies, names, fields).
     BadRequest(String),
+    /// 400 from OME's config layer: its message is `[Config] ...`, with no
+    /// `[HTTP]` around it (a required field missing from an item).
+    Config(String),
     /// A `:startPush` body the push module refused.
     Push(crate::push::request::RequestError),
     /// A virtual host, application or output profile the registry refused:
@@ -169,7 +172,10 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
-            ApiError::BadRequest(_) | ApiError::Push(_) | ApiError::InvalidSpec { .. } => 400,
+            ApiError::BadRequest(_)
+            | ApiError::Config(_)
+            | ApiError::Push(_)
+            | ApiError::InvalidSpec { .. } => 400,
             ApiError::AuthRequired | ApiError::InvalidAuthHeader | ApiError::InvalidCredential => {
                 401
             }
@@ -188,7 +194,10 @@ impl ApiError {
 
     /// The envelope's `message`.
     pub fn message(&self) -> String {
-        format!("[HTTP] {self} ({})", self.status())
+        match self {
+            ApiError::Config(_) => format!("[Config] {self}"),
+            _ => format!("[HTTP] {self} ({})", self.status()),
+        }
     }
 
     pub fn bad_request(why: impl std::fmt::Display) -> Self {
@@ -312,7 +321,7 @@ impl ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ApiError::BadRequest(why) => f.write_str(why),
+            ApiError::BadRequest(why) | ApiError::Config(why) => f.write_str(why),
             ApiError::Push(e) => write!(f, "{e}"),
             ApiError::InvalidSpec { what, item, error } => match item {
                 Some(i) => write!(f, "Invalid {what} (item {i}): {error}"),

@@ -90,7 +90,12 @@ impl Api {
             .iter()
             .find(|p| p.name == profile)
             .ok_or_else(|| Self::profile_not_found(vhost, app, profile))?;
-        // OME's form: settings as strings.
+        // An application made through the API echoes the profile as its
+        // caller gave it (as OME's GET does); otherwise OME's form of a
+        // config file's: settings as strings.
+        if let Some(given) = given_profile(a.given.as_ref(), profile) {
+            return Ok(envelope::ok(given.clone()));
+        }
         let mut v = serde_json::to_value(p).map_err(|_| ApiError::internal())?;
         if let Some(encodes) = v.get_mut("encodes") {
             super::ome_shape::present(encodes);
@@ -122,9 +127,30 @@ impl Api {
         apps[i]
             .validate()
             .map_err(|e| ApiError::invalid_spec("output profile", None, e))?;
-        // GET shows the profiles as they are now, not as first given.
-        if let Some(given) = apps[i].given.as_mut().and_then(Value::as_object_mut) {
-            given.remove("outputProfiles");
+        // GET shows the profiles as they are now, each in its caller's
+        // types where the caller gave it (kept in step by create and
+        // PATCH), else in OME's form.
+        let app_now = &apps[i];
+        let now: Vec<Value> = app_now
+            .output_profiles
+            .output_profile
+            .iter()
+            .map(|p| {
+                given_profile(app_now.given.as_ref(), &p.name)
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        let mut v = serde_json::to_value(p).unwrap_or_default();
+                        super::ome_shape::present(&mut v);
+                        v
+                    })
+            })
+            .collect();
+        if let Some(list) = apps[i]
+            .given
+            .as_mut()
+            .and_then(|g| g.pointer_mut("/outputProfiles/outputProfile"))
+        {
+            *list = Value::Array(now);
         }
         self.commit_apps(vhost, apps, None)?;
         info!("output profiles of [{vhost}/{app}] changed; restarting the application");
@@ -152,6 +178,7 @@ impl Api {
         }
         let mut results: Vec<Result<OutputProfile, ApiError>> = Vec::with_capacity(items.len());
         for (n, mut item) in items.into_iter().enumerate() {
+            let raw = item.clone();
             let dropped = super::ome_shape::normalize_profile(&mut item);
             super::apps::warn_dropped(&dropped, vhost, Some(app));
             let checked = super::envelope::typed::<OutputProfile>(item)
@@ -179,6 +206,13 @@ impl Api {
                 });
             if let Ok(p) = &checked {
                 apps[i].output_profiles.output_profile.push(p.clone());
+                if let Some(Value::Array(list)) = apps[i]
+                    .given
+                    .as_mut()
+                    .and_then(|g| g.pointer_mut("/outputProfiles/outputProfile"))
+                {
+                    list.push(raw);
+                }
             }
             results.push(checked);
         }
@@ -211,9 +245,14 @@ impl Api {
                 "The {key} entry cannot be specified in the modification"
             )));
         }
+        let raw = value.clone();
         let dropped = super::ome_shape::normalize_profile(&mut value);
         super::apps::warn_dropped(&dropped, vhost, Some(app));
         let patch: ProfilePatch = envelope::from_object(value)?;
+        // What GET echoes changes as the profile does, in the caller's types.
+        if let Some(given) = given_profile_mut(apps[i].given.as_mut(), profile) {
+            super::ome_shape::merge(given, raw);
+        }
         let target = apps[i]
             .output_profiles
             .output_profile
@@ -248,4 +287,21 @@ impl Api {
         self.commit_profiles(vhost, app, apps, i)?;
         Ok(envelope::ok_empty())
     }
+}
+
+/// The profile `name` of an application's body as its caller gave it.
+fn given_profile<'a>(given: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    given?
+        .pointer("/outputProfiles/outputProfile")?
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == name)
+}
+
+fn given_profile_mut<'a>(given: Option<&'a mut Value>, name: &str) -> Option<&'a mut Value> {
+    given?
+        .pointer_mut("/outputProfiles/outputProfile")?
+        .as_array_mut()?
+        .iter_mut()
+        .find(|p| p["name"] == name)
 }

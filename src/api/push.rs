@@ -260,12 +260,14 @@ impl Api {
         self.push_app(vhost, app)?;
         let req: IdBody = parse_body(body)?;
         let Some(id) = req.id.filter(|s| !s.is_empty()) else {
-            return Err(ApiError::bad_request("Missing required field(s): id"));
+            return Err(ApiError::bad_request(
+                "There is no required parameter [ id]",
+            ));
         };
         if self.pushes.tasks.get(vhost, app, &id).is_none() {
             return Err(ApiError::http(
                 404,
-                format_args!("Could not find the push: [{vhost}/{app}/{id}]"),
+                format_args!("Could not find id '{id}': [{vhost}/{app}]"),
             ));
         }
         let change = Change::delete_task(&crate::push::request::KIND, vhost, app, &id);

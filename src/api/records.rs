@@ -218,7 +218,9 @@ impl Api {
         let file = self.file_app(vhost, app)?;
         let req: IdBody = object(body, false)?;
         let Some(id) = req.id.filter(|s| !s.is_empty()) else {
-            return Err(ApiError::bad_request("There is no required parameter [id]"));
+            return Err(ApiError::bad_request(
+                "There is no required parameter [ id]",
+            ));
         };
         let key = TaskKey {
             vhost: vhost.to_string(),

@@ -95,7 +95,7 @@ impl Api {
             connected: None,
         }];
         let mut players: Vec<_> = live.audience.players.iter().collect();
-        players.sort_by_key(|(id, _)| **id);
+        players.sort_unstable_by_key(|(id, _)| **id);
         for (id, p) in players {
             list.push(SessionInfo {
                 id: format!("{}-{id}", p.protocol),
@@ -124,7 +124,7 @@ impl Api {
             });
         }
         let mut http: Vec<_> = live.audience.http_list(now.instant).collect();
-        http.sort_by_key(|(ip, hls, v)| (v.first, *hls, *ip));
+        http.sort_unstable_by_key(|(ip, hls, v)| (v.first, *hls, *ip));
         for (ip, hls, v) in http {
             let kind = if hls { "hls" } else { "llhls" };
             list.push(SessionInfo {

@@ -268,7 +268,7 @@ impl Api {
         }
         let tasks: Vec<&PushTask> = {
             let mut v: Vec<&PushTask> = self.pushes.tasks.iter().collect();
-            v.sort_by_key(|t| (t.spec.created_ms, t.seq));
+            v.sort_unstable_by_key(|t| (t.spec.created_ms, t.seq));
             v
         };
         let push_families: [Family<PushTask>; 4] = [

@@ -64,7 +64,7 @@ impl Walker<'_> {
                 .collect(),
             Err(_) => Vec::new(),
         };
-        files.sort();
+        files.sort_unstable();
         if files.is_empty() {
             self.warn(
                 el,

@@ -155,7 +155,7 @@ impl DumpTable {
     /// The specs of the API-made dumps, by creation (for the state file).
     pub fn api_specs(&self) -> Vec<&DumpSpec> {
         let mut v: Vec<&DumpTask> = self.dumps.values().filter(|d| d.spec.api).collect();
-        v.sort_by_key(|d| d.seq);
+        v.sort_unstable_by_key(|d| d.seq);
         v.into_iter().map(|d| &d.spec).collect()
     }
 
@@ -173,7 +173,7 @@ impl DumpTable {
                 k.vhost == vhost && k.app == app && stream.is_none_or(|s| d.spec.stream == s)
             })
             .collect();
-        v.sort_by_key(|(_, d)| d.seq);
+        v.sort_unstable_by_key(|(_, d)| d.seq);
         v
     }
 

@@ -162,7 +162,7 @@ impl PullTable {
         let mut v: Vec<&PullTask> = (self.tasks.values())
             .filter(|t| t.spec.vhost == vhost && t.spec.app == app)
             .collect();
-        v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        v.sort_unstable_by(|a, b| a.spec.name.cmp(&b.spec.name));
         v
     }
 
@@ -174,7 +174,7 @@ impl PullTable {
             .filter(|t| t.spec.persistent)
             .map(|t| t.spec.clone())
             .collect();
-        v.sort_by(|a, b| (&a.vhost, &a.app, &a.name).cmp(&(&b.vhost, &b.app, &b.name)));
+        v.sort_unstable_by(|a, b| (&a.vhost, &a.app, &a.name).cmp(&(&b.vhost, &b.app, &b.name)));
         v
     }
 

@@ -100,8 +100,13 @@ pub enum RequestError {
 impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            // OME's text, spaces and all.
             RequestError::MissingFields(names) => {
-                write!(f, "Missing required field(s): {}", names.join(", "))
+                f.write_str("There is no required parameter [")?;
+                for n in names {
+                    write!(f, " {n}")?;
+                }
+                f.write_str("]")
             }
             RequestError::BadId => f.write_str("id must be 1-255 printable characters"),
             RequestError::UnknownProtocol(p) => {
@@ -452,10 +457,10 @@ mod tests {
         let e = start(r#"{"protocol":"rtmp"}"#).unwrap_err();
         assert_eq!(
             e,
-            "Missing required field(s): id, stream.name, url, streamKey"
+            "There is no required parameter [ id stream.name url streamKey]"
         );
         let e = start(r#"{"id":"a","stream":{"name":"s"},"protocol":"srt"}"#).unwrap_err();
-        assert_eq!(e, "Missing required field(s): url");
+        assert_eq!(e, "There is no required parameter [ url]");
     }
 
     #[test]

@@ -228,7 +228,7 @@ impl PushTable {
             .and_then(|apps| apps.get(app))
             .map(|ids| ids.values().map(|t| &**t).collect())
             .unwrap_or_default();
-        v.sort_by_key(|t| (t.spec.created_ms, t.seq));
+        v.sort_unstable_by_key(|t| (t.spec.created_ms, t.seq));
         v
     }
 
@@ -266,14 +266,14 @@ impl PushTable {
             }
         }
         self.count -= gone.len();
-        gone.sort_by_key(|t| t.seq);
+        gone.sort_unstable_by_key(|t| t.seq);
         gone
     }
 
     /// The durable part of every task, in creation order.
     pub fn specs(&self) -> Vec<PushSpec> {
         let mut all: Vec<&PushTask> = self.iter().collect();
-        all.sort_by_key(|t| t.seq);
+        all.sort_unstable_by_key(|t| t.seq);
         all.into_iter().map(|t| t.spec.clone()).collect()
     }
 

@@ -101,7 +101,8 @@ pub struct StartRecordRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestError {
     /// OME's text: the required parameters, when any is missing.
-    Missing,
+    /// The required fields missing (`id`, `stream.name`).
+    Missing(Vec<&'static str>),
     BadId,
     BothIntervalAndSchedule,
     BadInterval,
@@ -122,8 +123,13 @@ pub enum RequestError {
 impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RequestError::Missing => {
-                f.write_str("There is no required parameter [id, stream.name]")
+            // OME's text, spaces and all.
+            RequestError::Missing(names) => {
+                f.write_str("There is no required parameter [")?;
+                for n in names {
+                    write!(f, " {n}")?;
+                }
+                f.write_str("]")
             }
             RequestError::BadId => f.write_str("id must be 1-255 printable characters"),
             RequestError::BothIntervalAndSchedule => {
@@ -338,8 +344,15 @@ pub fn validate_start(
         .as_ref()
         .and_then(|s| s.name.clone())
         .filter(|s| !s.is_empty());
-    let (Some(id), Some(stream_name)) = (id, name) else {
-        return Err(RequestError::Missing);
+    let (Some(id), Some(stream_name)) = (id.clone(), name.clone()) else {
+        let mut missing = Vec::new();
+        if id.is_none() {
+            missing.push("id");
+        }
+        if name.is_none() {
+            missing.push("stream.name");
+        }
+        return Err(RequestError::Missing(missing));
     };
     if id.len() > 255 || id.chars().any(char::is_control) {
         return Err(RequestError::BadId);
@@ -556,7 +569,11 @@ mod tests {
         };
         assert_eq!(
             err(r#"{"stream":{"name":"s"}}"#),
-            "There is no required parameter [id, stream.name]"
+            "There is no required parameter [ id]"
+        );
+        assert_eq!(
+            err("{}"),
+            "There is no required parameter [ id stream.name]"
         );
         assert_eq!(
             err(r#"{"id":"r","stream":{"name":"s"},"interval":5000,"schedule":"0 * *"}"#),

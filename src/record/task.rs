@@ -312,7 +312,7 @@ impl RecordTable {
             .values()
             .filter(|t| t.spec.vhost == vhost && t.spec.app == app)
             .collect();
-        v.sort_by_key(|t| t.seq);
+        v.sort_unstable_by_key(|t| t.seq);
         v
     }
 
@@ -329,14 +329,14 @@ impl RecordTable {
 
     pub fn keys(&self) -> Vec<TaskKey> {
         let mut v: Vec<&RecordTask> = self.tasks.values().collect();
-        v.sort_by_key(|t| t.seq);
+        v.sort_unstable_by_key(|t| t.seq);
         v.into_iter().map(RecordTask::key).collect()
     }
 
     /// The specs, in creation order (the durable state).
     pub fn specs(&self) -> Vec<RecordSpec> {
         let mut v: Vec<&RecordTask> = self.tasks.values().collect();
-        v.sort_by_key(|t| t.seq);
+        v.sort_unstable_by_key(|t| t.seq);
         v.into_iter().map(|t| t.spec.clone()).collect()
     }
 }

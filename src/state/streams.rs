@@ -530,7 +530,7 @@ impl Streams {
     /// Every live stream, oldest first.
     pub fn oldest_first(&self) -> Vec<&LiveStream> {
         let mut v: Vec<&LiveStream> = self.streams.values().collect();
-        v.sort_by_key(|s| s.id);
+        v.sort_unstable_by_key(|s| s.id);
         v
     }
 
@@ -550,7 +550,7 @@ impl Streams {
             .values()
             .filter(|s| s.vhost == vhost && s.app == app)
             .collect();
-        v.sort_by_key(|s| s.id);
+        v.sort_unstable_by_key(|s| s.id);
         v
     }
 

@@ -170,7 +170,7 @@ impl IngestTracks {
             .iter()
             .filter_map(|l| l.track.as_ref())
             .collect();
-        video.sort_by_key(|t| {
+        video.sort_unstable_by_key(|t| {
             let p = t.video.unwrap_or_default();
             (
                 std::cmp::Reverse(u64::from(p.width) * u64::from(p.height)),

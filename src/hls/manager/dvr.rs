@@ -126,7 +126,7 @@ impl HlsManager {
             .filter(|d| d.status == crate::hls::dump::DumpStatus::Running)
             .map(|d| (d.spec.vhost.clone(), d.spec.app.clone()))
             .collect();
-        apps.sort();
+        apps.sort_unstable();
         apps.dedup();
         let server = reg.disk_budget.unwrap_or_default();
         for (vhost, app) in apps {
@@ -235,7 +235,7 @@ impl HlsManager {
                 }
             }
         }
-        apps.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        apps.sort_unstable_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         apps.dedup_by(|later, kept| {
             let same = later.0 == kept.0 && later.1 == kept.1;
             if same {
