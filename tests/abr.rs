@@ -588,6 +588,111 @@ fn mpegts_audio_languages_are_one_llhls_audio_group() {
     let _ = publisher.wait();
 }
 
+/// Two renditions and two languages in one MPEG-TS over SRT (the PMT names
+/// English and Spanish) through OME's `<Playlist>` of a `${Height}p`
+/// template: `abr.m3u8` has a variant per video rendition (2, not 2 x 2),
+/// each with one audio group of both languages (`LANGUAGE`, `CHANNELS`),
+/// and hls.js lists two levels and two audio tracks and switches language.
+#[test]
+fn two_languages_are_one_audio_group_of_every_rendition() {
+    let _serial = one_at_a_time();
+    if !have_tool("ffmpeg") {
+        return;
+    }
+    let playlist = "<Playlist><Name>abr</Name><FileName>abr</FileName>\
+        <RenditionTemplate><Name>${Height}p</Name>\
+          <VideoTemplate><EncodingType>bypassed</EncodingType></VideoTemplate>\
+          <AudioTemplate><EncodingType>bypassed</EncodingType></AudioTemplate>\
+        </RenditionTemplate></Playlist>";
+    let s = Server::start_with(
+        "abr-two-languages",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            profile_extra: playlist.into(),
+            ..Default::default()
+        },
+    );
+    let url = format!(
+        "srt://127.0.0.1:{}?streamid=default/app/langs&pkt_size=1316",
+        s.media.srt
+    );
+    let mut publisher = pattern_and_two_tones("ffmpeg")
+        .args(["-filter_complex", "[0:v]split=2[a][b];[b]scale=320:180[b2]"])
+        .args(["-map", "[a]", "-map", "[b2]", "-map", "1:a", "-map", "2:a"])
+        .args(["-t", "60"])
+        .args(["-c:v", "libx264", "-preset", "veryfast", "-g", "25"])
+        .args(["-c:a", "aac", "-b:a", "64k"])
+        .args([
+            "-metadata:s:a:0",
+            "language=eng",
+            "-metadata:s:a:1",
+            "language=spa",
+        ])
+        .args(["-f", "mpegts", &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts");
+    wait_video_tracks(&s, "langs", 2);
+    let base = format!("http://127.0.0.1:{}/app/langs", s.media.llhls);
+    let abr = wait_until(Duration::from_secs(40), || {
+        let (code, text, _) = curl(&[], &format!("{base}/abr.m3u8"));
+        (code == 200 && text.matches("#EXT-X-STREAM-INF").count() == 2).then_some(text)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no abr.m3u8 of two variants\n{}",
+            curl(&[], &format!("{base}/abr.m3u8")).1
+        )
+    });
+    println!("{abr}");
+    let media: Vec<&str> = abr
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-MEDIA:TYPE=AUDIO"))
+        .collect();
+    assert_eq!(media.len(), 2, "{abr}");
+    assert!(
+        media[0]
+            .contains("NAME=\"eng\",LANGUAGE=\"eng\",DEFAULT=YES,AUTOSELECT=YES,CHANNELS=\"1\""),
+        "{abr}"
+    );
+    assert!(
+        media[1].contains("NAME=\"spa\",LANGUAGE=\"spa\",DEFAULT=NO"),
+        "{abr}"
+    );
+    let group = media[0]
+        .split("GROUP-ID=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert!(media[1].contains(&format!("GROUP-ID=\"{group}\"")), "{abr}");
+    assert_eq!(
+        abr.matches(&format!("AUDIO=\"{group}\"")).count(),
+        2,
+        "every rendition has both languages: {abr}"
+    );
+    if let Some((browser, web)) = browser_with_hlsjs() {
+        let page = format!(
+            "file://{}/llhls.html?src={base}/abr.m3u8&seconds=12&audioAt=4&audioTo=1",
+            web.display()
+        );
+        let r = play_hlsjs(browser, &page, &s.dir.join("chromium"), 12);
+        println!("hls.js on abr.m3u8: {r}");
+        assert_eq!(r["levels"], 2, "{r}");
+        assert_eq!(r["audioTracks"], serde_json::json!(["eng", "spa"]), "{r}");
+        assert!(hlsjs_fatal_errors(&r).is_empty(), "{r}");
+        assert_eq!(r["audioTrack"], 1, "{r}");
+        let played =
+            r["end"]["media"].as_f64().unwrap_or(0.0) - r["start"]["media"].as_f64().unwrap_or(0.0);
+        assert!(played > 6.0, "{r}");
+    }
+    let _ = publisher.kill();
+    let _ = publisher.wait();
+}
+
 /// WebRTC viewers of FFmpeg 9's three renditions: OME's signalling lists
 /// them in its `playlist` notification and switches on `change_rendition`
 /// (then says `rendition_changed`); OvenPlayer lists three qualities and
@@ -716,18 +821,16 @@ fn webrtc_viewers_choose_among_the_renditions() {
         "{body}"
     );
 
-    // The config's playlist: each video layer with each audio track (two
-    // languages), named by the template, a name taken numbered (OME's
-    // rule). LL-HLS serves it as abr.m3u8; OME's signalling at
-    // /app/ladder/abr lists its renditions.
+    // The config's playlist: each video layer with the audio variant
+    // (its two languages one group, as OME keeps a multilingual variant),
+    // named by the template. LL-HLS serves it as abr.m3u8; OME's
+    // signalling at /app/ladder/abr lists its renditions.
     let (code, abr, _) = curl(&[], &format!("http://127.0.0.1:{port}/app/ladder/abr.m3u8"));
     assert_eq!(code, 200, "{abr}");
-    assert_eq!(abr.matches("#EXT-X-STREAM-INF").count(), 6, "{abr}");
-    assert_eq!(abr.matches("RESOLUTION=640x360").count(), 2, "{abr}");
-    assert!(
-        abr.contains("TYPE=AUDIO") && abr.contains("chunklist_"),
-        "{abr}"
-    );
+    assert_eq!(abr.matches("#EXT-X-STREAM-INF").count(), 3, "{abr}");
+    assert_eq!(abr.matches("RESOLUTION=640x360").count(), 1, "{abr}");
+    assert_eq!(abr.matches("#EXT-X-MEDIA:TYPE=AUDIO").count(), 2, "{abr}");
+    assert!(abr.contains("chunklist_"), "{abr}");
     let page = node_page(
         "webrtc_check.mjs",
         None,
@@ -741,18 +844,7 @@ fn webrtc_viewers_choose_among_the_renditions() {
         .as_array()
         .map(|r| r.iter().filter_map(|x| x[0].as_str()).collect())
         .unwrap_or_default();
-    assert_eq!(
-        names,
-        [
-            "tpl_360p",
-            "tpl_360p_1",
-            "tpl_180p",
-            "tpl_180p_1",
-            "tpl_90p",
-            "tpl_90p_1"
-        ],
-        "{got}"
-    );
+    assert_eq!(names, ["tpl_360p", "tpl_180p", "tpl_90p"], "{got}");
     assert!(got["videoWidth"].as_u64().unwrap_or(0) > 0, "{got}");
 
     let _ = publisher.kill();

@@ -270,21 +270,69 @@ pub fn renditions_master(s: &StreamHls, playlist: &crate::state::streams::Playli
                 continue;
             }
             groups.push(a.track.id);
-            let _ = writeln!(
-                o,
-                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio_{}\",NAME=\"{}\",DEFAULT=YES,AUTOSELECT=YES,URI=\"{}\"",
-                a.track.id,
-                quoted(&r.name),
-                chunklist_name(a, &s.key)
-            );
+            // The group: its first track, then the other languages of its
+            // variant; each named by its label, else its language (a lone
+            // track: the rendition's name), with its LANGUAGE when known.
+            let members: Vec<&TrackOutput> = std::iter::once(*a)
+                .chain(r.audio_alternates.iter().filter_map(|id| s.track(*id)))
+                .collect();
+            let mut names: Vec<String> = Vec::new();
+            for (i, m) in members.iter().enumerate() {
+                let label = &m.track.label;
+                let mut name = match (&label.name, label.language) {
+                    (Some(n), _) => quoted(n),
+                    (None, Some(l)) => l.as_str().to_owned(),
+                    (None, None) if members.len() == 1 => quoted(&r.name),
+                    (None, None) => format!("audio {}", i + 1),
+                };
+                if names.contains(&name) {
+                    name = format!("{name} {}", i + 1);
+                }
+                let language = label
+                    .language
+                    .map(|l| format!(",LANGUAGE=\"{}\"", l.as_str()))
+                    .unwrap_or_default();
+                let characteristics = label
+                    .characteristics
+                    .as_ref()
+                    .map(|c| format!(",CHARACTERISTICS=\"{}\"", quoted(c)))
+                    .unwrap_or_default();
+                // OME's CHANNELS (2 when unknown).
+                let channels = m
+                    .track
+                    .audio
+                    .map(|p| p.channels)
+                    .filter(|&c| c > 0)
+                    .unwrap_or(2);
+                let _ = writeln!(
+                    o,
+                    "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio_{}\",NAME=\"{name}\"{language},DEFAULT={},AUTOSELECT=YES,CHANNELS=\"{channels}\"{characteristics},URI=\"{}\"",
+                    a.track.id,
+                    if i == 0 { "YES" } else { "NO" },
+                    chunklist_name(m, &s.key)
+                );
+                names.push(name);
+            }
         }
     }
-    for (_, v, a) in &live {
-        let codecs: Vec<String> = [*v, *a]
+    for (r, v, a) in &live {
+        // Every codec the variant may play: its video, its audio group's.
+        let alternates = a
+            .is_some()
+            .then(|| r.audio_alternates.iter().filter_map(|id| s.track(*id)))
+            .into_iter()
+            .flatten();
+        let mut codecs: Vec<String> = Vec::new();
+        for c in [*v, *a]
             .into_iter()
             .flatten()
+            .chain(alternates)
             .filter_map(|t| crate::fmp4::codecs_string(&t.track))
-            .collect();
+        {
+            if !codecs.contains(&c) {
+                codecs.push(c);
+            }
+        }
         // Renditions differ by their rates.
         let bandwidth: u64 = [*v, *a].into_iter().flatten().map(variant_rate).sum();
         let group = match (v, a) {

@@ -6,9 +6,9 @@
 //!
 //! As OME does (`TranscoderStream`, v0.18's ABR from simulcast): each
 //! template makes one rendition per video track it matches, with each
-//! audio track it matches (OME pairs each video with each audio group;
-//! kiln's audio tracks are each a group), or per video alone, or per
-//! audio alone; the template's name takes `${Width}`, `${Height}`,
+//! audio group it matches (the audio tracks of one variant name: a
+//! multilingual variant's languages stay one group, as OME keeps them), or
+//! per video alone, or per audio group alone; the template's name takes `${Width}`, `${Height}`,
 //! `${Bitrate}`, `${Framerate}`, `${Samplerate}` and `${Channel}`, and a
 //! name already taken gets `_1`, `_2`, ... after it. A fixed `<Rendition>`
 //! names the variants of its video and audio: the first track of each
@@ -106,6 +106,15 @@ impl TrackTemplate {
 /// named as OME names them.
 pub fn template_playlists(profile: &OutputProfile, tracks: &[Track]) -> Vec<Playlist> {
     let named = super::app::output_tracks(tracks, Some(profile));
+    // The audio tracks by variant name, in the stream's order: one group
+    // each (a multilingual variant's languages stay together).
+    let mut audio_groups: Vec<(String, Vec<&Track>)> = Vec::new();
+    for (t, n) in named.iter().filter(|(t, _)| t.kind() == MediaKind::Audio) {
+        match audio_groups.iter_mut().find(|(g, _)| g == n) {
+            Some((_, g)) => g.push(t),
+            None => audio_groups.push((n.clone(), vec![t])),
+        }
+    }
     profile
         .playlists
         .iter()
@@ -119,6 +128,12 @@ pub fn template_playlists(profile: &OutputProfile, tracks: &[Track]) -> Vec<Play
                         .map(|(t, _)| t.id)
                 })
             };
+            let group_of = |name: &Option<String>| -> Vec<u32> {
+                name.as_ref()
+                    .and_then(|n| audio_groups.iter().find(|(g, _)| g == n))
+                    .map(|(_, g)| g.iter().skip(1).map(|t| t.id).collect())
+                    .unwrap_or_default()
+            };
             for (name, video, audio) in &p.renditions {
                 let (v, a) = (
                     by_variant(MediaKind::Video, video),
@@ -129,6 +144,11 @@ pub fn template_playlists(profile: &OutputProfile, tracks: &[Track]) -> Vec<Play
                         name: unique(&renditions, name.clone()),
                         video: v,
                         audio: a,
+                        audio_alternates: if a.is_some() {
+                            group_of(audio)
+                        } else {
+                            Vec::new()
+                        },
                         live: true,
                     });
                 }
@@ -144,11 +164,18 @@ pub fn template_playlists(profile: &OutputProfile, tracks: &[Track]) -> Vec<Play
                             .collect(),
                     }
                 };
-                let (videos, audios) = (
-                    take(MediaKind::Video, &t.video),
-                    take(MediaKind::Audio, &t.audio),
-                );
-                let pairs: Vec<(Option<&Track>, Option<&Track>)> =
+                // Video: each track that matches; audio: each group whose
+                // first track does (OME does not split a group).
+                let videos = take(MediaKind::Video, &t.video);
+                let audios: Vec<&[&Track]> = match &t.audio {
+                    None => Vec::new(),
+                    Some(tpl) => audio_groups
+                        .iter()
+                        .filter(|(n, g)| tpl.matches(g[0], n))
+                        .map(|(_, g)| g.as_slice())
+                        .collect(),
+                };
+                let pairs: Vec<(Option<&Track>, Option<&[&Track]>)> =
                     match (videos.is_empty(), audios.is_empty()) {
                         (false, false) => videos
                             .iter()
@@ -158,12 +185,16 @@ pub fn template_playlists(profile: &OutputProfile, tracks: &[Track]) -> Vec<Play
                         (true, false) => audios.iter().map(|a| (None, Some(*a))).collect(),
                         (true, true) => Vec::new(),
                     };
-                for (v, a) in pairs {
+                for (v, group) in pairs {
+                    let a = group.map(|g| g[0]);
                     let name = unique(&renditions, rendition_name(&t.name, v, a));
                     renditions.push(Rendition {
                         name,
                         video: v.map(|v| v.id),
                         audio: a.map(|a| a.id),
+                        audio_alternates: group
+                            .map(|g| g.iter().skip(1).map(|t| t.id).collect())
+                            .unwrap_or_default(),
                         live: true,
                     });
                 }
@@ -298,6 +329,43 @@ mod tests {
             ]
         );
         assert_eq!(made[0].file_name, "abr");
+    }
+
+    #[test]
+    fn the_languages_of_one_audio_variant_stay_one_group() {
+        let all = TrackTemplate::default();
+        let p = profile(vec![RenditionTemplate {
+            name: "${Height}p".into(),
+            video: Some(all.clone()),
+            audio: Some(all.clone()),
+        }]);
+        let mut spa = aac(5);
+        spa.label.language = crate::media::Language::parse(b"spa");
+        let mut eng = aac(2);
+        eng.label.language = crate::media::Language::parse(b"eng");
+        let tracks = [video(1, 1280, 720), video(3, 640, 360), eng, spa];
+        let made = template_playlists(&p, &tracks);
+        let got: Vec<(&str, Option<u32>, Option<u32>, Vec<u32>)> = made[0]
+            .renditions
+            .iter()
+            .map(|r| {
+                (
+                    r.name.as_str(),
+                    r.video,
+                    r.audio,
+                    r.audio_alternates.clone(),
+                )
+            })
+            .collect();
+        // Two video renditions, each with both languages: not 2 x 2.
+        assert_eq!(
+            got,
+            [
+                ("fixed", Some(1), None, vec![]),
+                ("720p", Some(1), Some(2), vec![5]),
+                ("360p", Some(3), Some(2), vec![5])
+            ]
+        );
     }
 
     #[test]

@@ -176,7 +176,12 @@ pub struct Playlist {
 pub struct Rendition {
     pub name: String,
     pub video: Option<TrackId>,
+    /// Its audio: the first track of its audio group.
     pub audio: Option<TrackId>,
+    /// The other tracks of that group (its variant name's other languages,
+    /// as OME keeps a multilingual variant one group): a player's choice
+    /// of language in the rendition's `EXT-X-MEDIA` group.
+    pub audio_alternates: Vec<TrackId>,
     /// Its sources are live: listed (a rendition whose source stopped is
     /// left out until it is back).
     pub live: bool,

@@ -462,6 +462,7 @@ impl Multiplexer {
                             name: r.name.clone(),
                             video,
                             audio,
+                            audio_alternates: Vec::new(),
                             live,
                         }
                     })
