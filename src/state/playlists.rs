@@ -345,7 +345,7 @@ mod tests {
         eng.label.language = crate::media::Language::parse(b"eng");
         let tracks = [video(1, 1280, 720), video(3, 640, 360), eng, spa];
         let made = template_playlists(&p, &tracks);
-        let got: Vec<(&str, Option<u32>, Option<u32>, Vec<u32>)> = made[0]
+        let got: Vec<_> = made[0]
             .renditions
             .iter()
             .map(|r| {
@@ -361,7 +361,7 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("fixed", Some(1), None, vec![]),
+                ("fixed", Some(1), None, Vec::<u32>::new()),
                 ("720p", Some(1), Some(2), vec![5]),
                 ("360p", Some(3), Some(2), vec![5])
             ]
