@@ -162,6 +162,7 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_players_take_the_first() 
         let variants: Vec<&str> = master
             .lines()
             .filter(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .map(|l| l.split('?').next().unwrap_or(l))
             .collect();
         let ready = code == 200
             && variants.len() == 3
@@ -219,6 +220,7 @@ fn ffmpeg_multitrack_renditions_are_llhls_variants_and_players_take_the_first() 
     let video_lists: Vec<&str> = master
         .lines()
         .filter(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+        .map(|l| l.split('?').next().unwrap_or(l))
         .collect();
     for (list, size) in video_lists.iter().zip(["640,360", "320,180", "160,90"]) {
         let got = probe(&format!("{base}/{list}"));
@@ -340,6 +342,7 @@ fn wait_for_variants(s: &Server, base: &str, n: usize, limit: Duration) -> (Stri
         let lists: Vec<String> = master
             .lines()
             .filter(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .map(|l| l.split('?').next().unwrap_or(l))
             .map(str::to_string)
             .collect();
         let ready = code == 200

@@ -121,7 +121,8 @@ fn wait_llhls_segment(s: &Server, stream: &str) -> bool {
         let (code, master, _) = curl(&[], &format!("{base}/llhls.m3u8"));
         let uri = master
             .lines()
-            .find(|l| l.starts_with("chunklist_"))?
+            .find(|l| l.starts_with("chunklist_"))
+            .map(|l| l.split('?').next().unwrap_or(l))?
             .to_string();
         let (c2, text, _) = curl(&[], &format!("{base}/{uri}"));
         (code == 200 && c2 == 200 && text.contains("#EXTINF")).then_some(())
@@ -734,7 +735,7 @@ fn a_multiplex_channel_serves_renditions_hlsjs_switches_between() {
     );
     for uri in master
         .lines()
-        .filter(|l| l.ends_with(".m3u8"))
+        .filter(|l| !l.starts_with('#') && l.contains(".m3u8"))
         .map(str::to_string)
         .chain(
             master

@@ -135,6 +135,7 @@ fn view(edge: &Server, out: &Path, started: &mut Instant) -> (u64, u64) {
     let Some(video) = master
         .lines()
         .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+        .map(|l| l.split('?').next().unwrap_or(l))
     else {
         return (0, 0);
     };

@@ -108,7 +108,8 @@ fn dvr_segments(s: &Server, name: &str, n: usize) -> Vec<String> {
         }
         let video = master
             .lines()
-            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))?
+            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .map(|l| l.split('?').next().unwrap_or(l))?
             .to_string();
         let (_, list, _) = curl(&[], &format!("{base}/{video}"));
         let segs: Vec<String> = list

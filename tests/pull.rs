@@ -164,7 +164,8 @@ fn wait_for_segments(s: &Server, stream: &str, n: usize) {
         }
         let video = master
             .lines()
-            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))?
+            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .map(|l| l.split('?').next().unwrap_or(l))?
             .to_string();
         let (_, list, _) = curl(&[], &format!("{base}/{video}"));
         (list.matches("#EXTINF:").count() >= n).then_some(())

@@ -210,3 +210,121 @@ fn every_session_of_a_stream_is_listed_and_one_can_be_ended() {
         "{log}"
     );
 }
+
+/// Two LL-HLS players behind one address (a NAT): each multivariant
+/// playlist kiln serves gives its chunklist URIs a session token of its
+/// own, so each player is its own session (`llhls-TOKEN`, with its
+/// address) and ending one stops that player alone; hls.js carries the
+/// token as written. A player given a chunklist URL directly (no token)
+/// still plays, counted by address.
+#[test]
+fn two_players_behind_one_address_are_two_sessions() {
+    if !have_tool("ffmpeg") || !have_tool("curl") {
+        return;
+    }
+    let s = Server::start_with(
+        "sessions-nat",
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            ..Default::default()
+        },
+    );
+    let mut src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    let base = format!("http://127.0.0.1:{}/app/cam", s.media.llhls);
+    // Each player: its master, then its video chunklist (token and all).
+    let open = || -> String {
+        let master = wait_until(Duration::from_secs(30), || {
+            let (status, text, _) = curl(&[], &format!("{base}/llhls.m3u8"));
+            (status == 200 && text.contains("chunklist_")).then_some(text)
+        })
+        .expect("no master playlist");
+        let video = master
+            .lines()
+            .find(|l| l.starts_with("chunklist_") && l.contains("_video_"))
+            .unwrap()
+            .to_string();
+        assert!(video.contains("?session="), "{master}");
+        let audio = master.split("URI=\"").nth(1).unwrap_or("");
+        assert!(
+            audio.split('"').next().unwrap_or("").contains("?session="),
+            "{master}"
+        );
+        let (status, _, _) = curl(&["-o", "/dev/null"], &format!("{base}/{video}"));
+        assert_eq!(status, 200);
+        video
+    };
+    let (a, b) = (open(), open());
+    let token = |v: &str| v.split("session=").nth(1).unwrap().to_string();
+    assert_ne!(token(&a), token(&b));
+    let list = sessions(&s);
+    let llhls: Vec<&Value> = list.iter().filter(|x| x["protocol"] == "llhls").collect();
+    let ids: Vec<&str> = llhls.iter().filter_map(|x| x["id"].as_str()).collect();
+    assert!(
+        ids.contains(&format!("llhls-{}", token(&a)).as_str())
+            && ids.contains(&format!("llhls-{}", token(&b)).as_str()),
+        "{list:#?}"
+    );
+    for x in &llhls {
+        if x["id"] != "llhls-127.0.0.1" {
+            let addr: std::net::SocketAddr = x["remoteAddress"].as_str().unwrap().parse().unwrap();
+            assert_eq!(addr.ip().to_string(), "127.0.0.1", "{x}");
+        }
+    }
+    // Ending A: its next request is refused, B plays on.
+    let r = s.request("DELETE", &format!("{BASE}/llhls-{}", token(&a)), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (status, body, _) = curl(&[], &format!("{base}/{a}"));
+    assert_eq!(status, 403, "{body}");
+    let (status, _, _) = curl(&["-o", "/dev/null"], &format!("{base}/{b}"));
+    assert_eq!(status, 200);
+    // A made-up token is no session: counted by address.
+    let plain = a.split('?').next().unwrap().to_string();
+    let (status, _, _) = curl(
+        &["-o", "/dev/null"],
+        &format!("{base}/{plain}?session=0123456789abcdef"),
+    );
+    assert_eq!(status, 200);
+    let left = sessions(&s);
+    assert!(
+        left.iter()
+            .all(|x| x["id"] != format!("llhls-{}", token(&a)))
+            && left
+                .iter()
+                .any(|x| x["id"] == format!("llhls-{}", token(&b)))
+            && left.iter().any(|x| x["id"] == "llhls-127.0.0.1")
+            && left.iter().all(|x| x["id"] != "llhls-0123456789abcdef"),
+        "{left:#?}"
+    );
+    // hls.js: its chunklist requests carry the token its master wrote.
+    if let Some((browser, web)) = browser_with_hlsjs() {
+        let before: Vec<String> = sessions(&s)
+            .iter()
+            .filter_map(|x| x["id"].as_str().map(str::to_string))
+            .collect();
+        let page = format!(
+            "file://{}/llhls.html?src={base}/llhls.m3u8&seconds=6",
+            web.display()
+        );
+        let dir = s.dir.clone();
+        let player =
+            std::thread::spawn(move || play_hlsjs(browser, &page, &dir.join("chromium"), 6));
+        let joined = wait_until(Duration::from_secs(30), || {
+            sessions(&s)
+                .iter()
+                .filter_map(|x| x["id"].as_str().map(str::to_string))
+                .find(|id| id.starts_with("llhls-") && id.len() == 22 && !before.contains(id))
+        });
+        let r = player.join().unwrap();
+        assert!(joined.is_some(), "hls.js was no session of its own: {r}");
+        assert!(hlsjs_fatal_errors(&r).is_empty(), "{r}");
+    }
+    let _ = src.kill();
+    let _ = src.wait();
+}

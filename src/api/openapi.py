@@ -51,7 +51,7 @@ schemas = {
                    "iceCandidates": S("array", items=STR), "tcpRelay": S("array", items=STR), "sessions": INT, "publishers": INT,
                    "keyframeRequests": INT, "droppedDatagrams": INT},
                   ["enabled", "iceCandidates", "tcpRelay", "sessions", "publishers", "keyframeRequests", "droppedDatagrams"]),
-    "Session": obj({"id": S("string", description="publisher, rtmp-N, srt-N, webrtc-KEY, llhls-ADDRESS or hls-ADDRESS"),
+    "Session": obj({"id": S("string", description="publisher, rtmp-N, srt-N, webrtc-KEY, llhls-TOKEN or hls-TOKEN (a player session), llhls-ADDRESS or hls-ADDRESS (a player without a token)"),
                     "protocol": STR, "role": S("string", enum=["publisher", "viewer"]), "remoteAddress": STR,
                     "since": TIME, "bytes": INT, "connected": BOOL}, ["id", "protocol", "role", "since", "bytes"]),
     "LogLine": obj({"time": TIME, "level": S("string", enum=["WARN", "ERROR"]), "message": STR}, ["time", "level", "message"]),

@@ -4,14 +4,18 @@
 //! and HLS viewers — and `DELETE .../sessions/{id}` ends one.
 //!
 //! Ids name the kind: `publisher`, `rtmp-N` and `srt-N` (players; N is
-//! never reused), `webrtc-KEY`, `llhls-ADDRESS` and `hls-ADDRESS`. An
+//! never reused), `webrtc-KEY`, `llhls-TOKEN` and `hls-TOKEN` (a player
+//! session: the token its multivariant playlist gave its chunklist URIs),
+//! `llhls-ADDRESS` and `hls-ADDRESS` (a player that carries no token). An
 //! LL-HLS or HLS viewer has no connection of its own (each request stands
-//! alone): ending one refuses that address's requests for the stream for
-//! a minute (`ENDED_HTTP_VIEWER_REFUSED`), so its player stops.
+//! alone): ending one refuses its requests for the stream for a minute
+//! (`ENDED_HTTP_VIEWER_REFUSED`): a session's, those with its token; an
+//! address's, those without one. Its player stops.
 
 use super::envelope::{self, ApiError};
 use super::{Api, Effect, Response};
 use crate::clock;
+use crate::state::streams::HttpWho;
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -40,7 +44,7 @@ enum Target {
     Player(u64),
     #[cfg_attr(not(feature = "webrtc"), allow(dead_code))]
     WebRtc(String),
-    Http(std::net::IpAddr, bool),
+    Http(HttpWho, bool),
 }
 
 fn parse_id(id: &str) -> Option<Target> {
@@ -51,7 +55,13 @@ fn parse_id(id: &str) -> Option<Target> {
     match kind {
         "rtmp" | "srt" => rest.parse().ok().map(Target::Player),
         "webrtc" => Some(Target::WebRtc(rest.to_string())),
-        "llhls" | "hls" => rest.parse().ok().map(|ip| Target::Http(ip, kind == "hls")),
+        "llhls" | "hls" => {
+            let who = match rest.parse() {
+                Ok(ip) => HttpWho::Address(ip),
+                Err(_) => HttpWho::Session(crate::hls::session::parse_token_text(rest)?),
+            };
+            Some(Target::Http(who, kind == "hls"))
+        }
         _ => None,
     }
 }
@@ -124,14 +134,27 @@ impl Api {
             });
         }
         let mut http: Vec<_> = live.audience.http_list(now.instant).collect();
-        http.sort_unstable_by_key(|(ip, hls, v)| (v.first, *hls, *ip));
-        for (ip, hls, v) in http {
+        http.sort_unstable_by_key(|(who, hls, v)| {
+            (
+                v.first,
+                *hls,
+                v.remote,
+                *who == HttpWho::Address(v.remote.ip()),
+            )
+        });
+        for (who, hls, v) in http {
             let kind = if hls { "hls" } else { "llhls" };
+            // A player session: its token and the address of its last
+            // request; a viewer known by address alone: that address.
+            let (name, remote) = match who {
+                HttpWho::Session(t) => (crate::hls::session::token_text(t), v.remote.to_string()),
+                HttpWho::Address(ip) => (ip.to_string(), ip.to_string()),
+            };
             list.push(SessionInfo {
-                id: format!("{kind}-{ip}"),
+                id: format!("{kind}-{name}"),
                 protocol: kind.into(),
                 role: "viewer",
-                remote_address: Some(ip.to_string()),
+                remote_address: Some(remote),
                 since: time(wall(v.first)),
                 bytes: v.bytes,
                 connected: None,
@@ -177,13 +200,13 @@ impl Api {
             }
             #[cfg(not(feature = "webrtc"))]
             Target::WebRtc(_) => return Err(not_found()),
-            Target::Http(ip, hls) => {
+            Target::Http(who, hls) => {
                 let now = self.now.instant;
                 let ended = self
                     .registry
                     .streams
                     .audience_mut(stream_id)
-                    .is_some_and(|a| a.end_http(ip, hls, now));
+                    .is_some_and(|a| a.end_http(who, hls, now));
                 if !ended {
                     return Err(not_found());
                 }

@@ -49,6 +49,8 @@ impl Output {
 pub struct HlsManager {
     /// The HLS dump tasks (run-time only).
     pub dump_tasks: super::dump::DumpTable,
+    /// The players' session tokens (the multivariant playlists' URIs).
+    pub sessions: super::session::SessionTokens,
     /// Bytes the dumps of this run had written when the disk budgets were
     /// last kept for them.
     dump_bytes_kept: u64,

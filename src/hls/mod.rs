@@ -15,6 +15,7 @@ pub mod manager;
 pub mod memory;
 pub mod playlist;
 pub mod serve;
+pub mod session;
 pub mod ts;
 
 use crate::fmp4::{self, Sample, NON_SYNC_SAMPLE, SYNC_SAMPLE};

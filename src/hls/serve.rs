@@ -114,6 +114,9 @@ pub struct ViewerMark {
     pub stream: StreamId,
     /// HLS (MPEG-TS) rather than LL-HLS.
     pub hls: bool,
+    /// The player's session, when the request carries a token kiln issued
+    /// (`session=`, written by the multivariant playlist it was given).
+    pub session: Option<u64>,
     /// How long the viewer counts after this request: three target
     /// durations.
     pub window: Duration,
@@ -369,6 +372,7 @@ pub fn answer(
             stream: s,
             file,
             cache,
+            player_tokens: !controlled,
         },
         None => Target {
             vhost: &vhost.spec.name,
@@ -376,6 +380,7 @@ pub fn answer(
             stream,
             file,
             cache,
+            player_tokens: !controlled,
         },
     };
     let entry = is_entry(file);
@@ -493,6 +498,9 @@ struct Target<'a> {
     stream: &'a str,
     file: &'a str,
     cache: CachePolicy,
+    /// A multivariant playlist gives its player a session token (not
+    /// under access control, whose admission session every URL carries).
+    player_tokens: bool,
 }
 
 fn answer_file(
@@ -510,6 +518,7 @@ fn answer_file(
         stream,
         file,
         cache,
+        player_tokens,
     } = *target;
     let Some((id, out)) = hls.find(reg, vhost, app, stream, now) else {
         return Answer::Reply(Reply::error(404, "No such stream"));
@@ -521,14 +530,34 @@ fn answer_file(
         .map_or(Duration::from_secs(6), |s| s.config.segment_target);
     // A viewer of the stream counts for three target durations after each
     // file it was served (DECISIONS 14).
+    let session =
+        super::session::SessionTokens::of_target(req.target()).and_then(|t| hls.sessions.verify(t));
     let mark = ViewerMark {
         stream: id,
         hls: is_ts,
+        session,
         window: 3 * segment_target.max(Duration::from_secs(1)),
     };
     let reply = |r: Reply| {
         let viewer = (r.status == 200).then_some(mark);
         Answer::Reply(Reply { viewer, ..r })
+    };
+    // A multivariant playlist: its chunklist URIs carry a new player
+    // session's token (and `extra`, a query its chunklists go on with).
+    let with_session = |text: String, extra: Option<&str>, cache: Cache| {
+        let token = player_tokens.then(|| hls.sessions.issue()).flatten();
+        let query = match (token, extra) {
+            (Some(t), Some(e)) => format!("{e}&session={t}"),
+            (Some(t), None) => format!("session={t}"),
+            (None, Some(e)) => e.to_string(),
+            (None, None) => return reply(Reply::playlist(text, cache)),
+        };
+        let text = add_query(text.as_bytes(), &query);
+        reply(Reply::media(
+            PLAYLIST,
+            cache,
+            vec![Bytes::from(text).into()],
+        ))
     };
     // A DVR's segment older than the live window: read back from disk
     // (the viewer waits, as for a part), then served like any other.
@@ -585,7 +614,7 @@ fn answer_file(
         let rewind = Reload::of(req.target()).rewind();
         let variant = |i: usize| ts.variants.get(i);
         return match f {
-            TsFile::Master => reply(Reply::playlist(ts.master(), Cache::NoStore)),
+            TsFile::Master => with_session(ts.master(), None, Cache::NoStore),
             TsFile::MediaPlaylist(i) => match variant(i) {
                 Some(v) => reply(Reply::playlist(
                     v.media_playlist(rewind, utc_offset),
@@ -659,7 +688,7 @@ fn answer_file(
                 return held;
             }
             let text = playlist::renditions_master(s, p);
-            return reply(Reply::playlist(text, cache.master));
+            return with_session(text, None, cache.master);
         }
     }
     let name = file;
@@ -708,15 +737,8 @@ fn answer_file(
             let text = playlist::master(s);
             // OME's `_HLS_rewind=NO` on the master goes on to its chunklists.
             let rewind_no = !Reload::of(req.target()).rewind();
-            if rewind_no && s.dvr.is_some() {
-                let text = add_query(text.as_bytes(), "_HLS_rewind=NO");
-                return reply(Reply::media(
-                    PLAYLIST,
-                    cache.master,
-                    vec![Bytes::from(text).into()],
-                ));
-            }
-            reply(Reply::playlist(text, cache.master))
+            let extra = (rewind_no && s.dvr.is_some()).then_some("_HLS_rewind=NO");
+            with_session(text, extra, cache.master)
         }
         File::Chunklist { track } => {
             let Some(t) = track_of(track) else {

@@ -300,12 +300,10 @@ impl ViewerConn {
             Answer::Reply(r) => {
                 if let Some(m) = r.viewer {
                     let ip = self.peer.ip();
-                    let ended = cx
-                        .api
-                        .registry
-                        .streams
-                        .get(m.stream)
-                        .is_some_and(|s| s.audience.is_ended_http(ip, m.hls, cx.now));
+                    let ended =
+                        cx.api.registry.streams.get(m.stream).is_some_and(|s| {
+                            s.audience.is_ended_http(ip, m.session, m.hls, cx.now)
+                        });
                     if ended {
                         // Ended through the sessions API: refused a while.
                         let why = "This viewer's session was ended by the operator";
@@ -318,7 +316,8 @@ impl ViewerConn {
                         } else {
                             r.len() as u64
                         };
-                        a.note_http(self.peer.ip(), m.hls, m.window, bytes, cx.now);
+                        let media = !req.path().ends_with(".m3u8");
+                        a.note_http(self.peer, m.session, media, m.hls, m.window, bytes, cx.now);
                         a.bytes_out += bytes;
                     }
                 }

@@ -197,16 +197,33 @@ pub struct Audience {
     pub srt: u64,
     /// Connected WebRTC viewers.
     pub webrtc: u64,
-    /// (address, HLS rather than LL-HLS) -> what it fetched.
-    http: HashMap<(std::net::IpAddr, bool), HttpViewer>,
+    /// (who, HLS rather than LL-HLS) -> what it fetched.
+    http: HashMap<(HttpWho, bool), HttpViewer>,
+    /// (address, HLS?) -> the player session last seen there and how many
+    /// sessions the address has: a request without a token (a player's
+    /// media) counts for that session.
+    at_addr: HashMap<(std::net::IpAddr, bool), (u64, u32)>,
     /// Bytes sent to viewers (players and HTTP answers).
     pub bytes_out: u64,
     /// RTMP and SRT players, by session id (`GET .../sessions`).
     pub players: HashMap<u64, PlayerSession>,
-    /// LL-HLS and HLS viewers the sessions API ended: (address, HLS?) ->
+    /// LL-HLS and HLS viewers the sessions API ended: (who, HLS?) ->
     /// until when their requests for this stream are refused.
-    ended_http: HashMap<(std::net::IpAddr, bool), std::time::Instant>,
+    ended_http: HashMap<(HttpWho, bool), std::time::Instant>,
 }
+
+/// Who an LL-HLS or HLS viewer is: a player session (the token its
+/// multivariant playlist gave its chunklist URIs), or, for a player that
+/// carries none (given a chunklist URL directly), its address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HttpWho {
+    Session(u64),
+    Address(std::net::IpAddr),
+}
+
+/// Most player sessions one address has per stream; past it, its new
+/// players count by address.
+const MAX_SESSIONS_PER_ADDRESS: u32 = 64;
 
 /// How long an LL-HLS or HLS viewer the sessions API ended is refused
 /// (its player's retries get 403 meanwhile).
@@ -218,6 +235,10 @@ const MAX_ENDED_HTTP: usize = 1024;
 /// and media.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpViewer {
+    /// Where its last request came from, and the address it was first
+    /// counted under.
+    pub remote: std::net::SocketAddr,
+    home: std::net::IpAddr,
     /// Its first request since it last went quiet, and its last.
     pub first: std::time::Instant,
     pub last: std::time::Instant,
@@ -254,39 +275,104 @@ pub struct PlayerSession {
 const MAX_HTTP_VIEWERS: usize = 65_536;
 
 impl Audience {
-    /// An LL-HLS (`hls` false) or HLS viewer at `ip` fetched something
-    /// (`bytes` sent to it).
+    /// An LL-HLS (`hls` false) or HLS viewer at `peer` fetched something
+    /// (`bytes` sent to it), in player session `session` when its request
+    /// carried a token. Media without one (`media`: a segment, part or
+    /// init section, whose URIs a chunklist writes without the token)
+    /// counts for the session last seen at its address; a playlist without
+    /// one is a player given the URL directly, counted by address.
+    #[allow(clippy::too_many_arguments)]
     pub fn note_http(
         &mut self,
-        ip: std::net::IpAddr,
+        peer: std::net::SocketAddr,
+        session: Option<u64>,
+        media: bool,
         hls: bool,
         window: std::time::Duration,
         bytes: u64,
         now: std::time::Instant,
     ) {
-        if let Some(v) = self.http.get_mut(&(ip, hls)) {
+        let ip = peer.ip();
+        let live = |http: &HashMap<(HttpWho, bool), HttpViewer>, t: u64| {
+            http.get(&(HttpWho::Session(t), hls))
+                .is_some_and(|v| v.watching(now))
+        };
+        let who = match session {
+            Some(t)
+                if self.http.contains_key(&(HttpWho::Session(t), hls))
+                    || self
+                        .at_addr
+                        .get(&(ip, hls))
+                        .is_none_or(|(_, n)| *n < MAX_SESSIONS_PER_ADDRESS) =>
+            {
+                HttpWho::Session(t)
+            }
+            Some(_) => HttpWho::Address(ip),
+            None => match self.at_addr.get(&(ip, hls)) {
+                Some((t, _)) if media && live(&self.http, *t) => HttpWho::Session(*t),
+                _ => HttpWho::Address(ip),
+            },
+        };
+        if let (Some(t), HttpWho::Session(_)) = (session, who) {
+            if let Some(a) = self.at_addr.get_mut(&(ip, hls)) {
+                a.0 = t;
+            }
+        }
+        if let Some(v) = self.http.get_mut(&(who, hls)) {
             if !v.watching(now) {
                 // Back after going quiet: a new session.
                 (v.first, v.bytes) = (now, 0);
             }
-            (v.last, v.window) = (now, window);
+            (v.last, v.window, v.remote) = (now, window, peer);
             v.bytes += bytes;
             return;
         }
         if self.http.len() >= MAX_HTTP_VIEWERS || self.http.len().is_power_of_two() {
             // Forget the viewers gone quiet (amortized: at each doubling).
-            self.http.retain(|_, v| v.watching(now));
+            self.forget_quiet(now);
         }
         if self.http.len() < MAX_HTTP_VIEWERS {
+            if let HttpWho::Session(t) = who {
+                let a = self.at_addr.entry((ip, hls)).or_insert((t, 0));
+                a.1 += 1;
+            }
             self.http.insert(
-                (ip, hls),
+                (who, hls),
                 HttpViewer {
+                    remote: peer,
+                    home: ip,
                     first: now,
                     last: now,
                     window,
                     bytes,
                 },
             );
+        }
+    }
+
+    /// Drops the HTTP viewers gone quiet, and their sessions' count at
+    /// their address.
+    fn forget_quiet(&mut self, now: std::time::Instant) {
+        let at_addr = &mut self.at_addr;
+        self.http.retain(|(who, hls), v| {
+            let keep = v.watching(now);
+            if !keep && matches!(who, HttpWho::Session(_)) {
+                Self::uncount(at_addr, v.home, *hls);
+            }
+            keep
+        });
+    }
+
+    fn uncount(
+        at_addr: &mut HashMap<(std::net::IpAddr, bool), (u64, u32)>,
+        ip: std::net::IpAddr,
+        hls: bool,
+    ) {
+        if let Some(a) = at_addr.get_mut(&(ip, hls)) {
+            a.1 = a.1.saturating_sub(1);
+            if a.1 == 0 {
+                at_addr.remove(&(ip, hls));
+            }
         }
     }
 
@@ -297,43 +383,55 @@ impl Audience {
         }
     }
 
-    /// LL-HLS (`hls` false) and HLS viewers now: (address, HLS?, last
-    /// request), as the sessions API lists them.
+    /// LL-HLS (`hls` false) and HLS viewers now: (who, HLS?, what it
+    /// fetched), as the sessions API lists them.
     pub fn http_list(
         &self,
         now: std::time::Instant,
-    ) -> impl Iterator<Item = (std::net::IpAddr, bool, &HttpViewer)> + '_ {
+    ) -> impl Iterator<Item = (HttpWho, bool, &HttpViewer)> + '_ {
         self.http
             .iter()
             .filter(move |(_, v)| v.watching(now))
-            .map(|((ip, hls), v)| (*ip, *hls, v))
+            .map(|((who, hls), v)| (*who, *hls, v))
     }
 
     /// Ends an LL-HLS or HLS viewer (the sessions API): it is no longer
-    /// counted and its requests for this stream are refused for
-    /// [`ENDED_HTTP_VIEWER_REFUSED`]. False when it is not a viewer now.
-    pub fn end_http(&mut self, ip: std::net::IpAddr, hls: bool, now: std::time::Instant) -> bool {
-        if !self
-            .http
-            .remove(&(ip, hls))
-            .is_some_and(|v| v.watching(now))
-        {
+    /// counted and its requests for this stream (a session's: those with
+    /// its token) are refused for [`ENDED_HTTP_VIEWER_REFUSED`]. False when
+    /// it is not a viewer now.
+    pub fn end_http(&mut self, who: HttpWho, hls: bool, now: std::time::Instant) -> bool {
+        let Some(v) = self.http.remove(&(who, hls)) else {
+            return false;
+        };
+        if matches!(who, HttpWho::Session(_)) {
+            Self::uncount(&mut self.at_addr, v.home, hls);
+        }
+        if !v.watching(now) {
             return false;
         }
         self.ended_http.retain(|_, until| *until > now);
         if self.ended_http.len() < MAX_ENDED_HTTP {
             self.ended_http
-                .insert((ip, hls), now + ENDED_HTTP_VIEWER_REFUSED);
+                .insert((who, hls), now + ENDED_HTTP_VIEWER_REFUSED);
         }
         true
     }
 
-    /// Is this LL-HLS or HLS viewer refused now (ended through the API)?
-    pub fn is_ended_http(&self, ip: std::net::IpAddr, hls: bool, now: std::time::Instant) -> bool {
+    /// Is this LL-HLS or HLS request refused now (its viewer ended through
+    /// the API)? A request with a session's token answers for that
+    /// session, one without for its address.
+    pub fn is_ended_http(
+        &self,
+        ip: std::net::IpAddr,
+        session: Option<u64>,
+        hls: bool,
+        now: std::time::Instant,
+    ) -> bool {
+        let who = session.map_or(HttpWho::Address(ip), HttpWho::Session);
         !self.ended_http.is_empty()
             && self
                 .ended_http
-                .get(&(ip, hls))
+                .get(&(who, hls))
                 .is_some_and(|until| *until > now)
     }
 
@@ -714,6 +812,62 @@ pub struct IngestOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn players_behind_one_address_are_sessions_of_their_own() {
+        let mut a = Audience::default();
+        let now = std::time::Instant::now();
+        let w = std::time::Duration::from_secs(3);
+        let p1: std::net::SocketAddr = "192.0.2.7:50001".parse().unwrap();
+        let p2: std::net::SocketAddr = "192.0.2.7:50002".parse().unwrap();
+        a.note_http(p1, Some(1), false, false, w, 100, now);
+        a.note_http(p2, Some(2), false, false, w, 200, now);
+        // A request without a token (a part) counts for the session last
+        // seen at its address.
+        a.note_http(p2, None, true, false, w, 50, now);
+        let mut rows: Vec<(HttpWho, u64)> =
+            a.http_list(now).map(|(w, _, v)| (w, v.bytes)).collect();
+        rows.sort_by_key(|(w, _)| format!("{w:?}"));
+        assert_eq!(
+            rows,
+            [(HttpWho::Session(1), 100), (HttpWho::Session(2), 250)]
+        );
+        assert_eq!(a.http_viewers(now), (2, 0));
+        // Ending one refuses its token only.
+        assert!(a.end_http(HttpWho::Session(1), false, now));
+        assert!(a.is_ended_http(p1.ip(), Some(1), false, now));
+        assert!(!a.is_ended_http(p1.ip(), Some(2), false, now));
+        assert!(!a.is_ended_http(p1.ip(), None, false, now));
+        assert_eq!(a.http_viewers(now), (1, 0));
+        // A playlist without a token is a player of its own, by address,
+        // even where sessions are.
+        a.note_http(p2, None, false, false, w, 5, now);
+        assert!(a
+            .http_list(now)
+            .any(|(who, _, v)| who == HttpWho::Address(p2.ip()) && v.bytes == 5));
+        assert!(a.end_http(HttpWho::Address(p2.ip()), false, now));
+        // A player without a token: by address, as before.
+        let other: std::net::SocketAddr = "198.51.100.1:4000".parse().unwrap();
+        a.note_http(other, None, false, false, w, 10, now);
+        assert!(a
+            .http_list(now)
+            .any(|(who, _, _)| who == HttpWho::Address(other.ip())));
+        // One address has a share of sessions; past it, its new players
+        // count by address.
+        for t in 100..100 + u64::from(MAX_SESSIONS_PER_ADDRESS) + 5 {
+            a.note_http(p1, Some(t), false, false, w, 1, now);
+        }
+        let sessions = a
+            .http_list(now)
+            .filter(|(who, _, v)| matches!(who, HttpWho::Session(_)) && v.remote.ip() == p1.ip())
+            .count();
+        assert_eq!(sessions, MAX_SESSIONS_PER_ADDRESS as usize);
+        // Gone quiet: forgotten, and the address's share with them.
+        let later = now + std::time::Duration::from_secs(10);
+        a.forget_quiet(later);
+        assert!(a.at_addr.is_empty());
+        assert_eq!(a.http_viewers(later), (0, 0));
+    }
     use crate::media::{Codec, CodecConfig, VideoParams};
     use bytes::Bytes;
 
