@@ -134,13 +134,9 @@ impl Api {
             });
         }
         let mut http: Vec<_> = live.audience.http_list(now.instant).collect();
+        // Oldest first; a session before an address row of the same moment.
         http.sort_unstable_by_key(|(who, hls, v)| {
-            (
-                v.first,
-                *hls,
-                v.remote,
-                *who == HttpWho::Address(v.remote.ip()),
-            )
+            (v.first, *hls, matches!(who, HttpWho::Address(_)), v.remote)
         });
         for (who, hls, v) in http {
             let kind = if hls { "hls" } else { "llhls" };
