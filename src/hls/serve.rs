@@ -528,10 +528,10 @@ fn answer_file(
         .hls
         .as_ref()
         .map_or(Duration::from_secs(6), |s| s.config.segment_target);
-    // A viewer of the stream counts for three target durations after each
-    // file it was served (DECISIONS 14).
     let session =
         super::session::SessionTokens::of_target(req.target()).and_then(|t| hls.sessions.verify(t));
+    // A viewer of the stream counts for three target durations after each
+    // file it was served (DECISIONS 14).
     let mark = ViewerMark {
         stream: id,
         hls: is_ts,
