@@ -70,6 +70,26 @@ fn publish_multitrack(ffmpeg: &str, url: &str, secs: u32) -> Child {
         .expect("ffmpeg 9 starts")
 }
 
+/// ffmpeg publishing the test pattern (`video`: the maps, and filters, of
+/// its renditions) and its two tones as AAC tracks whose PMT names
+/// `languages`, as MPEG-TS over SRT to `url` for `secs` seconds.
+fn publish_ts_languages(url: &str, video: &[&str], languages: [&str; 2], secs: u32) -> Child {
+    pattern_and_two_tones("ffmpeg")
+        .args(video)
+        .args(["-map", "1:a", "-map", "2:a", "-t", &secs.to_string()])
+        .args(["-c:v", "libx264", "-preset", "veryfast", "-g", "25"])
+        .args(["-c:a", "aac", "-b:a", "64k"])
+        .arg("-metadata:s:a:0")
+        .arg(format!("language={}", languages[0]))
+        .arg("-metadata:s:a:1")
+        .arg(format!("language={}", languages[1]))
+        .args(["-f", "mpegts", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg starts")
+}
+
 /// The tests of this file run one at a time: each runs real-time
 /// encoders (three renditions) and most a browser, which two cores do not
 /// hold twice over.
@@ -551,21 +571,7 @@ fn mpegts_audio_languages_are_one_llhls_audio_group() {
         "srt://127.0.0.1:{}?streamid=default/app/langs&pkt_size=1316",
         s.media.srt
     );
-    let mut publisher = pattern_and_two_tones("ffmpeg")
-        .args(["-map", "0:v", "-map", "1:a", "-map", "2:a", "-t", "30"])
-        .args(["-c:v", "libx264", "-preset", "veryfast", "-g", "25"])
-        .args(["-c:a", "aac", "-b:a", "64k"])
-        .args([
-            "-metadata:s:a:0",
-            "language=eng",
-            "-metadata:s:a:1",
-            "language=fra",
-        ])
-        .args(["-f", "mpegts", &url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ffmpeg starts");
+    let mut publisher = publish_ts_languages(&url, &["-map", "0:v"], ["eng", "fra"], 30);
     let base = format!("http://127.0.0.1:{}/app/langs", s.media.llhls);
     let (master, _) = wait_for_variants(&s, &base, 1, Duration::from_secs(40));
     let media: Vec<&str> = master
@@ -727,23 +733,15 @@ fn two_renditions_two_languages(tag: &str) -> (Server, Child) {
         "srt://127.0.0.1:{}?streamid=default/app/langs&pkt_size=1316",
         s.media.srt
     );
-    let publisher = pattern_and_two_tones("ffmpeg")
-        .args(["-filter_complex", "[0:v]split=2[a][b];[b]scale=320:180[b2]"])
-        .args(["-map", "[a]", "-map", "[b2]", "-map", "1:a", "-map", "2:a"])
-        .args(["-t", "60"])
-        .args(["-c:v", "libx264", "-preset", "veryfast", "-g", "25"])
-        .args(["-c:a", "aac", "-b:a", "64k"])
-        .args([
-            "-metadata:s:a:0",
-            "language=eng",
-            "-metadata:s:a:1",
-            "language=spa",
-        ])
-        .args(["-f", "mpegts", &url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ffmpeg starts");
+    let video = [
+        "-filter_complex",
+        "[0:v]split=2[a][b];[b]scale=320:180[b2]",
+        "-map",
+        "[a]",
+        "-map",
+        "[b2]",
+    ];
+    let publisher = publish_ts_languages(&url, &video, ["eng", "spa"], 60);
     wait_video_tracks(&s, "langs", 2);
     (s, publisher)
 }

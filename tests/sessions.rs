@@ -47,6 +47,29 @@ fn find<'a>(list: &'a [Value], protocol: &str) -> Option<&'a Value> {
         .find(|x| x["protocol"] == protocol && x["role"] == "viewer")
 }
 
+/// A server with LL-HLS (and WebRTC, with `webrtc` as its app's
+/// publisher) and ffmpeg publishing `app/cam` over RTMP for 60 s, once its
+/// tracks are known.
+fn server_with_cam(tag: &str, webrtc: Option<String>) -> (Server, Child) {
+    let s = Server::start_with(
+        tag,
+        ServerOptions {
+            media: true,
+            llhls: Some(String::new()),
+            webrtc,
+            ..Default::default()
+        },
+    );
+    let src = ffmpeg_source(
+        60,
+        &[],
+        "flv",
+        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
+    );
+    s.wait_for_tracks("cam");
+    (s, src)
+}
+
 /// Waits (30 s at most) for a child to exit; whether it did.
 fn exits(child: &mut Child) -> bool {
     wait_until(Duration::from_secs(30), || child.try_wait().ok().flatten()).is_some()
@@ -57,22 +80,7 @@ fn every_session_of_a_stream_is_listed_and_one_can_be_ended() {
     if !have_tool("ffmpeg") || !have_tool("curl") {
         return;
     }
-    let s = Server::start_with(
-        "sessions",
-        ServerOptions {
-            media: true,
-            llhls: Some(String::new()),
-            webrtc: Some(String::new()),
-            ..Default::default()
-        },
-    );
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let (s, mut src) = server_with_cam("sessions", Some(String::new()));
     let mut rtmp = player(&format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp));
     let mut srt = player(&format!(
         "srt://127.0.0.1:{}?streamid=%23!::r=app/cam,m=request",
@@ -222,21 +230,7 @@ fn two_players_behind_one_address_are_two_sessions() {
     if !have_tool("ffmpeg") || !have_tool("curl") {
         return;
     }
-    let s = Server::start_with(
-        "sessions-nat",
-        ServerOptions {
-            media: true,
-            llhls: Some(String::new()),
-            ..Default::default()
-        },
-    );
-    let mut src = ffmpeg_source(
-        60,
-        &[],
-        "flv",
-        &format!("rtmp://127.0.0.1:{}/app/cam", s.media.rtmp),
-    );
-    s.wait_for_tracks("cam");
+    let (s, mut src) = server_with_cam("sessions-nat", None);
     let base = format!("http://127.0.0.1:{}/app/cam", s.media.llhls);
     // Each player: its master, then its video chunklist (token and all).
     let open = || -> String {

@@ -272,41 +272,13 @@ impl HlsManager {
         }
     }
 
-    /// `:stopHlsDump`: the dump's playlists end (`EXT-X-ENDLIST`), its
-    /// info file says Completed, and its id is free.
-    pub fn stop_dump(&mut self, key: &TaskKey, now: Now) {
-        if let Some(i) = self.dumps.iter().position(|d| &d.key == key) {
-            let mut d = self.dumps.remove(i);
-            let h = self.outputs.get(&d.stream).and_then(|o| o.hls.as_ref());
-            if let (Some(h), Some(task)) = (h, self.dump_tasks.get_mut(key)) {
-                d.poll(
-                    h,
-                    task,
-                    true,
-                    now.unix_ms,
-                    self.utc_offset,
-                    &mut self.dump_files,
-                    &mut self.file_ops,
-                );
-            }
-        }
-        self.dump_tasks.remove(key);
-        crate::info!("hls dump [{key}] stopped");
-    }
-
-    /// A running dump ends in `Error` for `why` (a disk budget): its
-    /// playlists end (`EXT-X-ENDLIST`, every file it wrote stays playable)
-    /// and its info file says Error.
-    pub(super) fn end_dump_in_error(&mut self, key: &TaskKey, why: String, now: Now) {
-        let Some(i) = self.dumps.iter().position(|d| &d.key == key) else {
-            return;
-        };
+    /// Takes a running dump's writer out and gives it its last write (its
+    /// playlists end with `EXT-X-ENDLIST`, its info file is written).
+    fn end_writer(&mut self, key: &TaskKey, now: Now) -> Option<DumpWriter> {
+        let i = self.dumps.iter().position(|d| &d.key == key)?;
         let mut d = self.dumps.remove(i);
         let h = self.outputs.get(&d.stream).and_then(|o| o.hls.as_ref());
-        let Some(task) = self.dump_tasks.get_mut(key) else {
-            return;
-        };
-        if let Some(h) = h {
+        if let (Some(h), Some(task)) = (h, self.dump_tasks.get_mut(key)) {
             d.poll(
                 h,
                 task,
@@ -317,6 +289,27 @@ impl HlsManager {
                 &mut self.file_ops,
             );
         }
+        Some(d)
+    }
+
+    /// `:stopHlsDump`: the dump's playlists end (`EXT-X-ENDLIST`), its
+    /// info file says Completed, and its id is free.
+    pub fn stop_dump(&mut self, key: &TaskKey, now: Now) {
+        self.end_writer(key, now);
+        self.dump_tasks.remove(key);
+        crate::info!("hls dump [{key}] stopped");
+    }
+
+    /// A running dump ends in `Error` for `why` (a disk budget): its
+    /// playlists end (`EXT-X-ENDLIST`, every file it wrote stays playable)
+    /// and its info file says Error.
+    pub(super) fn end_dump_in_error(&mut self, key: &TaskKey, why: String, now: Now) {
+        let Some(mut d) = self.end_writer(key, now) else {
+            return;
+        };
+        let Some(task) = self.dump_tasks.get_mut(key) else {
+            return;
+        };
         crate::warn!("hls dump [{key}] ended: {why}");
         task.status = DumpStatus::Error;
         task.last_error = Some(why);

@@ -137,38 +137,7 @@ pub fn master(s: &StreamHls) -> String {
         }
     }
     if !videos.is_empty() {
-        let mut names: Vec<String> = Vec::new();
-        for (i, a) in audios.iter().enumerate() {
-            // Its label's name (an AudioMap's), else its language, else
-            // "audio" (one track) or "audio N"; a name already taken gets
-            // its track's number (names in a group differ).
-            let label = &a.track.label;
-            let lang = label.language;
-            let mut name = match (&label.name, lang) {
-                (Some(n), _) => n.clone(),
-                (None, Some(l)) => l.as_str().to_owned(),
-                (None, None) if audios.len() == 1 => "audio".to_owned(),
-                (None, None) => format!("audio {}", i + 1),
-            };
-            if names.contains(&name) {
-                name = format!("{name} {}", i + 1);
-            }
-            let language = lang
-                .map(|l| format!(",LANGUAGE=\"{}\"", l.as_str()))
-                .unwrap_or_default();
-            let characteristics = label
-                .characteristics
-                .as_ref()
-                .map(|c| format!(",CHARACTERISTICS=\"{c}\""))
-                .unwrap_or_default();
-            let _ = writeln!(
-                o,
-                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"{name}\"{language},DEFAULT={},AUTOSELECT=YES{characteristics},URI=\"{}\"",
-                if i == 0 { "YES" } else { "NO" },
-                chunklist_name(a, &s.key)
-            );
-            names.push(name);
-        }
+        write_audio_group(&mut o, "audio", &audios, "audio", false, &s.key);
     }
     let group = (!videos.is_empty() && !audios.is_empty()).then_some("audio");
     for v in &videos {
@@ -198,6 +167,61 @@ pub fn master(s: &StreamHls) -> String {
         }
     }
     o
+}
+
+/// An audio group's `EXT-X-MEDIA` lines, the first its default: each
+/// member named by its label's name (an AudioMap's), else its language,
+/// else `lone` (a group of one) or "audio N"; a name already taken gets
+/// its number (names in a group differ). `LANGUAGE` and `CHARACTERISTICS`
+/// when known, OME's `CHANNELS` (2 when unknown) when `channels`.
+fn write_audio_group(
+    o: &mut String,
+    group: &str,
+    members: &[&TrackOutput],
+    lone: &str,
+    channels: bool,
+    key: &str,
+) {
+    let mut names: Vec<String> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        let label = &m.track.label;
+        let mut name = match (&label.name, label.language) {
+            (Some(n), _) => quoted(n),
+            (None, Some(l)) => l.as_str().to_owned(),
+            (None, None) if members.len() == 1 => quoted(lone),
+            (None, None) => format!("audio {}", i + 1),
+        };
+        if names.contains(&name) {
+            name = format!("{name} {}", i + 1);
+        }
+        let language = label
+            .language
+            .map(|l| format!(",LANGUAGE=\"{}\"", l.as_str()))
+            .unwrap_or_default();
+        let characteristics = label
+            .characteristics
+            .as_ref()
+            .map(|c| format!(",CHARACTERISTICS=\"{}\"", quoted(c)))
+            .unwrap_or_default();
+        let channels = if channels {
+            let n = m
+                .track
+                .audio
+                .map(|p| p.channels)
+                .filter(|&c| c > 0)
+                .unwrap_or(2);
+            format!(",CHANNELS=\"{n}\"")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"{group}\",NAME=\"{name}\"{language},DEFAULT={},AUTOSELECT=YES{channels}{characteristics},URI=\"{}\"",
+            if i == 0 { "YES" } else { "NO" },
+            chunklist_name(m, key)
+        );
+        names.push(name);
+    }
 }
 
 /// A track's rate as a variant's BANDWIDTH counts it, where renditions
@@ -271,48 +295,12 @@ pub fn renditions_master(s: &StreamHls, playlist: &crate::state::streams::Playli
             }
             groups.push(a.track.id);
             // The group: its first track, then the other languages of its
-            // variant; each named by its label, else its language (a lone
-            // track: the rendition's name), with its LANGUAGE when known.
+            // variant (a lone track named as its rendition).
             let members: Vec<&TrackOutput> = std::iter::once(*a)
                 .chain(r.audio_alternates.iter().filter_map(|id| s.track(*id)))
                 .collect();
-            let mut names: Vec<String> = Vec::new();
-            for (i, m) in members.iter().enumerate() {
-                let label = &m.track.label;
-                let mut name = match (&label.name, label.language) {
-                    (Some(n), _) => quoted(n),
-                    (None, Some(l)) => l.as_str().to_owned(),
-                    (None, None) if members.len() == 1 => quoted(&r.name),
-                    (None, None) => format!("audio {}", i + 1),
-                };
-                if names.contains(&name) {
-                    name = format!("{name} {}", i + 1);
-                }
-                let language = label
-                    .language
-                    .map(|l| format!(",LANGUAGE=\"{}\"", l.as_str()))
-                    .unwrap_or_default();
-                let characteristics = label
-                    .characteristics
-                    .as_ref()
-                    .map(|c| format!(",CHARACTERISTICS=\"{}\"", quoted(c)))
-                    .unwrap_or_default();
-                // OME's CHANNELS (2 when unknown).
-                let channels = m
-                    .track
-                    .audio
-                    .map(|p| p.channels)
-                    .filter(|&c| c > 0)
-                    .unwrap_or(2);
-                let _ = writeln!(
-                    o,
-                    "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio_{}\",NAME=\"{name}\"{language},DEFAULT={},AUTOSELECT=YES,CHANNELS=\"{channels}\"{characteristics},URI=\"{}\"",
-                    a.track.id,
-                    if i == 0 { "YES" } else { "NO" },
-                    chunklist_name(m, &s.key)
-                );
-                names.push(name);
-            }
+            let group = format!("audio_{}", a.track.id);
+            write_audio_group(&mut o, &group, &members, &r.name, true, &s.key);
         }
     }
     for (r, v, a) in &live {

@@ -51,10 +51,7 @@ impl SessionTokens {
     /// one this process issued.
     pub fn verify(&self, token: &str) -> Option<u64> {
         let key = self.key.as_ref()?;
-        if token.len() != 16 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        let value = u64::from_str_radix(token, 16).ok()?;
+        let value = parse_token_text(token)?;
         let (counter, mac) = ((value >> 32) as u32, value as u32);
         (Self::mac(key, counter) == mac).then_some(value)
     }
@@ -71,11 +68,13 @@ pub fn token_text(session: u64) -> String {
     format!("{session:016x}")
 }
 
-/// The session of a sessions-API id's token part.
+/// The session a token's text names (16 hex digits), whether or not it is
+/// one this process issued.
 pub fn parse_token_text(text: &str) -> Option<u64> {
-    (text.len() == 16)
-        .then(|| u64::from_str_radix(text, 16).ok())
-        .flatten()
+    if text.len() != 16 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(text, 16).ok()
 }
 
 #[cfg(test)]

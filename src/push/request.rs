@@ -100,14 +100,7 @@ pub enum RequestError {
 impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            // OME's text, spaces and all.
-            RequestError::MissingFields(names) => {
-                f.write_str("There is no required parameter [")?;
-                for n in names {
-                    write!(f, " {n}")?;
-                }
-                f.write_str("]")
-            }
+            RequestError::MissingFields(names) => crate::state::task::write_missing(f, names),
             RequestError::BadId => f.write_str("id must be 1-255 printable characters"),
             RequestError::UnknownProtocol(p) => {
                 write!(f, "Unknown protocol [{p}]; use srt, rtmp or mpegts")

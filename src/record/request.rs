@@ -123,14 +123,7 @@ pub enum RequestError {
 impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            // OME's text, spaces and all.
-            RequestError::Missing(names) => {
-                f.write_str("There is no required parameter [")?;
-                for n in names {
-                    write!(f, " {n}")?;
-                }
-                f.write_str("]")
-            }
+            RequestError::Missing(names) => crate::state::task::write_missing(f, names),
             RequestError::BadId => f.write_str("id must be 1-255 printable characters"),
             RequestError::BothIntervalAndSchedule => {
                 f.write_str("[Interval] and [Schedule] cannot be used at the same time")

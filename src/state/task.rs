@@ -1,5 +1,6 @@
 //! What every kind of task (push, record, pull, dump) shares: its key, the
-//! back-off between attempts, and how it names the tracks it takes.
+//! back-off between attempts, how it names the tracks it takes, and OME's
+//! text for a request's missing fields.
 
 use crate::media::{MediaKind, Track, TrackId};
 use serde::{Deserialize, Serialize};
@@ -126,6 +127,16 @@ pub fn select(
         });
     }
     ids
+}
+
+/// OME's text for a task request's missing fields, spaces and all:
+/// `There is no required parameter [ id stream.name]`.
+pub fn write_missing(f: &mut std::fmt::Formatter<'_>, names: &[&str]) -> std::fmt::Result {
+    f.write_str("There is no required parameter [")?;
+    for n in names {
+        write!(f, " {n}")?;
+    }
+    f.write_str("]")
 }
 
 #[cfg(test)]

@@ -128,25 +128,11 @@ impl HlsManager {
             .collect();
         apps.sort_unstable();
         apps.dedup();
-        let server = reg.disk_budget.unwrap_or_default();
         for (vhost, app) in apps {
-            let budget = reg
-                .app(&vhost, &app)
-                .and_then(|a| a.disk_budget)
-                .unwrap_or_default();
-            let usage = self.dvr_usage();
-            let key = (vhost.clone(), app.clone());
-            let use_ = crate::state::app::DiskUse {
-                app: records.get(&key).copied().unwrap_or(0)
-                    + usage.get(&key).copied().unwrap_or(0),
-                all: records_total + usage.values().sum::<u64>(),
-                free: None,
-                app_what: "recordings, DVR and dumps",
-                server_what: "recordings, DVRs and dumps",
-                room: 0,
-            };
-            let crossed = crate::state::app::DiskBudget::crossed(budget, server, &use_);
-            let Some((why, bytes)) = crossed.into_iter().max_by_key(|(_, b)| *b) else {
+            let what = ("recordings, DVR and dumps", "recordings, DVRs and dumps");
+            let totals = (records, records_total);
+            let Some((why, bytes)) = self.over_budget(reg, (&vhost, &app), totals, None, what)
+            else {
                 continue;
             };
             if self.trim_dvr(&vhost, &app, bytes, &why) >= bytes {
@@ -167,6 +153,38 @@ impl HlsManager {
                 self.end_dump_in_error(&k, format!("disk budget: {why}"), now);
             }
         }
+    }
+
+    /// What an application's DVRs and dumps, with the recordings
+    /// (`records`: per application, and all), cross of its budget and the
+    /// server's, the most bytes first; `what` names them (the application's,
+    /// the server's) in the reason.
+    fn over_budget(
+        &self,
+        reg: &Registry,
+        (vhost, app): (&str, &str),
+        (records, records_total): (&HashMap<(String, String), u64>, u64),
+        free: Option<u64>,
+        (app_what, server_what): (&'static str, &'static str),
+    ) -> Option<(String, u64)> {
+        let budget = reg
+            .app(vhost, app)
+            .and_then(|a| a.disk_budget)
+            .unwrap_or_default();
+        let server = reg.disk_budget.unwrap_or_default();
+        let usage = self.dvr_usage();
+        let key = (vhost.to_string(), app.to_string());
+        let use_ = crate::state::app::DiskUse {
+            app: records.get(&key).copied().unwrap_or(0) + usage.get(&key).copied().unwrap_or(0),
+            all: records_total + usage.values().sum::<u64>(),
+            free,
+            app_what,
+            server_what,
+            room: 0,
+        };
+        crate::state::app::DiskBudget::crossed(budget, server, &use_)
+            .into_iter()
+            .max_by_key(|(_, b)| *b)
     }
 
     /// Gives up the oldest DVR segments of an application (its streams'
@@ -247,31 +265,9 @@ impl HlsManager {
             same
         });
         for (vhost, app, free) in apps {
-            let budget = reg
-                .app(&vhost, &app)
-                .and_then(|a| a.disk_budget)
-                .unwrap_or_default();
-            let server = reg.disk_budget.unwrap_or_default();
-            let usage = self.dvr_usage();
-            let mine = usage
-                .get(&(vhost.clone(), app.clone()))
-                .copied()
-                .unwrap_or(0);
-            let all: u64 = usage.values().sum();
-            let of_app = records
-                .get(&(vhost.clone(), app.clone()))
-                .copied()
-                .unwrap_or(0);
-            let usage = crate::state::app::DiskUse {
-                app: of_app + mine,
-                all: records_total + all,
-                free,
-                app_what: "recordings and DVR",
-                server_what: "recordings and DVRs",
-                room: 0,
-            };
-            let crossed = crate::state::app::DiskBudget::crossed(budget, server, &usage);
-            if let Some((why, bytes)) = crossed.into_iter().max_by_key(|(_, b)| *b) {
+            let what = ("recordings and DVR", "recordings and DVRs");
+            let totals = (records, records_total);
+            if let Some((why, bytes)) = self.over_budget(reg, (&vhost, &app), totals, free, what) {
                 let freed = self.trim_dvr(&vhost, &app, bytes, &why);
                 // Counted as free until the next report.
                 for o in self.outputs.values_mut() {
